@@ -1,0 +1,137 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+import { defaultPageSize, maxPageSize } from '../http/list-query.js';
+
+/** How one entity's routes look, for the OpenAPI document. */
+export interface CrudRoutes {
+  entity: string;
+  /** `/Projects` */
+  path: string;
+  tenantScoped: boolean;
+  output: z.ZodType;
+  createInput: z.ZodType;
+  replaceInput: z.ZodType;
+  updateInput: z.ZodType;
+  sortFields: readonly string[];
+  hasStatus: boolean;
+  searchable: boolean;
+  /** Also reachable as `/<parents>/{parentId}/<children>`. */
+  nested?: { path: string; parentParam: string; parentEntity: string; createInput: z.ZodType };
+}
+
+const ErrorEnvelope = z
+  .object({
+    success: z.literal(false),
+    error: z.object({
+      code: z.string().meta({ example: 'VALIDATION_ERROR' }),
+      message: z.string(),
+      details: z.record(z.string(), z.string()).optional(),
+    }),
+  })
+  .meta({ id: 'ErrorEnvelope' });
+
+const ListMeta = z
+  .object({ page: z.int(), limit: z.int(), total: z.int(), totalPages: z.int() })
+  .meta({ id: 'ListMeta' });
+
+const errorResponse = (description: string): ResponseConfig => ({
+  description,
+  content: { 'application/json': { schema: ErrorEnvelope } },
+});
+const jsonBody = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
+const dataEnvelope = (description: string, data: z.ZodType) => ({
+  description,
+  content: { 'application/json': { schema: z.object({ success: z.literal(true), data }) } },
+});
+
+const organizationHeader = z.object({
+  'x-organization-id': z.uuid().meta({ description: 'The organization (tenant) the request acts in' }),
+});
+const idParam = (entity: string) => z.object({ id: z.uuid().meta({ description: `The ${entity}'s id` }) });
+
+function listQuery(routes: CrudRoutes) {
+  return z.object({
+    page: z.int().min(1).optional().meta({ description: '1-based page number', example: 1 }),
+    limit: z.int().min(1).max(maxPageSize).optional().meta({ description: `Page size, ${defaultPageSize} by default; clamped to 1-${maxPageSize}` }),
+    sort: z.enum(routes.sortFields as [string, ...string[]]).optional().meta({ description: 'Field to order by (default createdAt)' }),
+    order: z.enum(['asc', 'desc']).optional().meta({ description: 'Direction (default desc)' }),
+    ...(routes.hasStatus ? { status: z.string().optional().meta({ description: 'Only records with this status' }) } : {}),
+    createdAfter: z.string().optional().meta({ description: 'Only records created at or after this date/time' }),
+    ...(routes.searchable ? { search: z.string().optional().meta({ description: 'Case-insensitive substring match' }) } : {}),
+  });
+}
+
+/** Describes the generic routes of one entity: list, create, read, replace, update, delete. */
+export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes): void {
+  const tags = [routes.entity];
+  const scoped = routes.tenantScoped ? { headers: organizationHeader } : {};
+  const scopedErrors: Record<number, ResponseConfig> = routes.tenantScoped
+    ? { 400: errorResponse('Bad request (malformed JSON, parameters or x-organization-id)'), 403: errorResponse('Not allowed in this organization') }
+    : { 400: errorResponse('Bad request (malformed JSON or parameters)') };
+  const itemPath = `${routes.path}/{id}`;
+  const listResponse = {
+    description: `A page of ${routes.entity} records`,
+    content: {
+      'application/json': {
+        schema: z.object({ success: z.literal(true), data: z.array(routes.output), meta: ListMeta }),
+      },
+    },
+  };
+  const notFound = { 404: errorResponse(`No ${routes.entity} with that id`) };
+  const invalid = { 422: errorResponse('The body failed validation; details names each field') };
+
+  registry.registerPath({
+    method: 'get', path: routes.path, tags, summary: `List ${routes.entity} records`,
+    request: { query: listQuery(routes), ...scoped },
+    responses: { 200: listResponse, ...scopedErrors },
+  });
+  registry.registerPath({
+    method: 'post', path: routes.path, tags, summary: `Create a ${routes.entity}`,
+    request: { body: jsonBody(routes.createInput), ...scoped },
+    responses: { 201: dataEnvelope(`The created ${routes.entity}`, routes.output), ...scopedErrors, 409: errorResponse('Conflicts with an existing record'), ...invalid },
+  });
+  registry.registerPath({
+    method: 'get', path: itemPath, tags, summary: `Read a ${routes.entity}`,
+    request: { params: idParam(routes.entity), ...scoped },
+    responses: { 200: dataEnvelope(`The ${routes.entity}`, routes.output), ...scopedErrors, ...notFound },
+  });
+  registry.registerPath({
+    method: 'put', path: itemPath, tags, summary: `Replace a ${routes.entity}`,
+    request: { params: idParam(routes.entity), body: jsonBody(routes.replaceInput), ...scoped },
+    responses: { 200: dataEnvelope(`The replaced ${routes.entity}`, routes.output), ...scopedErrors, ...notFound, ...invalid },
+  });
+  registry.registerPath({
+    method: 'patch', path: itemPath, tags, summary: `Update some fields of a ${routes.entity}`,
+    request: { params: idParam(routes.entity), body: jsonBody(routes.updateInput), ...scoped },
+    responses: { 200: dataEnvelope(`The updated ${routes.entity}`, routes.output), ...scopedErrors, ...notFound, ...invalid },
+  });
+  registry.registerPath({
+    method: 'delete', path: itemPath, tags, summary: `Delete a ${routes.entity}`,
+    request: { params: idParam(routes.entity), ...scoped },
+    responses: { 204: { description: 'Deleted' }, ...scopedErrors, ...notFound },
+  });
+
+  if (routes.nested) {
+    const { path, parentParam, parentEntity, createInput } = routes.nested;
+    const params = z.object({ [parentParam]: z.uuid().meta({ description: `The parent ${parentEntity}'s id` }) });
+    const parentMissing = { 404: errorResponse(`No ${parentEntity} with that id`) };
+    registry.registerPath({
+      method: 'get', path, tags, summary: `List the ${routes.entity} records of a ${parentEntity}`,
+      request: { params, query: listQuery(routes), ...scoped },
+      responses: { 200: listResponse, ...scopedErrors, ...parentMissing },
+    });
+    registry.registerPath({
+      method: 'post', path, tags, summary: `Create a ${routes.entity} under a ${parentEntity}`,
+      request: { params, body: jsonBody(createInput), ...scoped },
+      responses: { 201: dataEnvelope(`The created ${routes.entity}`, routes.output), ...scopedErrors, ...parentMissing, ...invalid },
+    });
+  }
+}
+
+export function createDocument(registry: OpenAPIRegistry, options: { title: string; version: string; serverUrl: string }) {
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: '3.1.0',
+    info: { title: options.title, version: options.version },
+    servers: [{ url: options.serverUrl }],
+  });
+}

@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, createOrganization, databaseKinds, startBackend, type Api, type TestBackend } from './support/backend.js';
+
+describe.each(databaseKinds)('list queries on the %s database', (kind) => {
+  let backend: TestBackend;
+  let api: Api;
+  let org: string;
+  let projectId: string;
+
+  const list = (query: string, path = `/Projects/${projectId}/Tasks`) => api('GET', `${path}?${query}`, { organizationId: org });
+  const titles = (response: { body: { data: { title: string }[] } }) => response.body.data.map((task) => task.title);
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+    api = apiClient(backend.url);
+    org = await createOrganization(api, 'lists');
+    projectId = (await api('POST', '/Projects', { organizationId: org, body: { name: 'Listed' } })).body.data.id;
+    // 45 tasks, created in order so that createdAt grows with the number; every third is done.
+    for (let n = 1; n <= 45; n += 1) {
+      const status = n % 3 === 0 ? 'done' : 'todo';
+      const title = `task ${String(n).padStart(2, '0')}`;
+      const response = await api('POST', `/Projects/${projectId}/Tasks`, { organizationId: org, body: { title, status } });
+      if (response.status !== 201) throw new Error(JSON.stringify(response.body));
+    }
+  });
+  afterAll(() => backend?.stop());
+
+  it('pages 45 rows by 20: three pages, the last holding 5', async () => {
+    const first = await list('limit=20');
+    expect(first.body.meta).toEqual({ page: 1, limit: 20, total: 45, totalPages: 3 });
+    expect(first.body.data).toHaveLength(20);
+    const third = await list('limit=20&page=3');
+    expect(third.body.meta).toEqual({ page: 3, limit: 20, total: 45, totalPages: 3 });
+    expect(third.body.data).toHaveLength(5);
+    const beyond = await list('limit=20&page=4');
+    expect(beyond.body.data).toEqual([]);
+    expect(beyond.body.meta.total).toBe(45);
+  });
+
+  it('defaults to page 1, limit 20, newest first', async () => {
+    const response = await list('');
+    expect(response.body.meta).toEqual({ page: 1, limit: 20, total: 45, totalPages: 3 });
+    expect(titles(response)[0]).toBe('task 45');
+  });
+
+  it('pages never repeat or skip a row', async () => {
+    const seen = new Set<string>();
+    for (let page = 1; page <= 5; page += 1) {
+      for (const title of titles(await list(`limit=10&page=${page}&sort=status`))) seen.add(title);
+    }
+    expect(seen.size).toBe(45);
+  });
+
+  it('clamps limit into 1..100', async () => {
+    expect((await list('limit=500')).body.meta.limit).toBe(100);
+    expect((await list('limit=500')).body.data).toHaveLength(45);
+    expect((await list('limit=0')).body.meta).toEqual({ page: 1, limit: 1, total: 45, totalPages: 45 });
+  });
+
+  it('sorts by a field of the entity in either order', async () => {
+    expect(titles(await list('sort=title&order=asc&limit=3'))).toEqual(['task 01', 'task 02', 'task 03']);
+    expect(titles(await list('sort=title&order=desc&limit=2'))).toEqual(['task 45', 'task 44']);
+  });
+
+  it('filters by status', async () => {
+    const done = await list('status=done&limit=100');
+    expect(done.body.meta.total).toBe(15);
+    expect(done.body.data.every((task: { status: string }) => task.status === 'done')).toBe(true);
+  });
+
+  it('filters by createdAfter, inclusive', async () => {
+    const all = (await list('sort=createdAt&order=asc&limit=100')).body.data;
+    const pivot = all[40].createdAt;
+    const response = await list(`createdAfter=${encodeURIComponent(pivot)}&limit=100`);
+    const expected = all.filter((task: { createdAt: string }) => task.createdAt >= pivot).length;
+    expect(response.body.meta.total).toBe(expected);
+    expect(expected).toBeGreaterThanOrEqual(5);
+    expect(expected).toBeLessThan(45);
+  });
+
+  it('searches case-insensitively for a substring of the searchable fields', async () => {
+    const response = await list('search=TASK 1&limit=100');
+    expect(titles(response).sort()).toEqual(['task 10', 'task 11', 'task 12', 'task 13', 'task 14', 'task 15', 'task 16', 'task 17', 'task 18', 'task 19']);
+  });
+
+  it('combines every filter with AND', async () => {
+    const all = (await list('sort=createdAt&order=asc&limit=100')).body.data;
+    const after = encodeURIComponent(all[19].createdAt); // task 20 onwards
+    const response = await list(`status=done&search=task 2&createdAfter=${after}&sort=title&order=asc`);
+    // done = multiples of 3; "task 2" = 20..29; created from task 20: 21, 24, 27
+    expect(titles(response)).toEqual(['task 21', 'task 24', 'task 27']);
+    expect(response.body.meta.total).toBe(3);
+  });
+
+  it('matches % and _ in search literally, not as wildcards', async () => {
+    for (const title of ['100% done', 'snake_case', 'plain']) {
+      await api('POST', `/Projects/${projectId}/Tasks`, { organizationId: org, body: { title } });
+    }
+    expect(titles(await list('search=%25'))).toEqual(['100% done']);
+    expect(titles(await list('search=_'))).toEqual(['snake_case']);
+    expect(titles(await list('search=e_c'))).toEqual(['snake_case']);
+    expect((await list(`search=${encodeURIComponent("'; DROP TABLE \"Task\"; --")}`)).body.data).toEqual([]);
+    expect((await list('search=\\')).body.data).toEqual([]);
+    expect((await list('limit=100')).body.meta.total).toBe(48);
+  });
+
+  it('refuses an unknown sort field with 400 naming the allowed fields', async () => {
+    for (const sort of ['password', 'nope', '"title"; DROP TABLE "Task"', 'createdAt desc']) {
+      const response = await list(`sort=${encodeURIComponent(sort)}`);
+      expect(response.status, sort).toBe(400);
+      expect(response.body.error.code).toBe('BAD_REQUEST');
+      expect(response.body.error.details.sort).toContain('title');
+    }
+  });
+
+  it('refuses malformed parameters with 400 naming the parameter', async () => {
+    const cases: [string, string][] = [
+      ['page=0', 'page'],
+      ['page=abc', 'page'],
+      ['limit=-5', 'limit'],
+      ['limit=1.5', 'limit'],
+      ['order=sideways', 'order'],
+      ['createdAfter=yesterday', 'createdAfter'],
+      ['page=1&page=2', 'page'],
+    ];
+    for (const [query, parameter] of cases) {
+      const response = await list(query);
+      expect(response.status, query).toBe(400);
+      expect(Object.keys(response.body.error.details), query).toContain(parameter);
+    }
+  });
+
+  it('refuses filters an entity does not have', async () => {
+    const response = await api('GET', '/organizations?status=active');
+    expect(response.status).toBe(400);
+    expect(response.body.error.details).toEqual({ status: 'Remove this parameter' });
+  });
+});

@@ -1,0 +1,24 @@
+/**
+ * The versions a generated backend depends on: one place to change them. Every major here
+ * supports Node 20.19.
+ */
+export const backendDependencies = {
+  '@asteasolutions/zod-to-openapi': '^9.1.0',
+  '@electric-sql/pglite': '^0.5.16',
+  express: '^5.2.1',
+  helmet: '^8.1.0',
+  pg: '^8.16.3',
+  pino: '^10.1.0',
+  'pino-http': '^11.0.0',
+  'swagger-ui-express': '^5.0.1',
+  tsx: '^4.20.6',
+  zod: '^4.1.12',
+};
+
+export const backendDevDependencies = {
+  '@types/express': '^5.0.5',
+  '@types/node': '^20.19.0',
+  '@types/pg': '^8.15.6',
+  '@types/swagger-ui-express': '^4.1.8',
+  typescript: '~5.9.3',
+};

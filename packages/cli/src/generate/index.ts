@@ -1,0 +1,47 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Schema } from '../schema/types.js';
+import { planWrites, readDiskState, type FileWrite } from './apply.js';
+import { planMigrations, snapshotPath, type MigrationsState } from './migrations-plan.js';
+import { renderProject } from './render.js';
+import type { Templates } from './templates.js';
+
+export { applyWrites } from './apply.js';
+export { loadTemplates } from './templates.js';
+
+export interface GeneratePlan {
+  writes: FileWrite[];
+  problems: string[];
+}
+
+export function readMigrationsState(projectDir: string): MigrationsState {
+  const dir = path.join(projectDir, 'migrations');
+  const files = fs.existsSync(dir) ? fs.readdirSync(dir).sort() : [];
+  const snapshotFile = path.join(projectDir, snapshotPath);
+  const snapshot = fs.existsSync(snapshotFile) ? JSON.parse(fs.readFileSync(snapshotFile, 'utf8')) : undefined;
+  return { files, snapshot };
+}
+
+/** A package name from a folder name: `My App` -> `my-app`. */
+export function packageNameFor(projectDir: string): string {
+  const name = path
+    .basename(path.resolve(projectDir))
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^[._-]+|[-]+$/g, '');
+  return name || 'backend';
+}
+
+/** Reads the project, renders the schema and works out every write, without changing anything. */
+export function planGenerate(
+  projectDir: string,
+  schema: Schema,
+  templates: Templates,
+  options: { allowDrop?: boolean } = {},
+): GeneratePlan {
+  const files = renderProject(schema, templates, { packageName: packageNameFor(projectDir) });
+  const migrations = planMigrations(schema, readMigrationsState(projectDir), options);
+  if (migrations.problems.length > 0) return { writes: [], problems: migrations.problems };
+  const planned = [...files, ...migrations.files];
+  return { writes: planWrites(planned, readDiskState(projectDir, planned)), problems: [] };
+}

@@ -1,0 +1,78 @@
+import Handlebars from 'handlebars';
+import type { Schema } from '../schema/types.js';
+import { backendDependencies, backendDevDependencies } from './dependency-versions.js';
+import type { Templates } from './templates.js';
+import { projectView } from './view-model.js';
+
+/**
+ * `generated` files are rewritten by every `authstrap generate`; `owned` files are written only
+ * when missing and then belong to the user; `migration` files are written once and never changed.
+ */
+export type Ownership = 'generated' | 'owned' | 'migration';
+
+export interface PlannedFile {
+  path: string;
+  contents: string;
+  ownership: Ownership;
+}
+
+export interface RenderOptions {
+  /** The npm package name of the project, used only for files created once. */
+  packageName: string;
+}
+
+const handlebars = Handlebars.create();
+handlebars.registerHelper('eq', (a: unknown, b: unknown) => a === b);
+
+const compiled = new Map<string, Handlebars.TemplateDelegate>();
+function render(source: string, data: object): string {
+  let template = compiled.get(source);
+  if (!template) {
+    template = handlebars.compile(source, { noEscape: true });
+    compiled.set(source, template);
+  }
+  return template(data);
+}
+
+/** Template file name -> project file name: `_gitignore` -> `.gitignore`, `x.ts.hbs` -> `x.ts`. */
+function outputPath(templatePath: string): string {
+  return templatePath.replace(/(^|\/)_gitignore$/, '$1.gitignore').replace(/\.hbs$/, '');
+}
+
+const renderIfTemplate = (templatePath: string, source: string, data: object) =>
+  templatePath.endsWith('.hbs') ? render(source, data) : source;
+
+/** Sorts by code unit, not `localeCompare`: the machine's locale must not change the bytes. */
+const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+const sortedEntries = (versions: Record<string, string>) =>
+  Object.entries(versions)
+    .sort(([a], [b]) => byCodeUnit(a, b))
+    .map(([name, version]) => ({ name, version }));
+
+/** Every file of a project except migrations, from the schema alone: same schema, same bytes. */
+export function renderProject(schema: Schema, templates: Templates, options: RenderOptions): PlannedFile[] {
+  const view = projectView(schema);
+  const files: PlannedFile[] = [];
+
+  const projectData = {
+    ...view,
+    packageName: options.packageName,
+    dependencies: sortedEntries(backendDependencies),
+    devDependencies: sortedEntries(backendDevDependencies),
+  };
+  for (const [templatePath, source] of templates.project) {
+    files.push({ path: outputPath(templatePath), contents: renderIfTemplate(templatePath, source, projectData), ownership: 'owned' });
+  }
+
+  for (const [templatePath, source] of templates.generated) {
+    files.push({ path: `src/generated/${outputPath(templatePath)}`, contents: renderIfTemplate(templatePath, source, view), ownership: 'generated' });
+  }
+  for (const entity of view.entities) {
+    for (const [templatePath, source] of templates.entity) {
+      const fileName = `${entity.fileBase}.${outputPath(templatePath)}`;
+      files.push({ path: `src/generated/${entity.folder}/${fileName}`, contents: render(source, entity), ownership: 'generated' });
+    }
+  }
+  return files.sort((a, b) => byCodeUnit(a.path, b.path));
+}

@@ -1,0 +1,48 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The template files, read once from disk so that rendering itself is pure. */
+export interface Templates {
+  /** Files of a new project, by their path in the project (`src/app.ts`, `package.json.hbs`). */
+  project: Map<string, string>;
+  /** Files of `src/generated/` that are not per entity. */
+  generated: Map<string, string>;
+  /** Per-entity templates by name: `schema.ts.hbs`, `repository.ts.hbs`, `router.ts.hbs`. */
+  entity: Map<string, string>;
+}
+
+/** The folder holding `backend/`: shipped inside the package, or at the root of this repository. */
+export function templatesDir(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const candidates = [path.resolve(here, '../../templates'), path.resolve(here, '../../../../templates')];
+  const found = candidates.find((candidate) => fs.existsSync(path.join(candidate, 'backend')));
+  if (!found) throw new Error(`authstrap's templates are missing (looked in ${candidates.join(', ')}); reinstall authstrap`);
+  return found;
+}
+
+function readTree(root: string): Map<string, string> {
+  const files = new Map<string, string>();
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else files.set(path.relative(root, full).split(path.sep).join('/'), fs.readFileSync(full, 'utf8'));
+    }
+  };
+  walk(root);
+  return files;
+}
+
+export function loadTemplates(dir = templatesDir()): Templates {
+  const backend = path.join(dir, 'backend');
+  const generated = readTree(path.join(backend, 'generated'));
+  const entity = new Map<string, string>();
+  for (const [name, source] of generated) {
+    if (name.startsWith('entity/')) {
+      entity.set(name.slice('entity/'.length), source);
+      generated.delete(name);
+    }
+  }
+  return { project: readTree(path.join(backend, 'project')), generated, entity };
+}

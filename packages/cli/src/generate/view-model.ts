@@ -1,0 +1,173 @@
+import { camelCase, kebabCase, pascalCase } from '../schema/naming.js';
+import type { Entity, Field, Schema } from '../schema/types.js';
+
+/**
+ * Everything the templates print, computed here so that the templates stay plain: each entity's
+ * names, zod expressions, SQL fragments and routes.
+ */
+
+const singleQuoted = (value: string) => `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+const jsLiteral = (value: unknown): string => (typeof value === 'string' ? singleQuoted(value) : JSON.stringify(value));
+const quoteSql = (identifier: string) => `"${identifier}"`;
+
+function zodInput(field: Field): string {
+  let zod: string;
+  switch (field.type) {
+    case 'string':
+    case 'text':
+      zod = field.format === 'email' ? 'z.email()' : 'z.string()';
+      if (field.minLength !== undefined) zod += `.min(${field.minLength})`;
+      if (field.maxLength !== undefined) zod += `.max(${field.maxLength})`;
+      if (field.lowercase) zod += '.toLowerCase()';
+      break;
+    case 'integer':
+      // The column is a 32-bit integer; bigger values are refused here rather than by the database.
+      zod = 'z.int32()';
+      if (field.min !== undefined) zod += `.min(${field.min})`;
+      if (field.max !== undefined) zod += `.max(${field.max})`;
+      break;
+    case 'number':
+      zod = 'z.number()';
+      if (field.min !== undefined) zod += `.min(${field.min})`;
+      if (field.max !== undefined) zod += `.max(${field.max})`;
+      break;
+    case 'boolean':
+      zod = 'z.boolean()';
+      break;
+    case 'datetime':
+      zod = 'z.iso.datetime({ offset: true })';
+      break;
+    case 'uuid':
+      zod = 'z.uuid()';
+      break;
+    case 'enum':
+      zod = `z.enum([${field.values!.map(singleQuoted).join(', ')}])`;
+      break;
+    case 'json':
+      zod = 'z.json()';
+      break;
+  }
+  if (field.nullable) zod += '.nullable()';
+  if (field.nullable || field.default !== undefined) zod += '.optional()';
+  if (field.description) zod += `.meta({ description: ${singleQuoted(field.description)} })`;
+  return zod;
+}
+
+function zodOutput(field: Field): string {
+  const base: Record<Field['type'], string> = {
+    string: 'z.string()',
+    text: 'z.string()',
+    integer: 'z.int()',
+    number: 'z.number()',
+    boolean: 'z.boolean()',
+    datetime: 'z.date()',
+    uuid: 'z.uuid()',
+    enum: field.values ? `z.enum([${field.values.map(singleQuoted).join(', ')}])` : 'z.string()',
+    json: 'z.json()',
+  };
+  return base[field.type] + (field.nullable ? '.nullable()' : '');
+}
+
+export interface EntityView {
+  name: string;
+  pascal: string;
+  camel: string;
+  folder: string;
+  fileBase: string;
+  table: string;
+  path: string;
+  tenantScoped: boolean;
+  description?: string;
+  outputFields: { name: string; zod: string }[];
+  inputFields: { name: string; zod: string }[];
+  replaceDefaults: { name: string; value: string }[];
+  selectList: string;
+  insertColumns: { field: string; column: string }[];
+  updateColumns: { field: string; column: string }[];
+  sortColumns: { field: string; column: string }[];
+  searchColumns: string[];
+  hasStatus: boolean;
+  parent?: {
+    field: string;
+    entity: string;
+    camel: string;
+    folder: string;
+    fileBase: string;
+    /** `/Projects/:projectId/Tasks` */
+    routePath: string;
+    /** `/Projects/{projectId}/Tasks` */
+    openApiPath: string;
+  };
+}
+
+function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
+  const visible = entity.fields.filter((field) => !field.secret);
+  const writable = entity.fields.filter((field) => !field.system);
+  const columnPair = (field: Field) => ({ field: field.name, column: field.column });
+
+  let parent: EntityView['parent'];
+  if (entity.parent) {
+    const parentEntity = byName.get(entity.parent.entity)!;
+    parent = {
+      field: entity.parent.field,
+      entity: parentEntity.name,
+      camel: camelCase(parentEntity.name),
+      folder: parentEntity.name,
+      fileBase: kebabCase(parentEntity.name),
+      routePath: `${parentEntity.path}/:${entity.parent.field}${entity.path}`,
+      openApiPath: `${parentEntity.path}/{${entity.parent.field}}${entity.path}`,
+    };
+  }
+
+  return {
+    name: entity.name,
+    pascal: pascalCase(entity.name),
+    camel: camelCase(entity.name),
+    folder: entity.name,
+    fileBase: kebabCase(entity.name),
+    table: entity.table,
+    path: entity.path,
+    tenantScoped: entity.tenantScoped,
+    description: entity.description,
+    outputFields: visible.map((field) => ({ name: field.name, zod: zodOutput(field) })),
+    inputFields: [{ name: 'id', zod: 'z.uuid().optional()' }, ...writable.map((field) => ({ name: field.name, zod: zodInput(field) }))],
+    replaceDefaults: writable
+      .filter((field) => field.nullable || (field.default !== undefined && field.default !== 'now'))
+      .map((field) => ({ name: field.name, value: jsLiteral(field.default ?? null) })),
+    selectList: visible
+      .map((field) => (field.column === field.name ? quoteSql(field.name) : `${quoteSql(field.column)} AS ${quoteSql(field.name)}`))
+      .join(', '),
+    insertColumns: [
+      ...entity.fields.filter((field) => field.name === 'id' || field.name === 'organizationId').map(columnPair),
+      ...writable.map(columnPair),
+    ],
+    updateColumns: writable.map(columnPair),
+    sortColumns: visible.filter((field) => field.type !== 'json').map(columnPair),
+    searchColumns: entity.fields.filter((field) => field.searchable).map((field) => field.column),
+    hasStatus: entity.fields.some((field) => field.name === 'status' && !field.system),
+    parent,
+  };
+}
+
+export interface ProjectView {
+  entities: EntityView[];
+  /** Global entities first, then tenant-scoped ones; nested mounts before their collections. */
+  mounts: { path: string; router: string; scoped: boolean; comment: string }[];
+}
+
+export function projectView(schema: Schema): ProjectView {
+  const byName = new Map(schema.entities.map((entity) => [entity.name, entity]));
+  const entities = schema.entities.map((entity) => entityView(entity, byName));
+  const mounts: ProjectView['mounts'] = [];
+  for (const scoped of [false, true]) {
+    const group = entities.filter((view) => view.tenantScoped === scoped);
+    // A nested path starts with its parent's path, so it is mounted first to read top-down.
+    for (const entity of group.filter((view) => view.parent)) {
+      mounts.push({ path: entity.parent!.routePath, router: `${entity.camel}NestedRouter`, scoped, comment: `${entity.name} of one ${entity.parent!.entity}` });
+    }
+    for (const entity of group) {
+      mounts.push({ path: entity.path, router: `${entity.camel}Router`, scoped, comment: entity.name });
+    }
+  }
+  return { entities, mounts };
+}

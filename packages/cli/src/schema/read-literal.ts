@@ -1,0 +1,116 @@
+import { Node, Project, SyntaxKind, type Expression, type SourceFile } from 'ts-morph';
+
+/** A problem with the schema file, pointing at where it is. */
+export class SchemaError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'SchemaError';
+  }
+}
+
+/**
+ * Reads the default export of a schema file as plain data, without running it: only object and
+ * array literals, strings, numbers, booleans and null are allowed, so that a schema can be read
+ * (and later edited by ts-morph) safely and exactly.
+ */
+export function readSchemaLiteral(filePath: string, sourceText?: string): unknown {
+  const project = new Project({ useInMemoryFileSystem: sourceText !== undefined });
+  const file =
+    sourceText === undefined
+      ? project.addSourceFileAtPath(filePath)
+      : project.createSourceFile(filePath, sourceText, { overwrite: true });
+  const exported = defaultExportExpression(file);
+  if (!exported) {
+    throw new SchemaError([
+      `${file.getBaseName()}: no \`export default { ... }\` found; the schema file must export its object literal as default`,
+    ]);
+  }
+  return toValue(unwrapExport(exported, file), file.getBaseName());
+}
+
+function defaultExportExpression(file: SourceFile): Expression | undefined {
+  const assignment = file.getExportAssignment((node) => !node.isExportEquals());
+  if (assignment) return assignment.getExpression();
+  const declaration = file.getDefaultExportSymbol()?.getDeclarations()[0];
+  if (declaration && Node.isVariableDeclaration(declaration)) return declaration.getInitializer();
+  return undefined;
+}
+
+/**
+ * The object literal behind the default export: also through `defineSchema(x)`, and through
+ * `const schema = ...; export default schema` (a `const` of this file, so it cannot be changed).
+ */
+function unwrapExport(expression: Expression, file: SourceFile): Expression {
+  let current = unwrap(expression);
+  const followed = new Set<Node>();
+  for (;;) {
+    if (Node.isCallExpression(current) && current.getArguments().length === 1) {
+      current = unwrap(current.getArguments()[0] as Expression);
+      continue;
+    }
+    const declaration = Node.isIdentifier(current) ? file.getVariableDeclaration(current.getText()) : undefined;
+    const initializer = declaration?.getVariableStatement()?.getDeclarationKind() === 'const' ? declaration.getInitializer() : undefined;
+    if (!initializer || followed.has(initializer)) return current;
+    followed.add(initializer);
+    current = unwrap(initializer);
+  }
+}
+
+/** Looks through `x satisfies T`, `x as const` and `(x)`. */
+function unwrap(expression: Expression): Expression {
+  let current: Expression = expression;
+  while (Node.isSatisfiesExpression(current) || Node.isAsExpression(current) || Node.isParenthesizedExpression(current)) {
+    current = current.getExpression();
+  }
+  return current;
+}
+
+function toValue(node: Expression, fileName: string): unknown {
+  const where = () => `${fileName}:${node.getStartLineNumber()}`;
+  switch (node.getKind()) {
+    case SyntaxKind.StringLiteral:
+    case SyntaxKind.NoSubstitutionTemplateLiteral:
+      return (node as unknown as { getLiteralValue(): string }).getLiteralValue();
+    case SyntaxKind.NumericLiteral:
+      return Number(node.getText().replace(/_/g, ''));
+    case SyntaxKind.TrueKeyword:
+      return true;
+    case SyntaxKind.FalseKeyword:
+      return false;
+    case SyntaxKind.NullKeyword:
+      return null;
+    case SyntaxKind.PrefixUnaryExpression: {
+      const unary = node.asKindOrThrow(SyntaxKind.PrefixUnaryExpression);
+      const operand = toValue(unary.getOperand() as Expression, fileName);
+      if (unary.getOperatorToken() === SyntaxKind.MinusToken && typeof operand === 'number') return -operand;
+      break;
+    }
+    case SyntaxKind.ArrayLiteralExpression:
+      return node
+        .asKindOrThrow(SyntaxKind.ArrayLiteralExpression)
+        .getElements()
+        .map((element) => toValue(unwrap(element), fileName));
+    case SyntaxKind.ObjectLiteralExpression: {
+      const result: Record<string, unknown> = {};
+      for (const property of node.asKindOrThrow(SyntaxKind.ObjectLiteralExpression).getProperties()) {
+        if (!Node.isPropertyAssignment(property)) {
+          throw new SchemaError([
+            `${fileName}:${property.getStartLineNumber()}: only \`key: value\` properties are allowed in the schema (found \`${property.getText().slice(0, 40)}\`)`,
+          ]);
+        }
+        const nameNode = property.getNameNode();
+        if (Node.isComputedPropertyName(nameNode)) {
+          throw new SchemaError([
+            `${fileName}:${property.getStartLineNumber()}: property names must be written out, not computed (found \`${nameNode.getText().slice(0, 40)}\`)`,
+          ]);
+        }
+        const key = Node.isStringLiteral(nameNode) || Node.isNumericLiteral(nameNode) ? String(nameNode.getLiteralValue()) : nameNode.getText();
+        result[key] = toValue(unwrap(property.getInitializerOrThrow()), fileName);
+      }
+      return result;
+    }
+  }
+  throw new SchemaError([
+    `${where()}: the schema must be plain data (strings, numbers, booleans, null, arrays, objects); \`${node.getText().slice(0, 40)}\` is computed`,
+  ]);
+}

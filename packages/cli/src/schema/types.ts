@@ -1,0 +1,118 @@
+/**
+ * The shape of `authstrap.schema.ts`, as people write it (`SchemaFile`) and as the rest of the
+ * CLI sees it after loading and validation (`Schema`, every default filled in).
+ */
+
+export const fieldTypes = [
+  'string',
+  'text',
+  'integer',
+  'number',
+  'boolean',
+  'datetime',
+  'uuid',
+  'enum',
+  'json',
+] as const;
+export type FieldType = (typeof fieldTypes)[number];
+
+export const onDeleteActions = ['cascade', 'restrict', 'set null'] as const;
+export type OnDeleteAction = (typeof onDeleteActions)[number];
+
+export type LiteralValue = string | number | boolean | null;
+
+/** One field as written in the schema file. */
+export interface FieldDefinition {
+  type: FieldType;
+  nullable?: boolean;
+  unique?: boolean;
+  /** A literal default; `'now'` on a datetime means the time of insert. */
+  default?: LiteralValue;
+  minLength?: number;
+  maxLength?: number;
+  min?: number;
+  max?: number;
+  format?: 'email';
+  /** Stored lowercased (e-mail addresses). */
+  lowercase?: boolean;
+  /** The allowed values of an enum field. */
+  values?: string[];
+  /** Matched by the list query's `search` parameter. */
+  searchable?: boolean;
+  /** Name of the entity this uuid field points at. */
+  references?: string;
+  onDelete?: OnDeleteAction;
+  /** Accepted on input, never returned (password hashes, session tokens). */
+  secret?: boolean;
+  /** The column's name in an existing table, when it differs from the field name. */
+  column?: string;
+  description?: string;
+}
+
+/** One entity as written in the schema file. */
+export interface EntityDefinition {
+  /** Rows belong to one organization (default true for your own entities). */
+  tenantScoped?: boolean;
+  /** A uuid field referencing the parent: routes are also nested as /<parents>/:parentId/<children>. */
+  parent?: string;
+  /** The existing table this entity maps to (default: the entity name). */
+  table?: string;
+  /** Plural form used in the REST path (default: English rules). */
+  plural?: string;
+  description?: string;
+  fields: Record<string, FieldDefinition>;
+  /** Field lists that must be unique together, e.g. `[['providerId', 'accountId']]`. */
+  uniqueTogether?: string[][];
+  /** Extra indexes, each a list of fields. */
+  indexes?: string[][];
+}
+
+export interface SchemaFile {
+  /** Include the auth entities (User, account, session, verification) and Organization/member. */
+  auth?: boolean;
+  entities: Record<string, EntityDefinition>;
+}
+
+/** A field after loading: defaults filled in, system fields included. */
+export interface Field {
+  name: string;
+  column: string;
+  type: FieldType;
+  nullable: boolean;
+  unique: boolean;
+  default?: LiteralValue;
+  minLength?: number;
+  maxLength?: number;
+  min?: number;
+  max?: number;
+  format?: 'email';
+  lowercase: boolean;
+  values?: string[];
+  searchable: boolean;
+  references?: { entity: string; onDelete: OnDeleteAction };
+  secret: boolean;
+  /** id, organizationId, createdAt, updatedAt: managed by the backend, not by callers. */
+  system: boolean;
+  description?: string;
+}
+
+export interface Entity {
+  name: string;
+  table: string;
+  plural: string;
+  /** REST path of the collection, e.g. `/Users`, `/user-settings`. */
+  path: string;
+  tenantScoped: boolean;
+  /** One of the entities authstrap brings (User, account, ..., Organization, member). */
+  builtin: boolean;
+  parent?: { field: string; entity: string };
+  description?: string;
+  fields: Field[];
+  uniqueTogether: string[][];
+  indexes: string[][];
+}
+
+export interface Schema {
+  auth: boolean;
+  entities: Entity[];
+}

@@ -1,0 +1,332 @@
+import { builtinEntities } from './builtin.js';
+import { collectionPath, pluralOf } from './naming.js';
+import { SchemaError } from './read-literal.js';
+import {
+  fieldTypes,
+  onDeleteActions,
+  type Entity,
+  type EntityDefinition,
+  type Field,
+  type FieldDefinition,
+  type Schema,
+} from './types.js';
+
+const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const entityName = /^[A-Za-z][A-Za-z0-9]*$/;
+const schemaKeys = ['auth', 'entities'];
+const entityKeys = ['tenantScoped', 'parent', 'table', 'plural', 'description', 'fields', 'uniqueTogether', 'indexes'];
+const fieldKeys = [
+  'type', 'nullable', 'unique', 'default', 'minLength', 'maxLength', 'min', 'max', 'format',
+  'lowercase', 'values', 'searchable', 'references', 'onDelete', 'secret', 'column', 'description',
+];
+/** Names that would shadow a global or an import of the generated code. */
+const reservedEntityNames = new Set(
+  ['Array', 'Boolean', 'Date', 'Error', 'Function', 'JSON', 'Map', 'Math', 'Number', 'Object', 'Promise', 'Record',
+    'RegExp', 'Set', 'String', 'Symbol', 'Router', 'Database', 'Queryable', 'Request', 'Response', 'Migration'].map((name) => name.toLowerCase()),
+);
+/** Field names the backend manages itself. */
+const systemFieldNames = ['id', 'createdAt', 'updatedAt', 'organizationId'];
+
+type Raw = Record<string, unknown>;
+const isObject = (value: unknown): value is Raw =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Checks a schema file's data and resolves it into a `Schema`: built-in entities added, defaults
+ * filled, system fields listed. Every problem is reported at once, naming the entity and field.
+ */
+export function validateSchema(raw: unknown, fileName = 'authstrap.schema.ts'): Schema {
+  const problems: string[] = [];
+  const problem = (where: string, message: string) => problems.push(`${fileName}: ${where}: ${message}`);
+
+  if (!isObject(raw)) throw new SchemaError([`${fileName}: the default export must be an object like { entities: { ... } }`]);
+  unknownKeys(raw, schemaKeys, 'schema', problem);
+  if (raw.auth !== undefined && typeof raw.auth !== 'boolean') problem('schema', '"auth" must be true or false');
+  const auth = raw.auth !== false;
+  if (!isObject(raw.entities)) {
+    problem('schema', '"entities" must be an object of entity definitions');
+    throw new SchemaError(problems);
+  }
+
+  const definitions: [string, EntityDefinition, boolean][] = [];
+  if (auth) for (const [name, definition] of Object.entries(builtinEntities)) definitions.push([name, definition, true]);
+  for (const [name, definition] of Object.entries(raw.entities)) {
+    const where = `entity "${name}"`;
+    if (!entityName.test(name)) {
+      problem(where, 'an entity name is letters and digits, starting with a letter (e.g. "Project", "UserSetting")');
+      continue;
+    }
+    if (reservedEntityNames.has(name.toLowerCase())) {
+      problem(where, 'is a name the generated TypeScript already uses (a JavaScript global or a runtime helper); choose another');
+      continue;
+    }
+    const clash = definitions.find(([other]) => other.toLowerCase() === name.toLowerCase() || pluralOf(other).toLowerCase() === name.toLowerCase());
+    if (clash) {
+      const builtin = clash[2] ? `the built-in entity "${clash[0]}"` : `entity "${clash[0]}"`;
+      problem(where, `clashes with ${builtin} (names and paths are matched case-insensitively); rename one of them`);
+      continue;
+    }
+    if (!isObject(definition)) {
+      problem(where, 'must be an object with "fields"');
+      continue;
+    }
+    definitions.push([name, definition as unknown as EntityDefinition, false]);
+  }
+
+  const names = new Set(definitions.map(([name]) => name));
+  const entities = definitions.map(([name, definition, builtin]) =>
+    resolveEntity(name, definition, builtin, { auth, names, problem }),
+  );
+
+  const paths = new Map<string, string>();
+  for (const entity of entities) {
+    const key = entity.path.toLowerCase();
+    const other = paths.get(key);
+    if (other) problem(`entity "${entity.name}"`, `its path ${entity.path} is also the path of "${other}"; set "plural" on one of them`);
+    paths.set(key, entity.name);
+  }
+  checkReferences(entities, problem);
+  for (const entity of entities) {
+    const parent = entity.parent && entities.find((other) => other.name === entity.parent!.entity);
+    if (parent && parent.tenantScoped !== entity.tenantScoped) {
+      problem(`entity "${entity.name}"`, `is nested under "${parent.name}", so both must be tenant-scoped or both not`);
+    }
+  }
+
+  if (problems.length > 0) throw new SchemaError(problems);
+  return { auth, entities };
+}
+
+interface Context {
+  auth: boolean;
+  names: Set<string>;
+  problem: (where: string, message: string) => void;
+}
+
+function resolveEntity(name: string, definition: EntityDefinition, builtin: boolean, context: Context): Entity {
+  const { problem } = context;
+  const where = `entity "${name}"`;
+  unknownKeys(definition as unknown as Raw, entityKeys, where, problem);
+
+  const tenantScoped = definition.tenantScoped ?? context.auth;
+  if (typeof tenantScoped !== 'boolean') problem(where, '"tenantScoped" must be true or false');
+  if (tenantScoped && !context.auth) {
+    problem(where, 'is tenant-scoped but the schema has `auth: false`; tenants (organizations) come with auth');
+  }
+  for (const key of ['table', 'plural', 'description'] as const) {
+    if (definition[key] !== undefined && typeof definition[key] !== 'string') problem(where, `"${key}" must be a string`);
+  }
+  if (definition.table !== undefined && !identifier.test(definition.table)) {
+    problem(where, `"table" must be a plain SQL identifier (got "${definition.table}")`);
+  }
+  const plural = definition.plural ?? pluralOf(name);
+
+  const fields: Field[] = [systemField('id', 'uuid')];
+  if (tenantScoped) {
+    fields.push({ ...systemField('organizationId', 'uuid'), references: { entity: 'Organization', onDelete: 'cascade' } });
+  }
+  if (!isObject(definition.fields)) {
+    problem(where, '"fields" must be an object of field definitions');
+  } else {
+    for (const [fieldName, fieldDefinition] of Object.entries(definition.fields)) {
+      const field = resolveField(name, fieldName, fieldDefinition, context);
+      if (field) fields.push(field);
+    }
+  }
+  fields.push(systemField('createdAt', 'datetime'), systemField('updatedAt', 'datetime'));
+
+  // The spec's `search` matches `name`; a schema may mark other fields searchable instead.
+  if (!fields.some((field) => field.searchable)) {
+    const nameField = fields.find((field) => field.name === 'name' && (field.type === 'string' || field.type === 'text'));
+    if (nameField) nameField.searchable = true;
+  }
+
+  let parent: Entity['parent'];
+  if (definition.parent !== undefined) {
+    const parentField = fields.find((field) => field.name === definition.parent);
+    if (!parentField?.references) {
+      problem(where, `"parent" must name one of its own fields that references another entity (got "${definition.parent}")`);
+    } else {
+      parent = { field: parentField.name, entity: parentField.references.entity };
+    }
+  }
+
+  const fieldNames = new Set(fields.map((field) => field.name));
+  const fieldLists = (key: 'uniqueTogether' | 'indexes'): string[][] => {
+    const lists = definition[key] ?? [];
+    if (!Array.isArray(lists) || lists.some((list) => !Array.isArray(list) || list.length === 0)) {
+      problem(where, `"${key}" must be a list of non-empty field lists, e.g. [["a", "b"]]`);
+      return [];
+    }
+    for (const field of lists.flat()) {
+      if (!fieldNames.has(field)) problem(where, `"${key}" names "${field}", which is not a field of "${name}"`);
+    }
+    return lists;
+  };
+
+  return {
+    name,
+    table: definition.table ?? name,
+    plural,
+    path: collectionPath(name, plural),
+    tenantScoped: tenantScoped === true,
+    builtin,
+    parent,
+    description: definition.description,
+    fields,
+    uniqueTogether: fieldLists('uniqueTogether'),
+    indexes: fieldLists('indexes'),
+  };
+}
+
+function systemField(name: string, type: 'uuid' | 'datetime'): Field {
+  return { name, column: name, type, nullable: false, unique: false, lowercase: false, searchable: false, secret: false, system: true };
+}
+
+function resolveField(entity: string, name: string, raw: unknown, context: Context): Field | undefined {
+  const { problem } = context;
+  const where = `entity "${entity}", field "${name}"`;
+  if (!identifier.test(name)) {
+    problem(where, 'a field name is letters, digits and underscores, not starting with a digit');
+    return undefined;
+  }
+  if (systemFieldNames.includes(name)) {
+    problem(where, `"${name}" is added by authstrap to every entity${name === 'organizationId' ? ' that is tenant-scoped' : ''}; remove it from "fields"`);
+    return undefined;
+  }
+  if (!isObject(raw)) {
+    problem(where, 'must be an object like { type: "string" }');
+    return undefined;
+  }
+  unknownKeys(raw, fieldKeys, where, problem);
+  const definition = raw as unknown as FieldDefinition;
+  if (!fieldTypes.includes(definition.type)) {
+    problem(where, `"type" must be one of ${fieldTypes.join(', ')} (got ${JSON.stringify(definition.type)})`);
+    return undefined;
+  }
+
+  for (const key of ['nullable', 'unique', 'lowercase', 'searchable', 'secret'] as const) {
+    if (definition[key] !== undefined && typeof definition[key] !== 'boolean') problem(where, `"${key}" must be true or false`);
+  }
+  const textual = definition.type === 'string' || definition.type === 'text';
+  const numeric = definition.type === 'integer' || definition.type === 'number';
+  for (const key of ['minLength', 'maxLength'] as const) {
+    const value = definition[key];
+    if (value === undefined) continue;
+    if (!textual) problem(where, `"${key}" applies to string and text fields only`);
+    else if (!Number.isInteger(value) || value < 0) problem(where, `"${key}" must be a whole number >= 0`);
+  }
+  if ((definition.minLength ?? 0) > (definition.maxLength ?? Infinity)) problem(where, '"minLength" is larger than "maxLength"');
+  for (const key of ['min', 'max'] as const) {
+    if (definition[key] === undefined) continue;
+    if (!numeric) problem(where, `"${key}" applies to integer and number fields only`);
+    else if (typeof definition[key] !== 'number') problem(where, `"${key}" must be a number`);
+  }
+  if ((definition.min ?? -Infinity) > (definition.max ?? Infinity)) problem(where, '"min" is larger than "max"');
+  if (definition.format !== undefined && (definition.format !== 'email' || !textual)) {
+    problem(where, '"format" can only be "email", on a string field');
+  }
+  if (definition.lowercase && !textual) problem(where, '"lowercase" applies to string and text fields only');
+  if (definition.searchable && !textual) problem(where, '"searchable" applies to string and text fields only');
+
+  if (definition.type === 'enum') {
+    const values = definition.values;
+    if (!Array.isArray(values) || values.length === 0 || values.some((value) => typeof value !== 'string' || value === '')) {
+      problem(where, 'an enum needs "values", a non-empty list of non-empty strings');
+    } else if (new Set(values).size !== values.length) {
+      problem(where, '"values" lists a value twice');
+    }
+  } else if (definition.values !== undefined) {
+    problem(where, '"values" applies to enum fields only');
+  }
+
+  if (definition.default !== undefined && !defaultFits(definition)) {
+    problem(where, `the default ${JSON.stringify(definition.default)} is not a valid ${definition.type}${definition.type === 'datetime' ? ' (use "now" or an ISO date string)' : ''}`);
+  }
+
+  let references: Field['references'];
+  if (definition.references !== undefined) {
+    if (definition.type !== 'uuid') problem(where, '"references" needs a field of type "uuid"');
+    if (!context.names.has(definition.references)) {
+      problem(where, `references "${definition.references}", which is not an entity of this schema`);
+    }
+    const onDelete = definition.onDelete ?? (definition.nullable ? 'set null' : 'cascade');
+    if (!onDeleteActions.includes(onDelete)) problem(where, `"onDelete" must be one of ${onDeleteActions.join(', ')}`);
+    if (onDelete === 'set null' && !definition.nullable) problem(where, '"onDelete": "set null" needs "nullable": true');
+    references = { entity: definition.references, onDelete };
+  } else if (definition.onDelete !== undefined) {
+    problem(where, '"onDelete" applies to fields with "references" only');
+  }
+  if (definition.column !== undefined && (typeof definition.column !== 'string' || !identifier.test(definition.column))) {
+    problem(where, '"column" must be a plain SQL identifier');
+  }
+
+  return {
+    name,
+    column: definition.column ?? name,
+    type: definition.type,
+    nullable: definition.nullable ?? false,
+    unique: definition.unique ?? false,
+    default: definition.default,
+    minLength: definition.minLength,
+    maxLength: definition.maxLength,
+    min: definition.min,
+    max: definition.max,
+    format: definition.format,
+    lowercase: definition.lowercase ?? false,
+    values: definition.values,
+    searchable: definition.searchable ?? false,
+    references,
+    secret: definition.secret ?? false,
+    system: false,
+    description: definition.description,
+  };
+}
+
+function defaultFits(definition: FieldDefinition): boolean {
+  const value = definition.default;
+  if (value === null) return definition.nullable === true;
+  switch (definition.type) {
+    case 'string':
+    case 'text':
+      return typeof value === 'string';
+    case 'integer':
+      return Number.isInteger(value);
+    case 'number':
+      return typeof value === 'number';
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'datetime':
+      return value === 'now' || (typeof value === 'string' && !Number.isNaN(Date.parse(value)));
+    case 'uuid':
+      return typeof value === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+    case 'enum':
+      return typeof value === 'string' && (definition.values ?? []).includes(value);
+    case 'json':
+      return true;
+  }
+}
+
+/** Tenant-scoped rows may only point at rows of the same organization or at global ones. */
+function checkReferences(entities: Entity[], problem: Context['problem']) {
+  const byName = new Map(entities.map((entity) => [entity.name, entity]));
+  for (const entity of entities) {
+    for (const field of entity.fields) {
+      const target = field.references && byName.get(field.references.entity);
+      if (!target || field.system) continue;
+      if (!entity.tenantScoped && target.tenantScoped) {
+        problem(`entity "${entity.name}", field "${field.name}"`, `"${entity.name}" is not tenant-scoped, so it cannot reference the tenant-scoped "${target.name}"`);
+      }
+      if (entity.tenantScoped && target.tenantScoped && field.references!.onDelete === 'set null') {
+        // The reference is enforced together with organizationId, which must never become null.
+        problem(`entity "${entity.name}", field "${field.name}"`, '"set null" is not supported between tenant-scoped entities; use "cascade" or "restrict"');
+      }
+    }
+  }
+}
+
+function unknownKeys(object: Raw, allowed: string[], where: string, problem: Context['problem']) {
+  for (const key of Object.keys(object)) {
+    if (!allowed.includes(key)) problem(where, `unknown key "${key}" (allowed: ${allowed.join(', ')})`);
+  }
+}

@@ -1,0 +1,318 @@
+import { PGlite } from '@electric-sql/pglite';
+import { afterEach, describe, expect, it } from 'vitest';
+import { diffModels } from '../src/generate/migration.js';
+import { planMigrations, snapshotPath, type MigrationsState } from '../src/generate/migrations-plan.js';
+import { databaseModel } from '../src/generate/table-model.js';
+import type { EntityDefinition, Schema } from '../src/schema/types.js';
+import { validateSchema } from '../src/schema/validate.js';
+
+/** The entities of examples/saas-backend: a tenant-scoped Project and its Tasks. */
+const project: EntityDefinition = {
+  fields: {
+    name: { type: 'string', minLength: 2, maxLength: 200 },
+    description: { type: 'text', nullable: true, maxLength: 5000 },
+    status: { type: 'enum', values: ['active', 'archived'], default: 'active' },
+  },
+};
+const task: EntityDefinition = {
+  parent: 'projectId',
+  fields: {
+    projectId: { type: 'uuid', references: 'Project', onDelete: 'cascade' },
+    title: { type: 'string', minLength: 1, maxLength: 200, searchable: true },
+    status: { type: 'enum', values: ['todo', 'doing', 'done'], default: 'todo' },
+  },
+};
+
+const schemaOf = (entities: Record<string, EntityDefinition>): Schema => validateSchema({ entities });
+/** Project with some of its fields changed (a field set to undefined is removed). */
+const projectWith = (fields: Record<string, EntityDefinition['fields'][string] | undefined>): EntityDefinition => ({
+  fields: Object.fromEntries(Object.entries({ ...project.fields, ...fields }).filter(([, field]) => field !== undefined)) as EntityDefinition['fields'],
+});
+
+const emptyFolder: MigrationsState = { files: [] };
+
+/** The migrations/ folder after the first `authstrap generate` of `schema`. */
+function folderAfterInit(schema: Schema): MigrationsState {
+  const plan = planMigrations(schema, emptyFolder);
+  expect(plan.problems).toEqual([]);
+  const snapshot = plan.files.find((file) => file.path === snapshotPath)!;
+  return { files: plan.files.map((file) => file.path.slice('migrations/'.length)).sort(), snapshot: JSON.parse(snapshot.contents) };
+}
+
+/** The migration `generate` writes when the schema goes from `before` to `after`. */
+function migrate(before: Schema, after: Schema, options: { allowDrop?: boolean } = {}) {
+  const plan = planMigrations(after, folderAfterInit(before), options);
+  const migration = plan.files.find((file) => file.ownership === 'migration');
+  return { ...plan, path: migration?.path, sql: migration?.contents ?? '' };
+}
+
+const initSql = (schema: Schema) => planMigrations(schema, emptyFolder).files.find((file) => file.ownership === 'migration')!.contents;
+const createdTables = (sql: string) => [...sql.matchAll(/^CREATE TABLE "([^"]+)"/gm)].map((match) => match[1]);
+
+describe('the first migration', () => {
+  const schema = schemaOf({ Project: project, Task: task });
+
+  it('is 0001_init.sql, written with the snapshot of the database model', () => {
+    const plan = planMigrations(schema, emptyFolder);
+    expect(plan.problems).toEqual([]);
+    expect(plan.files.map((file) => [file.path, file.ownership])).toEqual([
+      [snapshotPath, 'generated'],
+      ['migrations/0001_init.sql', 'migration'],
+    ]);
+    expect(JSON.parse(plan.files[0]!.contents)).toEqual(databaseModel(schema));
+  });
+
+  it('creates every table, each after the tables it references', () => {
+    const order = createdTables(initSql(schema));
+    expect([...order].sort()).toEqual(['Organization', 'Project', 'Task', 'User', 'account', 'member', 'session', 'verification']);
+    const before = (referenced: string, referencing: string) => expect(order.indexOf(referenced)).toBeLessThan(order.indexOf(referencing));
+    before('User', 'account');
+    before('User', 'session');
+    before('Organization', 'session');
+    before('Organization', 'member');
+    before('Organization', 'Project');
+    before('Project', 'Task');
+  });
+
+  it('creates tables in reference order even when the schema lists the referencing entity first', () => {
+    const order = createdTables(initSql(schemaOf({ Task: task, Project: project })));
+    expect(order.indexOf('Project')).toBeLessThan(order.indexOf('Task'));
+  });
+
+  it('keys a reference between tenant-scoped tables on ("id", "organizationId"), and a global one on "id"', () => {
+    const sql = initSql(schema);
+    expect(sql).toContain('CONSTRAINT "Project_id_organizationId_key" UNIQUE ("id", "organizationId")');
+    expect(sql).toContain(
+      'CONSTRAINT "Task_projectId_fkey" FOREIGN KEY ("projectId", "organizationId") REFERENCES "Project" ("id", "organizationId") ON DELETE CASCADE',
+    );
+    expect(sql).toContain('CONSTRAINT "member_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE');
+    expect(sql).toContain('CONSTRAINT "Task_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE');
+  });
+
+  it('adds the foreign key of a reference cycle once both tables exist', () => {
+    const sql = initSql(
+      schemaOf({
+        Team: { fields: { leadId: { type: 'uuid', nullable: true, references: 'Player', onDelete: 'restrict' } } },
+        Player: { fields: { teamId: { type: 'uuid', references: 'Team' } } },
+      }),
+    );
+    const deferred = 'ALTER TABLE "Team" ADD CONSTRAINT "Team_leadId_fkey" FOREIGN KEY ("leadId", "organizationId") REFERENCES "Player" ("id", "organizationId") ON DELETE RESTRICT;';
+    expect(sql).toContain(deferred);
+    expect(sql.indexOf(deferred)).toBeGreaterThan(sql.indexOf('CREATE TABLE "Player"'));
+  });
+});
+
+describe('later migrations', () => {
+  const v1 = schemaOf({ Project: project, Task: task });
+
+  it('writes no migration for an unchanged schema, only the snapshot', () => {
+    const plan = migrate(v1, schemaOf({ Project: project, Task: task }));
+    expect(plan.problems).toEqual([]);
+    expect(plan.files.map((file) => file.path)).toEqual([snapshotPath]);
+  });
+
+  it('adds a nullable field with ADD COLUMN in 0002_alter_<table>.sql', () => {
+    const plan = migrate(v1, schemaOf({ Project: projectWith({ dueDate: { type: 'datetime', nullable: true } }), Task: task }));
+    expect(plan.path).toBe('migrations/0002_alter_project.sql');
+    expect(plan.sql).toContain('ALTER TABLE "Project" ADD COLUMN "dueDate" timestamptz;');
+  });
+
+  it('adds a required field that has a default as NOT NULL with that default', () => {
+    const plan = migrate(v1, schemaOf({ Project: projectWith({ priority: { type: 'integer', default: 3 } }), Task: task }));
+    expect(plan.sql).toContain('ALTER TABLE "Project" ADD COLUMN "priority" integer NOT NULL DEFAULT 3;');
+  });
+
+  it('refuses a new required field without a default, naming it and suggesting "default" or "nullable"', () => {
+    const plan = migrate(v1, schemaOf({ Project: projectWith({ priority: { type: 'integer' } }), Task: task }));
+    expect(plan.files).toEqual([]);
+    expect(plan.problems).toHaveLength(1);
+    expect(plan.problems[0]).toContain('"Project"."priority"');
+    expect(plan.problems[0]).toMatch(/Give the field a "default", or make it "nullable"/);
+  });
+
+  it('refuses to drop a removed field unless drops are allowed, then drops the column', () => {
+    const v2 = schemaOf({ Project: projectWith({ description: undefined }), Task: task });
+    const refused = migrate(v1, v2);
+    expect(refused.files).toEqual([]);
+    expect(refused.problems).toEqual([expect.stringMatching(/^column "Project"\."description" is no longer in the schema; .*--allow-drop/)]);
+
+    const allowed = migrate(v1, v2, { allowDrop: true });
+    expect(allowed.problems).toEqual([]);
+    expect(allowed.sql).toContain('ALTER TABLE "Project" DROP COLUMN "description";');
+  });
+
+  it('refuses to drop a removed entity unless drops are allowed, then drops the table', () => {
+    const v2 = schemaOf({ Project: project });
+    const refused = migrate(v1, v2);
+    expect(refused.files).toEqual([]);
+    expect(refused.problems).toEqual([expect.stringMatching(/^table "Task" is no longer in the schema; .*--allow-drop/)]);
+
+    const allowed = migrate(v1, v2, { allowDrop: true });
+    expect(allowed.sql).toContain('DROP TABLE "Task";');
+    // Project no longer needs the key that Task's reference used, once Task is gone.
+    const dropKey = 'ALTER TABLE "Project" DROP CONSTRAINT "Project_id_organizationId_key";';
+    expect(allowed.sql).toContain(dropKey);
+    expect(allowed.sql.indexOf('DROP TABLE "Task";')).toBeLessThan(allowed.sql.indexOf(dropKey));
+  });
+
+  it('drops a referencing table before the table it references', () => {
+    const { sql } = migrate(v1, schemaOf({}), { allowDrop: true });
+    expect(sql.indexOf('DROP TABLE "Task";')).toBeGreaterThan(-1);
+    expect(sql.indexOf('DROP TABLE "Task";')).toBeLessThan(sql.indexOf('DROP TABLE "Project";'));
+  });
+
+  it('replaces the CHECK constraint when enum values change', () => {
+    const { sql } = migrate(v1, schemaOf({ Project: projectWith({ status: { type: 'enum', values: ['active', 'paused', 'archived'], default: 'active' } }), Task: task }));
+    const drop = 'ALTER TABLE "Project" DROP CONSTRAINT "Project_status_check";';
+    const add = `ALTER TABLE "Project" ADD CONSTRAINT "Project_status_check" CHECK ("status" IN ('active', 'paused', 'archived'));`;
+    expect(sql).toContain(drop);
+    expect(sql).toContain(add);
+    expect(sql.indexOf(drop)).toBeLessThan(sql.indexOf(add));
+  });
+
+  it('changes NOT NULL when a field becomes nullable or required', () => {
+    const nullable = migrate(v1, schemaOf({ Project: projectWith({ name: { type: 'string', nullable: true } }), Task: task }));
+    expect(nullable.sql).toContain('ALTER TABLE "Project" ALTER COLUMN "name" DROP NOT NULL;');
+    const required = migrate(v1, schemaOf({ Project: projectWith({ description: { type: 'text' } }), Task: task }));
+    expect(required.sql).toContain('ALTER TABLE "Project" ALTER COLUMN "description" SET NOT NULL;');
+  });
+
+  it('changes the column default when the field default changes', () => {
+    const { sql } = migrate(v1, schemaOf({ Project: projectWith({ status: { type: 'enum', values: ['active', 'archived'], default: 'archived' } }), Task: task }));
+    expect(sql.trim().split('\n\n').slice(1)).toEqual([`ALTER TABLE "Project" ALTER COLUMN "status" SET DEFAULT 'archived';`]);
+  });
+
+  it('refuses a change of column type', () => {
+    const plan = migrate(v1, schemaOf({ Project: projectWith({ description: { type: 'integer', nullable: true } }), Task: task }));
+    expect(plan.files).toEqual([]);
+    expect(plan.problems).toEqual([expect.stringMatching(/^column "Project"\."description" changes type from text to integer; .*by hand/)]);
+  });
+
+  it('numbers the next migration after the highest existing one', () => {
+    const v2 = schemaOf({ Project: projectWith({ dueDate: { type: 'datetime', nullable: true } }), Task: task });
+    const state = folderAfterInit(v1);
+    const afterCustom = { ...state, files: [...state.files, '0002_alter_project.sql', '0007_backfill.sql'] };
+    const plan = planMigrations(v2, afterCustom);
+    expect(plan.files.map((file) => file.path)).toEqual([snapshotPath, 'migrations/0008_alter_project.sql']);
+  });
+
+  it('gives an existing table the key a new table references before creating that table', () => {
+    const plan = migrate(schemaOf({ Project: project }), v1);
+    expect(plan.path).toBe('migrations/0002_create_task_alter_project.sql');
+    const addKey = 'ALTER TABLE "Project" ADD CONSTRAINT "Project_id_organizationId_key" UNIQUE ("id", "organizationId");';
+    expect(plan.sql).toContain(addKey);
+    expect(plan.sql.indexOf(addKey)).toBeLessThan(plan.sql.indexOf('CREATE TABLE "Task"'));
+  });
+
+  it('refuses to plan when migrations exist but their snapshot is missing', () => {
+    const plan = planMigrations(v1, { files: ['0001_init.sql', '0002_alter_project.sql'] });
+    expect(plan.files).toEqual([]);
+    expect(plan.problems).toEqual([expect.stringMatching(/^migrations\/schema-snapshot\.json is missing, .*2 existing migrations/)]);
+  });
+
+  it('reports every refused change at once', () => {
+    const plan = diffModels(databaseModel(v1), databaseModel(schemaOf({ Project: projectWith({ name: undefined, priority: { type: 'integer' } }) })));
+    expect(plan.problems).toEqual([
+      expect.stringMatching(/^column "Project"\."priority" is new and required/),
+      expect.stringMatching(/^column "Project"\."name" is no longer in the schema/),
+      expect.stringMatching(/^table "Task" is no longer in the schema/),
+    ]);
+  });
+});
+
+describe('migrations applied to PostgreSQL (PGlite)', () => {
+  const databases: PGlite[] = [];
+  const database = () => {
+    const db = new PGlite();
+    databases.push(db);
+    return db;
+  };
+  afterEach(async () => {
+    for (const db of databases.splice(0)) await db.close();
+  });
+
+  const insertId = async (db: PGlite, sql: string, params: unknown[]) => (await db.query<{ id: string }>(`${sql} RETURNING "id"`, params)).rows[0]!.id;
+  const organization = (db: PGlite, slug: string) => insertId(db, 'INSERT INTO "Organization" ("name", "slug") VALUES ($1, $1)', [slug]);
+  const insertProject = (db: PGlite, organizationId: string, name: string, extra: Record<string, unknown> = {}) => {
+    const columns = ['organizationId', 'name', ...Object.keys(extra)];
+    const values = [organizationId, name, ...Object.values(extra)];
+    return insertId(db, `INSERT INTO "Project" (${columns.map((column) => `"${column}"`).join(', ')}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')})`, values);
+  };
+  const insertTask = (db: PGlite, organizationId: string, projectId: string) =>
+    insertId(db, 'INSERT INTO "Task" ("organizationId", "projectId", "title") VALUES ($1, $2, $3)', [organizationId, projectId, 'A task']);
+
+  it('runs the init migration and a later ALTER migration, and their constraints hold', async () => {
+    const v1 = schemaOf({ Project: projectWith({ code: { type: 'string', nullable: true, unique: true } }), Task: task });
+    const v2 = schemaOf({
+      Project: projectWith({
+        code: { type: 'string', nullable: true, unique: true },
+        status: { type: 'enum', values: ['active', 'paused', 'archived'], default: 'active' },
+        dueDate: { type: 'datetime', nullable: true },
+      }),
+      Task: task,
+    });
+    const db = database();
+    await db.exec(initSql(v1));
+
+    const acme = await organization(db, 'acme');
+    const globex = await organization(db, 'globex');
+    const acmeProject = await insertProject(db, acme, 'Rocket', { code: 'R1' });
+    const row = await db.query<{ status: string }>('SELECT "status" FROM "Project" WHERE "id" = $1', [acmeProject]);
+    expect(row.rows[0]!.status).toBe('active');
+
+    await expect(insertProject(db, acme, 'Bad', { status: 'bogus' })).rejects.toMatchObject({ constraint: 'Project_status_check' });
+    await expect(insertProject(db, acme, 'Again', { code: 'R1' })).rejects.toMatchObject({ constraint: 'Project_organizationId_code_key' });
+    await expect(insertProject(db, globex, 'Same code, other tenant', { code: 'R1' })).resolves.toEqual(expect.any(String));
+
+    await expect(insertTask(db, acme, acmeProject)).resolves.toEqual(expect.any(String));
+    // A task of globex cannot point at a project of acme, whatever the application does.
+    await expect(insertTask(db, globex, acmeProject)).rejects.toMatchObject({ constraint: 'Task_projectId_fkey' });
+
+    await expect(insertProject(db, acme, 'Paused', { status: 'paused' })).rejects.toMatchObject({ constraint: 'Project_status_check' });
+    const next = migrate(v1, v2);
+    expect(next.path).toBe('migrations/0002_alter_project.sql');
+    await db.exec(next.sql);
+    await expect(insertProject(db, acme, 'Paused', { status: 'paused', dueDate: '2030-01-01T00:00:00Z' })).resolves.toEqual(expect.any(String));
+    const kept = await db.query<{ name: string; dueDate: Date | null }>('SELECT "name", "dueDate" FROM "Project" WHERE "id" = $1', [acmeProject]);
+    expect(kept.rows).toEqual([{ name: 'Rocket', dueDate: null }]);
+
+    await db.query('DELETE FROM "Organization" WHERE "id" = $1', [acme]);
+    const left = await db.query<{ count: number }>('SELECT count(*)::int AS "count" FROM "Task"');
+    expect(left.rows[0]!.count).toBe(0);
+  });
+
+  it('adds an entity that references an existing tenant-scoped entity, cycle included', async () => {
+    const v1 = schemaOf({ Project: project });
+    const v2 = schemaOf({
+      Project: projectWith({ leadId: { type: 'uuid', nullable: true, references: 'Lead', onDelete: 'restrict' } }),
+      Task: task,
+      Lead: { fields: { projectId: { type: 'uuid', references: 'Project' } } },
+    });
+    const db = database();
+    await db.exec(initSql(v1));
+    const acme = await organization(db, 'acme');
+    const globex = await organization(db, 'globex');
+    const acmeProject = await insertProject(db, acme, 'Rocket');
+
+    const next = migrate(v1, v2);
+    expect(next.problems).toEqual([]);
+    await db.exec(next.sql);
+    await expect(insertTask(db, acme, acmeProject)).resolves.toEqual(expect.any(String));
+    await expect(insertTask(db, globex, acmeProject)).rejects.toMatchObject({ constraint: 'Task_projectId_fkey' });
+  });
+
+  it('drops removed entities, referencing tables first, when drops are allowed', async () => {
+    const comment: EntityDefinition = { fields: { taskId: { type: 'uuid', references: 'Task' } } };
+    const v1 = schemaOf({ Project: project, Task: task, Comment: comment });
+    const db = database();
+    await db.exec(initSql(v1));
+
+    const next = migrate(v1, schemaOf({ Project: project }), { allowDrop: true });
+    expect(next.problems).toEqual([]);
+    await db.exec(next.sql);
+    const tables = await db.query<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name IN ('Project', 'Task', 'Comment')`,
+    );
+    expect(tables.rows).toEqual([{ table_name: 'Project' }]);
+  });
+});

@@ -1,0 +1,199 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { applyWrites, planWrites, type DiskState } from '../src/generate/apply.js';
+import { loadTemplates, planGenerate } from '../src/generate/index.js';
+import { renderProject, type PlannedFile } from '../src/generate/render.js';
+import type { Templates } from '../src/generate/templates.js';
+import type { Schema, SchemaFile } from '../src/schema/types.js';
+import { validateSchema } from '../src/schema/validate.js';
+
+/** The schema of examples/saas-backend, written out so that these tests do not depend on it. */
+const exampleSchemaFile: SchemaFile = {
+  entities: {
+    Project: {
+      fields: {
+        name: { type: 'string', minLength: 2, maxLength: 200 },
+        description: { type: 'text', nullable: true, maxLength: 5000 },
+        status: { type: 'enum', values: ['active', 'archived'], default: 'active' },
+      },
+    },
+    Task: {
+      parent: 'projectId',
+      fields: {
+        projectId: { type: 'uuid', references: 'Project', onDelete: 'cascade' },
+        title: { type: 'string', minLength: 1, maxLength: 200, searchable: true },
+        status: { type: 'enum', values: ['todo', 'doing', 'done'], default: 'todo' },
+      },
+    },
+  },
+};
+const exampleSchema = (): Schema => validateSchema(structuredClone(exampleSchemaFile));
+
+describe('renderProject', () => {
+  const fixtureTemplates: Templates = {
+    project: new Map([
+      ['_gitignore', 'node_modules\n'],
+      ['package.json.hbs', '{ "name": "{{packageName}}" }\n'],
+      ['src/app.ts', 'export const untouched = "{{not a template}}";\n'],
+    ]),
+    generated: new Map([['index.ts.hbs', '{{#each mounts}}{{path}} -> {{router}}\n{{/each}}']]),
+    entity: new Map([['schema.ts.hbs', '// {{pascal}} at {{path}}{{#if parent}}, nested at {{parent.routePath}}{{/if}}\n']]),
+  };
+  const render = (schema: Schema) => renderProject(schema, fixtureTemplates, { packageName: 'my-app' });
+
+  it('writes project files once (owned) and src/generated/ on every run (generated), sorted by path', () => {
+    const files = render(validateSchema({ auth: false, entities: { UserSetting: { fields: {} } } }));
+    expect(files.map((file) => [file.path, file.ownership])).toEqual([
+      ['.gitignore', 'owned'],
+      ['package.json', 'owned'],
+      ['src/app.ts', 'owned'],
+      ['src/generated/UserSetting/user-setting.schema.ts', 'generated'],
+      ['src/generated/index.ts', 'generated'],
+    ]);
+  });
+
+  it('renders .hbs templates with the project view and copies other files as they are', () => {
+    const files = new Map(render(exampleSchema()).map((file) => [file.path, file.contents]));
+    expect(files.get('package.json')).toBe('{ "name": "my-app" }\n');
+    expect(files.get('src/app.ts')).toBe('export const untouched = "{{not a template}}";\n');
+    expect(files.get('src/generated/Task/task.schema.ts')).toBe('// Task at /Tasks, nested at /Projects/:projectId/Tasks\n');
+    // Global routers first, then tenant-scoped ones; a nested path before its collections.
+    expect(files.get('src/generated/index.ts')).toBe(
+      [
+        '/Users -> userRouter',
+        '/accounts -> accountRouter',
+        '/sessions -> sessionRouter',
+        '/verifications -> verificationRouter',
+        '/Organizations -> organizationRouter',
+        '/Projects/:projectId/Tasks -> taskNestedRouter',
+        '/members -> memberRouter',
+        '/Projects -> projectRouter',
+        '/Tasks -> taskRouter',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('renders the real templates to the same bytes every time', () => {
+    const templates = loadTemplates();
+    const first = renderProject(exampleSchema(), templates, { packageName: 'saas-backend' });
+    // Rendering another schema in between must not leak into the next render.
+    renderProject(validateSchema({ auth: false, entities: { Note: { fields: { body: { type: 'text' } } } } }), templates, { packageName: 'other' });
+    const second = renderProject(exampleSchema(), loadTemplates(), { packageName: 'saas-backend' });
+    expect(first.length).toBeGreaterThan(0);
+    expect(second).toEqual(first);
+    expect(first.map((file) => file.path)).toContain('src/generated/Task/task.schema.ts');
+  });
+
+  it('renders the same files, in the same order, whatever the locale of the machine', () => {
+    const render = () => renderProject(exampleSchema(), loadTemplates(), { packageName: 'saas-backend' });
+    const usual = render();
+    // In Estonian, "z" sorts between "s" and "t": zod would come before tsx.
+    const estonian = new Intl.Collator('et');
+    const spy = vi.spyOn(String.prototype, 'localeCompare').mockImplementation(function (this: string, other: string) {
+      return estonian.compare(this, other);
+    });
+    try {
+      expect(render()).toEqual(usual);
+    } finally {
+      spy.mockRestore();
+    }
+    const dependencies = Object.keys(JSON.parse(usual.find((file) => file.path === 'package.json')!.contents).dependencies);
+    expect(dependencies).toEqual([...dependencies].sort());
+  });
+});
+
+describe('planWrites', () => {
+  const planned: PlannedFile[] = [
+    { path: 'src/generated/index.ts', contents: 'new index', ownership: 'generated' },
+    { path: 'src/generated/Project/project.schema.ts', contents: 'project schema', ownership: 'generated' },
+    { path: 'src/app.ts', contents: 'template app', ownership: 'owned' },
+    { path: '.env.example', contents: 'PORT=3000', ownership: 'owned' },
+    { path: 'migrations/0001_init.sql', contents: 'CREATE TABLE "Project" (...);', ownership: 'migration' },
+    { path: 'migrations/0002_alter_project.sql', contents: 'ALTER TABLE "Project" ...;', ownership: 'migration' },
+  ];
+  const disk = (contents: Record<string, string>, generatedFiles = Object.keys(contents).filter((file) => file.startsWith('src/generated/'))): DiskState => ({
+    contents: new Map(planned.map((file) => [file.path, contents[file.path]])),
+    generatedFiles: generatedFiles.sort(),
+  });
+
+  it('creates every file on an empty disk', () => {
+    const writes = planWrites(planned, disk({}));
+    expect(writes).toEqual(planned.map((file) => ({ path: file.path, action: 'create', contents: file.contents })));
+  });
+
+  it('rewrites a generated file only when its contents differ', () => {
+    const writes = planWrites(planned, disk({ 'src/generated/index.ts': 'old index', 'src/generated/Project/project.schema.ts': 'project schema' }));
+    expect(writes.filter((write) => write.action === 'update')).toEqual([{ path: 'src/generated/index.ts', action: 'update', contents: 'new index' }]);
+    expect(writes.map((write) => write.path)).not.toContain('src/generated/Project/project.schema.ts');
+  });
+
+  it('never overwrites an owned file and creates a missing one', () => {
+    const writes = planWrites(planned, disk({ 'src/app.ts': 'my own app' }));
+    expect(writes.map((write) => write.path)).not.toContain('src/app.ts');
+    expect(writes).toContainEqual({ path: '.env.example', action: 'create', contents: 'PORT=3000' });
+  });
+
+  it('never rewrites a migration that exists, even when its contents differ', () => {
+    const writes = planWrites(planned, disk({ 'migrations/0001_init.sql': 'CREATE TABLE "Project" (edited by hand);' }));
+    expect(writes.map((write) => write.path)).not.toContain('migrations/0001_init.sql');
+    expect(writes).toContainEqual({ path: 'migrations/0002_alter_project.sql', action: 'create', contents: 'ALTER TABLE "Project" ...;' });
+  });
+
+  it('removes generated files that are no longer planned', () => {
+    const everything = Object.fromEntries(planned.map((file) => [file.path, file.contents]));
+    const stale = ['src/generated/Task/task.router.ts', 'src/generated/Task/task.schema.ts'];
+    const writes = planWrites(planned, disk(everything, [...Object.keys(everything).filter((file) => file.startsWith('src/generated/')), ...stale]));
+    expect(writes).toEqual(stale.map((file) => ({ path: file, action: 'remove' })));
+  });
+});
+
+describe('planGenerate on a project folder', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const projectDir = () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'authstrap-generate-'));
+    dirs.push(dir);
+    return dir;
+  };
+
+  it('writes a project, then has nothing left to write', () => {
+    const dir = projectDir();
+    const templates = loadTemplates();
+    const first = planGenerate(dir, exampleSchema(), templates);
+    expect(first.problems).toEqual([]);
+    expect(first.writes.every((write) => write.action === 'create')).toBe(true);
+    expect(first.writes.map((write) => write.path)).toEqual(
+      expect.arrayContaining(['migrations/0001_init.sql', 'migrations/schema-snapshot.json', 'src/generated/Task/task.schema.ts']),
+    );
+    applyWrites(dir, first.writes);
+    expect(planGenerate(dir, exampleSchema(), templates)).toEqual({ writes: [], problems: [] });
+  });
+
+  it('keeps edits to owned files, restores generated ones, and removes a dropped entity with its folder', () => {
+    const dir = projectDir();
+    const templates = loadTemplates();
+    applyWrites(dir, planGenerate(dir, exampleSchema(), templates).writes);
+    const ownedFile = renderProject(exampleSchema(), templates, { packageName: 'x' }).find((file) => file.ownership === 'owned')!.path;
+    fs.writeFileSync(path.join(dir, ownedFile), 'edited by the user');
+    fs.writeFileSync(path.join(dir, 'src/generated/Project/project.schema.ts'), 'edited by mistake');
+
+    const withoutTask = validateSchema({ entities: { Project: exampleSchemaFile.entities.Project! } });
+    const plan = planGenerate(dir, withoutTask, templates, { allowDrop: true });
+    expect(plan.problems).toEqual([]);
+    const actions = new Map(plan.writes.map((write) => [write.path, write.action]));
+    expect(actions.get(ownedFile)).toBeUndefined();
+    expect(actions.get('src/generated/Project/project.schema.ts')).toBe('update');
+    expect(actions.get('src/generated/Task/task.schema.ts')).toBe('remove');
+    expect(actions.get('migrations/0002_alter_project_task.sql')).toBe('create');
+
+    applyWrites(dir, plan.writes);
+    expect(fs.readFileSync(path.join(dir, ownedFile), 'utf8')).toBe('edited by the user');
+    expect(fs.existsSync(path.join(dir, 'src/generated/Task'))).toBe(false);
+    expect(fs.readFileSync(path.join(dir, 'migrations/0001_init.sql'), 'utf8')).toContain('CREATE TABLE "Task"');
+  });
+});

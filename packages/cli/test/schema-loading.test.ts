@@ -1,0 +1,118 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadSchema, SchemaError } from '../src/schema/index.js';
+import { readSchemaLiteral } from '../src/schema/read-literal.js';
+
+const fileName = '/project/authstrap.schema.ts';
+const read = (source: string) => readSchemaLiteral(fileName, source);
+
+/** The message of the SchemaError that reading `source` throws. */
+function readError(source: string): string {
+  try {
+    read(source);
+  } catch (error) {
+    expect(error).toBeInstanceOf(SchemaError);
+    return (error as SchemaError).message;
+  }
+  throw new Error('expected the schema to be refused');
+}
+
+describe('readSchemaLiteral: the forms a schema file may take', () => {
+  const data = { auth: true, entities: { Project: { fields: { name: { type: 'string' } } } } };
+  const literal = `{ auth: true, entities: { Project: { fields: { name: { type: 'string' } } } } }`;
+
+  it('reads `export default { ... }`', () => {
+    expect(read(`export default ${literal};`)).toEqual(data);
+  });
+
+  it('reads `export default { ... } satisfies X` and `as const`', () => {
+    expect(read(`import type { SchemaFile } from 'authstrap';\nexport default ${literal} satisfies SchemaFile;`)).toEqual(data);
+    expect(read(`export default (${literal}) as const;`)).toEqual(data);
+  });
+
+  it('reads `export default defineSchema({ ... })`', () => {
+    expect(read(`import { defineSchema } from 'authstrap';\nexport default defineSchema(${literal});`)).toEqual(data);
+  });
+
+  it('reads `const schema = { ... }; export default schema`', () => {
+    expect(read(`const schema = ${literal};\nexport default schema;`)).toEqual(data);
+    expect(read(`const schema = defineSchema(${literal}) satisfies SchemaFile;\nexport default schema;`)).toEqual(data);
+  });
+
+  it('refuses `let schema = ...; export default schema`, which other code could change', () => {
+    expect(readError(`let schema = ${literal};\nexport default schema;`)).toMatch(/authstrap\.schema\.ts:2: .*`schema` is computed/);
+  });
+
+  it('reports a file without a default export', () => {
+    expect(readError(`export const schema = ${literal};`)).toMatch(/authstrap\.schema\.ts: no `export default/);
+  });
+});
+
+describe('readSchemaLiteral: values', () => {
+  it('reads strings, numbers, booleans, null, negative numbers and numeric separators', () => {
+    const source = `export default {
+      s: 'text', d: "double", t: \`plain template\`, n: 42, f: 1.5, neg: -7, big: 1_000_000, negFloat: -0.25,
+      yes: true, no: false, nothing: null,
+    };`;
+    expect(read(source)).toEqual({
+      s: 'text', d: 'double', t: 'plain template', n: 42, f: 1.5, neg: -7, big: 1_000_000, negFloat: -0.25,
+      yes: true, no: false, nothing: null,
+    });
+  });
+
+  it('reads nested arrays and quoted keys', () => {
+    const source = `export default { uniqueTogether: [['providerId', 'accountId'], []], 'quoted-key': [[1, [2, -3]]] };`;
+    expect(read(source)).toEqual({ uniqueTogether: [['providerId', 'accountId'], []], 'quoted-key': [[1, [2, -3]]] });
+  });
+});
+
+describe('readSchemaLiteral: computed values are refused with file and line', () => {
+  const cases: [string, string, RegExp][] = [
+    ['an identifier', `const max = 10;\nexport default {\n  entities: {\n    maxLength: max,\n  },\n};`, /authstrap\.schema\.ts:4: .*`max` is computed/],
+    ['a call with several arguments', `export default {\n  value: pick(1, 2),\n};`, /authstrap\.schema\.ts:2: .*`pick\(1, 2\)` is computed/],
+    ['a call with one argument inside the data', `export default {\n  entities: {},\n  min: Math.abs(-5),\n};`, /authstrap\.schema\.ts:3: .*`Math\.abs\(-5\)` is computed/],
+    ['a template string with a substitution', 'export default {\n  a: `x${1}`,\n};', /authstrap\.schema\.ts:2: .*is computed/],
+    ['an object spread', `const base = {};\nexport default {\n  ...base,\n};`, /authstrap\.schema\.ts:3: only `key: value` properties .*`\.\.\.base`/],
+    ['an array spread', `const more = [];\nexport default {\n  values: [\n    ...more,\n  ],\n};`, /authstrap\.schema\.ts:4: .*`\.\.\.more` is computed/],
+    ['a shorthand property', `const fields = {};\nexport default {\n  fields,\n};`, /authstrap\.schema\.ts:3: only `key: value` properties/],
+    ['a computed key', `const key = 'a';\nexport default {\n  [key]: 1,\n};`, /authstrap\.schema\.ts:3: property names must be written out/],
+    ['a negated string', `export default {\n  n: -'5',\n};`, /authstrap\.schema\.ts:2: .*is computed/],
+  ];
+  it.each(cases)('refuses %s', (_what, source, message) => {
+    expect(readError(source)).toMatch(message);
+  });
+});
+
+describe('loadSchema', () => {
+  const dirs: string[] = [];
+  const tempDir = () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'authstrap-schema-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('says the schema file is not found and how to create a project', () => {
+    const dir = tempDir();
+    expect(() => loadSchema(dir)).toThrow(SchemaError);
+    expect(() => loadSchema(dir)).toThrow(/authstrap\.schema\.ts: not found\..*`authstrap setup`/);
+  });
+
+  it('reads and validates the schema file of a project folder', () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), `export default { entities: { Project: { fields: { name: { type: 'string' } } } } };\n`);
+    const schema = loadSchema(dir);
+    expect(schema.auth).toBe(true);
+    expect(schema.entities.map((entity) => entity.name)).toContain('Project');
+  });
+
+  it('names the schema file in validation problems', () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), `export default { entities: { Project: { fields: { name: { type: 'strng' } } } } };\n`);
+    expect(() => loadSchema(dir)).toThrow(/^authstrap\.schema\.ts: entity "Project", field "name": "type" must be one of/);
+  });
+});

@@ -1,0 +1,292 @@
+import { describe, expect, it } from 'vitest';
+import { databaseModel } from '../src/generate/table-model.js';
+import { SchemaError } from '../src/schema/read-literal.js';
+import type { Entity } from '../src/schema/types.js';
+import { validateSchema } from '../src/schema/validate.js';
+
+/** The problems validateSchema reports for a schema file's data. */
+function problemsOf(raw: unknown): string[] {
+  try {
+    validateSchema(raw);
+  } catch (error) {
+    expect(error).toBeInstanceOf(SchemaError);
+    return (error as SchemaError).problems;
+  }
+  throw new Error('expected the schema to be refused');
+}
+
+/** The problems of a schema with one entity `Project` that has the given fields. */
+const fieldProblems = (fields: Record<string, unknown>) => problemsOf({ entities: { Project: { fields } } });
+
+const entity = (schema: { entities: Entity[] }, name: string): Entity => {
+  const found = schema.entities.find((candidate) => candidate.name === name);
+  if (!found) throw new Error(`no entity ${name}`);
+  return found;
+};
+
+describe('validateSchema: problems name the entity and the field', () => {
+  it('refuses an unknown field type', () => {
+    expect(fieldProblems({ title: { type: 'varchar' } })).toEqual([
+      'authstrap.schema.ts: entity "Project", field "title": "type" must be one of string, text, integer, number, boolean, datetime, uuid, enum, json (got "varchar")',
+    ]);
+  });
+
+  it('refuses an enum without values and an enum listing a value twice', () => {
+    expect(fieldProblems({ status: { type: 'enum' } })).toEqual([
+      expect.stringMatching(/entity "Project", field "status": an enum needs "values"/),
+    ]);
+    expect(fieldProblems({ status: { type: 'enum', values: [] } })).toEqual([expect.stringMatching(/field "status": an enum needs "values"/)]);
+    expect(fieldProblems({ status: { type: 'enum', values: ['a', 'b', 'a'] } })).toEqual([
+      expect.stringMatching(/entity "Project", field "status": "values" lists a value twice/),
+    ]);
+  });
+
+  it.each([
+    [{ type: 'integer', default: 1.5 }, '1.5 is not a valid integer'],
+    [{ type: 'boolean', default: 'yes' }, '"yes" is not a valid boolean'],
+    [{ type: 'enum', values: ['a', 'b'], default: 'c' }, '"c" is not a valid enum'],
+    [{ type: 'datetime', default: 'tomorrow' }, '"tomorrow" is not a valid datetime (use "now" or an ISO date string)'],
+    [{ type: 'uuid', default: 'not-a-uuid' }, '"not-a-uuid" is not a valid uuid'],
+    [{ type: 'string', default: null }, 'null is not a valid string'],
+  ])('refuses a default that does not fit the type: %j', (field, message) => {
+    expect(fieldProblems({ value: field })).toEqual([`authstrap.schema.ts: entity "Project", field "value": the default ${message}`]);
+  });
+
+  it('accepts defaults that fit the type', () => {
+    const schema = validateSchema({
+      entities: {
+        Project: {
+          fields: {
+            count: { type: 'integer', default: -3 },
+            due: { type: 'datetime', default: 'now' },
+            since: { type: 'datetime', default: '2024-01-01T00:00:00Z' },
+            note: { type: 'string', nullable: true, default: null },
+            meta: { type: 'json', default: { a: 1 } },
+          },
+        },
+      },
+    });
+    const defaults = entity(schema, 'Project').fields.filter((field) => !field.system).map((field) => [field.name, field.default]);
+    expect(Object.fromEntries(defaults)).toEqual({ count: -3, due: 'now', since: '2024-01-01T00:00:00Z', note: null, meta: { a: 1 } });
+  });
+
+  it('refuses minLength larger than maxLength, and length limits on a number', () => {
+    expect(fieldProblems({ code: { type: 'string', minLength: 10, maxLength: 5 } })).toEqual([
+      'authstrap.schema.ts: entity "Project", field "code": "minLength" is larger than "maxLength"',
+    ]);
+    expect(fieldProblems({ count: { type: 'integer', maxLength: 5 } })).toEqual([
+      expect.stringMatching(/field "count": "maxLength" applies to string and text fields only/),
+    ]);
+  });
+
+  it('refuses a reference to an entity the schema does not have', () => {
+    expect(fieldProblems({ ownerId: { type: 'uuid', references: 'Team' } })).toEqual([
+      'authstrap.schema.ts: entity "Project", field "ownerId": references "Team", which is not an entity of this schema',
+    ]);
+  });
+
+  it('refuses a reference on a field that is not a uuid', () => {
+    expect(fieldProblems({ ownerId: { type: 'string', references: 'User' } })).toEqual([
+      'authstrap.schema.ts: entity "Project", field "ownerId": "references" needs a field of type "uuid"',
+    ]);
+  });
+
+  it('refuses onDelete "set null" on a field that is not nullable', () => {
+    expect(fieldProblems({ ownerId: { type: 'uuid', references: 'User', onDelete: 'set null' } })).toEqual([
+      'authstrap.schema.ts: entity "Project", field "ownerId": "onDelete": "set null" needs "nullable": true',
+    ]);
+  });
+
+  it('refuses "set null" between two tenant-scoped entities, whose key includes organizationId', () => {
+    const problems = problemsOf({
+      entities: {
+        Project: { fields: {} },
+        Task: { fields: { projectId: { type: 'uuid', nullable: true, references: 'Project' } } },
+      },
+    });
+    expect(problems).toEqual([expect.stringMatching(/entity "Task", field "projectId": "set null" is not supported between tenant-scoped entities/)]);
+  });
+
+  it.each(['id', 'createdAt', 'updatedAt', 'organizationId'])('refuses the system field name "%s"', (name) => {
+    expect(fieldProblems({ [name]: { type: 'uuid' } })).toEqual([
+      expect.stringMatching(new RegExp(`^authstrap\\.schema\\.ts: entity "Project", field "${name}": "${name}" is added by authstrap to every entity`)),
+    ]);
+  });
+
+  it.each([
+    ['Account', 'account'],
+    ['Session', 'session'],
+    ['user', 'User'],
+    ['users', 'User'],
+    ['Users', 'User'],
+    ['Verification', 'verification'],
+    ['ORGANIZATION', 'Organization'],
+    ['Members', 'member'],
+  ])('refuses an entity "%s" that clashes with the built-in "%s"', (name, builtin) => {
+    expect(problemsOf({ entities: { [name]: { fields: {} } } })).toEqual([
+      `authstrap.schema.ts: entity "${name}": clashes with the built-in entity "${builtin}" (names and paths are matched case-insensitively); rename one of them`,
+    ]);
+  });
+
+  it('allows the built-in names when auth is off', () => {
+    const schema = validateSchema({ auth: false, entities: { Account: { fields: {} }, users: { fields: {} } } });
+    expect(schema.entities.map((candidate) => candidate.name)).toEqual(['Account', 'users']);
+  });
+
+  it('refuses entity names the generated code already uses', () => {
+    expect(problemsOf({ entities: { Router: { fields: {} } } })).toEqual([expect.stringMatching(/entity "Router": is a name the generated TypeScript already uses/)]);
+  });
+
+  it('refuses unknown keys at every level, so a typo is not silently ignored', () => {
+    expect(problemsOf({ entites: {}, entities: { Project: { tenantscoped: false, fields: { note: { type: 'text', nulable: true } } } } })).toEqual([
+      expect.stringMatching(/^authstrap\.schema\.ts: schema: unknown key "entites"/),
+      expect.stringMatching(/^authstrap\.schema\.ts: entity "Project": unknown key "tenantscoped"/),
+      expect.stringMatching(/^authstrap\.schema\.ts: entity "Project", field "note": unknown key "nulable" \(allowed: type, nullable,/),
+    ]);
+  });
+
+  it('refuses a tenant-scoped entity in a schema without auth', () => {
+    expect(problemsOf({ auth: false, entities: { Project: { tenantScoped: true, fields: {} } } })).toEqual([
+      'authstrap.schema.ts: entity "Project": is tenant-scoped but the schema has `auth: false`; tenants (organizations) come with auth',
+    ]);
+  });
+
+  it('refuses nesting a tenant-scoped entity under a global one', () => {
+    const problems = problemsOf({
+      entities: {
+        Catalog: { tenantScoped: false, fields: {} },
+        Item: { parent: 'catalogId', fields: { catalogId: { type: 'uuid', references: 'Catalog' } } },
+      },
+    });
+    expect(problems).toEqual([
+      'authstrap.schema.ts: entity "Item": is nested under "Catalog", so both must be tenant-scoped or both not',
+    ]);
+  });
+
+  it('refuses a "parent" that is not a reference field of the entity', () => {
+    expect(problemsOf({ entities: { Task: { parent: 'projectId', fields: { projectId: { type: 'uuid' } } } } })).toEqual([
+      expect.stringMatching(/entity "Task": "parent" must name one of its own fields that references another entity \(got "projectId"\)/),
+    ]);
+  });
+
+  it('refuses uniqueTogether and indexes naming fields that do not exist', () => {
+    expect(problemsOf({ entities: { Project: { fields: { name: { type: 'string' } }, uniqueTogether: [['name', 'slug']], indexes: [['nmae']] } } })).toEqual([
+      'authstrap.schema.ts: entity "Project": "uniqueTogether" names "slug", which is not a field of "Project"',
+      'authstrap.schema.ts: entity "Project": "indexes" names "nmae", which is not a field of "Project"',
+    ]);
+  });
+
+  it('reports every problem of the schema at once', () => {
+    const problems = problemsOf({
+      entities: {
+        Project: {
+          fields: {
+            title: { type: 'strin' },
+            status: { type: 'enum' },
+            ownerId: { type: 'uuid', references: 'Team' },
+          },
+        },
+        Session: { fields: {} },
+      },
+    });
+    expect(problems).toHaveLength(4);
+    expect(problems.join('\n')).toMatch(/field "title": "type" must be one of/);
+    expect(problems.join('\n')).toMatch(/field "status": an enum needs "values"/);
+    expect(problems.join('\n')).toMatch(/field "ownerId": references "Team"/);
+    expect(problems.join('\n')).toMatch(/entity "Session": clashes with the built-in entity "session"/);
+  });
+
+  it('refuses a default export that is not an object', () => {
+    expect(problemsOf([])).toEqual(['authstrap.schema.ts: the default export must be an object like { entities: { ... } }']);
+    expect(problemsOf({ auth: true })).toEqual(['authstrap.schema.ts: schema: "entities" must be an object of entity definitions']);
+  });
+});
+
+describe('validateSchema: the resolved schema', () => {
+  const builtins = ['User', 'account', 'session', 'verification', 'Organization', 'member'];
+
+  it('adds the built-in entities before your own when auth is on (the default)', () => {
+    const schema = validateSchema({ entities: { Project: { fields: {} } } });
+    expect(schema.auth).toBe(true);
+    expect(schema.entities.map((candidate) => candidate.name)).toEqual([...builtins, 'Project']);
+    expect(schema.entities.filter((candidate) => candidate.builtin).map((candidate) => candidate.name)).toEqual(builtins);
+  });
+
+  it('leaves the built-in entities out with auth: false, and makes entities global', () => {
+    const schema = validateSchema({ auth: false, entities: { Project: { fields: {} } } });
+    expect(schema.auth).toBe(false);
+    expect(schema.entities.map((candidate) => candidate.name)).toEqual(['Project']);
+    expect(entity(schema, 'Project').tenantScoped).toBe(false);
+  });
+
+  it('lists the system fields in order around your own: id, organizationId, ..., createdAt, updatedAt', () => {
+    const schema = validateSchema({
+      entities: {
+        Project: { fields: { name: { type: 'string' }, budget: { type: 'number' } } },
+        Tag: { tenantScoped: false, fields: { label: { type: 'string' } } },
+      },
+    });
+    const project = entity(schema, 'Project');
+    expect(project.fields.map((field) => field.name)).toEqual(['id', 'organizationId', 'name', 'budget', 'createdAt', 'updatedAt']);
+    expect(project.fields.map((field) => field.system)).toEqual([true, true, false, false, true, true]);
+    expect(project.fields[1]).toMatchObject({ type: 'uuid', nullable: false, references: { entity: 'Organization', onDelete: 'cascade' } });
+    expect(entity(schema, 'Tag').fields.map((field) => field.name)).toEqual(['id', 'label', 'createdAt', 'updatedAt']);
+  });
+
+  it('makes "name" searchable unless the entity marks other fields searchable', () => {
+    const schema = validateSchema({
+      entities: {
+        Project: { fields: { name: { type: 'string' }, code: { type: 'string' } } },
+        Task: { fields: { name: { type: 'string' }, title: { type: 'string', searchable: true } } },
+      },
+    });
+    const searchable = (name: string) => entity(schema, name).fields.filter((field) => field.searchable).map((field) => field.name);
+    expect(searchable('Project')).toEqual(['name']);
+    expect(searchable('Task')).toEqual(['title']);
+  });
+
+  it('fills defaults: not nullable, not unique, cascade for required references, set null for nullable ones', () => {
+    const schema = validateSchema({
+      entities: {
+        Project: {
+          fields: {
+            ownerId: { type: 'uuid', references: 'User' },
+            reviewerId: { type: 'uuid', nullable: true, references: 'User' },
+          },
+        },
+      },
+    });
+    const [owner, reviewer] = entity(schema, 'Project').fields.filter((field) => !field.system);
+    expect(owner).toMatchObject({ nullable: false, unique: false, secret: false, column: 'ownerId', references: { entity: 'User', onDelete: 'cascade' } });
+    expect(reviewer).toMatchObject({ nullable: true, references: { entity: 'User', onDelete: 'set null' } });
+  });
+
+  it('makes "unique" per organization in a tenant-scoped entity and global elsewhere', () => {
+    const schema = validateSchema({
+      entities: {
+        Project: { fields: { code: { type: 'string', unique: true } } },
+        Country: { tenantScoped: false, fields: { code: { type: 'string', unique: true } } },
+      },
+    });
+    const constraints = (table: string) => databaseModel(schema).tables.find((candidate) => candidate.name === table)!.constraints;
+    expect(constraints('Project')).toContainEqual({ name: 'Project_organizationId_code_key', definition: 'UNIQUE ("organizationId", "code")' });
+    expect(constraints('Country')).toContainEqual({ name: 'Country_code_key', definition: 'UNIQUE ("code")' });
+  });
+
+  it('resolves "parent" to the field and the entity it references', () => {
+    const schema = validateSchema({
+      entities: {
+        Project: { fields: {} },
+        Task: { parent: 'projectId', fields: { projectId: { type: 'uuid', references: 'Project' } } },
+      },
+    });
+    expect(entity(schema, 'Task').parent).toEqual({ field: 'projectId', entity: 'Project' });
+  });
+
+  it('maps an entity to another table and a field to another column', () => {
+    const schema = validateSchema({ auth: false, entities: { Invoice: { table: 'invoices', fields: { total: { type: 'number', column: 'total_amount' } } } } });
+    const invoice = entity(schema, 'Invoice');
+    expect(invoice.table).toBe('invoices');
+    expect(invoice.fields.find((field) => field.name === 'total')?.column).toBe('total_amount');
+  });
+});

@@ -1,0 +1,9 @@
+import { defineProject } from 'vitest/config';
+
+export default defineProject({
+  test: {
+    name: 'cli',
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+  },
+});

@@ -1,0 +1,73 @@
+/** Small builders for the statements whose column list depends on the request (INSERT, UPDATE). */
+
+export const quoteIdentifier = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
+export interface Statement {
+  text: string;
+  params: unknown[];
+}
+
+/**
+ * Objects and arrays go to jsonb columns as JSON text; passed as they are, `pg` would turn an
+ * array into a PostgreSQL array literal.
+ */
+function toParam(value: unknown): unknown {
+  if (value !== null && typeof value === 'object' && !(value instanceof Date)) return JSON.stringify(value);
+  return value;
+}
+
+/** API field -> column name, for the fields a statement may write. */
+export type ColumnMap = Readonly<Record<string, string>>;
+
+/** The [field, column] pairs of the defined values; an unknown field is a programming mistake. */
+function writableFields(table: string, values: Record<string, unknown>, columns: ColumnMap): [string, string][] {
+  return Object.keys(values)
+    .filter((field) => values[field] !== undefined)
+    .map((field) => {
+      // Input is validated before it gets here; this guards against a mistake in code.
+      if (!Object.hasOwn(columns, field)) throw new Error(`"${field}" is not a writable field of ${table}`);
+      return [field, columns[field]!];
+    });
+}
+
+/** `INSERT INTO table (a, b) VALUES ($1, $2) RETURNING ...` for the defined values. */
+export function insertStatement(
+  table: string,
+  values: Record<string, unknown>,
+  columns: ColumnMap,
+  returning: string,
+): Statement {
+  const fields = writableFields(table, values, columns);
+  if (fields.length === 0) return { text: `INSERT INTO ${quoteIdentifier(table)} DEFAULT VALUES RETURNING ${returning}`, params: [] };
+  return {
+    text:
+      `INSERT INTO ${quoteIdentifier(table)} (${fields.map(([, column]) => quoteIdentifier(column)).join(', ')}) ` +
+      `VALUES (${fields.map((_, index) => `$${index + 1}`).join(', ')}) RETURNING ${returning}`,
+    params: fields.map(([field]) => toParam(values[field])),
+  };
+}
+
+/**
+ * `UPDATE table SET a = $1, "updatedAt" = now() WHERE k = $2 AND ... RETURNING ...`. `where`
+ * holds the row's key and, for tenant-scoped tables, its organization.
+ */
+export function updateStatement(
+  table: string,
+  values: Record<string, unknown>,
+  columns: ColumnMap,
+  where: Record<string, string>,
+  returning: string,
+): Statement {
+  const fields = writableFields(table, values, columns);
+  const params = fields.map(([field]) => toParam(values[field]));
+  const assignments = fields.map(([, column], index) => `${quoteIdentifier(column)} = $${index + 1}`);
+  assignments.push('"updatedAt" = now()');
+  const conditions = Object.entries(where).map(([column, value]) => {
+    params.push(value);
+    return `${quoteIdentifier(column)} = $${params.length}`;
+  });
+  return {
+    text: `UPDATE ${quoteIdentifier(table)} SET ${assignments.join(', ')} WHERE ${conditions.join(' AND ')} RETURNING ${returning}`,
+    params,
+  };
+}

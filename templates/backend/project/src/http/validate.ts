@@ -1,0 +1,40 @@
+import type { Request } from 'express';
+import type { z } from 'zod';
+import { badRequest, notFound, validationFailed } from './errors.js';
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A path id that is not a uuid cannot name a record: answer as for any unknown id. */
+export function parseId(entity: string, id: string | undefined): string {
+  if (id === undefined || !uuidPattern.test(id)) throw notFound(entity, String(id));
+  return id.toLowerCase();
+}
+
+export function isUuid(value: string): boolean {
+  return uuidPattern.test(value);
+}
+
+const hasBody = (req: Request) =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+
+/**
+ * Validates a JSON body against a schema: a body that is not JSON is a 400; one that does not fit
+ * the schema is a 422 whose `details` names each failing field.
+ */
+export function parseBody<Schema extends z.ZodType>(entity: string, schema: Schema, req: Request): z.output<Schema> {
+  if (req.body === undefined && hasBody(req)) {
+    throw badRequest('Send the request body as JSON, with Content-Type: application/json');
+  }
+  const result = schema.safeParse(req.body ?? {});
+  if (result.success) return result.data;
+
+  const details: Record<string, string> = {};
+  for (const issue of result.error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) details[[...issue.path, key].join('.')] = 'Unknown field';
+    } else {
+      details[issue.path.join('.') || 'body'] ??= issue.message;
+    }
+  }
+  throw validationFailed(`Invalid ${entity}`, details);
+}
