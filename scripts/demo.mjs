@@ -1,22 +1,24 @@
 // `npm run demo`: the quick start's main job. Installs and builds, then starts the example
 // backend (examples/saas-backend) on the embedded database, walks a few requests through it to
-// show that it works, and keeps it running until Ctrl-C. With --check it stops after the walk.
+// show that it works, and keeps it running until Ctrl-C. With --check it stops after the walk;
+// --skip-install skips the install and build (the test suite uses it, having done both).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { bootstrap, repoRoot, run } from './bootstrap.mjs';
 
 const checkOnly = process.argv.includes('--check');
+const skipInstall = process.argv.includes('--skip-install');
 const port = process.env.PORT ?? '3000';
 const exampleDir = path.join(repoRoot, 'examples/saas-backend');
 
-bootstrap();
+if (!skipInstall) bootstrap();
 run('node packages/cli/dist/cli.js generate examples/saas-backend --check');
 
 const server = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
   cwd: exampleDir,
   // Access logs would bury the checklist; the backend still logs warnings and errors.
-  env: { LOG_LEVEL: 'warn', ...process.env, PORT: port, HOST: '127.0.0.1' },
+  env: { LOG_LEVEL: 'error', ...process.env, PORT: port, HOST: '127.0.0.1' },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 const exited = new Promise((resolve) => server.once('exit', resolve));
