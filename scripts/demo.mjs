@@ -24,10 +24,21 @@ const server = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
 const exited = new Promise((resolve) => server.once('exit', resolve));
 const base = `http://127.0.0.1:${port}`;
 
-async function request(method, pathname, body, organizationId) {
-  const headers = { 'content-type': 'application/json', ...(organizationId ? { 'x-organization-id': organizationId } : {}) };
+async function request(method, pathname, { body, token, organizationId } = {}) {
+  const headers = { 'content-type': 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (organizationId) headers['x-organization-id'] = organizationId;
   const response = await fetch(base + pathname, { method, headers, body: body && JSON.stringify(body) });
   return { status: response.status, body: response.status === 204 ? undefined : await response.json() };
+}
+
+async function signUp(name) {
+  const email = `${name.toLowerCase()}-${randomBytes(3).toString('hex')}@example.com`;
+  const response = await request('POST', '/api/auth/sign-up/email', { body: { email, name, password: 'demo-password-123' } });
+  check(`POST /api/auth/sign-up/email (${name})`, response.status === 201, email);
+  const { token } = response.body.data;
+  const session = await request('GET', '/api/auth/get-session', { token });
+  return { email, token, organizationId: session.body.data.organizations[0].id };
 }
 
 async function waitForReady() {
@@ -52,19 +63,23 @@ try {
   await waitForReady();
   console.log(`\nChecking ${base} ...`);
   check('GET /health', (await request('GET', '/health')).status === 200);
-  const slug = `demo-${randomBytes(3).toString('hex')}`;
-  const organization = await request('POST', '/organizations', { name: 'Demo organization', slug });
-  check('POST /organizations creates a tenant', organization.status === 201, organization.body.data?.id);
-  const orgId = organization.body.data.id;
-  const project = await request('POST', '/Projects', { name: 'Demo project' }, orgId);
-  check('POST /Projects in that tenant', project.status === 201);
-  const task = await request('POST', `/Projects/${project.body.data.id}/Tasks`, { title: 'Try the API' }, orgId);
+  const ada = await signUp('Ada');
+  const signIn = await request('POST', '/api/auth/sign-in/email', { body: { email: ada.email, password: 'demo-password-123' } });
+  check('POST /api/auth/sign-in/email', signIn.status === 200);
+  const wrong = await request('POST', '/api/auth/sign-in/email', { body: { email: ada.email, password: 'not-the-password' } });
+  check('a wrong password is refused with 401', wrong.status === 401);
+  const asAda = { token: ada.token, organizationId: ada.organizationId };
+  const project = await request('POST', '/Projects', { ...asAda, body: { name: 'Demo project' } });
+  check("POST /Projects in Ada's organization", project.status === 201);
+  const task = await request('POST', `/Projects/${project.body.data.id}/Tasks`, { ...asAda, body: { title: 'Try the API' } });
   check('POST /Projects/:projectId/Tasks', task.status === 201);
-  const list = await request('GET', '/Projects?limit=5', undefined, orgId);
+  const list = await request('GET', '/Projects?limit=5', asAda);
   check('GET /Projects lists it, with meta', list.status === 200 && list.body.meta.total >= 1, JSON.stringify(list.body.meta));
-  const other = await request('POST', '/organizations', { name: 'Other organization', slug: `${slug}-other` });
-  const isolated = await request('GET', `/Projects/${project.body.data.id}`, undefined, other.body.data.id);
-  check("another tenant gets 404 for that project", isolated.status === 404);
+  const grace = await signUp('Grace');
+  const isolated = await request('GET', `/Projects/${project.body.data.id}`, { token: grace.token, organizationId: grace.organizationId });
+  check("another tenant gets 404 for Ada's project", isolated.status === 404);
+  const intruding = await request('GET', '/Projects', { token: grace.token, organizationId: ada.organizationId });
+  check("naming Ada's organization gets 403", intruding.status === 403);
   check('GET /api/docs/openapi.json', (await request('GET', '/api/docs/openapi.json')).status === 200);
 
   if (checkOnly) {
@@ -72,7 +87,7 @@ try {
     await exited;
   } else {
     console.log(`\nThe example backend runs at ${base} (API docs: ${base}/api/docs). Ctrl-C stops it.`);
-    console.log(`Try: curl -H 'x-organization-id: ${orgId}' '${base}/Projects'`);
+    console.log(`Try: curl -H 'authorization: Bearer ${ada.token}' -H 'x-organization-id: ${ada.organizationId}' '${base}/Projects'`);
     process.on('SIGINT', () => server.kill('SIGTERM'));
     process.exitCode = (await exited) ?? 0;
   }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, createOrganization, databaseKinds, startBackend, type Api, type TestBackend } from './support/backend.js';
+import { databaseKinds, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
 
 describe.each(databaseKinds)('errors and protocol on the %s database', (kind) => {
   let backend: TestBackend;
@@ -8,8 +8,9 @@ describe.each(databaseKinds)('errors and protocol on the %s database', (kind) =>
 
   beforeAll(async () => {
     backend = await startBackend(kind, { BODY_LIMIT: '2kb' });
-    api = apiClient(backend.url);
-    org = await createOrganization(api, 'errors');
+    const owner = await signUp(backend.url, 'errors@example.com');
+    api = owner.api;
+    org = owner.organizationId;
   });
   afterAll(() => backend?.stop());
 
@@ -53,7 +54,7 @@ describe.each(databaseKinds)('errors and protocol on the %s database', (kind) =>
   });
 
   it('answers a duplicate unique value with 409 CONFLICT', async () => {
-    await createOrganization(api, 'taken');
+    expect((await api('POST', '/organizations', { body: { name: 'First', slug: 'taken' } })).status).toBe(201);
     const response = await api('POST', '/organizations', { body: { name: 'Again', slug: 'taken' } });
     expect(response.status).toBe(409);
     expect(response.body.error).toEqual({ code: 'CONFLICT', message: 'A record with the same slug already exists' });

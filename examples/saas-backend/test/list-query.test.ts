@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, createOrganization, databaseKinds, startBackend, type Api, type TestBackend } from './support/backend.js';
+import { databaseKinds, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
 
 describe.each(databaseKinds)('list queries on the %s database', (kind) => {
   let backend: TestBackend;
@@ -12,8 +12,9 @@ describe.each(databaseKinds)('list queries on the %s database', (kind) => {
 
   beforeAll(async () => {
     backend = await startBackend(kind);
-    api = apiClient(backend.url);
-    org = await createOrganization(api, 'lists');
+    const owner = await signUp(backend.url, 'lists@example.com');
+    api = owner.api;
+    org = owner.organizationId;
     projectId = (await api('POST', '/Projects', { organizationId: org, body: { name: 'Listed' } })).body.data.id;
     // 45 tasks, created in order so that createdAt grows with the number; every third is done.
     for (let n = 1; n <= 45; n += 1) {

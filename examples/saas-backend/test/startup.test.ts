@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { createThrowawayDatabase, postgresAdminUrl } from './support/backend.js';
+import { createThrowawayDatabase, postgresAdminUrl, signUp } from './support/backend.js';
 import { spawnBackend } from './support/process.js';
 
 const migrationFiles = fs.readdirSync(path.resolve(import.meta.dirname, '../migrations')).filter((name) => name.endsWith('.sql'));
@@ -57,15 +57,13 @@ describe('startup and shutdown of the backend process', () => {
   it('on SIGTERM finishes the request in flight, then exits 0', async () => {
     const backend = spawnBackend({ EMBEDDED_DB_DIR: 'memory://' });
     const url = new URL(await backend.listening);
-    const organization = await (
-      await fetch(`${url}organizations`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Slow', slug: 'slow' }) })
-    ).json();
+    const owner = await signUp(url.origin, 'slow@example.com');
 
     // A request whose body is still arriving when the signal comes.
     const body = JSON.stringify({ name: 'Finished after SIGTERM' });
     const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
       const request = http.request(
-        { host: url.hostname, port: url.port, path: '/Projects', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-organization-id': organization.data.id } },
+        { host: url.hostname, port: url.port, path: '/Projects', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-organization-id': owner.organizationId, authorization: `Bearer ${owner.token}` } },
         (res) => {
           let text = '';
           res.on('data', (chunk) => (text += chunk));
@@ -90,15 +88,17 @@ describe('startup and shutdown of the backend process', () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'authstrap-pglite-'));
     try {
       const first = spawnBackend({ EMBEDDED_DB_DIR: dataDir });
-      const url = await first.listening;
-      const created = await fetch(`${url}/organizations`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Kept', slug: 'kept' }) });
-      expect(created.status).toBe(201);
+      const owner = await signUp(await first.listening, 'kept@example.com');
+      expect((await owner.api('POST', '/Projects', { body: { name: 'Kept' } })).status).toBe(201);
       first.child.kill('SIGTERM');
       expect(await first.exited).toBe(0);
 
+      // The same session token still works after the restart: sessions live in the database.
       const second = spawnBackend({ EMBEDDED_DB_DIR: dataDir });
-      const list = await (await fetch(`${await second.listening}/organizations`)).json();
-      expect(list.data.map((org: { slug: string }) => org.slug)).toEqual(['kept']);
+      const list = await (
+        await fetch(`${await second.listening}/Projects`, { headers: { authorization: `Bearer ${owner.token}`, 'x-organization-id': owner.organizationId } })
+      ).json();
+      expect(list.data.map((project: { name: string }) => project.name)).toEqual(['Kept']);
       expect(second.output()).not.toContain('migrations applied');
       second.child.kill('SIGTERM');
       expect(await second.exited).toBe(0);

@@ -10,13 +10,14 @@ describe('the quick start', () => {
     const result = spawnSync(process.execPath, [path.join(repoRoot, 'scripts/demo.mjs'), '--check', '--skip-install'], {
       cwd: repoRoot,
       encoding: 'utf8',
-      env: { ...process.env, PORT: port, EMBEDDED_DB_DIR: 'memory://' },
+      env: { ...process.env, PORT: port, EMBEDDED_DB_DIR: 'memory://', BCRYPT_COST: '4' },
       timeout: 120_000,
     });
     const output = result.stdout + result.stderr;
     expect(result.status, output).toBe(0);
     expect(output).toContain('✔ POST /Projects/:projectId/Tasks');
-    expect(output).toContain('✔ another tenant gets 404 for that project');
+    expect(output).toContain("✔ another tenant gets 404 for Ada's project");
+    expect(output).toContain("✔ naming Ada's organization gets 403");
     expect(output).not.toContain('✘');
   });
 });

@@ -40,8 +40,17 @@ describe('renderProject', () => {
     ]),
     generated: new Map([['index.ts.hbs', '{{#each mounts}}{{path}} -> {{router}}\n{{/each}}']]),
     entity: new Map([['schema.ts.hbs', '// {{pascal}} at {{path}}{{#if parent}}, nested at {{parent.routePath}}{{/if}}\n']]),
+    builtin: new Map([['user.schema.ts', '// the built-in User file\n']]),
   };
   const render = (schema: Schema) => renderProject(schema, fixtureTemplates, { packageName: 'my-app' });
+
+  it('uses a built-in entity\'s own template when there is one, and the generic one otherwise', () => {
+    const files = render(validateSchema({ entities: { Project: { fields: { name: { type: 'string' } } } } }));
+    const contents = (path: string) => files.find((file) => file.path === path)?.contents;
+    expect(contents('src/generated/User/user.schema.ts')).toBe('// the built-in User file\n');
+    expect(contents('src/generated/account/account.schema.ts')).toBe('// Account at /accounts\n');
+    expect(contents('src/generated/Project/project.schema.ts')).toBe('// Project at /Projects\n');
+  });
 
   it('writes project files once (owned) and src/generated/ on every run (generated), sorted by path', () => {
     const files = render(validateSchema({ auth: false, entities: { UserSetting: { fields: {} } } }));

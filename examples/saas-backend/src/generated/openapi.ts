@@ -59,9 +59,16 @@ import {
   TaskUpdateInput,
 } from './Task/task.schema.js';
 
-/** The OpenAPI 3.1 document, built from the same zod schemas that validate requests. */
-export function buildOpenApiDocument(info: { title: string; version: string; serverUrl: string }) {
+/**
+ * The OpenAPI 3.1 document, built from the same zod schemas that validate requests. `extend`
+ * adds routes that are not generated (the auth routes, your own).
+ */
+export function buildOpenApiDocument(
+  info: { title: string; version: string; serverUrl: string },
+  extend: (registry: OpenAPIRegistry) => void = () => {},
+) {
   const registry = new OpenAPIRegistry();
+  extend(registry);
 
   registerCrudRoutes(registry, {
     entity: 'User',

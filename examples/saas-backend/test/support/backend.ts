@@ -44,7 +44,13 @@ export interface TestBackend {
   stop(): Promise<void>;
 }
 
-/** The example backend listening on a free loopback port, on a database of its own. */
+export const serviceApiKey = 'test-service-key-0123456789abcdef0123456789';
+export const allowedOrigin = 'http://localhost:5173';
+
+/**
+ * The example backend listening on a free loopback port, on a database of its own. bcrypt runs
+ * at its lowest cost and the rate limits are out of the way unless a test sets them.
+ */
 export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, string> = {}): Promise<TestBackend> {
   const database = kind === 'postgres' ? await createThrowawayDatabase() : undefined;
   const env = {
@@ -52,6 +58,11 @@ export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, 
     HOST: '127.0.0.1',
     PORT: '0',
     LOG_LEVEL: 'silent',
+    BCRYPT_COST: '4',
+    RATE_LIMIT_API_MAX: '1000000',
+    RATE_LIMIT_AUTH_MAX: '1000000',
+    SERVICE_API_KEY: serviceApiKey,
+    ALLOWED_ORIGINS: allowedOrigin,
     ...(database ? { DATABASE_URL: database.url } : { EMBEDDED_DB_DIR: 'memory://' }),
     ...extraEnv,
   };
@@ -72,15 +83,26 @@ export interface ApiResponse {
   body: any;
 }
 
-/** A small client for one backend: JSON in, JSON out, with the tenant header when given. */
-export function apiClient(baseUrl: string) {
-  return async function api(
-    method: string,
-    pathname: string,
-    options: { body?: unknown; rawBody?: string; organizationId?: string; headers?: Record<string, string> } = {},
-  ): Promise<ApiResponse> {
+export interface RequestOptions {
+  body?: unknown;
+  rawBody?: string;
+  organizationId?: string;
+  /** A session token or the service key, sent as `Authorization: Bearer`. */
+  token?: string;
+  headers?: Record<string, string>;
+}
+
+/**
+ * A small client for one backend: JSON in, JSON out. `defaults` (a token, an organization) apply
+ * to every request unless the request names its own; `token: ''` sends none.
+ */
+export function apiClient(baseUrl: string, defaults: Pick<RequestOptions, 'token' | 'organizationId'> = {}) {
+  return async function api(method: string, pathname: string, options: RequestOptions = {}): Promise<ApiResponse> {
     const headers: Record<string, string> = { ...options.headers };
-    if (options.organizationId) headers['x-organization-id'] = options.organizationId;
+    const organizationId = options.organizationId ?? defaults.organizationId;
+    const token = options.token ?? defaults.token;
+    if (organizationId) headers['x-organization-id'] = organizationId;
+    if (token) headers.authorization = `Bearer ${token}`;
     let body: string | undefined;
     if (options.rawBody !== undefined) body = options.rawBody;
     else if (options.body !== undefined) body = JSON.stringify(options.body);
@@ -99,9 +121,30 @@ export function apiClient(baseUrl: string) {
 
 export type Api = ReturnType<typeof apiClient>;
 
-/** Creates an organization (a tenant) and returns its id. */
-export async function createOrganization(api: Api, slug: string): Promise<string> {
-  const response = await api('POST', '/organizations', { body: { name: `Org ${slug}`, slug } });
-  if (response.status !== 201) throw new Error(`could not create organization: ${JSON.stringify(response.body)}`);
-  return response.body.data.id;
+export interface SignedUp {
+  user: { id: string; email: string; name: string };
+  token: string;
+  /** The personal organization sign-up created, with this user as owner. */
+  organizationId: string;
+  /** A client that sends this user's token and organization with every request. */
+  api: Api;
+}
+
+/** Signs a new user up through the real endpoint. */
+export async function signUp(baseUrl: string, email: string, password = 'correct horse battery'): Promise<SignedUp> {
+  const anonymous = apiClient(baseUrl);
+  const response = await anonymous('POST', '/api/auth/sign-up/email', { body: { email, name: email.split('@')[0], password } });
+  if (response.status !== 201) throw new Error(`sign-up failed: ${response.status} ${JSON.stringify(response.body)}`);
+  const { user, token } = response.body.data;
+  const session = await anonymous('GET', '/api/auth/get-session', { token });
+  const organizationId = session.body.data.organizations[0].id;
+  return { user, token, organizationId, api: apiClient(baseUrl, { token, organizationId }) };
+}
+
+/** Signs `user` up, and makes them a member of `organizationId` with `role` (via the owner). */
+export async function addMember(baseUrl: string, owner: SignedUp, email: string, role: 'owner' | 'admin' | 'member'): Promise<SignedUp> {
+  const member = await signUp(baseUrl, email);
+  const invited = await owner.api('POST', '/members', { body: { userId: member.user.id, role } });
+  if (invited.status !== 201) throw new Error(`invite failed: ${JSON.stringify(invited.body)}`);
+  return { ...member, organizationId: owner.organizationId, api: apiClient(baseUrl, { token: member.token, organizationId: owner.organizationId }) };
 }

@@ -13,7 +13,7 @@ export interface BackendProcess {
 export function spawnBackend(env: Record<string, string>): BackendProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
     cwd: projectDir,
-    env: { PATH: process.env.PATH, NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH, NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', BCRYPT_COST: '4', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -5,17 +5,24 @@
 export const backendDependencies = {
   '@asteasolutions/zod-to-openapi': '^9.1.0',
   '@electric-sql/pglite': '^0.5.16',
+  bcrypt: '^6.0.0',
+  cors: '^2.8.5',
   express: '^5.2.1',
+  'express-rate-limit': '^8.7.0',
   helmet: '^8.1.0',
   pg: '^8.16.3',
   pino: '^10.1.0',
   'pino-http': '^11.0.0',
+  'rate-limit-redis': '^6.0.1',
+  redis: '^5.9.0',
   'swagger-ui-express': '^5.0.1',
   tsx: '^4.20.6',
   zod: '^4.1.12',
 };
 
 export const backendDevDependencies = {
+  '@types/bcrypt': '^6.0.0',
+  '@types/cors': '^2.8.19',
   '@types/express': '^5.0.5',
   '@types/node': '^20.19.0',
   '@types/pg': '^8.15.6',

@@ -71,7 +71,10 @@ export function renderProject(schema: Schema, templates: Templates, options: Ren
   for (const entity of view.entities) {
     for (const [templatePath, source] of templates.entity) {
       const fileName = `${entity.fileBase}.${outputPath(templatePath)}`;
-      files.push({ path: `src/generated/${entity.folder}/${fileName}`, contents: render(source, entity), ownership: 'generated' });
+      // Built-in entities with rules of their own (who sees which users, roles) have their own router.
+      const special = entity.builtin && view.auth ? templates.builtin.get(fileName) : undefined;
+      const contents = special ?? render(source, entity);
+      files.push({ path: `src/generated/${entity.folder}/${fileName}`, contents, ownership: 'generated' });
     }
   }
   return files.sort((a, b) => byCodeUnit(a.path, b.path));

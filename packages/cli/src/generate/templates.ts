@@ -10,6 +10,8 @@ export interface Templates {
   generated: Map<string, string>;
   /** Per-entity templates by name: `schema.ts.hbs`, `repository.ts.hbs`, `router.ts.hbs`. */
   entity: Map<string, string>;
+  /** Routers of built-in entities whose rules differ from plain CRUD, by file name (`user.router.ts`). */
+  builtin: Map<string, string>;
 }
 
 /** The folder holding `backend/`: shipped inside the package, or at the root of this repository. */
@@ -38,11 +40,14 @@ export function loadTemplates(dir = templatesDir()): Templates {
   const backend = path.join(dir, 'backend');
   const generated = readTree(path.join(backend, 'generated'));
   const entity = new Map<string, string>();
+  const builtin = new Map<string, string>();
   for (const [name, source] of generated) {
-    if (name.startsWith('entity/')) {
-      entity.set(name.slice('entity/'.length), source);
-      generated.delete(name);
+    for (const [folder, target] of [['entity/', entity], ['builtin/', builtin]] as const) {
+      if (name.startsWith(folder)) {
+        target.set(name.slice(folder.length), source);
+        generated.delete(name);
+      }
     }
   }
-  return { project: readTree(path.join(backend, 'project')), generated, entity };
+  return { project: readTree(path.join(backend, 'project')), generated, entity, builtin };
 }

@@ -70,6 +70,7 @@ function zodOutput(field: Field): string {
 
 export interface EntityView {
   name: string;
+  builtin: boolean;
   pascal: string;
   camel: string;
   folder: string;
@@ -121,6 +122,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
 
   return {
     name: entity.name,
+    builtin: entity.builtin,
     pascal: pascalCase(entity.name),
     camel: camelCase(entity.name),
     folder: entity.name,
@@ -150,9 +152,21 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
 }
 
 export interface ProjectView {
+  auth: boolean;
   entities: EntityView[];
   /** Global entities first, then tenant-scoped ones; nested mounts before their collections. */
-  mounts: { path: string; router: string; scoped: boolean; comment: string }[];
+  mounts: { path: string; router: string; guards: string; comment: string }[];
+}
+
+/** Built-in entities whose routes only the trusted server (the service key) may use. */
+const serviceOnlyEntities = new Set(['verification']);
+
+/** The middleware in front of an entity's router, as code: who may call, in which organization. */
+function guardsOf(entity: EntityView, auth: boolean): string {
+  if (!auth) return '';
+  if (entity.tenantScoped) return 'signedIn, scopeGuard, ';
+  if (entity.builtin && serviceOnlyEntities.has(entity.name)) return 'signedIn, requires.serviceKey, ';
+  return 'signedIn, ';
 }
 
 export function projectView(schema: Schema): ProjectView {
@@ -163,11 +177,11 @@ export function projectView(schema: Schema): ProjectView {
     const group = entities.filter((view) => view.tenantScoped === scoped);
     // A nested path starts with its parent's path, so it is mounted first to read top-down.
     for (const entity of group.filter((view) => view.parent)) {
-      mounts.push({ path: entity.parent!.routePath, router: `${entity.camel}NestedRouter`, scoped, comment: `${entity.name} of one ${entity.parent!.entity}` });
+      mounts.push({ path: entity.parent!.routePath, router: `${entity.camel}NestedRouter`, guards: guardsOf(entity, schema.auth), comment: `${entity.name} of one ${entity.parent!.entity}` });
     }
     for (const entity of group) {
-      mounts.push({ path: entity.path, router: `${entity.camel}Router`, scoped, comment: entity.name });
+      mounts.push({ path: entity.path, router: `${entity.camel}Router`, guards: guardsOf(entity, schema.auth), comment: entity.name });
     }
   }
-  return { entities, mounts };
+  return { auth: schema.auth, entities, mounts };
 }

@@ -5,11 +5,15 @@ import helmet from 'helmet';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
+import { authRouter, registerAuthRoutes } from './extensions/auth/auth.router.js';
+import { createAuthService } from './extensions/auth/auth.service.js';
 import { extensionRouter } from './extensions/index.js';
 import { generatedRouter } from './generated/index.js';
 import { buildOpenApiDocument } from './generated/openapi.js';
+import { corsPolicy, csrfGuard } from './http/cors.js';
 import { sendData, sendError } from './http/envelope.js';
 import { errorHandler, unknownRoute } from './http/errors.js';
+import type { RateLimits } from './http/rate-limit.js';
 import { requestLogger } from './logger.js';
 import { docsRouter } from './openapi/docs.js';
 
@@ -17,14 +21,18 @@ export interface AppDependencies {
   config: Config;
   db: Database;
   logger: Logger;
+  rateLimits: RateLimits;
 }
 
 /**
  * The whole HTTP pipeline, in the order a request meets it:
- * request id + log -> security headers -> health -> docs -> JSON body -> your routes
- * (src/extensions) -> generated routes (each behind its guards) -> 404 -> error envelope.
+ * request id + log -> security headers -> CORS -> health -> rate limits (/api) -> docs ->
+ * CSRF -> JSON body -> /api/auth -> your routes (src/extensions) -> generated routes, each behind
+ * the auth guard (who is calling) and, when tenant-scoped, the scope guard (which organization,
+ * which role) -> 404 -> error envelope.
  */
-export function createApp({ config, db, logger }: AppDependencies): Express {
+export function createApp({ config, db, logger, rateLimits }: AppDependencies): Express {
+  const auth = createAuthService({ db, config });
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
@@ -41,6 +49,8 @@ export function createApp({ config, db, logger }: AppDependencies): Express {
     }),
   );
 
+  app.use(corsPolicy(config));
+
   app.get('/health', (_req, res) => sendData(res, { status: 'ok' }));
   app.get('/ready', async (_req, res) => {
     try {
@@ -50,12 +60,18 @@ export function createApp({ config, db, logger }: AppDependencies): Express {
       sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable');
     }
   });
-  const { name, version } = JSON.parse(fs.readFileSync(path.join(config.projectDir, 'package.json'), 'utf8'));
-  app.use('/api/docs', docsRouter(buildOpenApiDocument({ title: `${name} API`, version, serverUrl: config.authUrl })));
+  app.use('/api/auth', rateLimits.auth);
+  app.use('/api', rateLimits.api);
 
+  const { name, version } = JSON.parse(fs.readFileSync(path.join(config.projectDir, 'package.json'), 'utf8'));
+  const document = buildOpenApiDocument({ title: `${name} API`, version, serverUrl: config.authUrl }, registerAuthRoutes);
+  app.use('/api/docs', docsRouter(document));
+
+  app.use(csrfGuard(config));
   app.use(express.json({ limit: config.bodyLimit }));
+  app.use('/api/auth', authRouter({ auth, config }));
   app.use(extensionRouter({ config, db }));
-  app.use(generatedRouter({ db }));
+  app.use(generatedRouter({ db, auth, config }));
 
   app.use(unknownRoute);
   app.use(errorHandler);

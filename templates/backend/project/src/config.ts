@@ -17,6 +17,12 @@ export interface Config {
   trustProxy: number;
   shutdownTimeoutMs: number;
   projectDir: string;
+  /** A trusted server authenticates with `Authorization: Bearer <serviceApiKey>`. */
+  serviceApiKey?: string;
+  bcryptCost: number;
+  /** Shared rate-limit counts for several instances. */
+  redisUrl?: string;
+  rateLimits: { apiMax: number; apiWindowMs: number; authMax: number; authWindowMs: number };
 }
 
 export class ConfigError extends Error {
@@ -29,10 +35,13 @@ export class ConfigError extends Error {
 const blankToUndefined = (value: unknown) => (value === '' ? undefined : value);
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
 
+const count = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  optional(z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(min, `must be ${min} or more`).max(max, `must be ${max} or less`));
+
 const environmentSchema = z.object({
   NODE_ENV: optional(z.enum(['development', 'production', 'test'], { error: 'must be development, production or test' })),
   HOST: optional(z.string()),
-  PORT: optional(z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0-65535').max(65535, 'must be 0-65535')),
+  PORT: count(0, 65535),
   DATABASE_URL: optional(z.string().regex(/^postgres(ql)?:\/\/.+/, 'must look like postgresql://user:password@host:5432/database')),
   EMBEDDED_DB_DIR: optional(z.string()),
   AUTH_SECRET: optional(z.string()),
@@ -40,8 +49,16 @@ const environmentSchema = z.object({
   ALLOWED_ORIGINS: optional(z.string()),
   LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be fatal, error, warn, info, debug, trace or silent' })),
   BODY_LIMIT: optional(z.string().regex(/^\d+(b|kb|mb)?$/i, 'must be a size like 100kb or 1mb')),
-  TRUST_PROXY: optional(z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more')),
-  SHUTDOWN_TIMEOUT_MS: optional(z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more')),
+  TRUST_PROXY: count(0),
+  SHUTDOWN_TIMEOUT_MS: count(0),
+  SERVICE_API_KEY: optional(z.string().min(32, 'must be at least 32 characters (authstrap setup generates one)')),
+  // 4 is bcrypt's minimum (fast, for tests); every step doubles the work.
+  BCRYPT_COST: count(4, 15),
+  REDIS_URL: optional(z.string().regex(/^rediss?:\/\/.+/, 'must look like redis://localhost:6379')),
+  RATE_LIMIT_API_MAX: count(1),
+  RATE_LIMIT_API_WINDOW_MS: count(1000),
+  RATE_LIMIT_AUTH_MAX: count(1),
+  RATE_LIMIT_AUTH_WINDOW_MS: count(1000),
 });
 
 function parseOrigins(list: string | undefined, problems: string[]): string[] {
@@ -93,10 +110,19 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     trustProxy: values.TRUST_PROXY ?? 0,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS ?? 10_000,
     projectDir,
+    serviceApiKey: values.SERVICE_API_KEY,
+    bcryptCost: values.BCRYPT_COST ?? 12,
+    redisUrl: values.REDIS_URL,
+    rateLimits: {
+      apiMax: values.RATE_LIMIT_API_MAX ?? 100,
+      apiWindowMs: values.RATE_LIMIT_API_WINDOW_MS ?? 15 * 60 * 1000,
+      authMax: values.RATE_LIMIT_AUTH_MAX ?? 10,
+      authWindowMs: values.RATE_LIMIT_AUTH_WINDOW_MS ?? 60 * 60 * 1000,
+    },
   };
 }
 
-/** `postgresql://app:secret@db/app` -> `postgresql://app:***@db/app`, for messages and logs. */
-export function maskDatabaseUrl(url: string): string {
+/** `postgresql://app:secret@db/app` -> `postgresql://app:***@db/app`, for messages and logs (also redis:// URLs). */
+export function maskUrlPassword(url: string): string {
   return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
 }

@@ -3,9 +3,10 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createApp } from './app.js';
-import { loadConfig, maskDatabaseUrl, type Config } from './config.js';
+import { loadConfig, maskUrlPassword, type Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
+import { createRateLimits, type RateLimits } from './http/rate-limit.js';
 import { createLogger } from './logger.js';
 
 export interface RunningServer {
@@ -38,7 +39,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     await db.query('SELECT 1');
   } catch (error) {
     const [where, setting] = config.databaseUrl
-      ? [maskDatabaseUrl(config.databaseUrl), 'DATABASE_URL']
+      ? [maskUrlPassword(config.databaseUrl), 'DATABASE_URL']
       : [`the embedded database in ${config.embeddedDbDir}`, 'EMBEDDED_DB_DIR'];
     throw new StartupError(`Cannot connect to ${where}: ${(error as Error).message}. Check ${setting} in .env.`);
   }
@@ -51,7 +52,15 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     throw new StartupError((error as Error).message);
   }
 
-  const app = createApp({ config, db, logger });
+  let rateLimits: RateLimits;
+  try {
+    rateLimits = await createRateLimits(config, logger);
+  } catch (error) {
+    await db.close();
+    throw new StartupError(`Cannot connect to Redis at ${maskUrlPassword(config.redisUrl ?? '')}: ${(error as Error).message}. Check REDIS_URL in .env.`);
+  }
+
+  const app = createApp({ config, db, logger, rateLimits });
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.port, config.host, () => resolve(listening));
     listening.once('error', (error: NodeJS.ErrnoException) => {
@@ -62,6 +71,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       );
     });
   }).catch(async (error) => {
+    await rateLimits.close();
     await db.close();
     throw error;
   });
@@ -80,6 +90,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       deadline.unref();
       await closed;
       clearTimeout(deadline);
+      await rateLimits.close();
       await db.close();
     })());
 

@@ -89,15 +89,23 @@ export interface ListPage<Row> {
   meta: { page: number; limit: number; total: number; totalPages: number };
 }
 
+/** A condition beyond equality, e.g. `"id" IN (SELECT "userId" FROM "member" WHERE ...)`. */
+export interface Condition {
+  sql: (placeholder: string) => string;
+  value: unknown;
+}
+
 /**
  * Runs the count and the page query. `scope` holds the equality conditions that must always
- * apply (the organization, the parent id), so a caller cannot forget them.
+ * apply (the organization, the parent id), so a caller cannot forget them; `extraConditions` adds
+ * other ones (the auth entities' "visible to this caller" rules).
  */
 export async function listRows<Row>(
   db: Queryable,
   spec: ListSpec,
   query: ListQuery,
   scope: Record<string, string>,
+  extraConditions: Condition[] = [],
 ): Promise<ListPage<Row>> {
   const conditions: string[] = [];
   const params: unknown[] = [];
@@ -107,6 +115,7 @@ export async function listRows<Row>(
   };
 
   for (const [column, value] of Object.entries(scope)) addCondition((p) => `${quoteIdentifier(column)} = ${p}`, value);
+  for (const condition of extraConditions) addCondition(condition.sql, condition.value);
   if (query.status !== undefined) addCondition((p) => `"status" = ${p}`, query.status);
   if (query.createdAfter !== undefined) addCondition((p) => `"createdAt" >= ${p}`, query.createdAfter);
   if (query.search !== undefined) {

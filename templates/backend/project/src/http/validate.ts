@@ -5,8 +5,8 @@ import { badRequest, notFound, validationFailed } from './errors.js';
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A path id that is not a uuid cannot name a record: answer as for any unknown id. */
-export function parseId(entity: string, id: string | undefined): string {
-  if (id === undefined || !uuidPattern.test(id)) throw notFound(entity, String(id));
+export function parseId(entity: string, id: string | string[] | undefined): string {
+  if (typeof id !== 'string' || !uuidPattern.test(id)) throw notFound(entity, String(id));
   return id.toLowerCase();
 }
 

@@ -129,9 +129,12 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
 }
 
 export function createDocument(registry: OpenAPIRegistry, options: { title: string; version: string; serverUrl: string }) {
+  registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'A session token, or SERVICE_API_KEY for a trusted server' });
+  registry.registerComponent('securitySchemes', 'sessionCookie', { type: 'apiKey', in: 'cookie', name: 'session' });
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: { title: options.title, version: options.version },
     servers: [{ url: options.serverUrl }],
+    security: [{ bearer: [] }, { sessionCookie: [] }],
   });
 }

@@ -1,0 +1,277 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import bcrypt from 'bcrypt';
+import { z } from 'zod';
+import type { Config } from '../../config.js';
+import type { Database, Queryable } from '../../db/database.js';
+import { HttpError } from '../../http/errors.js';
+
+/**
+ * Password sign-up and sign-in with database sessions. This file is yours: the generator created
+ * it once and never writes it again.
+ *
+ * - Passwords are bcrypt hashes in `account.password` (providerId 'credential'), never in `User`.
+ * - A session secret is 32 random bytes the client keeps (cookie `session` or a Bearer token);
+ *   the database stores only its SHA-256, so a database leak yields no usable session.
+ */
+
+const sessionLifetimeMs = 7 * 24 * 60 * 60 * 1000;
+/** A session used with less than this left is extended to the full lifetime again. */
+const renewWhenLeftMs = 6 * 24 * 60 * 60 * 1000;
+
+const passwordSchema = z
+  .string()
+  .min(8, 'Password must be at least 8 characters')
+  // bcrypt reads only the first 72 bytes; a longer password is refused rather than cut short.
+  .refine((password) => Buffer.byteLength(password, 'utf8') <= 72, 'Password must be at most 72 bytes');
+
+// Auth bodies ignore unknown fields (clients such as Better Auth send extras like callbackURL).
+export const SignUpInput = z
+  .object({
+    email: z.email().max(320).toLowerCase(),
+    name: z.string().min(2).max(200),
+    password: passwordSchema,
+    image: z.string().max(2048).nullable().optional(),
+  })
+  .meta({ id: 'SignUpInput' });
+export type SignUpInput = z.infer<typeof SignUpInput>;
+
+export const SignInInput = z
+  .object({ email: z.string().max(320).toLowerCase(), password: z.string().max(1024) })
+  .meta({ id: 'SignInInput' });
+export type SignInInput = z.infer<typeof SignInInput>;
+
+export const NewMemberInput = z
+  .strictObject({
+    email: z.email().max(320).toLowerCase(),
+    name: z.string().min(2).max(200),
+    password: passwordSchema.optional(),
+    image: z.string().max(2048).nullable().optional(),
+    role: z.enum(['owner', 'admin', 'member']).optional(),
+  })
+  .meta({ id: 'NewMemberInput' });
+export type NewMemberInput = z.infer<typeof NewMemberInput>;
+
+export type Role = 'owner' | 'admin' | 'member';
+
+export interface PublicUser {
+  id: string;
+  email: string;
+  name: string;
+  email_verified: boolean;
+  image: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface PublicSession {
+  id: string;
+  userId: string;
+  expiresAt: Date;
+  activeOrganizationId: string | null;
+  ipAddress: string | null;
+  userAgent: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Who is calling, as resolved by the auth guard. */
+export type Caller =
+  | { kind: 'service' }
+  | {
+      kind: 'user';
+      user: PublicUser;
+      session: PublicSession;
+      /** The caller's membership of the organization named in x-organization-id, if any. */
+      membership?: { organizationId: string; role: Role };
+    };
+
+export interface RequestMeta {
+  ipAddress?: string;
+  userAgent?: string;
+}
+
+const userFields = ['id', 'email', 'name', 'email_verified', 'image', 'createdAt', 'updatedAt'];
+const userColumns = (alias: string) => userFields.map((field) => `${alias}."${field}"`).join(', ');
+const sessionColumns = 's."id", s."userId", s."expiresAt", s."activeOrganizationId", s."ipAddress", s."userAgent", s."createdAt", s."updatedAt"';
+
+export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+/** Compares two secrets in time independent of where they differ. */
+export function secretsEqual(given: string, expected: string): boolean {
+  return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
+}
+
+const invalidCredentials = () => new HttpError(401, 'UNAUTHORIZED', 'Invalid email or password');
+
+function slugify(text: string): string {
+  const base = text
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40);
+  return `${base || 'org'}-${randomBytes(3).toString('hex')}`;
+}
+
+export type AuthService = ReturnType<typeof createAuthService>;
+
+export function createAuthService({ db, config }: { db: Database; config: Pick<Config, 'bcryptCost'> }) {
+  // Hashed once, lazily: sign-in for an unknown e-mail compares against it, so that an unknown
+  // e-mail and a wrong password take the same time.
+  let dummyHash: Promise<string> | undefined;
+  const timingDummy = () => (dummyHash ??= bcrypt.hash(randomBytes(16).toString('hex'), config.bcryptCost));
+
+  // bcrypt's async functions run on libuv's thread pool, off the event loop.
+  const hashPassword = (password: string) => bcrypt.hash(password, config.bcryptCost);
+
+  async function createSession(tx: Queryable, userId: string, activeOrganizationId: string | null, meta: RequestMeta) {
+    const token = randomBytes(32).toString('base64url');
+    const { rows } = await tx.query<PublicSession>(
+      `INSERT INTO "session" ("userId", "token", "expiresAt", "activeOrganizationId", "ipAddress", "userAgent")
+       VALUES ($1, $2, $3, $4, $5, $6)
+       RETURNING "id", "userId", "expiresAt", "activeOrganizationId", "ipAddress", "userAgent", "createdAt", "updatedAt"`,
+      [userId, hashToken(token), new Date(Date.now() + sessionLifetimeMs), activeOrganizationId, meta.ipAddress ?? null, meta.userAgent?.slice(0, 512) ?? null],
+    );
+    return { token, session: rows[0]! };
+  }
+
+  /** User + credential account in one transaction; the caller adds memberships. */
+  async function insertUserWithPassword(tx: Queryable, input: { email: string; name: string; image?: string | null }, passwordHash: string | undefined) {
+    const { rows } = await tx.query<PublicUser>(
+      `INSERT INTO "User" ("email", "name", "image") VALUES ($1, $2, $3)
+       RETURNING "id", "email", "name", "email_verified", "image", "createdAt", "updatedAt"`,
+      [input.email, input.name, input.image ?? null],
+    );
+    const user = rows[0]!;
+    if (passwordHash !== undefined) {
+      // providerId must be exactly 'credential': sign-in looks the account up by it.
+      await tx.query(
+        `INSERT INTO "account" ("userId", "accountId", "providerId", "password") VALUES ($1, $2, 'credential', $3)`,
+        [user.id, user.id, passwordHash],
+      );
+    }
+    return user;
+  }
+
+  return {
+    hashPassword,
+
+    /** User + credential account + personal organization (owner) + session, all or nothing. */
+    async signUp(input: SignUpInput, meta: RequestMeta) {
+      const passwordHash = await hashPassword(input.password);
+      return db.transaction(async (tx) => {
+        const user = await insertUserWithPassword(tx, input, passwordHash);
+        const { rows } = await tx.query<{ id: string }>(
+          `INSERT INTO "Organization" ("name", "slug") VALUES ($1, $2) RETURNING "id"`,
+          [`${input.name}'s organization`, slugify(input.name)],
+        );
+        const organizationId = rows[0]!.id;
+        await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, 'owner')`, [organizationId, user.id]);
+        const { token, session } = await createSession(tx, user.id, organizationId, meta);
+        return { user, token, session, organizationId };
+      });
+    },
+
+    async signIn(input: SignInInput, meta: RequestMeta) {
+      const { rows } = await db.query<PublicUser & { passwordHash: string | null }>(
+        `SELECT ${userColumns('u')}, a."password" AS "passwordHash"
+         FROM "User" u LEFT JOIN "account" a ON a."userId" = u."id" AND a."providerId" = 'credential'
+         WHERE u."email" = $1`,
+        [input.email],
+      );
+      const found = rows[0];
+      if (!found?.passwordHash) {
+        await bcrypt.compare(input.password, await timingDummy());
+        throw invalidCredentials();
+      }
+      if (!(await bcrypt.compare(input.password, found.passwordHash))) throw invalidCredentials();
+      const { passwordHash: _hash, ...user } = found;
+      const { rows: memberships } = await db.query<{ organizationId: string }>(
+        `SELECT "organizationId" FROM "member" WHERE "userId" = $1 ORDER BY "createdAt" LIMIT 1`,
+        [user.id],
+      );
+      const { token, session } = await createSession(db, user.id, memberships[0]?.organizationId ?? null, meta);
+      return { user, token, session };
+    },
+
+    async signOut(token: string): Promise<void> {
+      await db.query(`DELETE FROM "session" WHERE "token" = $1`, [hashToken(token)]);
+    },
+
+    /**
+     * The session, its user and (when `organizationId` is given) the user's role there, in one
+     * round trip. Expired sessions resolve to null. A session with less than 6 days left is
+     * extended to 7; `renewed` tells the caller to send the cookie again.
+     */
+    async resolveSession(token: string, organizationId?: string) {
+      const { rows } = await db.query<PublicSession & { user: PublicUser; role: Role | null }>(
+        `SELECT ${sessionColumns}, row_to_json(u) AS "user", m."role"
+         FROM "session" s
+         JOIN (SELECT ${userColumns('"User"')} FROM "User") u ON u."id" = s."userId"
+         LEFT JOIN "member" m ON m."userId" = s."userId" AND m."organizationId" = $2
+         WHERE s."token" = $1 AND s."expiresAt" > now()`,
+        [hashToken(token), organizationId ?? null],
+      );
+      const row = rows[0];
+      if (!row) return null;
+      const { user, role, ...session } = row;
+      const resolved = {
+        session,
+        user: { ...user, createdAt: new Date(user.createdAt), updatedAt: new Date(user.updatedAt) },
+        membership: role && organizationId ? { organizationId, role } : undefined,
+        renewed: false,
+      };
+      if (new Date(session.expiresAt).getTime() - Date.now() < renewWhenLeftMs) {
+        const expiresAt = new Date(Date.now() + sessionLifetimeMs);
+        await db.query(`UPDATE "session" SET "expiresAt" = $2, "updatedAt" = now() WHERE "id" = $1`, [session.id, expiresAt]);
+        resolved.session = { ...session, expiresAt };
+        resolved.renewed = true;
+      }
+      return resolved;
+    },
+
+    /** The organizations a user belongs to, with the role in each. */
+    async organizationsOf(userId: string) {
+      const { rows } = await db.query<{ id: string; name: string; slug: string; role: Role }>(
+        `SELECT o."id", o."name", o."slug", m."role" FROM "member" m JOIN "Organization" o ON o."id" = m."organizationId"
+         WHERE m."userId" = $1 ORDER BY m."createdAt"`,
+        [userId],
+      );
+      return rows;
+    },
+
+    /**
+     * Removes a user from an organization (their account stays). Never its last owner, and an
+     * admin never removes an owner. The owner rows are locked so that two concurrent removals
+     * cannot both pass the check.
+     */
+    async removeMember(organizationId: string, userId: string, actingRole: Role | 'self'): Promise<void> {
+      await db.transaction(async (tx) => {
+        const { rows: owners } = await tx.query<{ userId: string }>(
+          `SELECT "userId" FROM "member" WHERE "organizationId" = $1 AND "role" = 'owner' FOR UPDATE`,
+          [organizationId],
+        );
+        const { rows } = await tx.query<{ role: Role }>('SELECT "role" FROM "member" WHERE "organizationId" = $1 AND "userId" = $2', [organizationId, userId]);
+        const target = rows[0];
+        if (!target) throw new HttpError(404, 'NOT_FOUND', `User with id '${userId}' not found`);
+        if (target.role === 'owner' && actingRole !== 'owner' && actingRole !== 'self') {
+          throw new HttpError(403, 'FORBIDDEN', 'Only an owner can remove an owner');
+        }
+        if (target.role === 'owner' && owners.length === 1) {
+          throw new HttpError(409, 'CONFLICT', 'An organization keeps at least one owner; make someone else owner first');
+        }
+        await tx.query('DELETE FROM "member" WHERE "organizationId" = $1 AND "userId" = $2', [organizationId, userId]);
+      });
+    },
+
+    /** POST /Users by an owner or admin: a new user (with a password account when given) joins the organization. */
+    async createMember(organizationId: string, input: NewMemberInput): Promise<PublicUser> {
+      const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
+      return db.transaction(async (tx) => {
+        const user = await insertUserWithPassword(tx, input, passwordHash);
+        await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3)`, [organizationId, user.id, input.role ?? 'member']);
+        return user;
+      });
+    },
+  };
+}
