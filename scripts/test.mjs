@@ -8,6 +8,8 @@ import { bootstrap, repoRoot, run } from './bootstrap.mjs';
 
 bootstrap();
 run('pnpm -r --workspace-concurrency=1 run typecheck');
+// The example's hand-written tests are typechecked too (its own typecheck covers src/ only).
+run('pnpm --dir examples/saas-backend exec tsc -p test/tsconfig.json');
 
 const resultsFile = path.join(os.tmpdir(), `authstrap-vitest-${process.pid}.json`);
 const vitest = spawnSync(

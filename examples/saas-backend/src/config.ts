@@ -22,7 +22,12 @@ export interface Config {
   bcryptCost: number;
   /** Shared rate-limit counts for several instances. */
   redisUrl?: string;
-  rateLimits: { apiMax: number; apiWindowMs: number; authMax: number; authWindowMs: number };
+  /**
+   * `prefix` (RATE_LIMIT_PREFIX) starts the counts' keys in Redis (`<prefix>auth:`, `<prefix>api:`).
+   * Instances that should count together share it; other apps (or test runs) on the same Redis
+   * each use their own.
+   */
+  rateLimits: { apiMax: number; apiWindowMs: number; authMax: number; authWindowMs: number; prefix: string };
 }
 
 export class ConfigError extends Error {
@@ -32,8 +37,12 @@ export class ConfigError extends Error {
   }
 }
 
-const blankToUndefined = (value: unknown) => (value === '' ? undefined : value);
+// Whitespace-only counts as unset too: `Number('  ')` is 0, so `PORT=  ` would otherwise
+// quietly mean "any free port" instead of the default.
+const blankToUndefined = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? undefined : value);
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
+
+const maxTimerMs = 2 ** 31 - 1;
 
 const count = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   optional(z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(min, `must be ${min} or more`).max(max, `must be ${max} or less`));
@@ -45,7 +54,9 @@ const environmentSchema = z.object({
   DATABASE_URL: optional(z.string().regex(/^postgres(ql)?:\/\/.+/, 'must look like postgresql://user:password@host:5432/database')),
   EMBEDDED_DB_DIR: optional(z.string()),
   AUTH_SECRET: optional(z.string()),
-  AUTH_URL: optional(z.url({ error: 'must be a URL like http://localhost:3000' })),
+  // http(s) only: the CSRF check trusts this URL's origin, and any other scheme's origin is the
+  // opaque "null", which sandboxed iframes and data: pages can send as their Origin.
+  AUTH_URL: optional(z.url({ protocol: /^https?$/, error: 'must be a URL like http://localhost:3000' })),
   ALLOWED_ORIGINS: optional(z.string()),
   LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be fatal, error, warn, info, debug, trace or silent' })),
   BODY_LIMIT: optional(z.string().regex(/^\d+(b|kb|mb)?$/i, 'must be a size like 100kb or 1mb')),
@@ -56,9 +67,12 @@ const environmentSchema = z.object({
   BCRYPT_COST: count(4, 15),
   REDIS_URL: optional(z.string().regex(/^rediss?:\/\/.+/, 'must look like redis://localhost:6379')),
   RATE_LIMIT_API_MAX: count(1),
-  RATE_LIMIT_API_WINDOW_MS: count(1000),
+  // At most 2^31-1 ms (24.8 days): the in-memory store's timers cannot wait longer, and Node
+  // turns a longer delay into 1 ms, which would reset the counts every millisecond.
+  RATE_LIMIT_API_WINDOW_MS: count(1000, maxTimerMs),
   RATE_LIMIT_AUTH_MAX: count(1),
-  RATE_LIMIT_AUTH_WINDOW_MS: count(1000),
+  RATE_LIMIT_AUTH_WINDOW_MS: count(1000, maxTimerMs),
+  RATE_LIMIT_PREFIX: optional(z.string().regex(/^\S+$/, 'must be a key prefix without spaces, like authstrap:rl:')),
 });
 
 function parseOrigins(list: string | undefined, problems: string[]): string[] {
@@ -66,7 +80,10 @@ function parseOrigins(list: string | undefined, problems: string[]): string[] {
   for (const entry of (list ?? '').split(',').map((item) => item.trim()).filter(Boolean)) {
     try {
       const url = new URL(entry);
-      if (url.origin !== entry.replace(/\/$/, '')) throw new Error('not an origin');
+      // Scheme, host and port only. The list keeps the origin as browsers send it (lowercase,
+      // no default port), so `HTTPS://App.example.com:443` matches `https://app.example.com`.
+      const bare = url.pathname === '/' && !/[?#]/.test(entry) && !url.username && !url.password;
+      if (!bare || url.origin === 'null') throw new Error('not an origin');
       origins.push(url.origin);
     } catch {
       problems.push(`ALLOWED_ORIGINS: "${entry}" is not an origin like http://localhost:5173 (scheme, host and port only)`);
@@ -118,11 +135,13 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       apiWindowMs: values.RATE_LIMIT_API_WINDOW_MS ?? 15 * 60 * 1000,
       authMax: values.RATE_LIMIT_AUTH_MAX ?? 10,
       authWindowMs: values.RATE_LIMIT_AUTH_WINDOW_MS ?? 60 * 60 * 1000,
+      prefix: values.RATE_LIMIT_PREFIX ?? 'authstrap:rl:',
     },
   };
 }
 
 /** `postgresql://app:secret@db/app` -> `postgresql://app:***@db/app`, for messages and logs (also redis:// URLs). */
 export function maskUrlPassword(url: string): string {
-  return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
+  // The user name may be empty: Redis URLs are usually `redis://:password@host`.
+  return url.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1***@');
 }

@@ -30,7 +30,8 @@ export function csrfGuard(config: Pick<Config, 'allowedOrigins' | 'authUrl'>): R
       return;
     }
     const origin = req.header('origin');
-    if (origin && (trusted.has(origin) || origin === ownOrigin(req))) {
+    // "null" is what sandboxed iframes, data: and file: pages send: anyone can be "null".
+    if (origin && origin !== 'null' && (trusted.has(origin) || origin === ownOrigin(req))) {
       next();
       return;
     }

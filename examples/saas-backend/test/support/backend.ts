@@ -14,6 +14,15 @@ if (process.env.CI && !postgresAdminUrl) {
   // CI must exercise PostgreSQL; a missing variable must not quietly shrink the suite.
   throw new Error('CI is set but AUTHSTRAP_TEST_POSTGRES_URL is not: .ci/run should export it');
 }
+/**
+ * A Redis server for the shared rate-limit counts (REDIS_URL); tests that need one run only
+ * when it is set, and each run keys its counts under a prefix of its own. CI sets it.
+ */
+export const redisUrl = process.env.AUTHSTRAP_TEST_REDIS_URL;
+if (process.env.CI && !redisUrl) {
+  throw new Error('CI is set but AUTHSTRAP_TEST_REDIS_URL is not: .ci/run should export it');
+}
+
 export const databaseKinds = ['embedded', ...(postgresAdminUrl ? ['postgres' as const] : [])] as const;
 export type DatabaseKind = (typeof databaseKinds)[number];
 

@@ -17,7 +17,12 @@ export function sessionCookie(req: Request): string | undefined {
     const separator = part.indexOf('=');
     if (separator !== -1 && part.slice(0, separator).trim() === sessionCookieName) {
       const value = part.slice(separator + 1).trim();
-      return value ? decodeURIComponent(value) : undefined;
+      try {
+        return value ? decodeURIComponent(value) : undefined;
+      } catch {
+        // Not valid percent-encoding, so not a token we issued: as if there were no cookie.
+        return undefined;
+      }
     }
   }
   return undefined;

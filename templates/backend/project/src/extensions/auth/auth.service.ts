@@ -180,7 +180,10 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
         [input.email],
       );
       const found = rows[0];
-      if (!found?.passwordHash) {
+      // No stored password is longer than 72 bytes, and bcrypt would compare only the first 72:
+      // a longer one is wrong by definition, not a match on its prefix.
+      const tooLong = Buffer.byteLength(input.password, 'utf8') > 72;
+      if (!found?.passwordHash || tooLong) {
         await bcrypt.compare(input.password, await timingDummy());
         throw invalidCredentials();
       }

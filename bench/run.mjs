@@ -1,0 +1,445 @@
+#!/usr/bin/env node
+// The "Measure" bench: how much the example backend's authenticated, tenant-scoped
+// GET /Projects?limit=20 costs next to a bare node:http + pg server running the same data query,
+// and how many SQL statements (and database round trips) one authenticated request makes.
+//
+//   node bench/run.mjs            (or: pnpm bench)
+//
+// Needs wrk, PostgreSQL (BENCH_PG_URL, default postgresql://postgres@127.0.0.1:5432/postgres; the
+// role must be allowed to CREATE DATABASE) and `pnpm install` done. Everything it starts listens on
+// 127.0.0.1 and every load run is bounded in time. It creates a throwaway database and drops it.
+// Writes bench/results/latest.json.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { perRequest, startWireCounter } from './lib/pg-wire-counter.mjs';
+
+const benchDir = path.dirname(fileURLToPath(import.meta.url));
+const repoDir = path.resolve(benchDir, '..');
+const exampleDir = path.join(repoDir, 'examples', 'saas-backend');
+const resultsFile = path.join(benchDir, 'results', 'latest.json');
+
+const settings = {
+  pgUrl: process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres',
+  threads: intFromEnv('BENCH_THREADS', 2),
+  connections: intFromEnv('BENCH_CONNECTIONS', 20),
+  warmupSeconds: intFromEnv('BENCH_WARMUP_SECONDS', 5),
+  durationSeconds: intFromEnv('BENCH_DURATION_SECONDS', 15),
+  projects: intFromEnv('BENCH_PROJECTS', 50),
+  countedRequests: intFromEnv('BENCH_COUNTED_REQUESTS', 200),
+  poolSize: 10, // the example's pg pool (src/db/database.ts); the bare server uses the same
+};
+const listPath = '/Projects?limit=20';
+
+function intFromEnv(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > 100_000) fail(`${name} must be a whole number from 1 to 100000 (got ${raw})`);
+  return value;
+}
+
+function fail(message) {
+  console.error(`bench: ${message}`);
+  process.exit(2);
+}
+
+function log(message) {
+  console.log(`[bench] ${message}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preflight
+
+const wrkCheck = spawnSync('wrk', ['-v'], { encoding: 'utf8' });
+if (wrkCheck.error) {
+  fail(
+    'wrk is not installed. Install it and run again:\n' +
+      '  Debian/Ubuntu: sudo apt-get update && sudo apt-get install -y wrk\n' +
+      '  macOS:         brew install wrk',
+  );
+}
+const wrkVersion = `${wrkCheck.stdout}${wrkCheck.stderr}`.split('\n')[0].replace(/\s*Copyright.*$/, '').trim();
+if (!fs.existsSync(path.join(exampleDir, 'node_modules', 'pg'))) fail('examples/saas-backend has no node_modules: run `pnpm install` at the repository root first');
+const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
+
+// ---------------------------------------------------------------------------------------------
+// Processes, cleanup
+
+const children = new Set();
+let admin;
+let databaseName;
+let counter;
+
+async function cleanup() {
+  for (const child of children) await stopChild(child);
+  if (counter) await counter.close().catch(() => {});
+  if (admin && databaseName) {
+    await admin.query(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch((error) => console.error(`bench: could not drop ${databaseName}: ${error.message}`));
+    databaseName = undefined;
+  }
+  if (admin) await admin.end().catch(() => {});
+  admin = undefined;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    console.error(`bench: ${signal}, cleaning up`);
+    cleanup().finally(() => process.exit(130));
+  });
+}
+
+function startChild(name, command, args, options) {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.benchName = name;
+  child.output = '';
+  const keep = (chunk) => {
+    child.output = (child.output + chunk).slice(-20_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  child.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  children.add(child);
+  return child;
+}
+
+/** SIGTERM, then SIGKILL after 10 s; only the process this script started, by its handle. */
+async function stopChild(child) {
+  if (!children.has(child)) return;
+  children.delete(child);
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls until `url` answers 200, for at most `seconds`. */
+async function waitForOk(url, child, seconds = 30) {
+  const deadline = Date.now() + seconds * 1000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${child.benchName} exited (${child.exitCode}) before answering:\n${child.output}`);
+    try {
+      const response = await fetch(url);
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(200);
+  }
+  throw new Error(`${child.benchName} did not answer ${url} within ${seconds} s:\n${child.output}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The two servers
+
+function databaseUrl(port = undefined) {
+  const url = new URL(settings.pgUrl);
+  url.pathname = `/${databaseName}`;
+  if (port !== undefined) {
+    url.hostname = '127.0.0.1';
+    url.port = String(port);
+  }
+  return url.toString();
+}
+
+async function startExample(dbUrl) {
+  const port = await freePort();
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME ?? os.homedir(),
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DATABASE_URL: dbUrl,
+    AUTH_SECRET: randomBytes(24).toString('base64url'),
+    AUTH_URL: `http://127.0.0.1:${port}`,
+    ALLOWED_ORIGINS: '',
+    LOG_LEVEL: 'warn',
+    BCRYPT_COST: '4',
+    RATE_LIMIT_API_MAX: '1000000000',
+    RATE_LIMIT_AUTH_MAX: '1000000000',
+    SHUTDOWN_TIMEOUT_MS: '5000',
+    // Blank so that a developer's examples/saas-backend/.env cannot switch them on here.
+    REDIS_URL: '',
+    SERVICE_API_KEY: '',
+    TRUST_PROXY: '',
+    EMBEDDED_DB_DIR: '',
+    BODY_LIMIT: '',
+  };
+  const child = startChild('example backend', process.execPath, ['--import', 'tsx', 'src/index.ts'], { cwd: exampleDir, env });
+  const base = `http://127.0.0.1:${port}`;
+  await waitForOk(`${base}/ready`, child, 60);
+  return { child, base };
+}
+
+async function startBare(organizationId, dbUrl) {
+  const port = await freePort();
+  const child = startChild('bare server', process.execPath, [path.join(benchDir, 'bare-server.mjs')], {
+    cwd: benchDir,
+    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, ORG_ID: organizationId, PORT: String(port) },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitForOk(`${base}${listPath}`, child, 30);
+  return { child, base };
+}
+
+async function api(base, method, route, { token, organizationId, body } = {}) {
+  const headers = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (organizationId) headers['x-organization-id'] = organizationId;
+  if (body) headers['content-type'] = 'application/json';
+  const response = await fetch(`${base}${route}`, { method, headers, body: body && JSON.stringify(body) });
+  const json = await response.json().catch(() => null);
+  return { status: response.status, json };
+}
+
+async function expectStatus(promise, status, what) {
+  const result = await promise;
+  if (result.status !== status) throw new Error(`${what}: expected ${status}, got ${result.status} ${JSON.stringify(result.json)}`);
+  return result.json;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counting: statements on the wire, and transactions PostgreSQL committed
+
+async function xactCommit() {
+  const { rows } = await admin.query('SELECT xact_commit::bigint AS n FROM pg_stat_database WHERE datname = $1', [databaseName]);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** Waits (at most 15 s) until no client is connected to the bench database: their stats are flushed on exit. */
+async function waitForNoBackends() {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [databaseName]);
+    if (rows[0].n === 0) return;
+    await sleep(200);
+  }
+  throw new Error('clients of the bench database did not go away within 15 s');
+}
+
+// PostgreSQL 15 flushes a busy backend's counters at most once a second and an idle one's within
+// 10 s (PGSTAT_IDLE_INTERVAL); waiting 11 s idle makes the baseline include everything before it.
+const statsSettleMs = 11_000;
+
+// ---------------------------------------------------------------------------------------------
+// wrk
+
+function runWrk(base, headers, seconds) {
+  const args = ['-t', String(settings.threads), '-c', String(settings.connections), '-d', `${seconds}s`, '--timeout', '5s', '-s', path.join(benchDir, 'wrk-report.lua')];
+  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
+  args.push(`${base}${listPath}`);
+  return new Promise((resolve, reject) => {
+    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      const line = output.split('\n').find((text) => text.startsWith('BENCH_JSON '));
+      if (code !== 0 || !line) {
+        reject(new Error(`wrk failed (exit ${code}):\n${output}`));
+        return;
+      }
+      const result = JSON.parse(line.slice('BENCH_JSON '.length));
+      const errors = Object.values(result.errors).reduce((sum, count) => sum + count, 0);
+      if (errors > 0 || result.requests === 0) {
+        reject(new Error(`wrk saw errors, so the figures would not mean anything: ${JSON.stringify(result.errors)}\n${output}`));
+        return;
+      }
+      resolve(result);
+    });
+  });
+}
+
+/** Warm-up (discarded), then the measured run; commits counted across both. */
+async function measure(name, server, headers) {
+  await sleep(statsSettleMs);
+  const loadBefore = os.loadavg()[0];
+  const commitsBefore = await xactCommit();
+  log(`${name}: warm-up ${settings.warmupSeconds} s`);
+  const warmup = await runWrk(server.base, headers, settings.warmupSeconds);
+  log(`${name}: measuring ${settings.durationSeconds} s (${settings.threads} threads, ${settings.connections} connections)`);
+  const result = await runWrk(server.base, headers, settings.durationSeconds);
+  const loadAfter = os.loadavg()[0];
+  await stopChild(server.child);
+  await waitForNoBackends();
+  const commits = (await xactCommit()) - commitsBefore;
+  const requests = warmup.requests + result.requests;
+  return {
+    rps: Math.round(result.rps),
+    p99Ms: result.latencyUs.p99 / 1000,
+    p50Ms: result.latencyUs.p50 / 1000,
+    p90Ms: result.latencyUs.p90 / 1000,
+    maxMs: result.latencyUs.max / 1000,
+    requests: result.requests,
+    durationS: result.durationUs / 1e6,
+    warmupRequests: warmup.requests,
+    // Every statement sent outside BEGIN/COMMIT is its own transaction, so this is statements per
+    // request under the real concurrent load (slightly high: requests still in flight when wrk
+    // stopped were answered but not counted by wrk).
+    committedTransactions: commits,
+    committedTransactionsPerRequest: Number((commits / requests).toFixed(3)),
+    // 1-minute load average before the warm-up and after the run: on 2 cores, anything well above
+    // what this bench itself adds (about 2 to 3) means other work shared the machine.
+    loadAverage1m: { before: Number(loadBefore.toFixed(2)), after: Number(loadAfter.toFixed(2)) },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const startedAt = new Date();
+  admin = new pg.Client({ connectionString: settings.pgUrl });
+  await admin.connect();
+  const { rows: versionRows } = await admin.query('SHOW server_version');
+  databaseName = `authstrap_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+  await admin.query(`CREATE DATABASE "${databaseName}"`);
+  log(`database ${databaseName} created`);
+
+  // 1. The example behind the counting proxy: migrations, seeding, statements per request.
+  const pgUrl = new URL(settings.pgUrl);
+  counter = await startWireCounter({ upstreamHost: pgUrl.hostname, upstreamPort: Number(pgUrl.port || 5432) });
+  let example = await startExample(databaseUrl(counter.port));
+  log('example backend up (through the statement counter); seeding');
+
+  const signUp = await expectStatus(
+    api(example.base, 'POST', '/api/auth/sign-up/email', { body: { email: 'bench@example.com', name: 'Bench', password: 'bench-password-1' } }),
+    201,
+    'sign-up',
+  );
+  const token = signUp.data.token;
+  const session = await expectStatus(api(example.base, 'GET', '/api/auth/get-session', { token }), 200, 'get-session');
+  const organizationId = session.data.organizations[0].id;
+  const auth = { token, organizationId };
+
+  let before = counter.snapshot();
+  for (let index = 1; index <= settings.projects; index += 1) {
+    await expectStatus(api(example.base, 'POST', '/Projects', { ...auth, body: { name: `Project ${String(index).padStart(3, '0')}` } }), 201, 'POST /Projects');
+  }
+  const createCount = perRequest(before, counter.snapshot(), settings.projects);
+
+  const check = await expectStatus(api(example.base, 'GET', listPath, auth), 200, `GET ${listPath}`);
+  if (check.data.length !== 20 || check.meta.total !== settings.projects) throw new Error(`unexpected list: ${check.data.length} rows, total ${check.meta.total}`);
+  for (let index = 0; index < 20; index += 1) await api(example.base, 'GET', listPath, auth); // warm the pool
+  before = counter.snapshot();
+  for (let index = 0; index < settings.countedRequests; index += 1) await expectStatus(api(example.base, 'GET', listPath, auth), 200, `GET ${listPath}`);
+  const listCount = perRequest(before, counter.snapshot(), settings.countedRequests);
+  log(`GET ${listPath}: ${listCount.statementsPerRequest} statements, ${listCount.roundTripsPerRequest} round trips per request`);
+
+  await stopChild(example.child);
+
+  // The bare server through the same counter: it must send exactly the example's two list statements.
+  let bare = await startBare(organizationId, databaseUrl(counter.port));
+  for (let index = 0; index < 20; index += 1) await api(bare.base, 'GET', listPath);
+  before = counter.snapshot();
+  for (let index = 0; index < settings.countedRequests; index += 1) await expectStatus(api(bare.base, 'GET', listPath), 200, `bare GET ${listPath}`);
+  const bareCount = perRequest(before, counter.snapshot(), settings.countedRequests);
+  await stopChild(bare.child);
+  await counter.close();
+  counter = undefined;
+  const exampleDataSql = listCount.sql.filter(({ sql }) => !/FROM "session"/.test(sql)).map(({ sql }) => sql);
+  const sameSql = JSON.stringify(bareCount.sql.map(({ sql }) => sql).sort()) === JSON.stringify([...exampleDataSql].sort());
+  if (!sameSql) throw new Error(`the bare server's SQL differs from the example's list statements:\n${JSON.stringify({ bare: bareCount.sql, example: exampleDataSql }, null, 2)}`);
+
+  // 2. The example, straight to PostgreSQL: throughput and p99.
+  example = await startExample(databaseUrl());
+  const exampleList = await expectStatus(api(example.base, 'GET', listPath, auth), 200, `GET ${listPath}`);
+  const a = await measure('(a) example backend', example, { Authorization: `Bearer ${token}`, 'x-organization-id': organizationId });
+
+  // 3. The bare server, same database, same query, no auth.
+  bare = await startBare(organizationId, databaseUrl());
+  const bareList = await expectStatus(api(bare.base, 'GET', listPath), 200, `bare GET ${listPath}`);
+  const sameRows = JSON.stringify(bareList.data.map((row) => row.id)) === JSON.stringify(exampleList.data.map((row) => row.id));
+  if (!sameRows || bareList.meta.total !== exampleList.meta.total) throw new Error('the bare server does not return the same page as the example');
+  const b = await measure('(b) bare node:http + pg', bare, {});
+
+  const cpus = os.cpus();
+  const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoDir, encoding: 'utf8' }).stdout.trim();
+  const dirty = spawnSync('git', ['status', '--porcelain'], { cwd: repoDir, encoding: 'utf8' }).stdout.trim() !== '';
+  const results = {
+    date: startedAt.toISOString(),
+    commit: git ? `${git}${dirty ? '+local changes' : ''}` : null,
+    machine: {
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model ?? null,
+      memoryGiB: Number((os.totalmem() / 2 ** 30).toFixed(1)),
+      os: `${os.type()} ${os.release()}`,
+      node: process.version,
+      postgres: versionRows[0].server_version,
+      wrk: wrkVersion,
+      note: 'wrk, the server under test and PostgreSQL share the same cores',
+    },
+    load: {
+      tool: 'wrk',
+      url: `http://127.0.0.1:<port>${listPath}`,
+      threads: settings.threads,
+      connections: settings.connections,
+      warmupSeconds: settings.warmupSeconds,
+      durationSeconds: settings.durationSeconds,
+      projectsSeeded: settings.projects,
+      poolSize: settings.poolSize,
+    },
+    example: { what: `GET ${listPath} with Authorization: Bearer <session token> and x-organization-id`, ...a },
+    bare: { what: `node:http + pg, same SQL (count + page), no auth (bench/bare-server.mjs)`, ...b },
+    ratio: {
+      rps: Number((a.rps / b.rps).toFixed(3)),
+      p99: Number((a.p99Ms / b.p99Ms).toFixed(3)),
+    },
+    statementsPerRequest: {
+      method: 'wire-protocol count through a loopback proxy (bench/lib/pg-wire-counter.mjs), sequential requests after a warm-up',
+      list: listCount,
+      bareList: { what: 'the bare server, same count', sameSqlAsExampleList: sameSql, ...bareCount },
+      create: { what: 'POST /Projects while seeding', ...createCount },
+    },
+  };
+  fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
+  fs.writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
+
+  console.log('');
+  console.log(`machine: ${cpus.length} x ${results.machine.cpuModel}, ${results.machine.node}, PostgreSQL ${results.machine.postgres}, ${wrkVersion}`);
+  console.log(`load: wrk -t${settings.threads} -c${settings.connections} -d${settings.durationSeconds}s after a ${settings.warmupSeconds} s warm-up, ${settings.projects} projects, pool ${settings.poolSize}`);
+  console.log('');
+  console.log(`                              rps     p50 ms   p99 ms   statements/request (commits)`);
+  const row = (label, r) => console.log(`${label.padEnd(28)} ${String(r.rps).padStart(6)}   ${r.p50Ms.toFixed(2).padStart(6)}   ${r.p99Ms.toFixed(2).padStart(6)}   ${r.committedTransactionsPerRequest}`);
+  row('(a) example, authenticated', a);
+  row('(b) bare node:http + pg', b);
+  console.log(`1-min load average before/after: (a) ${a.loadAverage1m.before}/${a.loadAverage1m.after}, (b) ${b.loadAverage1m.before}/${b.loadAverage1m.after}`);
+  console.log(`ratio a/b: rps ${results.ratio.rps}, p99 ${results.ratio.p99}`);
+  console.log('');
+  console.log(`GET ${listPath} on the example, counted on the wire over ${listCount.requests} requests:`);
+  console.log(`  ${listCount.statementsPerRequest} statements and ${listCount.roundTripsPerRequest} round trips per request`);
+  for (const { sql, perRequest: times } of listCount.sql) console.log(`  ${times} x ${sql.length > 150 ? `${sql.slice(0, 150)}...` : sql}`);
+  console.log(`bare server: ${bareCount.statementsPerRequest} statements, ${bareCount.roundTripsPerRequest} round trips per request, the same SQL text as the example's two list statements`);
+  console.log(`POST /Projects: ${createCount.statementsPerRequest} statements, ${createCount.roundTripsPerRequest} round trips per request`);
+  console.log('');
+  console.log(`written to ${path.relative(process.cwd(), resultsFile) || resultsFile}`);
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(`bench failed: ${error.stack ?? error}`);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}
