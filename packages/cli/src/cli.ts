@@ -2,6 +2,8 @@
 import { Command, CommanderError } from 'commander';
 import { CliError } from './cli-error.js';
 import { generateCommand } from './commands/generate.js';
+import { setupCommand } from './commands/setup.js';
+import { verifyCommand } from './commands/verify.js';
 import { SchemaError } from './schema/index.js';
 import { version } from './version.js';
 
@@ -20,6 +22,37 @@ program
   .option('--dry-run', 'print the files that would change, and change nothing')
   .option('--allow-drop', 'allow a migration that drops a table or column removed from the schema')
   .action((dir: string, options) => generateCommand(dir, options));
+
+program
+  .command('setup')
+  .alias('setup-backend-with-auth')
+  .description('Create a new backend with auth and tenancy, install it, start it and verify it')
+  .option('--project-name <name>', 'name of the backend (and of its folder, unless --dir)')
+  .option('--dir <dir>', 'folder to create it in (default: ./<project-name>)')
+  .option('--backend-port <port>', 'port the backend listens on', undefined)
+  .option('--frontend-port <port>', 'port of the frontend allowed by CORS', undefined)
+  .option('--database-url <url>', 'a PostgreSQL database (created if missing)')
+  .option('--db <kind>', '"embedded" (default) or "postgres" (with --database-url)')
+  .option('--package-manager <name>', 'npm, pnpm, yarn or bun (default: the one running this)')
+  .option('--yes', 'ask nothing; use flags and defaults')
+  .option('--no-install', 'do not install dependencies (and so do not start or verify)')
+  .option('--no-start', 'do not start and verify the backend')
+  .option('--force', 'write into a folder that is not empty')
+  .action((options) => setupCommand(options));
+
+program
+  .command('verify')
+  .alias('verify-auth-setup')
+  .description('Check a running backend and its database: tables, docs, sign-up, sign-in, sessions, tenant isolation')
+  .option('--url <url>', 'the backend (default: AUTH_URL or http://localhost:PORT from .env)')
+  .option('--database-url <url>', 'its PostgreSQL database (default: DATABASE_URL from .env)')
+  .option('--service-key <key>', 'SERVICE_API_KEY, to remove the test users through the API (default: from .env)')
+  .option('--dir <dir>', 'the project folder whose .env to read', '.')
+  .option('--json', 'print the results as JSON')
+  .action(async (options) => {
+    const report = await verifyCommand(options);
+    if (!report.ok) process.exitCode = 1;
+  });
 
 try {
   await program.parseAsync();

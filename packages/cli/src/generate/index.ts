@@ -37,11 +37,14 @@ export function planGenerate(
   projectDir: string,
   schema: Schema,
   templates: Templates,
-  options: { allowDrop?: boolean } = {},
+  options: { allowDrop?: boolean; packageName?: string; overwriteOwned?: boolean } = {},
 ): GeneratePlan {
-  const files = renderProject(schema, templates, { packageName: packageNameFor(projectDir) });
+  const files = renderProject(schema, templates, { packageName: options.packageName ?? packageNameFor(projectDir) });
   const migrations = planMigrations(schema, readMigrationsState(projectDir), options);
   if (migrations.problems.length > 0) return { writes: [], problems: migrations.problems };
-  const planned = [...files, ...migrations.files];
+  // `setup --force` writes a whole new project over same-named files; `generate` never does.
+  const planned = [...files, ...migrations.files].map((file) =>
+    options.overwriteOwned && file.ownership === 'owned' ? { ...file, ownership: 'generated' as const } : file,
+  );
   return { writes: planWrites(planned, readDiskState(projectDir, planned)), problems: [] };
 }

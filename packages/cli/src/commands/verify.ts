@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { CliError } from '../cli-error.js';
+import { readProjectEnv } from '../project/env-file.js';
+import { formatCheck, summarizeChecks } from '../ui/report.js';
+import { runVerify, type DatabaseTarget, type VerifyReport } from '../verify/index.js';
+
+export interface VerifyCommandOptions {
+  url?: string;
+  databaseUrl?: string;
+  serviceKey?: string;
+  dir?: string;
+  json?: boolean;
+}
+
+/**
+ * `authstrap verify`: probes a running backend and its database and prints a checklist. Values
+ * not given as flags come from the project's .env (the current folder, or --dir).
+ */
+export async function verifyCommand(options: VerifyCommandOptions): Promise<VerifyReport> {
+  const projectDir = path.resolve(options.dir ?? '.');
+  const env = readProjectEnv(projectDir);
+  const url = options.url ?? env.AUTH_URL ?? `http://localhost:${env.PORT || 3000}`;
+  if (!/^https?:\/\/[^/]+/.test(url)) throw new CliError(`--url must be an http(s) URL like http://localhost:3000 (got "${url}")`, 2);
+
+  const databaseUrl = options.databaseUrl ?? (env.DATABASE_URL || undefined);
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
+    throw new CliError(`--database-url must look like postgresql://user:password@host:5432/database`, 2);
+  }
+  let database: DatabaseTarget | undefined;
+  let noDatabaseReason: string | undefined;
+  if (databaseUrl) database = { kind: 'postgres', url: databaseUrl };
+  else if (fs.existsSync(path.join(projectDir, 'authstrap.schema.ts'))) {
+    // An embedded database belongs to the one process that has it open.
+    noDatabaseReason = 'the embedded database is held by the running backend; stop it to check its tables, or use PostgreSQL';
+    if (!(await answers(url))) database = { kind: 'embedded', dir: path.join(projectDir, env.EMBEDDED_DB_DIR || '.data/pglite') };
+  } else {
+    noDatabaseReason = 'no database given: pass --database-url';
+  }
+
+  const report = await runVerify({
+    url,
+    database,
+    noDatabaseReason,
+    serviceKey: options.serviceKey ?? (env.SERVICE_API_KEY || undefined),
+    onResult: options.json ? undefined : (result) => console.log(formatCheck(result)),
+  });
+  if (options.json) console.log(JSON.stringify(report, null, 2));
+  else {
+    console.log(`\n${summarizeChecks(report.checks)} — ${url}`);
+    if (report.leftBehind) console.log(`Note: ${report.leftBehind}`);
+  }
+  return report;
+}
+
+async function answers(url: string): Promise<boolean> {
+  try {
+    await fetch(new URL('/health', url), { signal: AbortSignal.timeout(2000) });
+    return true;
+  } catch {
+    return false;
+  }
+}

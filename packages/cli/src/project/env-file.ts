@@ -1,0 +1,28 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Reads `KEY=value` lines (the .env format: comments, blank lines, optional quotes). Pure. */
+export function parseEnv(text: string): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const match = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!match) continue;
+    let value = match[2]!;
+    const quoted = /^(['"])(.*)\1$/.exec(value);
+    if (quoted) value = quoted[2]!;
+    else value = value.replace(/\s+#.*$/, '');
+    values[match[1]!] = value;
+  }
+  return values;
+}
+
+/** The project's .env as a map; empty when there is none. */
+export function readProjectEnv(projectDir: string): Record<string, string> {
+  const file = path.join(projectDir, '.env');
+  return fs.existsSync(file) ? parseEnv(fs.readFileSync(file, 'utf8')) : {};
+}
+
+/** `postgresql://app:secret@db/app` -> `postgresql://app:***@db/app`, for messages. */
+export function maskPassword(url: string): string {
+  return url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@');
+}

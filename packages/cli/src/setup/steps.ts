@@ -1,0 +1,175 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import pg from 'pg';
+import { CliError } from '../cli-error.js';
+import { applyWrites, loadTemplates, planGenerate } from '../generate/index.js';
+import { templatesDir } from '../generate/templates.js';
+import { maskPassword } from '../project/env-file.js';
+import { loadSchema } from '../schema/index.js';
+import { randomSecret, renderEnvFiles } from './env.js';
+import type { SetupSettings } from './options.js';
+
+/** The effects of `authstrap setup`, one function per step. Each throws a CliError saying what to do. */
+
+const minimumNode = [20, 19];
+/** Logs of the install and of the backend while setup runs it. */
+export const logDir = '.authstrap';
+
+export function checkNode(version = process.versions.node): string {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  if (major < minimumNode[0]! || (major === minimumNode[0] && minor < minimumNode[1]!)) {
+    throw new CliError(`Node ${minimumNode.join('.')} or newer is needed (this is ${version})`, 1);
+  }
+  return `Node ${version}`;
+}
+
+export function checkTargetFolder(settings: SetupSettings): string {
+  if (!fs.existsSync(settings.dir)) return `${settings.dir} (new)`;
+  if (!fs.statSync(settings.dir).isDirectory()) throw new CliError(`${settings.dir} is a file: choose another --dir`, 2);
+  const entries = fs.readdirSync(settings.dir);
+  if (entries.length > 0 && !settings.force) {
+    throw new CliError(`${settings.dir} is not empty (${entries.length} entries): choose another --dir or --project-name, or pass --force to write into it`, 2);
+  }
+  return entries.length > 0 ? `${settings.dir} (not empty; --force)` : `${settings.dir} (empty)`;
+}
+
+export async function checkPortFree(port: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? new CliError(`Port ${port} is already in use: stop what uses it, or pass --backend-port with a free port`, 1) : error),
+    );
+    server.listen(port, () => server.close(() => resolve()));
+  });
+}
+
+/** The server's maintenance database, to check the server and create the project's database. */
+function serverUrl(databaseUrl: string): { admin: string; database: string } {
+  const url = new URL(databaseUrl);
+  const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || 'postgres';
+  url.pathname = '/postgres';
+  return { admin: url.toString(), database };
+}
+
+export async function checkPostgresReachable(databaseUrl: string): Promise<string> {
+  const client = new pg.Client({ connectionString: serverUrl(databaseUrl).admin, connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ server_version: string }>('SHOW server_version');
+    return `PostgreSQL ${rows[0]!.server_version}`;
+  } catch (error) {
+    throw new CliError(`Cannot reach PostgreSQL at ${maskPassword(databaseUrl)}: ${(error as Error).message}. Check --database-url (host, port, user, password).`, 1);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** Creates the database named in the URL when the server does not have it yet. */
+export async function ensureDatabase(databaseUrl: string): Promise<string> {
+  const { admin, database } = serverUrl(databaseUrl);
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  try {
+    const { rows } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (rows.length > 0) return `database "${database}" exists`;
+    await client.query(`CREATE DATABASE "${database.replace(/"/g, '""')}"`);
+    return `created database "${database}"`;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The starter schema, the rendered project, migrations, .env and .env.example. */
+export function writeProject(settings: SetupSettings): string {
+  fs.mkdirSync(settings.dir, { recursive: true });
+  const schemaFile = path.join(settings.dir, 'authstrap.schema.ts');
+  if (!fs.existsSync(schemaFile) || settings.force) {
+    fs.copyFileSync(path.join(templatesDir(), 'backend/starter/authstrap.schema.ts'), schemaFile);
+  }
+  const plan = planGenerate(settings.dir, loadSchema(settings.dir), loadTemplates(), { packageName: settings.projectName, overwriteOwned: settings.force });
+  if (plan.problems.length > 0) throw new CliError(plan.problems.join('\n'), 1);
+  applyWrites(settings.dir, plan.writes);
+
+  // After the templates: this project's ports and fresh secrets replace the generic example.
+  const { env, example } = renderEnvFiles(settings, { authSecret: randomSecret(32), serviceApiKey: randomSecret(43) });
+  fs.writeFileSync(path.join(settings.dir, '.env.example'), example);
+  fs.writeFileSync(path.join(settings.dir, '.env'), env, { mode: 0o600 });
+  return `${plan.writes.length + 2} files`;
+}
+
+export async function installDependencies(settings: SetupSettings): Promise<string> {
+  const logFile = path.join(settings.dir, logDir, 'install.log');
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+  const result = await execa(settings.packageManager, ['install'], { cwd: settings.dir, all: true, reject: false, env: { CI: 'true' } });
+  fs.writeFileSync(logFile, result.all ?? '');
+  if (result.exitCode !== 0) {
+    throw new CliError(`${settings.packageManager} install failed (exit ${result.exitCode}); its output is in ${logFile}`, 1);
+  }
+  return `${settings.packageManager} install`;
+}
+
+export interface RunningBackend {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the project as `npm start` does and waits until /ready answers. Its environment holds
+ * only what a shell needs, so that .env decides, as it will when the user starts it.
+ */
+export async function startBackend(settings: SetupSettings, timeoutMs = 90_000): Promise<{ backend: RunningBackend; migrations: string }> {
+  const logFile = path.join(settings.dir, logDir, 'backend.log');
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+  const log = fs.createWriteStream(logFile);
+  const child: ResultPromise = execa(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
+    cwd: settings.dir,
+    env: { LOG_LEVEL: 'info' },
+    extendEnv: false,
+    reject: false,
+    all: true,
+    buffer: false,
+  });
+  let output = '';
+  child.all?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    log.write(chunk);
+  });
+  const url = `http://127.0.0.1:${settings.backendPort}`;
+  let exited = false;
+  void child.then(() => (exited = true));
+
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (exited) {
+      const reason = /"msg":"([^"]*)"|^(?!\{)(.+)$/m.exec(output.trim().split('\n').pop() ?? '');
+      throw new CliError(`The backend stopped while starting: ${reason?.[1] ?? reason?.[2] ?? 'see the log'}. Its output is in ${logFile}`, 1);
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGTERM');
+      throw new CliError(`The backend did not become ready within ${timeoutMs / 1000} s; its output is in ${logFile}`, 1);
+    }
+    try {
+      if ((await fetch(`${url}/ready`, { signal: AbortSignal.timeout(2000) })).ok) break;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+
+  const applied = /"applied":\[([^\]]*)\]/.exec(output)?.[1];
+  return {
+    backend: {
+      url,
+      async stop() {
+        if (!exited) {
+          child.kill('SIGTERM');
+          await child;
+        }
+        log.end();
+      },
+    },
+    migrations: applied ? `migrations applied: ${applied.replace(/"/g, '')}` : 'migrations already applied',
+  };
+}

@@ -1,0 +1,40 @@
+import chalk from 'chalk';
+import ora from 'ora';
+import type { CheckResult } from '../verify/index.js';
+
+/** Progress and results for people: spinners on a terminal, plain lines in logs and CI. */
+
+const symbols = { pass: chalk.green('✔'), fail: chalk.red('✘'), skip: chalk.yellow('–') } as const;
+
+export function formatCheck(result: CheckResult): string {
+  const line = `${symbols[result.status]} ${result.title} ${chalk.dim(`— ${result.message}`)}`;
+  return result.status === 'fail' && result.fix ? `${line}\n    ${chalk.cyan('→')} ${result.fix}` : line;
+}
+
+export function summarizeChecks(results: CheckResult[]): string {
+  const count = (status: CheckResult['status']) => results.filter((result) => result.status === status).length;
+  const parts = [`${count('pass')} passed`, `${count('fail')} failed`];
+  if (count('skip')) parts.push(`${count('skip')} skipped`);
+  return count('fail') ? chalk.red(parts.join(', ')) : chalk.green(parts.join(', '));
+}
+
+/**
+ * Runs one step of a longer job with a spinner (or a plain line when output is not a
+ * terminal). `work` returns the one-line result shown after the title.
+ */
+export async function step<T>(title: string, work: () => Promise<{ value: T; result: string }>): Promise<T> {
+  const interactive = process.stdout.isTTY === true;
+  const spinner = interactive ? ora({ text: title }).start() : undefined;
+  const started = Date.now();
+  try {
+    const { value, result } = await work();
+    const line = `${title} ${chalk.dim(`— ${result} (${((Date.now() - started) / 1000).toFixed(1)}s)`)}`;
+    if (spinner) spinner.succeed(line);
+    else console.log(`${symbols.pass} ${line}`);
+    return value;
+  } catch (error) {
+    if (spinner) spinner.fail(title);
+    else console.log(`${symbols.fail} ${title}`);
+    throw error;
+  }
+}

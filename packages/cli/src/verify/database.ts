@@ -1,0 +1,31 @@
+import path from 'node:path';
+import pg from 'pg';
+
+/** Where verify reads the database directly: PostgreSQL by URL, or an embedded PGlite folder. */
+export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'embedded'; dir: string };
+
+export interface DatabaseProbe {
+  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database for checks. An embedded folder must not be in use by a running backend:
+ * PGlite is one process's database, so the caller only opens it when the backend is stopped.
+ */
+export async function openDatabase(target: DatabaseTarget): Promise<DatabaseProbe> {
+  if (target.kind === 'postgres') {
+    const client = new pg.Client({ connectionString: target.url, connectionTimeoutMillis: 5000 });
+    await client.connect();
+    return {
+      query: async (text, params) => (await client.query(text, params)).rows,
+      close: () => client.end(),
+    };
+  }
+  const { PGlite } = await import('@electric-sql/pglite');
+  const db = await PGlite.create(path.resolve(target.dir));
+  return {
+    query: async <Row>(text: string, params?: unknown[]) => (await db.query<Row>(text, params)).rows,
+    close: () => db.close(),
+  };
+}
