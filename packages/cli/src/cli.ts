@@ -61,6 +61,12 @@ try {
     // Help and --version "fail" with exit code 0; a usage mistake has been printed already.
     process.exit(error.exitCode === 0 ? 0 : 2);
   }
+  // Ctrl+C at a prompt (@inquirer's ExitPromptError) is the user's choice, not a crash: no stack
+  // trace; 130 is the shell's code for an interrupt. Prompts come before anything is written.
+  if (error instanceof Error && error.name === 'ExitPromptError') {
+    console.error('\nSetup cancelled; nothing was written.');
+    process.exit(130);
+  }
   if (error instanceof CliError || error instanceof SchemaError) {
     console.error(error.message);
     process.exit(error instanceof CliError ? error.exitCode : 1);

@@ -18,7 +18,7 @@ import {
 } from '../setup/steps.js';
 import { formatCheck, step, summarizeChecks } from '../ui/report.js';
 import { runVerify } from '../verify/index.js';
-import { readProjectEnv } from '../project/env-file.js';
+import { maskPassword, readProjectEnv } from '../project/env-file.js';
 
 /**
  * `authstrap setup`: ask (or read flags) -> check -> write the project -> install -> database
@@ -30,9 +30,13 @@ export async function setupCommand(flags: SetupFlags): Promise<void> {
   const answered = interactive ? await askForMissing(flags) : flags;
   const settings = resolveSetupSettings(answered, { cwd: process.cwd(), userAgent: process.env.npm_config_user_agent });
 
+  // Setup only starts the backend when its dependencies are there (installed now, or already in
+  // the folder); without them the backend port is never used, so a busy port must not fail
+  // `--no-install` (it did, whenever something else was on port 3000).
+  const willStart = settings.start && (settings.install || fs.existsSync(path.join(settings.dir, 'node_modules')));
   await step('Check Node, the folder and the database', async () => {
     const found = [checkNode(), checkTargetFolder(settings)];
-    if (settings.start) await checkPortFree(settings.backendPort);
+    if (willStart) await checkPortFree(settings.backendPort);
     if (settings.database.kind === 'postgres') found.push(await checkPostgresReachable(settings.database.url));
     return { value: undefined, result: found.join(', ') };
   });
@@ -95,9 +99,11 @@ async function startAndVerify(settings: SetupSettings) {
 
 function printNextSteps(settings: SetupSettings) {
   const relative = path.relative(process.cwd(), settings.dir) || '.';
-  const database = settings.database.kind === 'postgres' ? settings.database.url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@') : 'embedded (.data/pglite)';
+  const database = settings.database.kind === 'postgres' ? maskPassword(settings.database.url) : 'embedded (.data/pglite)';
   console.log(`${chalk.green('Created')} ${settings.projectName} in ${relative}`);
   console.log(`  database  ${database}`);
   console.log(`  API docs  http://localhost:${settings.backendPort}/api/docs`);
-  console.log(`\nStart it:  ${chalk.cyan(`cd ${relative} && ${settings.packageManager === 'npm' ? 'npm' : settings.packageManager} start`)}`);
+  // Without node_modules (--no-install) `npm start` alone fails: say to install first.
+  const install = fs.existsSync(path.join(settings.dir, 'node_modules')) ? '' : `${settings.packageManager} install && `;
+  console.log(`\nStart it:  ${chalk.cyan(`cd ${relative} && ${install}${settings.packageManager} start`)}`);
 }

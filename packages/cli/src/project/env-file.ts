@@ -8,9 +8,12 @@ export function parseEnv(text: string): Record<string, string> {
     const match = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
     if (!match) continue;
     let value = match[2]!;
-    const quoted = /^(['"])(.*)\1$/.exec(value);
+    // Read as Node's loader (process.loadEnvFile, which the backend uses) reads it: a quoted value
+    // may be followed by a comment (KEY="a b" # note), and in an unquoted one a comment starts at
+    // the first # (KEY= # note is empty), so that verify sees the values the backend sees.
+    const quoted = /^(['"])(.*)\1(?:\s*#.*)?$/.exec(value);
     if (quoted) value = quoted[2]!;
-    else value = value.replace(/\s+#.*$/, '');
+    else value = value.replace(/#.*$/, '').trimEnd();
     values[match[1]!] = value;
   }
   return values;
@@ -24,5 +27,7 @@ export function readProjectEnv(projectDir: string): Record<string, string> {
 
 /** `postgresql://app:secret@db/app` -> `postgresql://app:***@db/app`, for messages. */
 export function maskPassword(url: string): string {
-  return url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@');
+  // Up to the last '@': URL parsers take an unencoded '@' in a password as part of it, so the
+  // first '@' would leave the rest of such a password in the message.
+  return url.replace(/(\/\/[^:/@]*:).*@/, '$1***@');
 }

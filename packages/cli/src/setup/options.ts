@@ -57,7 +57,12 @@ export function resolveSetupSettings(flags: SetupFlags, context: { cwd: string; 
   const projectName = flags.projectName ?? (flags.dir ? path.basename(path.resolve(context.cwd, flags.dir)).toLowerCase() : undefined);
   if (!projectName) throw new CliError('Missing --project-name (or --dir): the name of the new backend, e.g. --project-name my-backend', 2);
   if (!projectNamePattern.test(projectName)) {
-    throw new CliError(`--project-name must be lowercase letters, digits, ".", "_" or "-", starting with a letter or digit (got "${projectName}")`, 2);
+    const rule = 'lowercase letters, digits, ".", "_" or "-", starting with a letter or digit';
+    // A name derived from --dir must say so: the user never typed --project-name.
+    if (flags.projectName === undefined) {
+      throw new CliError(`--dir "${flags.dir}" gives the project name "${projectName}", which is not ${rule}: pass --project-name`, 2);
+    }
+    throw new CliError(`--project-name must be ${rule} (got "${projectName}")`, 2);
   }
 
   const backendPort = parsePort('--backend-port', flags.backendPort, 3000);

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { input, password, select } from '@inquirer/prompts';
 import type { SetupFlags } from './options.js';
 
@@ -9,7 +10,8 @@ export async function askForMissing(flags: SetupFlags): Promise<SetupFlags> {
   const answers: SetupFlags = { ...flags };
   answers.projectName ??= await input({
     message: 'Project name',
-    default: 'my-backend',
+    // A folder given with --dir suggests its own name.
+    default: flags.dir ? path.basename(path.resolve(flags.dir)).toLowerCase() : 'my-backend',
     validate: (value) => /^[a-z0-9][a-z0-9._-]*$/.test(value) || 'lowercase letters, digits, ".", "_" or "-"',
   });
   const port = (value: string) => (/^\d+$/.test(value) && Number(value) >= 1 && Number(value) <= 65535) || 'a port from 1 to 65535';

@@ -69,15 +69,22 @@ export async function checkPostgresReachable(databaseUrl: string): Promise<strin
 /** Creates the database named in the URL when the server does not have it yet. */
 export async function ensureDatabase(databaseUrl: string): Promise<string> {
   const { admin, database } = serverUrl(databaseUrl);
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
+  const client = new pg.Client({ connectionString: admin, connectionTimeoutMillis: 5000 });
   try {
+    await client.connect();
     const { rows } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
     if (rows.length > 0) return `database "${database}" exists`;
     await client.query(`CREATE DATABASE "${database.replace(/"/g, '""')}"`);
     return `created database "${database}"`;
+  } catch (error) {
+    // A server error (e.g. a user without CREATEDB) is a failed step to explain, not a crash
+    // with a stack trace; the URL is shown with its password masked.
+    throw new CliError(
+      `Cannot create database "${database}" at ${maskPassword(databaseUrl)}: ${(error as Error).message}. Create it yourself, or use a user that may create databases.`,
+      1,
+    );
   } finally {
-    await client.end();
+    await client.end().catch(() => {});
   }
 }
 

@@ -29,7 +29,8 @@ export interface VerifyReport {
 /**
  * Runs every check: first against the running backend, then against its database. Users and
  * organizations created on the way are removed at the end: in the database when it is open,
- * otherwise through the API (organizations by their owner, users with the service key).
+ * and through the API (organizations by their owner, users with the service key) when it is not
+ * or when it did not hold them.
  */
 export async function runVerify(options: VerifyOptions): Promise<VerifyReport> {
   const context: VerifyContext = {
@@ -79,13 +80,18 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyReport> {
     try {
       for (const check of databaseChecks) await runCheck(check);
       await context.db.query('DELETE FROM "Organization" WHERE "id" = ANY($1::uuid[])', [context.created.organizationIds]);
-      await context.db.query('DELETE FROM "User" WHERE "id" = ANY($1::uuid[])', [context.created.userIds]);
+      const deleted = await context.db.query<{ id: string }>('DELETE FROM "User" WHERE "id" = ANY($1::uuid[]) RETURNING "id"', [context.created.userIds]);
+      const gone = new Set(deleted.map((row) => row.id));
+      context.created.userIds = context.created.userIds.filter((id) => !gone.has(id));
     } catch (error) {
       leftBehind = `test rows could not be deleted: ${(error as Error).message}`;
     } finally {
       await context.db.close();
     }
-  } else if (reachable) {
+  }
+  // Users the database did not hold (a --database-url that is not the backend's, or one that
+  // could not be cleaned) are still in the backend's database: remove them through its API.
+  if (reachable && (!context.db || leftBehind || context.created.userIds.length > 0)) {
     leftBehind = await cleanUpThroughApi(context, options.serviceKey);
   }
 

@@ -1,0 +1,344 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliPath, exampleDir, tempDir } from './support/cli.js';
+
+/**
+ * `authstrap verify` against real backends run as processes: the example project copied and
+ * broken in one place each, on a fresh PostgreSQL database each. Verify must name exactly the
+ * checks that the breakage fails, and pass everything on an unbroken copy.
+ */
+
+const adminUrl = process.env.AUTHSTRAP_TEST_POSTGRES_URL;
+
+const allChecks = [
+  'server-up',
+  'database-connected',
+  'api-docs',
+  'sign-up',
+  'sign-in',
+  'session',
+  'auth-endpoints',
+  'tenant-isolation',
+  'tables',
+  'credential-account',
+];
+const httpChecks = allChecks.slice(0, 8);
+const databaseChecks = allChecks.slice(8);
+
+interface CheckResult {
+  id: string;
+  status: 'pass' | 'fail' | 'skip';
+  message: string;
+  fix?: string;
+}
+interface VerifyReport {
+  ok: boolean;
+  url: string;
+  checks: CheckResult[];
+  leftBehind?: string;
+}
+
+/** The built CLI, asynchronously: several verify runs (and the backends they probe) at once. */
+function runCliAsync(args: string[], cwd: string): Promise<{ status: number | null; stdout: string; stderr: string; output: string }> {
+  if (!fs.existsSync(cliPath)) throw new Error(`${cliPath} is missing: build the CLI first (npm test does)`);
+  return new Promise((resolve) => {
+    execFile(process.execPath, [cliPath, ...args], { cwd, encoding: 'utf8', timeout: 50_000 }, (error, stdout, stderr) => {
+      const status = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+      resolve({ status, stdout, stderr, output: stdout + stderr });
+    });
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function admin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+
+async function createDatabase(): Promise<string> {
+  const name = `authstrap_verify_${randomBytes(6).toString('hex')}`;
+  await admin((client) => client.query(`CREATE DATABASE ${name}`));
+  cleanups.push(() => admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined));
+  const url = new URL(adminUrl!);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function query<Row>(databaseUrl: string, text: string): Promise<Row[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query(text)).rows as Row[];
+  } finally {
+    await client.end();
+  }
+}
+
+/** The counts of rows in the given tables, as numbers. */
+async function countRows(databaseUrl: string, tables: string[]): Promise<Record<string, number>> {
+  const [row] = await query<Record<string, string>>(databaseUrl, `SELECT ${tables.map((table) => `(SELECT count(*) FROM "${table}") AS "${table}"`).join(', ')}`);
+  return Object.fromEntries(Object.entries(row!).map(([table, count]) => [table, Number(count)]));
+}
+
+/** A copy of the example to break: everything but its dependencies, data and tests; node_modules is a link. */
+function copyOfExample(): string {
+  const dir = path.join(tempDir('authstrap-verify-'), 'saas-backend');
+  cleanups.push(async () => fs.rmSync(path.dirname(dir), { recursive: true, force: true }));
+  const skipped = new Set(['node_modules', '.data', 'test', '.env']);
+  fs.cpSync(exampleDir, dir, { recursive: true, filter: (source) => !skipped.has(path.relative(exampleDir, source).split(path.sep)[0]!) });
+  fs.symlinkSync(path.join(exampleDir, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  return dir;
+}
+
+/** Replaces `from` by `to` in one file of the copy; throws if `from` is not there, so a changed template cannot quietly leave the copy healthy. */
+function breakFile(dir: string, file: string, from: string, to: string) {
+  const full = path.join(dir, file);
+  const source = fs.readFileSync(full, 'utf8');
+  if (!source.includes(from)) throw new Error(`${file} no longer contains ${JSON.stringify(from)}: update this test`);
+  fs.writeFileSync(full, source.replace(from, to));
+}
+
+interface Backend {
+  url: string;
+  databaseUrl: string;
+  serviceApiKey: string;
+}
+
+/** Starts the copy as `npm start` would and waits for /ready. */
+async function startBackend(dir: string): Promise<Backend> {
+  const databaseUrl = await createDatabase();
+  const port = await freePort();
+  const serviceApiKey = `verify-test-service-key-${randomBytes(12).toString('hex')}`;
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: databaseUrl,
+      BCRYPT_COST: '4',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_AUTH_MAX: '1000',
+      RATE_LIMIT_API_MAX: '1000',
+      SERVICE_API_KEY: serviceApiKey,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  cleanups.push(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(killer);
+  });
+
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 40_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the backend in ${dir} exited with ${child.exitCode}:\n${output}`);
+    const ready = await fetch(`${url}/ready`, { signal: AbortSignal.timeout(1000) }).then(
+      (response) => response.status === 200,
+      () => false,
+    );
+    if (ready) return { url, databaseUrl, serviceApiKey };
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the backend in ${dir} was not ready within 40 s:\n${output}`);
+}
+
+async function verify(backend: Backend, extraArgs: string[] = [], databaseUrl = backend.databaseUrl) {
+  // An empty folder: no .env of anyone's leaks into the run.
+  const cwd = tempDir('authstrap-verify-cwd-');
+  cleanups.push(async () => fs.rmSync(cwd, { recursive: true, force: true }));
+  const result = await runCliAsync(['verify', '--json', '--url', backend.url, '--database-url', databaseUrl, ...extraArgs], cwd);
+  let report: VerifyReport;
+  try {
+    report = JSON.parse(result.stdout);
+  } catch {
+    throw new Error(`verify printed no JSON (exit ${result.status}):\n${result.output}`);
+  }
+  return { ...result, report };
+}
+
+const idsWith = (report: VerifyReport, status: CheckResult['status']) =>
+  report.checks
+    .filter((check) => check.status === status)
+    .map((check) => check.id)
+    .sort();
+
+describe.runIf(adminUrl)('authstrap verify against running backends', () => {
+  const backends: Record<'healthy' | 'emptyProviderId' | 'listIgnoresTenant' | 'missingTable' | 'wrongDatabase', Backend> = {} as never;
+  /** An empty database that is not the one the `wrongDatabase` backend uses. */
+  let otherDatabaseUrl: string;
+
+  beforeAll(async () => {
+    const healthy = copyOfExample();
+
+    const emptyProviderId = copyOfExample();
+    breakFile(
+      emptyProviderId,
+      'src/extensions/auth/auth.service.ts',
+      `VALUES ($1, $2, 'credential', $3)`,
+      `VALUES ($1, $2, '', $3)`,
+    );
+
+    const listIgnoresTenant = copyOfExample();
+    breakFile(
+      listIgnoresTenant,
+      'src/generated/Project/project.repository.ts',
+      'return listRows<Project>(db, projectListSpec, query, { organizationId });',
+      'return listRows<Project>(db, projectListSpec, query, {});',
+    );
+
+    const missingTable = copyOfExample();
+    const wrongDatabase = copyOfExample();
+
+    const [started, other] = await Promise.all([
+      Promise.all([healthy, emptyProviderId, listIgnoresTenant, missingTable, wrongDatabase].map(startBackend)),
+      createDatabase(),
+    ]);
+    [backends.healthy, backends.emptyProviderId, backends.listIgnoresTenant, backends.missingTable, backends.wrongDatabase] = started as [Backend, Backend, Backend, Backend, Backend];
+    otherDatabaseUrl = other;
+    // After its migrations ran: the table goes missing under a running backend.
+    await query(backends.missingTable.databaseUrl, 'DROP TABLE "verification"');
+  }, 90_000);
+
+  afterAll(async () => {
+    // Processes first (they hold connections), then databases and folders.
+    const pending = cleanups.splice(0).reverse();
+    for (const cleanup of pending) await cleanup().catch((error) => console.error('clean-up failed:', error));
+  }, 60_000);
+
+  it.concurrent('passes every check on a healthy backend, exit 0, and leaves no test users behind', async () => {
+    const backend = backends.healthy;
+    expect(await countRows(backend.databaseUrl, ['User'])).toEqual({ User: 0 });
+
+    const { status, report, output } = await verify(backend);
+    expect(report.checks.map((check) => [check.id, check.status]), output).toEqual(allChecks.map((id) => [id, 'pass']));
+    expect(report.ok).toBe(true);
+    expect(report.leftBehind).toBeUndefined();
+    expect(status).toBe(0);
+
+    // Alice, Bob and Carol, their accounts, sessions, organizations and the Project: all gone.
+    expect(await countRows(backend.databaseUrl, ['User', 'account', 'session', 'member', 'Organization', 'Project'])).toEqual({
+      User: 0,
+      account: 0,
+      session: 0,
+      member: 0,
+      Organization: 0,
+      Project: 0,
+    });
+  });
+
+  it.concurrent("sign-up storing providerId '' fails exactly sign-in and credential-account, exit 1", async () => {
+    const { status, report, output } = await verify(backends.emptyProviderId);
+    expect(idsWith(report, 'fail'), output).toEqual(['credential-account', 'sign-in']);
+    expect(idsWith(report, 'skip')).toEqual([]);
+    // Sign-up itself answers 201: the account is stored, only under the wrong provider.
+    expect(report.checks.find((check) => check.id === 'sign-up')?.status).toBe('pass');
+    const credential = report.checks.find((check) => check.id === 'credential-account')!;
+    expect(credential.message).toContain(`account.providerId is ""`);
+    expect(credential.fix).toContain('credential-provider');
+    expect(report.checks.find((check) => check.id === 'sign-in')!.message).toContain('the right password answered 401');
+    expect(report.ok).toBe(false);
+    expect(status).toBe(1);
+    expect(await countRows(backends.emptyProviderId.databaseUrl, ['User', 'Organization'])).toEqual({ User: 0, Organization: 0 });
+  });
+
+  it.concurrent('a list that ignores the tenant fails exactly tenant-isolation, exit 1', async () => {
+    const { status, report, output } = await verify(backends.listIgnoresTenant);
+    expect(idsWith(report, 'fail'), output).toEqual(['tenant-isolation']);
+    expect(idsWith(report, 'skip')).toEqual([]);
+    expect(report.checks.find((check) => check.id === 'tenant-isolation')!.message).toBe("GET /Projects in Bob's organization lists Alice's record");
+    expect(report.ok).toBe(false);
+    expect(status).toBe(1);
+  });
+
+  it.concurrent('a missing table fails exactly tables, exit 1', async () => {
+    const { status, report, output } = await verify(backends.missingTable);
+    expect(idsWith(report, 'fail'), output).toEqual(['tables']);
+    expect(idsWith(report, 'skip')).toEqual([]);
+    expect(report.checks.find((check) => check.id === 'tables')!.message).toBe('table "verification" is missing');
+    expect(report.ok).toBe(false);
+    expect(status).toBe(1);
+  });
+
+  it.concurrent("given another database than the backend's, fails its checks and still removes the test users through the API", async () => {
+    const backend = backends.wrongDatabase;
+    const { status, report, output } = await verify(backend, ['--service-key', backend.serviceApiKey], otherDatabaseUrl);
+    expect(idsWith(report, 'fail'), output).toEqual(['credential-account', 'tables']);
+    expect(report.checks.find((check) => check.id === 'tables')!.message).toContain('table "User" is missing');
+    expect(status).toBe(1);
+    // Nothing could be deleted in the database verify read: the API removed it all instead.
+    expect(report.leftBehind, output).toBeUndefined();
+    expect(await countRows(backend.databaseUrl, ['User', 'account', 'member', 'Organization', 'Project'])).toEqual({
+      User: 0,
+      account: 0,
+      member: 0,
+      Organization: 0,
+      Project: 0,
+    });
+  });
+});
+
+describe('authstrap verify without a backend', () => {
+  it('fails server-up and skips the other HTTP checks when nothing listens, exit 1', async () => {
+    const cwd = tempDir('authstrap-verify-cwd-');
+    try {
+      const port = await freePort();
+      const { status, stdout, output } = await runCliAsync(['verify', '--json', '--url', `http://127.0.0.1:${port}`], cwd);
+      const report: VerifyReport = JSON.parse(stdout);
+      expect(report.checks.map((check) => check.id), output).toEqual(allChecks);
+      const byId = new Map(report.checks.map((check) => [check.id, check]));
+      expect(byId.get('server-up')!.status).toBe('fail');
+      expect(byId.get('server-up')!.message).toMatch(/ECONNREFUSED|fetch failed/);
+      for (const id of httpChecks.slice(1)) expect(byId.get(id)!.status, id).toBe('skip');
+      // No --database-url and no project here: nothing to read, so nothing failed there either.
+      for (const id of databaseChecks) expect(byId.get(id)!.status, id).toBe('skip');
+      expect(report.ok).toBe(false);
+      expect(status).toBe(1);
+    } finally {
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses --url not-a-url with exit 2, naming --url', async () => {
+    const cwd = tempDir('authstrap-verify-cwd-');
+    try {
+      const { status, stdout, stderr } = await runCliAsync(['verify', '--url', 'not-a-url'], cwd);
+      expect(status).toBe(2);
+      expect(stderr).toContain('--url');
+      expect(stderr).toContain('not-a-url');
+      expect(stdout).toBe('');
+    } finally {
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+});
