@@ -301,6 +301,23 @@ describe('authstrap setup, bad usage', () => {
     expect(run.after).toEqual(run.before);
   });
 
+  it('an install that cannot run: exit 1, saying which package manager, where the log is, and what was left', () => {
+    // A PATH with only node on it: no package manager can be found.
+    const nodeOnly = path.join(workspace(), 'bin');
+    fs.mkdirSync(nodeOnly);
+    fs.symlinkSync(process.execPath, path.join(nodeOnly, 'node'));
+    const root = workspace();
+    const run = runCliProcess(['setup', '--yes', '--project-name', 'no-pm', '--package-manager', 'yarn'], { cwd: root, timeoutMs: 30_000, env: { PATH: nodeOnly } });
+    expect(run.status, run.output).toBe(1);
+    expect(run.output).not.toMatch(stackTrace);
+    const log = path.join(root, 'no-pm', '.authstrap', 'install.log');
+    expect(run.stderr).toContain('Could not run yarn');
+    expect(run.stderr).toContain('--package-manager');
+    expect(run.stderr).toContain(log);
+    expect(fs.readFileSync(log, 'utf8').length).toBeGreaterThan(0);
+    expect(run.stderr).toContain(`The project files are in ${path.join(root, 'no-pm')}, but setup did not finish`);
+  });
+
   it('a backend port in use: exit 1 naming the port, before anything is written or installed', async () => {
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(0, resolve));
