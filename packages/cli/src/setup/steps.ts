@@ -110,7 +110,7 @@ export async function installDependencies(settings: SetupSettings): Promise<stri
   const logFile = path.join(settings.dir, logDir, 'install.log');
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const result = await execa(settings.packageManager, ['install'], { cwd: settings.dir, all: true, reject: false, env: { CI: 'true' } });
-  fs.writeFileSync(logFile, result.all || result.message);
+  fs.writeFileSync(logFile, result.all || result.message || '');
   if (result.exitCode === undefined) {
     // It never ran: the package manager is not installed (or not on PATH).
     throw new CliError(`Could not run ${settings.packageManager} (${result.code ?? 'not found'}); install it or pass --package-manager npm. Details are in ${logFile}`, 1);
