@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { CliError } from './cli-error.js';
+import { fixCommand } from './commands/fix.js';
 import { generateCommand } from './commands/generate.js';
 import { setupCommand } from './commands/setup.js';
 import { verifyCommand } from './commands/verify.js';
@@ -39,6 +40,20 @@ program
   .option('--no-start', 'do not start and verify the backend')
   .option('--force', 'write into a folder that is not empty')
   .action((options) => setupCommand(options));
+
+program
+  .command('fix')
+  .alias('fix-auth-issues')
+  .argument('[dir]', 'the project folder', '.')
+  .description('Find and repair the known ways an auth setup breaks (analyze, plan, apply, check again)')
+  .option('--dry-run', 'print the plan (file diffs and SQL) and change nothing')
+  .option('--json', 'print the results as JSON')
+  .option('--database-url <url>', 'the PostgreSQL database (default: DATABASE_URL from .env)')
+  .option('--frontend <dir...>', 'frontend folders whose dev-server origin CORS must allow (default: found next to the project)')
+  .action(async (dir: string, options) => {
+    const report = await fixCommand(dir, options);
+    if (!report.ok) process.exitCode = 1;
+  });
 
 program
   .command('verify')

@@ -1,0 +1,83 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import chalk from 'chalk';
+import { CliError } from '../cli-error.js';
+import { applyRepairs, describeRepairs } from '../doctor/apply.js';
+import { examineAll, type Finding } from '../doctor/checks.js';
+import { readProjectState } from '../doctor/project-state.js';
+import { readProjectEnv } from '../project/env-file.js';
+import { openDatabase, type DatabaseProbe } from '../verify/database.js';
+
+export interface FixOptions {
+  dryRun?: boolean;
+  json?: boolean;
+  databaseUrl?: string;
+  frontend?: string[];
+}
+
+const symbols = { pass: chalk.green('✔'), warn: chalk.yellow('⚠'), fail: chalk.red('✘') } as const;
+
+export interface FixReport {
+  ok: boolean;
+  dryRun: boolean;
+  checks: (Finding & { repaired?: boolean })[];
+}
+
+/**
+ * `authstrap fix [dir]`: analyze -> plan -> apply -> check again. `--dry-run` prints the plan
+ * (file diffs and SQL) and changes nothing. Running it twice changes nothing the second time:
+ * every repair makes its own check pass.
+ */
+export async function fixCommand(dir: string | undefined, options: FixOptions): Promise<FixReport> {
+  const projectDir = path.resolve(dir ?? '.');
+  if (!fs.existsSync(path.join(projectDir, 'authstrap.schema.ts'))) {
+    throw new CliError(`${projectDir} has no authstrap.schema.ts: run fix in an authstrap project (or authstrap add-auth first)`, 2);
+  }
+  const { db, note } = await openProjectDatabase(projectDir, options.databaseUrl);
+  try {
+    const read = () => readProjectState(projectDir, { db, databaseNote: note, frontendDirs: options.frontend });
+    const before = examineAll(await read());
+    let report: FixReport;
+    if (options.dryRun || !before.some((finding) => finding.repair)) {
+      report = { ok: before.every((finding) => finding.status !== 'fail'), dryRun: options.dryRun === true, checks: before };
+      if (options.dryRun && !options.json) {
+        const plan = describeRepairs(before);
+        console.log(plan ? `${chalk.bold('Plan (nothing changed, --dry-run):')}\n\n${plan}\n` : 'Nothing to repair.\n');
+      }
+    } else {
+      await applyRepairs(projectDir, before, db);
+      const after = examineAll(await read());
+      report = {
+        ok: after.every((finding) => finding.status !== 'fail'),
+        dryRun: false,
+        checks: after.map((finding, index) => ({ ...finding, ...(before[index]!.status === 'fail' && finding.status !== 'fail' ? { repaired: true, message: `repaired: ${before[index]!.repair!.summary}` } : {}) })),
+      };
+    }
+    if (options.json) console.log(JSON.stringify(report, null, 2));
+    else {
+      for (const finding of report.checks) console.log(`${symbols[finding.status]} ${finding.title} ${chalk.dim(`— ${finding.message}`)}`);
+      const left = report.checks.filter((finding) => finding.status === 'fail').length;
+      console.log(left ? chalk.red(`\n${left} problem${left === 1 ? '' : 's'} left${options.dryRun ? ' (dry run: run without --dry-run to repair)' : ''}`) : chalk.green('\nNothing left to repair'));
+    }
+    return report;
+  } finally {
+    await db?.close();
+  }
+}
+
+/** PostgreSQL from --database-url or .env; the embedded database only when no backend holds it. */
+async function openProjectDatabase(projectDir: string, databaseUrl: string | undefined): Promise<{ db?: DatabaseProbe; note?: string }> {
+  const env = readProjectEnv(projectDir);
+  const url = databaseUrl ?? (env.DATABASE_URL || undefined);
+  try {
+    if (url) return { db: await openDatabase({ kind: 'postgres', url }) };
+    const dataDir = path.join(projectDir, env.EMBEDDED_DB_DIR || '.data/pglite');
+    if (!fs.existsSync(dataDir)) return { note: 'the embedded database does not exist yet' };
+    const port = env.PORT || '3000';
+    const running = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) }).then(() => true, () => false);
+    if (running) return { note: `the embedded database is held by the backend on port ${port}; stop it to check the database` };
+    return { db: await openDatabase({ kind: 'embedded', dir: dataDir }) };
+  } catch (error) {
+    return { note: `cannot open the database: ${(error as Error).message}` };
+  }
+}
