@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { CliError } from './cli-error.js';
+import { addAuthCommand } from './commands/add-auth.js';
 import { fixCommand } from './commands/fix.js';
 import { generateCommand } from './commands/generate.js';
 import { setupCommand } from './commands/setup.js';
@@ -40,6 +41,16 @@ program
   .option('--no-start', 'do not start and verify the backend')
   .option('--force', 'write into a folder that is not empty')
   .action((options) => setupCommand(options));
+
+program
+  .command('add-auth')
+  .alias('add-auth-to-existing')
+  .argument('[dir]', 'the project folder', '.')
+  .description('Add the auth entities and tenancy to an existing authstrap project, keeping its data')
+  .option('--dry-run', 'print the plan (schema diff, files, migration SQL) and change nothing')
+  .option('--rename <From=To...>', 'the new name of an entity that clashes with an auth entity (default: App<Name>)')
+  .option('--no-verify', 'do not start and verify the backend afterwards')
+  .action((dir: string, options) => addAuthCommand(dir, options));
 
 program
   .command('fix')

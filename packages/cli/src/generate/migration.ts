@@ -102,7 +102,8 @@ export function diffModels(previous: DatabaseModel, next: DatabaseModel, options
     ...changes.flatMap((change) => change.statements),
     ...creates,
     ...deferred,
-    ...changes.flatMap((change) => change.addForeignKeys),
+    // Several tables may need the default organization; it is created once.
+    ...new Set(changes.flatMap((change) => change.addForeignKeys)),
   ];
 
   const summaryParts = [
@@ -128,6 +129,16 @@ interface TableChanges {
 }
 
 const isForeignKey = (constraint: Constraint) => constraint.definition.startsWith('FOREIGN KEY');
+
+/**
+ * Where the rows of a table that becomes tenant-scoped go (authstrap add-auth). A fixed id, so
+ * that the migration reads the same on every machine and can be applied to any copy of the data.
+ */
+export const defaultOrganization = { id: '00000000-0000-4000-8000-000000000001', name: 'Default organization', slug: 'default' };
+const literalUuid = (id: string) => `'${id}'::uuid`;
+// Runs with the foreign keys, after the Organization table is created in the same migration.
+const createDefaultOrganization =
+  `INSERT INTO "Organization" ("id", "name", "slug") VALUES (${literalUuid(defaultOrganization.id)}, '${defaultOrganization.name}', '${defaultOrganization.slug}') ON CONFLICT DO NOTHING;`;
 
 function alterTable(old: Table, table: Table, options: DiffOptions, problems: string[]): TableChanges {
   const name = quote(table.name);
@@ -171,6 +182,13 @@ function alterTable(old: Table, table: Table, options: DiffOptions, problems: st
     const previous = oldColumns.get(column.name);
     const where = `column "${table.name}"."${column.name}"`;
     if (!previous) {
+      if (column.name === 'organizationId' && !column.nullable && column.default === undefined) {
+        // An existing table becomes tenant-scoped: its rows go to the default organization,
+        // and the column keeps that default so the existing app's own inserts still work.
+        changes.push(`ALTER TABLE ${name} ADD COLUMN ${quote(column.name)} ${column.type} NOT NULL DEFAULT ${literalUuid(defaultOrganization.id)};`);
+        addForeignKeys.unshift(createDefaultOrganization);
+        continue;
+      }
       if (!column.nullable && column.default === undefined) {
         problems.push(`${where} is new and required, but rows that already exist have no value for it. Give the field a "default", or make it "nullable".`);
         continue;

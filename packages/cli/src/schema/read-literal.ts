@@ -28,12 +28,19 @@ export function readSchemaLiteral(filePath: string, sourceText?: string): unknow
   return toValue(unwrapExport(exported, file), file.getBaseName());
 }
 
-function defaultExportExpression(file: SourceFile): Expression | undefined {
+export function defaultExportExpression(file: SourceFile): Expression | undefined {
   const assignment = file.getExportAssignment((node) => !node.isExportEquals());
   if (assignment) return assignment.getExpression();
   const declaration = file.getDefaultExportSymbol()?.getDeclarations()[0];
   if (declaration && Node.isVariableDeclaration(declaration)) return declaration.getInitializer();
   return undefined;
+}
+
+/** The schema's object literal in a source file, for editing it in place (authstrap add-auth). */
+export function schemaObjectLiteral(file: SourceFile) {
+  const exported = defaultExportExpression(file);
+  const literal = exported && unwrapExport(exported, file);
+  return literal && Node.isObjectLiteralExpression(literal) ? literal : undefined;
 }
 
 /**

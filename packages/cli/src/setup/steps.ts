@@ -130,7 +130,7 @@ export interface RunningBackend {
  * Starts the project as `npm start` does and waits until /ready answers. Its environment holds
  * only what a shell needs, so that .env decides, as it will when the user starts it.
  */
-export async function startBackend(settings: SetupSettings, timeoutMs = 90_000): Promise<{ backend: RunningBackend; migrations: string }> {
+export async function startBackend(settings: Pick<SetupSettings, 'dir' | 'backendPort'>, timeoutMs = 90_000): Promise<{ backend: RunningBackend; migrations: string }> {
   const logFile = path.join(settings.dir, logDir, 'backend.log');
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const log = fs.createWriteStream(logFile);
