@@ -118,6 +118,7 @@ export function planSchemaEdit(source: string, options: { renames?: Record<strin
   if (!authWasOn) edits.push({ start: authOff!.getStart(), end: authOff!.getEnd(), text: 'true' });
 
   let after = source;
-  for (const edit of edits.sort((a, b) => b.start - a.start)) after = after.slice(0, edit.start) + edit.text + after.slice(edit.end);
+  // Back to front; at one position the replacement goes before the insertion, which it would swallow.
+  for (const edit of edits.sort((a, b) => b.start - a.start || b.end - a.end)) after = after.slice(0, edit.start) + edit.text + after.slice(edit.end);
   return { before: source, after, authWasOn, renames, problems };
 }
