@@ -35,7 +35,10 @@ export async function fixCommand(dir: string | undefined, options: FixOptions): 
   }
   const { db, note } = await openProjectDatabase(projectDir, options.databaseUrl);
   try {
-    const read = () => readProjectState(projectDir, { db, databaseNote: note, frontendDirs: options.frontend });
+    // --frontend folders are relative to where the command runs, like [dir] (not to the project):
+    // `authstrap fix backend --frontend web` from the parent means ./web.
+    const frontendDirs = options.frontend?.map((dir) => path.resolve(dir));
+    const read = () => readProjectState(projectDir, { db, databaseNote: note, frontendDirs });
     const before = examineAll(await read());
     let report: FixReport;
     if (options.dryRun || !before.some((finding) => finding.repair)) {

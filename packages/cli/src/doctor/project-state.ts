@@ -80,6 +80,13 @@ export async function readProjectState(dir: string, options: { db?: DatabaseProb
     state.schemaProblem = error.message;
   }
   if (options.db) {
+    // A database the backend has not migrated yet has no "account" table: a note, not a crash
+    // (before, `fix --database-url` on a fresh database died with 'relation "account" does not exist').
+    const [table] = await options.db.query<{ name: string | null }>(`SELECT to_regclass('"account"')::text AS name`);
+    if (!table?.name) {
+      state.databaseNote = 'the database has no "account" table yet (start the backend once to run its migrations)';
+      return state;
+    }
     const [row] = await options.db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM "account" WHERE "password" IS NOT NULL AND "providerId" IS DISTINCT FROM 'credential'`,
     );
