@@ -20,7 +20,7 @@ if (process.env.CI && !adminUrl) {
   throw new Error('CI is set but AUTHSTRAP_TEST_POSTGRES_URL is not: .ci/run should export it');
 }
 
-const checkIds = ['id-field', 'module-wiring', 'credential-provider', 'cors-origin'];
+const checkIds = ['name-clash', 'id-field', 'module-wiring', 'credential-provider', 'cors-origin', 'nullability', 'not-null-rows'];
 
 interface FixFinding {
   id: string;

@@ -53,7 +53,7 @@ export async function fixCommand(dir: string | undefined, options: FixOptions): 
       report = {
         ok: after.every((finding) => finding.status !== 'fail'),
         dryRun: false,
-        checks: after.map((finding, index) => ({ ...finding, ...(before[index]!.status === 'fail' && finding.status !== 'fail' ? { repaired: true, message: `repaired: ${before[index]!.repair!.summary}` } : {}) })),
+        checks: after.map((finding, index) => ({ ...finding, ...(before[index]!.status === 'fail' && finding.status !== 'fail' ? { repaired: true, message: `repaired: ${before[index]!.repair?.summary ?? 'by the repairs above'}` } : {}) })),
       };
     }
     if (options.json) console.log(JSON.stringify(report, null, 2));

@@ -1,5 +1,8 @@
 import path from 'node:path';
-import type { ProjectState } from './project-state.js';
+import { defaultOrganization } from '../generate/migration.js';
+import { databaseModel, literal, quote, type Table } from '../generate/table-model.js';
+import { schemaFileName } from '../schema/index.js';
+import type { LiveColumn, ProjectState } from './project-state.js';
 
 /**
  * The checks of `authstrap fix`: each looks at the project snapshot and says pass, warn or
@@ -50,7 +53,68 @@ function staleGenerated(state: ProjectState, select: (path: string, onDisk: stri
 /** An entity's schema file declares `id` in the output object and in the create input. */
 const declaresIds = (source: string) => (source.match(/^\s+id: z\./gm) ?? []).length >= 2;
 
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+const columnName = (column: LiveColumn) => `${column.table}.${column.column}`;
+
+/** Tables in an order where every table comes after the tables it references (parents are backfilled first). */
+function parentsFirst(tables: Table[]): Table[] {
+  const ordered: Table[] = [];
+  const visit = (table: Table, seen: Set<string>) => {
+    if (ordered.includes(table) || seen.has(table.name)) return;
+    seen.add(table.name);
+    for (const name of table.dependsOn) {
+      const parent = tables.find((candidate) => candidate.name === name);
+      if (parent) visit(parent, seen);
+    }
+    ordered.push(table);
+  };
+  for (const table of tables) visit(table, new Set());
+  return ordered;
+}
+
+/** Why a database check cannot run, as a pass (no database: nothing to check) or a warning (no schema). */
+function databaseUnchecked(state: ProjectState) {
+  if (!state.database) return pass(`database not checked: ${state.databaseNote ?? 'no database'}`);
+  if (!state.schema) return warn(`cannot read the schema: ${state.schemaProblem ?? 'unknown problem'}`);
+  return undefined;
+}
+
 export const doctorChecks: DoctorCheck[] = [
+  {
+    id: 'name-clash',
+    title: 'No entity name clashes with an auth entity',
+    examine(state) {
+      if (state.nameClashProblem) return warn(`cannot read ${schemaFileName}: ${state.nameClashProblem}`);
+      const clash = state.nameClash;
+      if (!clash) return pass(state.schema ? (state.schema.auth ? 'no entity is named like User, account, session, verification, Organization or member' : 'auth is off') : `${schemaFileName} has no clashing entity names`);
+      const named = clash.edit.renames.map((rename) => `${rename.from} (table "${rename.table}")`);
+      if (clash.edit.problems.length > 0) return { status: 'fail', message: `rename by hand: ${clash.edit.problems.join('; ')}` };
+      const renamed = clash.edit.renames.map((rename) => `${rename.from} -> ${rename.to}`).join(', ');
+      const message = `${named.join(', ')} ${clash.edit.renames.length === 1 ? 'clashes' : 'clash'} with the auth entities, so the schema does not load`;
+      const schemaFile: FileChange = { path: schemaFileName, before: clash.edit.before, after: clash.edit.after };
+      if (!clash.generatePlan || clash.generatePlan.problems.length > 0) {
+        const problem = clash.problem ?? clash.generatePlan?.problems.join('; ') ?? 'unknown problem';
+        return {
+          status: 'fail',
+          message: `${message}; after renaming, the schema still has problems: ${problem}`,
+          repair: { summary: `rename ${renamed} (keeping their tables) in ${schemaFileName}, then fix the rest and run authstrap generate`, files: [schemaFile], sql: [] },
+        };
+      }
+      const generated = clash.generatePlan.writes
+        .filter((write) => write.action !== 'remove')
+        .map((write) => ({ path: write.path, before: clash.generatedOnDisk[write.path] ?? '', after: write.contents ?? '' }));
+      const removed = clash.generatePlan.writes.filter((write) => write.action === 'remove').map((write) => write.path);
+      return {
+        status: 'fail',
+        message,
+        repair: {
+          summary: `rename ${renamed} (keeping their tables) in ${schemaFileName} and regenerate ${plural(generated.length, 'file')}${removed.length ? `; then run authstrap generate to remove ${removed.join(', ')}` : ''}`,
+          files: [schemaFile, ...generated],
+          sql: [],
+        },
+      };
+    },
+  },
   {
     id: 'id-field',
     title: 'Every entity type has its id',
@@ -139,6 +203,74 @@ export const doctorChecks: DoctorCheck[] = [
         ...(missing.length ? [`the frontend origin ${missing.join(', ')} is not in ALLOWED_ORIGINS`] : []),
       ];
       return { status: 'fail', message: reasons.join('; '), repair: { summary: `ALLOWED_ORIGINS=${fixed} in .env`, files: [{ path: '.env', before: envFile, after }], sql: [] } };
+    },
+  },
+  {
+    id: 'nullability',
+    title: 'Auth columns have the right nullability',
+    examine(state) {
+      const unchecked = databaseUnchecked(state);
+      if (unchecked) return unchecked;
+      const live = state.database!.columns;
+      const authTables = new Set(state.schema!.entities.filter((entity) => entity.builtin).map((entity) => entity.table));
+      const sql: string[] = [];
+      const repairable: string[] = [];
+      const unrepairable: string[] = [];
+      for (const table of databaseModel(state.schema!).tables.filter((candidate) => authTables.has(candidate.name))) {
+        for (const column of table.columns) {
+          // organizationId is the not-null-rows check's: it backfills before setting NOT NULL.
+          if (column.name === 'organizationId') continue;
+          const actual = live.find((candidate) => candidate.table === table.name && candidate.column === column.name);
+          if (!actual || actual.nullable === column.nullable) continue;
+          const target = `ALTER TABLE ${quote(table.name)} ALTER COLUMN ${quote(column.name)}`;
+          if (column.nullable) {
+            repairable.push(`${columnName(actual)} is NOT NULL but optional`);
+            sql.push(`${target} DROP NOT NULL`);
+          } else if (actual.nulls === 0) {
+            repairable.push(`${columnName(actual)} is nullable but required`);
+            sql.push(`${target} SET NOT NULL`);
+          } else {
+            unrepairable.push(`${columnName(actual)} is required but ${plural(actual.nulls, 'row has', 'rows have')} no value: fill ${actual.nulls === 1 ? 'it' : 'them'} in by hand, then run fix again`);
+          }
+        }
+      }
+      if (repairable.length === 0 && unrepairable.length === 0) return pass('the auth tables match the schema: required columns are NOT NULL, optional ones nullable');
+      const message = [...repairable, ...unrepairable].join('; ');
+      if (sql.length === 0) return { status: 'fail', message };
+      return { status: 'fail', message, repair: { summary: `change the nullability of ${plural(sql.length, 'column')}`, files: [], sql } };
+    },
+  },
+  {
+    id: 'not-null-rows',
+    title: 'Tenant-scoped rows all have an organization',
+    examine(state) {
+      const unchecked = databaseUnchecked(state);
+      if (unchecked) return unchecked;
+      const live = state.database!.columns;
+      // Every table whose organizationId the schema requires: the tenant-scoped ones, and member.
+      const tables = parentsFirst(databaseModel(state.schema!).tables.filter((table) => table.columns.some((column) => column.name === 'organizationId' && !column.nullable)));
+      const problems: string[] = [];
+      const sql: string[] = [];
+      let orphans = 0;
+      for (const table of tables) {
+        const actual = live.find((candidate) => candidate.table === table.name && candidate.column === 'organizationId');
+        if (!actual?.nullable) continue;
+        const target = `ALTER TABLE ${quote(table.name)} ALTER COLUMN "organizationId"`;
+        problems.push(`${table.name}.organizationId is nullable${actual.nulls ? ` and ${plural(actual.nulls, 'row has', 'rows have')} no organization (invisible to every member)` : ''}`);
+        if (actual.nulls > 0) sql.push(`UPDATE ${quote(table.name)} SET "organizationId" = ${literal(defaultOrganization.id)}::uuid WHERE "organizationId" IS NULL`);
+        sql.push(`${target} SET NOT NULL`);
+        // So that an app of its own that inserts without an organization keeps working.
+        if (actual.default === null) sql.push(`${target} SET DEFAULT ${literal(defaultOrganization.id)}::uuid`);
+        orphans += actual.nulls;
+      }
+      if (problems.length === 0) return pass('every tenant-scoped table has organizationId NOT NULL');
+      if (orphans > 0) {
+        sql.unshift(
+          `INSERT INTO "Organization" ("id", "name", "slug") VALUES (${literal(defaultOrganization.id)}::uuid, ${literal(defaultOrganization.name)}, ${literal(defaultOrganization.slug)}) ON CONFLICT DO NOTHING`,
+        );
+      }
+      const summary = `${orphans ? `move ${plural(orphans, 'row')} into "${defaultOrganization.name}" (id ${defaultOrganization.id}), then ` : ''}make organizationId NOT NULL in ${plural(problems.length, 'table')}`;
+      return { status: 'fail', message: problems.join('; '), repair: { summary, files: [], sql } };
     },
   },
 ];

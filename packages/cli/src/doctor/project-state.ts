@@ -1,8 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { planSchemaEdit, type SchemaEditPlan } from '../add-auth/schema-edit.js';
 import { loadTemplates, planGenerate, type GeneratePlan } from '../generate/index.js';
+import { databaseModel, quote } from '../generate/table-model.js';
 import { readProjectEnv } from '../project/env-file.js';
-import { loadSchema, SchemaError, type Schema } from '../schema/index.js';
+import { loadSchema, schemaFileName, SchemaError, validateSchema, type Schema } from '../schema/index.js';
+import { readSchemaLiteral } from '../schema/read-literal.js';
 import type { DatabaseProbe } from '../verify/database.js';
 
 /**
@@ -20,6 +23,13 @@ export interface ProjectState {
   /** What `authstrap generate` would write now, and those files as they are on disk. */
   generatePlan?: GeneratePlan;
   generatedOnDisk?: Record<string, string>;
+  /**
+   * When entities clash with the auth entities (so the schema does not load): the edit that
+   * renames them, keeping their tables, and what `authstrap generate` would then write.
+   */
+  nameClash?: NameClash;
+  /** Why the schema file could not even be parsed for clashes. */
+  nameClashProblem?: string;
   /** Frontends found next to the backend: their folder and dev-server origin. */
   frontends: { dir: string; origin: string; packageJson: Record<string, any> }[];
   /** The live database, when it could be opened; facts gathered from it. */
@@ -30,9 +40,29 @@ export interface ProjectState {
 export interface DatabaseFacts {
   /** Password accounts whose providerId is not 'credential' (sign-in can never find them). */
   wrongProviderAccounts: number;
+  /** The columns of the schema's tables as the live database has them (tables it lacks are left out). */
+  columns: LiveColumn[];
 }
 
-export const watchedFiles = ['src/app.ts', 'src/extensions/auth/auth.service.ts', '.env', '.env.example'];
+export interface LiveColumn {
+  table: string;
+  column: string;
+  nullable: boolean;
+  /** The column's default expression, if any. */
+  default: string | null;
+  /** Rows where the column is NULL (0 when the column is NOT NULL). */
+  nulls: number;
+}
+
+export interface NameClash {
+  edit: SchemaEditPlan;
+  /** Absent when the edited schema still does not validate (then `problem` says why). */
+  generatePlan?: GeneratePlan;
+  generatedOnDisk: Record<string, string>;
+  problem?: string;
+}
+
+export const watchedFiles = [schemaFileName, 'src/app.ts', 'src/extensions/auth/auth.service.ts', '.env', '.env.example'];
 
 /** Folders where a frontend usually lives, relative to the backend. */
 const frontendCandidates = ['frontend', 'web', 'client', 'app', '../frontend', '../web', '../client', '../app'];
@@ -78,6 +108,7 @@ export async function readProjectState(dir: string, options: { db?: DatabaseProb
   } catch (error) {
     if (!(error instanceof SchemaError)) throw error;
     state.schemaProblem = error.message;
+    readNameClash(state);
   }
   if (options.db) {
     // A database the backend has not migrated yet has no "account" table: a note, not a crash
@@ -90,7 +121,56 @@ export async function readProjectState(dir: string, options: { db?: DatabaseProb
     const [row] = await options.db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM "account" WHERE "password" IS NOT NULL AND "providerId" IS DISTINCT FROM 'credential'`,
     );
-    state.database = { wrongProviderAccounts: row?.n ?? 0 };
+    state.database = { wrongProviderAccounts: row?.n ?? 0, columns: state.schema ? await readLiveColumns(options.db, state.schema) : [] };
   }
   return state;
+}
+
+const readFileOr = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
+
+/** The schema did not load: if entity names clash with the auth entities, plan the renames and what generate writes after them. */
+function readNameClash(state: ProjectState) {
+  const source = state.files[schemaFileName] ?? '';
+  if (!source) return;
+  try {
+    const edit = planSchemaEdit(source);
+    // With auth off there is nothing to clash with; add-auth is what turns it on.
+    if (!edit.authWasOn || (edit.renames.length === 0 && edit.problems.length === 0)) return;
+    const clash: NameClash = { edit, generatedOnDisk: {} };
+    state.nameClash = clash;
+    if (edit.problems.length > 0) return;
+    try {
+      const schema = validateSchema(readSchemaLiteral(path.join(state.dir, schemaFileName), edit.after), schemaFileName);
+      clash.generatePlan = planGenerate(state.dir, schema, loadTemplates());
+      clash.generatedOnDisk = Object.fromEntries(clash.generatePlan.writes.map((write) => [write.path, readFileOr(path.join(state.dir, write.path))]));
+    } catch (error) {
+      if (!(error instanceof SchemaError)) throw error;
+      clash.problem = error.message;
+    }
+  } catch (error) {
+    if (!(error instanceof SchemaError)) throw error;
+    state.nameClashProblem = error.message;
+  }
+}
+
+/** Nullability, default and NULL count of every column of the schema's tables that the database has. */
+async function readLiveColumns(db: DatabaseProbe, schema: Schema): Promise<LiveColumn[]> {
+  const tables = databaseModel(schema).tables.map((table) => table.name);
+  const rows = await db.query<{ table: string; column: string; nullable: string; default: string | null }>(
+    `SELECT table_name AS "table", column_name AS "column", is_nullable AS "nullable", column_default AS "default"
+       FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = ANY($1::text[])
+      ORDER BY table_name, ordinal_position`,
+    [tables],
+  );
+  const columns: LiveColumn[] = rows.map((row) => ({ table: row.table, column: row.column, nullable: row.nullable === 'YES', default: row.default, nulls: 0 }));
+  for (const table of tables) {
+    const nullable = columns.filter((column) => column.table === table && column.nullable);
+    if (nullable.length === 0) continue;
+    const [counts] = await db.query<Record<string, number>>(
+      `SELECT ${nullable.map((column, index) => `count(*) FILTER (WHERE ${quote(column.column)} IS NULL)::int AS c${index}`).join(', ')} FROM ${quote(table)}`,
+    );
+    nullable.forEach((column, index) => (column.nulls = counts?.[`c${index}`] ?? 0));
+  }
+  return columns;
 }
