@@ -1,18 +1,16 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliPath, exampleDir, readTree, tempDir } from './support/cli.js';
+import { readTree } from './support/cli.js';
+import { breakFile, createResources, fixJson, healthyEnv, query, runCliAsync, type Backend, type CliResult, type FixReport } from './support/example-copies.js';
 
 /**
  * The `authstrap fix` checks for the schema and the live database: entity names that clash with
  * the auth entities, auth columns with the wrong nullability, and tenant-scoped rows without an
  * organization. Each on a copy of the example broken that way: `--dry-run` changes nothing
  * (files or database), fix repairs it, a second fix is a no-op, and `authstrap verify` passes.
- * The helpers are those of fix-command.test.ts.
+ * The shared helpers are in support/example-copies.ts; the rest follows fix-command.test.ts.
  */
 
 const adminUrl = process.env.AUTHSTRAP_TEST_POSTGRES_URL;
@@ -23,150 +21,10 @@ if (process.env.CI && !adminUrl) {
 
 const checkIds = ['name-clash', 'id-field', 'module-wiring', 'credential-provider', 'cors-origin', 'nullability', 'not-null-rows'];
 
-interface FixFinding {
-  id: string;
-  status: 'pass' | 'warn' | 'fail';
-  message: string;
-  repaired?: boolean;
-}
-interface FixReport {
-  ok: boolean;
-  dryRun: boolean;
-  checks: FixFinding[];
-}
-interface CliResult {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-  output: string;
-}
 
-function runCliAsync(args: string[], cwd: string): Promise<CliResult> {
-  if (!fs.existsSync(cliPath)) throw new Error(`${cliPath} is missing: build the CLI first (npm test does)`);
-  return new Promise((resolve) => {
-    execFile(process.execPath, [cliPath, ...args], { cwd, encoding: 'utf8', timeout: 50_000 }, (error, stdout, stderr) => {
-      const status = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-      resolve({ status, stdout, stderr, output: stdout + stderr });
-    });
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function connect<T>(url: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await use(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function query<Row>(databaseUrl: string, text: string, params: unknown[] = []): Promise<Row[]> {
-  return connect(databaseUrl, async (client) => (await client.query(text, params)).rows as Row[]);
-}
-
-const cleanups: (() => Promise<void>)[] = [];
-
-async function createDatabase(): Promise<string> {
-  const name = `authstrap_fixmore_${randomBytes(6).toString('hex')}`;
-  await connect(adminUrl!, (client) => client.query(`CREATE DATABASE ${name}`));
-  cleanups.push(() => connect(adminUrl!, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined));
-  const url = new URL(adminUrl!);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-function temporaryFolder(prefix: string): string {
-  const dir = tempDir(prefix);
-  cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-/** A healthy .env: without one, cors-origin warns, and the checks would not all pass. */
-const healthyEnv = 'ALLOWED_ORIGINS=http://localhost:5173\n';
-
-/** A copy of the example: everything but its dependencies, data and tests; node_modules is a link. */
-function copyOfExample(): string {
-  const dir = path.join(temporaryFolder('authstrap-fixmore-'), 'saas-backend');
-  const skipped = new Set(['node_modules', '.data', 'test', '.env']);
-  fs.cpSync(exampleDir, dir, { recursive: true, filter: (source) => !skipped.has(path.relative(exampleDir, source).split(path.sep)[0]!) });
-  fs.symlinkSync(path.join(exampleDir, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
-  fs.writeFileSync(path.join(dir, '.env'), healthyEnv);
-  return dir;
-}
-
-/** Replaces `from` by `to` once; throws if `from` is not there, so a changed template cannot leave the copy healthy. */
-function breakFile(dir: string, file: string, from: string, to = '') {
-  const full = path.join(dir, file);
-  const source = fs.readFileSync(full, 'utf8');
-  if (!source.includes(from)) throw new Error(`${file} no longer contains ${JSON.stringify(from)}: update this test`);
-  fs.writeFileSync(full, source.replace(from, to));
-}
+const { temporaryFolder, copyOfExample, startBackend, cleanup } = createResources({ adminUrl, name: 'fixmore', dotEnv: healthyEnv });
 
 const treeOf = (dir: string) => readTree(dir, ['node_modules']);
-
-interface Backend {
-  url: string;
-  databaseUrl: string;
-}
-
-/** Starts a copy as `npm start` would (on a fresh database unless one is given) and waits for /ready. */
-async function startBackend(dir: string, databaseUrl?: string): Promise<Backend> {
-  databaseUrl ??= await createDatabase();
-  const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
-    cwd: dir,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrl,
-      BCRYPT_COST: '4',
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_AUTH_MAX: '1000',
-      RATE_LIMIT_API_MAX: '1000',
-      SERVICE_API_KEY: `fix-test-service-key-${randomBytes(12).toString('hex')}`,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  // Before the databases in the clean-up order (it runs reversed): the process holds connections.
-  cleanups.push(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(killer);
-  });
-
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 40_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the backend in ${dir} exited with ${child.exitCode}:\n${output}`);
-    const ready = await fetch(`${url}/ready`, { signal: AbortSignal.timeout(1000) }).then(
-      (response) => response.status === 200,
-      () => false,
-    );
-    if (ready) return { url, databaseUrl };
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`the backend in ${dir} was not ready within 40 s:\n${output}`);
-}
 
 interface VerifyReport {
   ok: boolean;
@@ -181,15 +39,6 @@ async function verify(backend: Backend): Promise<{ status: number | null; report
     return { status: result.status, report: JSON.parse(result.stdout), output: result.output };
   } catch {
     throw new Error(`verify printed no JSON (exit ${result.status}):\n${result.output}`);
-  }
-}
-
-async function fixJson(args: string[], cwd: string): Promise<CliResult & { report: FixReport }> {
-  const result = await runCliAsync(['fix', '--json', ...args], cwd);
-  try {
-    return { ...result, report: JSON.parse(result.stdout) };
-  } catch {
-    throw new Error(`fix ${args.join(' ')} printed no JSON (exit ${result.status}):\n${result.output}`);
   }
 }
 
@@ -377,10 +226,7 @@ describe.runIf(adminUrl)('authstrap fix: name clashes, nullability, rows without
     );
   }, 85_000);
 
-  afterAll(async () => {
-    const pending = cleanups.splice(0).reverse();
-    for (const cleanup of pending) await cleanup().catch((error) => console.error('clean-up failed:', error));
-  }, 60_000);
+  afterAll(cleanup, 60_000);
 
   describe.each(scenarios.map((s) => [s.name, s] as const))('%s', (_name, s) => {
     it('(a) --dry-run reports that check failing, prints the plan, and changes no file and no row', () => {

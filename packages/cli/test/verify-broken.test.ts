@@ -1,11 +1,7 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
-import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliPath, exampleDir, tempDir } from './support/cli.js';
+import { tempDir } from './support/cli.js';
+import { breakFile, countRows, createResources, freePort, query, runCliAsync, type Backend } from './support/example-copies.js';
 
 /**
  * `authstrap verify` against real backends run as processes: the example project copied and
@@ -43,140 +39,13 @@ interface VerifyReport {
   leftBehind?: string;
 }
 
-/** The built CLI, asynchronously: several verify runs (and the backends they probe) at once. */
-function runCliAsync(args: string[], cwd: string): Promise<{ status: number | null; stdout: string; stderr: string; output: string }> {
-  if (!fs.existsSync(cliPath)) throw new Error(`${cliPath} is missing: build the CLI first (npm test does)`);
-  return new Promise((resolve) => {
-    execFile(process.execPath, [cliPath, ...args], { cwd, encoding: 'utf8', timeout: 50_000 }, (error, stdout, stderr) => {
-      const status = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-      resolve({ status, stdout, stderr, output: stdout + stderr });
-    });
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function admin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    return await use(client);
-  } finally {
-    await client.end();
-  }
-}
-
-const cleanups: (() => Promise<void>)[] = [];
-
-async function createDatabase(): Promise<string> {
-  const name = `authstrap_verify_${randomBytes(6).toString('hex')}`;
-  await admin((client) => client.query(`CREATE DATABASE ${name}`));
-  cleanups.push(() => admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined));
-  const url = new URL(adminUrl!);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-async function query<Row>(databaseUrl: string, text: string): Promise<Row[]> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    return (await client.query(text)).rows as Row[];
-  } finally {
-    await client.end();
-  }
-}
-
-/** The counts of rows in the given tables, as numbers. */
-async function countRows(databaseUrl: string, tables: string[]): Promise<Record<string, number>> {
-  const [row] = await query<Record<string, string>>(databaseUrl, `SELECT ${tables.map((table) => `(SELECT count(*) FROM "${table}") AS "${table}"`).join(', ')}`);
-  return Object.fromEntries(Object.entries(row!).map(([table, count]) => [table, Number(count)]));
-}
-
-/** A copy of the example to break: everything but its dependencies, data and tests; node_modules is a link. */
-function copyOfExample(): string {
-  const dir = path.join(tempDir('authstrap-verify-'), 'saas-backend');
-  cleanups.push(async () => fs.rmSync(path.dirname(dir), { recursive: true, force: true }));
-  const skipped = new Set(['node_modules', '.data', 'test', '.env']);
-  fs.cpSync(exampleDir, dir, { recursive: true, filter: (source) => !skipped.has(path.relative(exampleDir, source).split(path.sep)[0]!) });
-  fs.symlinkSync(path.join(exampleDir, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
-  return dir;
-}
-
-/** Replaces `from` by `to` in one file of the copy; throws if `from` is not there, so a changed template cannot quietly leave the copy healthy. */
-function breakFile(dir: string, file: string, from: string, to: string) {
-  const full = path.join(dir, file);
-  const source = fs.readFileSync(full, 'utf8');
-  if (!source.includes(from)) throw new Error(`${file} no longer contains ${JSON.stringify(from)}: update this test`);
-  fs.writeFileSync(full, source.replace(from, to));
-}
-
-interface Backend {
-  url: string;
-  databaseUrl: string;
-  serviceApiKey: string;
-}
-
-/** Starts the copy as `npm start` would and waits for /ready. */
-async function startBackend(dir: string): Promise<Backend> {
-  const databaseUrl = await createDatabase();
-  const port = await freePort();
-  const serviceApiKey = `verify-test-service-key-${randomBytes(12).toString('hex')}`;
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
-    cwd: dir,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrl,
-      BCRYPT_COST: '4',
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_AUTH_MAX: '1000',
-      RATE_LIMIT_API_MAX: '1000',
-      SERVICE_API_KEY: serviceApiKey,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  cleanups.push(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(killer);
-  });
-
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 40_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the backend in ${dir} exited with ${child.exitCode}:\n${output}`);
-    const ready = await fetch(`${url}/ready`, { signal: AbortSignal.timeout(1000) }).then(
-      (response) => response.status === 200,
-      () => false,
-    );
-    if (ready) return { url, databaseUrl, serviceApiKey };
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`the backend in ${dir} was not ready within 40 s:\n${output}`);
-}
+const { createDatabase, temporaryFolder, copyOfExample, startBackend: startOn, cleanup } = createResources({ adminUrl, name: 'verify' });
+/** One argument only: it is given to Array#map, whose index must not become a database URL. */
+const startBackend = (dir: string) => startOn(dir);
 
 async function verify(backend: Backend, extraArgs: string[] = [], databaseUrl = backend.databaseUrl) {
   // An empty folder: no .env of anyone's leaks into the run.
-  const cwd = tempDir('authstrap-verify-cwd-');
-  cleanups.push(async () => fs.rmSync(cwd, { recursive: true, force: true }));
+  const cwd = temporaryFolder('authstrap-verify-cwd-');
   const result = await runCliAsync(['verify', '--json', '--url', backend.url, '--database-url', databaseUrl, ...extraArgs], cwd);
   let report: VerifyReport;
   try {
@@ -230,11 +99,8 @@ describe.runIf(adminUrl)('authstrap verify against running backends', () => {
     await query(backends.missingTable.databaseUrl, 'DROP TABLE "verification"');
   }, 90_000);
 
-  afterAll(async () => {
-    // Processes first (they hold connections), then databases and folders.
-    const pending = cleanups.splice(0).reverse();
-    for (const cleanup of pending) await cleanup().catch((error) => console.error('clean-up failed:', error));
-  }, 60_000);
+  // Processes first (they hold connections), then databases and folders.
+  afterAll(cleanup, 60_000);
 
   it.concurrent('passes every check on a healthy backend, exit 0, and leaves no test users behind', async () => {
     const backend = backends.healthy;
