@@ -61,6 +61,7 @@ program
   .option('--json', 'print the results as JSON')
   .option('--database-url <url>', 'the PostgreSQL database (default: DATABASE_URL from .env)')
   .option('--frontend <dir...>', 'frontend folders whose dev-server origin CORS must allow (default: found next to the project)')
+  .option('--adapter-package <name...>', 'the auth adapter package of the frontend (default: any dependency named like *auth*adapter*)')
   .action(async (dir: string, options) => {
     const report = await fixCommand(dir, options);
     if (!report.ok) process.exitCode = 1;

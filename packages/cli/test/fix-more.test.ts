@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readTree } from './support/cli.js';
-import { breakFile, createResources, fixJson, healthyEnv, query, runCliAsync, type Backend, type CliResult, type FixReport } from './support/example-copies.js';
+import { breakFile, createResources, fixJson, healthyEnv, query, runCliAsync, type Backend, type CliResult, type FixReport, fixCheckIds } from './support/example-copies.js';
 
 /**
  * The `authstrap fix` checks for the schema and the live database: entity names that clash with
@@ -19,7 +19,7 @@ if (process.env.CI && !adminUrl) {
   throw new Error('CI is set but AUTHSTRAP_TEST_POSTGRES_URL is not: .ci/run should export it');
 }
 
-const checkIds = ['name-clash', 'id-field', 'module-wiring', 'credential-provider', 'cors-origin', 'nullability', 'not-null-rows'];
+const checkIds = fixCheckIds;
 
 
 const { temporaryFolder, copyOfExample, startBackend, cleanup } = createResources({ adminUrl, name: 'fixmore', dotEnv: healthyEnv });

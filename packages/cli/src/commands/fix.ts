@@ -13,6 +13,7 @@ export interface FixOptions {
   json?: boolean;
   databaseUrl?: string;
   frontend?: string[];
+  adapterPackage?: string[];
 }
 
 const symbols = { pass: chalk.green('✔'), warn: chalk.yellow('⚠'), fail: chalk.red('✘') } as const;
@@ -38,7 +39,7 @@ export async function fixCommand(dir: string | undefined, options: FixOptions): 
     // --frontend folders are relative to where the command runs, like [dir] (not to the project):
     // `authstrap fix backend --frontend web` from the parent means ./web.
     const frontendDirs = options.frontend?.map((dir) => path.resolve(dir));
-    const read = () => readProjectState(projectDir, { db, databaseNote: note, frontendDirs });
+    const read = () => readProjectState(projectDir, { db, databaseNote: note, frontendDirs, adapterPackages: options.adapterPackage });
     const before = examineAll(await read());
     let report: FixReport;
     if (options.dryRun || !before.some((finding) => finding.repair)) {

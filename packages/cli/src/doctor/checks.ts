@@ -273,6 +273,45 @@ export const doctorChecks: DoctorCheck[] = [
       return { status: 'fail', message: problems.join('; '), repair: { summary, files: [], sql } };
     },
   },
+  {
+    id: 'adapter-version',
+    title: 'The auth adapter is 2.0.2 or newer',
+    examine(state) {
+      const minimum = [2, 0, 2];
+      const old: { frontend: ProjectState['frontends'][number]; name: string; range: string }[] = [];
+      const unreadable: string[] = [];
+      let seen = 0;
+      for (const frontend of state.frontends) {
+        for (const field of ['dependencies', 'devDependencies'] as const) {
+          for (const [name, range] of Object.entries<string>(frontend.packageJson[field] ?? {})) {
+            if (!isAdapterPackage(name, state.adapterPackages)) continue;
+            seen += 1;
+            const version = lowestVersion(range);
+            if (!version) unreadable.push(`${name}@${range}`);
+            else if (compareVersions(version, minimum) < 0) old.push({ frontend, name, range });
+          }
+        }
+      }
+      if (old.length === 0) {
+        if (unreadable.length) return warn(`cannot tell the version of ${unreadable.join(', ')}; it must be 2.0.2 or newer`);
+        return pass(seen ? `every auth adapter allows only 2.0.2 or newer` : 'no auth adapter package in the frontends found (name one with --adapter-package)');
+      }
+      // One write per package.json, with every old adapter in it raised; the rest of the file as it was.
+      const files: FileChange[] = [];
+      for (const frontend of new Set(old.map((entry) => entry.frontend))) {
+        let after = frontend.packageJsonText;
+        for (const entry of old.filter((candidate) => candidate.frontend === frontend)) {
+          after = after.replace(`${JSON.stringify(entry.name)}: ${JSON.stringify(entry.range)}`, `${JSON.stringify(entry.name)}: "^2.0.2"`);
+        }
+        files.push({ path: path.relative(state.dir, path.join(frontend.dir, 'package.json')), before: frontend.packageJsonText, after });
+      }
+      return {
+        status: 'fail',
+        message: `${old.map((entry) => `${entry.name}@${entry.range}`).join(', ')}: versions before 2.0.2 do not set providerId to 'credential', so sign-in fails after sign-up`,
+        repair: { summary: `require ^2.0.2 in ${files.map((file) => file.path).join(', ')} (then reinstall the frontend)`, files, sql: [] },
+      };
+    },
+  },
 ];
 
 /** Puts `app.use(generatedRouter(...))` back before the 404 handler, with its import. */
@@ -282,6 +321,25 @@ function mountGeneratedRouter(app: string): string | undefined {
   let result = app.replace(notFound[0], `${notFound[1]}app.use(generatedRouter({ db, auth, config }));\n${notFound[0]}`);
   if (!/import \{ generatedRouter \}/.test(result)) result = `import { generatedRouter } from './generated/index.js';\n${result}`;
   return result;
+}
+
+/**
+ * The spec does not name the adapter package, so one is recognised by its name (it mentions
+ * both "auth" and "adapter", e.g. `@acme/auth-adapter`) or named with --adapter-package.
+ */
+function isAdapterPackage(name: string, named: string[]): boolean {
+  return named.includes(name) || (/auth/i.test(name) && /adapter/i.test(name));
+}
+
+/** The lowest version a range allows: `^1.9.0` -> [1, 9, 0]; `latest`, `*` or a URL -> undefined. */
+function lowestVersion(range: string): number[] | undefined {
+  const match = /^\s*(?:[\^~]|>=|=)?\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(range);
+  return match ? [Number(match[1]), Number(match[2] ?? 0), Number(match[3] ?? 0)] : undefined;
+}
+
+function compareVersions(a: number[], b: number[]): number {
+  for (let index = 0; index < 3; index += 1) if (a[index] !== b[index]) return a[index]! - b[index]!;
+  return 0;
 }
 
 export function examineAll(state: ProjectState): Finding[] {

@@ -30,8 +30,10 @@ export interface ProjectState {
   nameClash?: NameClash;
   /** Why the schema file could not even be parsed for clashes. */
   nameClashProblem?: string;
-  /** Frontends found next to the backend: their folder and dev-server origin. */
-  frontends: { dir: string; origin: string; packageJson: Record<string, any> }[];
+  /** Frontends found next to the backend: their folder, dev-server origin and package.json (text too, for repairs). */
+  frontends: { dir: string; origin: string; packageJson: Record<string, any>; packageJsonText: string }[];
+  /** Package names `--adapter-package` says are the auth adapter (besides the ones recognised by name). */
+  adapterPackages: string[];
   /** The live database, when it could be opened; facts gathered from it. */
   database?: DatabaseFacts;
   databaseNote?: string;
@@ -84,18 +86,29 @@ export function findFrontends(projectDir: string, extra: string[] = []): Project
     const dir = path.resolve(projectDir, candidate);
     const file = path.join(dir, 'package.json');
     if (dir === path.resolve(projectDir) || !fs.existsSync(file) || found.some((frontend) => frontend.dir === dir)) continue;
-    const packageJson = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const packageJsonText = fs.readFileSync(file, 'utf8');
+    const packageJson = JSON.parse(packageJsonText);
     const origin = devServerOrigin(dir, packageJson);
-    if (origin) found.push({ dir, origin, packageJson });
+    if (origin) found.push({ dir, origin, packageJson, packageJsonText });
   }
   return found;
 }
 
-export async function readProjectState(dir: string, options: { db?: DatabaseProbe; databaseNote?: string; frontendDirs?: string[] } = {}): Promise<ProjectState> {
+export async function readProjectState(
+  dir: string,
+  options: { db?: DatabaseProbe; databaseNote?: string; frontendDirs?: string[]; adapterPackages?: string[] } = {},
+): Promise<ProjectState> {
   const files = Object.fromEntries(
     watchedFiles.map((file) => [file, fs.existsSync(path.join(dir, file)) ? fs.readFileSync(path.join(dir, file), 'utf8') : '']),
   );
-  const state: ProjectState = { dir, env: readProjectEnv(dir), files, frontends: findFrontends(dir, options.frontendDirs), databaseNote: options.databaseNote };
+  const state: ProjectState = {
+    dir,
+    env: readProjectEnv(dir),
+    files,
+    frontends: findFrontends(dir, options.frontendDirs),
+    adapterPackages: options.adapterPackages ?? [],
+    databaseNote: options.databaseNote,
+  };
   try {
     state.schema = loadSchema(dir);
     state.generatePlan = planGenerate(dir, state.schema, loadTemplates());

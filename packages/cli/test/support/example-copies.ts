@@ -210,3 +210,6 @@ export function createResources({ adminUrl, name, dotEnv, backendEnv = {} }: Res
 
   return { createDatabase, temporaryFolder, copyOfExample, startBackend, cleanup };
 }
+
+/** Every check of `authstrap fix`, in the order it reports them. */
+export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'credential-provider', 'cors-origin', 'nullability', 'not-null-rows', 'adapter-version'];
