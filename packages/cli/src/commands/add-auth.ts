@@ -6,12 +6,12 @@ import { planSchemaEdit } from '../add-auth/schema-edit.js';
 import { CliError } from '../cli-error.js';
 import { applyWrites, loadTemplates, planGenerate } from '../generate/index.js';
 import { defaultOrganization } from '../generate/migration.js';
+import { projectDatabase } from '../project/database.js';
 import { readProjectEnv } from '../project/env-file.js';
+import { startAndVerify } from '../project/start-and-verify.js';
 import { readSchemaLiteral } from '../schema/read-literal.js';
 import { schemaFileName, validateSchema } from '../schema/index.js';
-import { startBackend } from '../setup/steps.js';
-import { formatCheck, step, summarizeChecks } from '../ui/report.js';
-import { runVerify } from '../verify/index.js';
+import { step } from '../ui/report.js';
 
 export interface AddAuthOptions {
   dryRun?: boolean;
@@ -75,30 +75,14 @@ export async function addAuthCommand(dir: string | undefined, options: AddAuthOp
     return;
   }
   const env = readProjectEnv(projectDir);
-  const backendPort = Number(env.PORT || 3000);
-  const { backend, migrations } = await step('Start the backend and apply the migration', async () => {
-    const started = await startBackend({ dir: projectDir, backendPort });
-    return { value: started, result: started.migrations };
+  await startAndVerify({
+    dir: projectDir,
+    backendPort: Number(env.PORT || 3000),
+    database: projectDatabase(projectDir, env),
+    serviceKey: env.SERVICE_API_KEY || undefined,
+    stepTitle: 'Start the backend and apply the migration',
+    failure: 'Auth was added, but verification failed',
   });
-  void migrations;
-  let stopped = false;
-  const stop = async () => {
-    if (!stopped) await backend.stop();
-    stopped = true;
-  };
-  try {
-    const report = await runVerify({
-      url: backend.url,
-      database: env.DATABASE_URL ? { kind: 'postgres', url: env.DATABASE_URL } : { kind: 'embedded', dir: path.join(projectDir, env.EMBEDDED_DB_DIR || '.data/pglite') },
-      serviceKey: env.SERVICE_API_KEY || undefined,
-      beforeDatabaseChecks: env.DATABASE_URL ? undefined : stop,
-      onResult: (result) => console.log(formatCheck(result)),
-    });
-    console.log(summarizeChecks(report.checks));
-    if (!report.ok) throw new CliError('Auth was added, but verification failed (see above)', 1);
-  } finally {
-    await stop();
-  }
 }
 
 /** `--rename Account=BillingAccount` -> { Account: 'BillingAccount' } */

@@ -5,6 +5,7 @@ import { CliError } from '../cli-error.js';
 import { applyRepairs, describeRepairs } from '../doctor/apply.js';
 import { examineAll, type Finding } from '../doctor/checks.js';
 import { readProjectState } from '../doctor/project-state.js';
+import { projectDatabase, serverAnswers } from '../project/database.js';
 import { readProjectEnv } from '../project/env-file.js';
 import { openDatabase, type DatabaseProbe } from '../verify/database.js';
 
@@ -72,15 +73,13 @@ export async function fixCommand(dir: string | undefined, options: FixOptions): 
 /** PostgreSQL from --database-url or .env; the embedded database only when no backend holds it. */
 async function openProjectDatabase(projectDir: string, databaseUrl: string | undefined): Promise<{ db?: DatabaseProbe; note?: string }> {
   const env = readProjectEnv(projectDir);
-  const url = databaseUrl ?? (env.DATABASE_URL || undefined);
+  const target = projectDatabase(projectDir, env, databaseUrl);
   try {
-    if (url) return { db: await openDatabase({ kind: 'postgres', url }) };
-    const dataDir = path.join(projectDir, env.EMBEDDED_DB_DIR || '.data/pglite');
-    if (!fs.existsSync(dataDir)) return { note: 'the embedded database does not exist yet' };
+    if (target.kind === 'postgres') return { db: await openDatabase(target) };
+    if (!fs.existsSync(target.dir)) return { note: 'the embedded database does not exist yet' };
     const port = env.PORT || '3000';
-    const running = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) }).then(() => true, () => false);
-    if (running) return { note: `the embedded database is held by the backend on port ${port}; stop it to check the database` };
-    return { db: await openDatabase({ kind: 'embedded', dir: dataDir }) };
+    if (await serverAnswers(`http://127.0.0.1:${port}`, 1000)) return { note: `the embedded database is held by the backend on port ${port}; stop it to check the database` };
+    return { db: await openDatabase(target) };
   } catch (error) {
     return { note: `cannot open the database: ${(error as Error).message}` };
   }

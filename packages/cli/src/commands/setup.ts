@@ -11,14 +11,12 @@ import {
   checkTargetFolder,
   ensureDatabase,
   installDependencies,
-  logDir,
-  startBackend,
   writeProject,
-  type RunningBackend,
 } from '../setup/steps.js';
-import { formatCheck, step, summarizeChecks } from '../ui/report.js';
-import { runVerify } from '../verify/index.js';
+import { step } from '../ui/report.js';
+import { projectDatabase } from '../project/database.js';
 import { maskPassword, readProjectEnv } from '../project/env-file.js';
+import { startAndVerify } from '../project/start-and-verify.js';
 
 /**
  * `authstrap setup`: ask (or read flags) -> check -> write the project -> install -> database
@@ -58,7 +56,16 @@ export async function setupCommand(flags: SetupFlags): Promise<void> {
 
     const canStart = fs.existsSync(path.join(settings.dir, 'node_modules'));
     if (settings.start && !canStart) console.log(chalk.yellow('– Start and verify skipped: dependencies are not installed (--no-install)'));
-    if (settings.start && canStart) await startAndVerify(settings);
+    if (settings.start && canStart) {
+      await startAndVerify({
+        dir: settings.dir,
+        backendPort: settings.backendPort,
+        database: projectDatabase(settings.dir, {}, settings.database.kind === 'postgres' ? settings.database.url : undefined),
+        serviceKey: readProjectEnv(settings.dir).SERVICE_API_KEY,
+        stepTitle: 'Start the backend and apply migrations',
+        failure: 'Verification failed',
+      });
+    }
   } catch (error) {
     if (written && error instanceof CliError) {
       throw new CliError(`${error.message}\nThe project files are in ${settings.dir}, but setup did not finish; fix the cause and run setup again with --force, or delete the folder.`, error.exitCode);
@@ -67,34 +74,6 @@ export async function setupCommand(flags: SetupFlags): Promise<void> {
   }
 
   printNextSteps(settings);
-}
-
-async function startAndVerify(settings: SetupSettings) {
-  const backend = await step('Start the backend and apply migrations', async () => {
-    const { backend, migrations } = await startBackend(settings);
-    return { value: backend, result: `${backend.url}, ${migrations}` };
-  });
-  let stopped = false;
-  const stop = async (running: RunningBackend) => {
-    if (!stopped) await running.stop();
-    stopped = true;
-  };
-  try {
-    console.log(chalk.bold('\nVerifying'));
-    const env = readProjectEnv(settings.dir);
-    const report = await runVerify({
-      url: backend.url,
-      database: settings.database.kind === 'postgres' ? { kind: 'postgres', url: settings.database.url } : { kind: 'embedded', dir: path.join(settings.dir, '.data/pglite') },
-      serviceKey: env.SERVICE_API_KEY,
-      // The embedded database belongs to the backend while it runs: stop it first.
-      beforeDatabaseChecks: () => stop(backend),
-      onResult: (result) => console.log(formatCheck(result)),
-    });
-    console.log(`${summarizeChecks(report.checks)}\n`);
-    if (!report.ok) throw new CliError(`Verification failed; the backend's log is in ${path.join(settings.dir, logDir, 'backend.log')}`, 1);
-  } finally {
-    await stop(backend);
-  }
 }
 
 function printNextSteps(settings: SetupSettings) {

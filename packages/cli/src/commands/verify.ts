@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CliError } from '../cli-error.js';
+import { projectDatabase, serverAnswers } from '../project/database.js';
 import { readProjectEnv } from '../project/env-file.js';
 import { formatCheck, summarizeChecks } from '../ui/report.js';
 import { runVerify, type DatabaseTarget, type VerifyReport } from '../verify/index.js';
@@ -33,7 +34,7 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
   else if (fs.existsSync(path.join(projectDir, 'authstrap.schema.ts'))) {
     // An embedded database belongs to the one process that has it open.
     noDatabaseReason = 'the embedded database is held by the running backend; stop it to check its tables, or use PostgreSQL';
-    if (!(await answers(url))) database = { kind: 'embedded', dir: path.join(projectDir, env.EMBEDDED_DB_DIR || '.data/pglite') };
+    if (!(await serverAnswers(url))) database = projectDatabase(projectDir, env);
   } else {
     noDatabaseReason = 'no database given: pass --database-url';
   }
@@ -51,13 +52,4 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
     if (report.leftBehind) console.log(`Note: ${report.leftBehind}`);
   }
   return report;
-}
-
-async function answers(url: string): Promise<boolean> {
-  try {
-    await fetch(new URL('/health', url), { signal: AbortSignal.timeout(2000) });
-    return true;
-  } catch {
-    return false;
-  }
 }

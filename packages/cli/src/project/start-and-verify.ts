@@ -1,0 +1,45 @@
+import path from 'node:path';
+import chalk from 'chalk';
+import { CliError } from '../cli-error.js';
+import { logDir, startBackend } from '../setup/steps.js';
+import { formatCheck, step, summarizeChecks } from '../ui/report.js';
+import type { DatabaseTarget } from '../verify/database.js';
+import { runVerify } from '../verify/index.js';
+
+/**
+ * Starts a project's backend (which applies its migrations), runs `authstrap verify` against
+ * it and stops it: the last steps of `setup` and `add-auth`. The backend is stopped before the
+ * database checks, because an embedded database belongs to the process that has it open.
+ */
+export async function startAndVerify(options: {
+  dir: string;
+  backendPort: number;
+  database: DatabaseTarget;
+  serviceKey?: string;
+  stepTitle: string;
+  failure: string;
+}): Promise<void> {
+  const backend = await step(options.stepTitle, async () => {
+    const { backend, migrations } = await startBackend(options);
+    return { value: backend, result: `${backend.url}, ${migrations}` };
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (!stopped) await backend.stop();
+    stopped = true;
+  };
+  try {
+    console.log(chalk.bold('\nVerifying'));
+    const report = await runVerify({
+      url: backend.url,
+      database: options.database,
+      serviceKey: options.serviceKey,
+      beforeDatabaseChecks: stop,
+      onResult: (result) => console.log(formatCheck(result)),
+    });
+    console.log(`${summarizeChecks(report.checks)}\n`);
+    if (!report.ok) throw new CliError(`${options.failure}; the backend's log is in ${path.join(options.dir, logDir, 'backend.log')}`, 1);
+  } finally {
+    await stop();
+  }
+}
