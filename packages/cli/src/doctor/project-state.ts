@@ -98,9 +98,7 @@ export async function readProjectState(
   dir: string,
   options: { db?: DatabaseProbe; databaseNote?: string; frontendDirs?: string[]; adapterPackages?: string[] } = {},
 ): Promise<ProjectState> {
-  const files = Object.fromEntries(
-    watchedFiles.map((file) => [file, fs.existsSync(path.join(dir, file)) ? fs.readFileSync(path.join(dir, file), 'utf8') : '']),
-  );
+  const files = Object.fromEntries(watchedFiles.map((file) => [file, readFileOr(path.join(dir, file))]));
   const state: ProjectState = {
     dir,
     env: readProjectEnv(dir),
@@ -112,12 +110,7 @@ export async function readProjectState(
   try {
     state.schema = loadSchema(dir);
     state.generatePlan = planGenerate(dir, state.schema, loadTemplates());
-    state.generatedOnDisk = Object.fromEntries(
-      state.generatePlan.writes.map((write) => {
-        const file = path.join(dir, write.path);
-        return [write.path, fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : ''];
-      }),
-    );
+    state.generatedOnDisk = filesOnDisk(dir, state.generatePlan);
   } catch (error) {
     if (!(error instanceof SchemaError)) throw error;
     state.schemaProblem = error.message;
@@ -141,6 +134,10 @@ export async function readProjectState(
 
 const readFileOr = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
 
+/** The files a generate plan would write, as they are on disk now ('' when missing). */
+const filesOnDisk = (dir: string, plan: GeneratePlan) =>
+  Object.fromEntries(plan.writes.map((write) => [write.path, readFileOr(path.join(dir, write.path))]));
+
 /** The schema did not load: if entity names clash with the auth entities, plan the renames and what generate writes after them. */
 function readNameClash(state: ProjectState) {
   const source = state.files[schemaFileName] ?? '';
@@ -155,7 +152,7 @@ function readNameClash(state: ProjectState) {
     try {
       const schema = validateSchema(readSchemaLiteral(path.join(state.dir, schemaFileName), edit.after), schemaFileName);
       clash.generatePlan = planGenerate(state.dir, schema, loadTemplates());
-      clash.generatedOnDisk = Object.fromEntries(clash.generatePlan.writes.map((write) => [write.path, readFileOr(path.join(state.dir, write.path))]));
+      clash.generatedOnDisk = filesOnDisk(state.dir, clash.generatePlan);
     } catch (error) {
       if (!(error instanceof SchemaError)) throw error;
       clash.problem = error.message;
