@@ -85,9 +85,9 @@ describe('validateSchema: problems name the entity and the field', () => {
     ]);
   });
 
-  it('refuses a reference on a field that is not a uuid', () => {
+  it('refuses a reference on a field whose type is not the target id type', () => {
     expect(fieldProblems({ ownerId: { type: 'string', references: 'User' } })).toEqual([
-      'authstrap.schema.ts: entity "Project", field "ownerId": "references" needs a field of type "uuid"',
+      'authstrap.schema.ts: entity "Project", field "ownerId": references "User", whose id is a uuid, so its type must be "uuid"',
     ]);
   });
 
@@ -97,14 +97,53 @@ describe('validateSchema: problems name the entity and the field', () => {
     ]);
   });
 
-  it('refuses "set null" between two tenant-scoped entities, whose key includes organizationId', () => {
-    const problems = problemsOf({
+  it('allows "set null" between two tenant-scoped entities: the key then nulls the reference column only', () => {
+    const schema = validateSchema({
       entities: {
         Project: { fields: {} },
         Task: { fields: { projectId: { type: 'uuid', nullable: true, references: 'Project' } } },
       },
     });
-    expect(problems).toEqual([expect.stringMatching(/entity "Task", field "projectId": "set null" is not supported between tenant-scoped entities/)]);
+    const task = databaseModel(schema).tables.find((table) => table.name === 'Task')!;
+    expect(task.constraints.find((constraint) => constraint.name === 'Task_projectId_fkey')!.definition).toBe(
+      'FOREIGN KEY ("projectId", "organizationId") REFERENCES "Project" ("id", "organizationId") ON DELETE SET NULL ("projectId")',
+    );
+  });
+
+  it('refuses a reference whose type is not the type of the target id', () => {
+    const problems = problemsOf({
+      entities: {
+        Ledger: { idType: 'integer', fields: {} },
+        Entry: { fields: { ledgerId: { type: 'uuid', references: 'Ledger' }, ownerId: { type: 'integer', references: 'Project' } } },
+        Project: { fields: {} },
+      },
+    });
+    expect(problems).toEqual([
+      expect.stringMatching(/entity "Entry", field "ledgerId": references "Ledger", whose id is an integer, so its type must be "integer"/),
+      expect.stringMatching(/entity "Entry", field "ownerId": references "Project", whose id is a uuid, so its type must be "uuid"/),
+    ]);
+  });
+
+  it('maps the id type and the timestamp columns, or leaves the timestamps out', () => {
+    const schema = validateSchema({
+      auth: false,
+      entities: { Invoice: { table: 'invoices', idType: 'integer', createdAt: 'issued_at', updatedAt: false, fields: {} } },
+    });
+    const invoice = schema.entities[0]!;
+    expect(invoice.idType).toBe('integer');
+    expect(invoice.fields.map((field) => [field.name, field.column, field.type])).toEqual([
+      ['id', 'id', 'integer'],
+      ['createdAt', 'issued_at', 'datetime'],
+    ]);
+  });
+
+  it('refuses a bad idType or timestamp column', () => {
+    const problems = problemsOf({ auth: false, entities: { Invoice: { idType: 'serial', createdAt: 'issued at', updatedAt: true, fields: {} } } });
+    expect(problems).toEqual([
+      expect.stringMatching(/"idType" must be one of uuid, integer \(got "serial"\)/),
+      expect.stringMatching(/"createdAt" must be the name of its column or false \(got "issued at"\)/),
+      expect.stringMatching(/"updatedAt" must be the name of its column or false \(got true\)/),
+    ]);
   });
 
   it.each(['id', 'createdAt', 'updatedAt', 'organizationId'])('refuses the system field name "%s"', (name) => {

@@ -20,8 +20,12 @@ export interface ListSpec {
   sortColumns: Readonly<Record<string, string>>;
   /** Columns that `search` matches. */
   searchColumns: readonly string[];
+  /** The field lists are sorted by when the request names none. */
+  defaultSort: string;
   /** Whether the entity has a `status` field to filter on. */
   hasStatus: boolean;
+  /** The column `createdAfter` filters on; null for a table without a creation time. */
+  createdAtColumn: string | null;
 }
 
 export const defaultPageSize = 20;
@@ -38,7 +42,7 @@ const listQuerySchema = z.object({
   page: integer('page').refine((page) => page >= 1, 'page starts at 1').default(1),
   // Out-of-range page sizes are clamped rather than refused: 0 -> 1, 500 -> 100.
   limit: integer('limit').transform((limit) => Math.min(Math.max(limit, 1), maxPageSize)).default(defaultPageSize),
-  sort: z.string().default('createdAt'),
+  sort: z.string().optional(),
   order: z.enum(['asc', 'desc'], { error: 'order must be asc or desc' }).default('desc'),
   status: z.string().min(1).max(200).optional(),
   createdAfter: z
@@ -49,7 +53,7 @@ const listQuerySchema = z.object({
   search: z.string().max(200, 'search is at most 200 characters').optional(),
 });
 
-export type ListQuery = z.infer<typeof listQuerySchema>;
+export type ListQuery = z.infer<typeof listQuerySchema> & { sort: string };
 
 /** Reads the list parameters of a request; anything malformed is a 400 naming the parameter. */
 export function parseListQuery(query: unknown, spec: ListSpec): ListQuery {
@@ -64,7 +68,7 @@ export function parseListQuery(query: unknown, spec: ListSpec): ListQuery {
     const details = Object.fromEntries(parsed.error.issues.map((issue) => [String(issue.path[0] ?? 'query'), issue.message]));
     throw badRequest('Invalid list parameters', details);
   }
-  const listQuery = parsed.data;
+  const listQuery = { ...parsed.data, sort: parsed.data.sort ?? spec.defaultSort };
   if (!Object.hasOwn(spec.sortColumns, listQuery.sort)) {
     throw badRequest(`Cannot sort ${spec.entity} by "${listQuery.sort}"`, {
       sort: `Use one of: ${Object.keys(spec.sortColumns).join(', ')}`,
@@ -72,6 +76,9 @@ export function parseListQuery(query: unknown, spec: ListSpec): ListQuery {
   }
   if (listQuery.status !== undefined && !spec.hasStatus) {
     throw badRequest(`${spec.entity} has no status to filter on`, { status: 'Remove this parameter' });
+  }
+  if (listQuery.createdAfter !== undefined && spec.createdAtColumn === null) {
+    throw badRequest(`${spec.entity} has no creation time to filter on`, { createdAfter: 'Remove this parameter' });
   }
   if (listQuery.search !== undefined && spec.searchColumns.length === 0) {
     throw badRequest(`${spec.entity} has no searchable fields`, { search: 'Remove this parameter' });
@@ -117,7 +124,9 @@ export async function listRows<Row>(
   for (const [column, value] of Object.entries(scope)) addCondition((p) => `${quoteIdentifier(column)} = ${p}`, value);
   for (const condition of extraConditions) addCondition(condition.sql, condition.value);
   if (query.status !== undefined) addCondition((p) => `"status" = ${p}`, query.status);
-  if (query.createdAfter !== undefined) addCondition((p) => `"createdAt" >= ${p}`, query.createdAfter);
+  if (query.createdAfter !== undefined && spec.createdAtColumn !== null) {
+    addCondition((p) => `${quoteIdentifier(spec.createdAtColumn!)} >= ${p}`, query.createdAfter);
+  }
   if (query.search !== undefined) {
     addCondition(
       (p) => `(${spec.searchColumns.map((column) => `${quoteIdentifier(column)} ILIKE ${p} ESCAPE '\\'`).join(' OR ')})`,

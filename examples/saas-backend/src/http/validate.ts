@@ -4,9 +4,18 @@ import { badRequest, notFound, validationFailed } from './errors.js';
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A path id that is not a uuid cannot name a record: answer as for any unknown id. */
-export function parseId(entity: string, id: string | string[] | undefined): string {
-  if (typeof id !== 'string' || !uuidPattern.test(id)) throw notFound(entity, String(id));
+/** Numbered ids: 1 and up, within what a JavaScript number holds exactly. */
+const positiveIntegerPattern = /^[1-9][0-9]{0,15}$/;
+
+/**
+ * A path id that is not of the entity's id type (a uuid, or a number for a table authstrap
+ * add-auth found) cannot name a record: answer as for any unknown id.
+ */
+export function parseId(entity: string, id: string | string[] | undefined, idType: 'uuid' | 'integer' = 'uuid'): string {
+  const valid =
+    typeof id === 'string' &&
+    (idType === 'uuid' ? uuidPattern.test(id) : positiveIntegerPattern.test(id) && Number.isSafeInteger(Number(id)));
+  if (!valid) throw notFound(entity, String(id));
   return id.toLowerCase();
 }
 

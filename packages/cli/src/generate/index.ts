@@ -3,10 +3,12 @@ import path from 'node:path';
 import type { Schema } from '../schema/types.js';
 import { planWrites, readDiskState, type FileWrite } from './apply.js';
 import { planMigrations, snapshotPath, type MigrationsState } from './migrations-plan.js';
+
+export type { MigrationsState } from './migrations-plan.js';
 import { renderProject } from './render.js';
 import type { Templates } from './templates.js';
 
-export { applyWrites } from './apply.js';
+export { applyWrites, type FileWrite } from './apply.js';
 export { loadTemplates } from './templates.js';
 
 export interface GeneratePlan {
@@ -37,10 +39,16 @@ export function planGenerate(
   projectDir: string,
   schema: Schema,
   templates: Templates,
-  options: { allowDrop?: boolean; packageName?: string; overwriteOwned?: boolean } = {},
+  options: {
+    allowDrop?: boolean;
+    packageName?: string;
+    overwriteOwned?: boolean;
+    /** The migrations as they will be before these writes (add-auth records existing tables first). */
+    migrationsState?: MigrationsState;
+  } = {},
 ): GeneratePlan {
   const files = renderProject(schema, templates, { packageName: options.packageName ?? packageNameFor(projectDir) });
-  const migrations = planMigrations(schema, readMigrationsState(projectDir), options);
+  const migrations = planMigrations(schema, options.migrationsState ?? readMigrationsState(projectDir), options);
   if (migrations.problems.length > 0) return { writes: [], problems: migrations.problems };
   // `setup --force` writes a whole new project over same-named files; `generate` never does.
   const planned = [...files, ...migrations.files].map((file) =>

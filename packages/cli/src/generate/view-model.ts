@@ -49,7 +49,12 @@ function zodInput(field: Field): string {
   }
   if (field.nullable) zod += '.nullable()';
   if (field.nullable || field.default !== undefined) zod += '.optional()';
-  if (field.description) zod += `.meta({ description: ${singleQuoted(field.description)} })`;
+  // `x-references` tells clients (and `authstrap verify`) that the value must be another record's id.
+  const meta = [
+    ...(field.description ? [`description: ${singleQuoted(field.description)}`] : []),
+    ...(field.references ? [`'x-references': ${singleQuoted(field.references.entity)}`] : []),
+  ];
+  if (meta.length > 0) zod += `.meta({ ${meta.join(', ')} })`;
   return zod;
 }
 
@@ -78,6 +83,15 @@ export interface EntityView {
   table: string;
   path: string;
   tenantScoped: boolean;
+  idType: Entity['idType'];
+  /** Uuid ids may be chosen by the caller (the service key syncing users); numbered ids never. */
+  callerChosenId: boolean;
+  /** The list order when the request gives none: newest first, or by id for a table without createdAt. */
+  defaultSort: string;
+  /** `'createdAt'` or `null`, as code: the column `createdAfter` filters on. */
+  createdAtColumn: string;
+  /** `'updatedAt'` or `null`, as code: the column every UPDATE sets to now(). */
+  updatedAtColumn: string;
   description?: string;
   outputFields: { name: string; zod: string }[];
   inputFields: { name: string; zod: string }[];
@@ -94,6 +108,7 @@ export interface EntityView {
     camel: string;
     folder: string;
     fileBase: string;
+    idType: Entity['idType'];
     /** `/Projects/:projectId/Tasks` */
     routePath: string;
     /** `/Projects/{projectId}/Tasks` */
@@ -105,6 +120,8 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
   const visible = entity.fields.filter((field) => !field.secret);
   const writable = entity.fields.filter((field) => !field.system);
   const columnPair = (field: Field) => ({ field: field.name, column: field.column });
+  const columnOf = (name: string) => entity.fields.find((field) => field.name === name)?.column;
+  const callerChosenId = entity.idType === 'uuid';
 
   let parent: EntityView['parent'];
   if (entity.parent) {
@@ -115,6 +132,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
       camel: camelCase(parentEntity.name),
       folder: parentEntity.name,
       fileBase: kebabCase(parentEntity.name),
+      idType: parentEntity.idType,
       routePath: `${parentEntity.path}/:${entity.parent.field}${entity.path}`,
       openApiPath: `${parentEntity.path}/{${entity.parent.field}}${entity.path}`,
     };
@@ -130,9 +148,17 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
     table: entity.table,
     path: entity.path,
     tenantScoped: entity.tenantScoped,
+    idType: entity.idType,
+    callerChosenId,
+    defaultSort: columnOf('createdAt') ? 'createdAt' : 'id',
+    createdAtColumn: jsLiteral(columnOf('createdAt') ?? null),
+    updatedAtColumn: jsLiteral(columnOf('updatedAt') ?? null),
     description: entity.description,
     outputFields: visible.map((field) => ({ name: field.name, zod: zodOutput(field) })),
-    inputFields: [{ name: 'id', zod: 'z.uuid().optional()' }, ...writable.map((field) => ({ name: field.name, zod: zodInput(field) }))],
+    inputFields: [
+      ...(callerChosenId ? [{ name: 'id', zod: 'z.uuid().optional()' }] : []),
+      ...writable.map((field) => ({ name: field.name, zod: zodInput(field) })),
+    ],
     replaceDefaults: writable
       .filter((field) => field.nullable || (field.default !== undefined && field.default !== 'now'))
       .map((field) => ({ name: field.name, value: jsLiteral(field.default ?? null) })),
@@ -140,7 +166,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
       .map((field) => (field.column === field.name ? quoteSql(field.name) : `${quoteSql(field.column)} AS ${quoteSql(field.name)}`))
       .join(', '),
     insertColumns: [
-      ...entity.fields.filter((field) => field.name === 'id' || field.name === 'organizationId').map(columnPair),
+      ...entity.fields.filter((field) => (field.name === 'id' && callerChosenId) || field.name === 'organizationId').map(columnPair),
       ...writable.map(columnPair),
     ],
     updateColumns: writable.map(columnPair),

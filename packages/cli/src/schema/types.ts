@@ -19,6 +19,9 @@ export type FieldType = (typeof fieldTypes)[number];
 export const onDeleteActions = ['cascade', 'restrict', 'set null'] as const;
 export type OnDeleteAction = (typeof onDeleteActions)[number];
 
+export const idTypes = ['uuid', 'integer'] as const;
+export type IdType = (typeof idTypes)[number];
+
 export type LiteralValue = string | number | boolean | null;
 
 /** One field as written in the schema file. */
@@ -39,7 +42,7 @@ export interface FieldDefinition {
   values?: string[];
   /** Matched by the list query's `search` parameter. */
   searchable?: boolean;
-  /** Name of the entity this uuid field points at. */
+  /** Name of the entity this field points at; the field has the type of that entity's id. */
   references?: string;
   onDelete?: OnDeleteAction;
   /** Accepted on input, never returned (password hashes, session tokens). */
@@ -59,6 +62,15 @@ export interface EntityDefinition {
   table?: string;
   /** Plural form used in the REST path (default: English rules). */
   plural?: string;
+  /**
+   * The type of the `id` primary key: a uuid (default), or an integer for an existing table
+   * keyed by serial/identity numbers. Callers may choose uuid ids, never integer ones.
+   */
+  idType?: IdType;
+  /** The column holding the creation time (default `createdAt`), or false for a table without one. */
+  createdAt?: string | false;
+  /** The column set to now() on every update (default `updatedAt`), or false for a table without one. */
+  updatedAt?: string | false;
   description?: string;
   fields: Record<string, FieldDefinition>;
   /** Field lists that must be unique together, e.g. `[['providerId', 'accountId']]`. */
@@ -91,7 +103,8 @@ export interface Field {
   searchable: boolean;
   references?: { entity: string; onDelete: OnDeleteAction };
   secret: boolean;
-  /** id, organizationId, createdAt, updatedAt: managed by the backend, not by callers. */
+  /** id, organizationId, createdAt, updatedAt: managed by the backend, not by callers. The
+   * timestamps are absent on an entity whose table has no such column. */
   system: boolean;
   description?: string;
 }
@@ -103,6 +116,7 @@ export interface Entity {
   /** REST path of the collection, e.g. `/Users`, `/user-settings`. */
   path: string;
   tenantScoped: boolean;
+  idType: IdType;
   /** One of the entities authstrap brings (User, account, ..., Organization, member). */
   builtin: boolean;
   parent?: { field: string; entity: string };

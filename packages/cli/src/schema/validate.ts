@@ -3,6 +3,7 @@ import { collectionPath, pluralOf } from './naming.js';
 import { SchemaError } from './read-literal.js';
 import {
   fieldTypes,
+  idTypes,
   onDeleteActions,
   type Entity,
   type EntityDefinition,
@@ -14,13 +15,13 @@ import {
 const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const entityName = /^[A-Za-z][A-Za-z0-9]*$/;
 const schemaKeys = ['auth', 'entities'];
-const entityKeys = ['tenantScoped', 'parent', 'table', 'plural', 'description', 'fields', 'uniqueTogether', 'indexes'];
+const entityKeys = ['tenantScoped', 'parent', 'table', 'plural', 'idType', 'createdAt', 'updatedAt', 'description', 'fields', 'uniqueTogether', 'indexes'];
 const fieldKeys = [
   'type', 'nullable', 'unique', 'default', 'minLength', 'maxLength', 'min', 'max', 'format',
   'lowercase', 'values', 'searchable', 'references', 'onDelete', 'secret', 'column', 'description',
 ];
 /** Names that would shadow a global or an import of the generated code. */
-const reservedEntityNames = new Set(
+export const reservedEntityNames = new Set(
   ['Array', 'Boolean', 'Date', 'Error', 'Function', 'JSON', 'Map', 'Math', 'Number', 'Object', 'Promise', 'Record',
     'RegExp', 'Set', 'String', 'Symbol', 'Router', 'Database', 'Queryable', 'Request', 'Response', 'Migration'].map((name) => name.toLowerCase()),
 );
@@ -120,8 +121,20 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     problem(where, `"table" must be a plain SQL identifier (got "${definition.table}")`);
   }
   const plural = definition.plural ?? pluralOf(name);
+  const idType = definition.idType ?? 'uuid';
+  if (!idTypes.includes(idType)) problem(where, `"idType" must be one of ${idTypes.join(', ')} (got ${JSON.stringify(idType)})`);
+  const timestamps: Field[] = [];
+  for (const key of ['createdAt', 'updatedAt'] as const) {
+    const column = definition[key] ?? key;
+    if (column === false) continue;
+    if (typeof column !== 'string' || !identifier.test(column)) {
+      problem(where, `"${key}" must be the name of its column or false (got ${JSON.stringify(column)})`);
+      continue;
+    }
+    timestamps.push({ ...systemField(key, 'datetime'), column });
+  }
 
-  const fields: Field[] = [systemField('id', 'uuid')];
+  const fields: Field[] = [systemField('id', idType)];
   if (tenantScoped) {
     fields.push({ ...systemField('organizationId', 'uuid'), references: { entity: 'Organization', onDelete: 'cascade' } });
   }
@@ -133,7 +146,7 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
       if (field) fields.push(field);
     }
   }
-  fields.push(systemField('createdAt', 'datetime'), systemField('updatedAt', 'datetime'));
+  fields.push(...timestamps);
 
   // The spec's `search` matches `name`; a schema may mark other fields searchable instead.
   if (!fields.some((field) => field.searchable)) {
@@ -170,6 +183,7 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     plural,
     path: collectionPath(name, plural),
     tenantScoped: tenantScoped === true,
+    idType,
     builtin,
     parent,
     description: definition.description,
@@ -179,7 +193,7 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
   };
 }
 
-function systemField(name: string, type: 'uuid' | 'datetime'): Field {
+function systemField(name: string, type: 'uuid' | 'integer' | 'datetime'): Field {
   return { name, column: name, type, nullable: false, unique: false, lowercase: false, searchable: false, secret: false, system: true };
 }
 
@@ -246,7 +260,6 @@ function resolveField(entity: string, name: string, raw: unknown, context: Conte
 
   let references: Field['references'];
   if (definition.references !== undefined) {
-    if (definition.type !== 'uuid') problem(where, '"references" needs a field of type "uuid"');
     if (!context.names.has(definition.references)) {
       problem(where, `references "${definition.references}", which is not an entity of this schema`);
     }
@@ -314,12 +327,11 @@ function checkReferences(entities: Entity[], problem: Context['problem']) {
     for (const field of entity.fields) {
       const target = field.references && byName.get(field.references.entity);
       if (!target || field.system) continue;
+      if (field.type !== target.idType) {
+        problem(`entity "${entity.name}", field "${field.name}"`, `references "${target.name}", whose id is ${target.idType === 'uuid' ? 'a uuid' : 'an integer'}, so its type must be "${target.idType}"`);
+      }
       if (!entity.tenantScoped && target.tenantScoped) {
         problem(`entity "${entity.name}", field "${field.name}"`, `"${entity.name}" is not tenant-scoped, so it cannot reference the tenant-scoped "${target.name}"`);
-      }
-      if (entity.tenantScoped && target.tenantScoped && field.references!.onDelete === 'set null') {
-        // The reference is enforced together with organizationId, which must never become null.
-        problem(`entity "${entity.name}", field "${field.name}"`, '"set null" is not supported between tenant-scoped entities; use "cascade" or "restrict"');
       }
     }
   }

@@ -273,6 +273,7 @@ function sampleBody(schema: any, runId: string): Record<string, unknown> | undef
   for (const name of schema?.required ?? []) {
     const property = schema.properties?.[name] ?? {};
     const type = Array.isArray(property.type) ? property.type.find((t: string) => t !== 'null') : property.type;
+    if (property['x-references']) return undefined;
     if (property.enum) body[name] = property.enum[0];
     else if (type === 'string' && property.format === 'email') body[name] = `verify-${runId}@example.com`;
     else if (type === 'string' && !property.format) body[name] = `verify ${runId}`.padEnd(property.minLength ?? 0, 'x').slice(0, property.maxLength ?? 100);

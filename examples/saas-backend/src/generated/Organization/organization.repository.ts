@@ -40,9 +40,14 @@ export const organizationListSpec: ListSpec = {
     createdAt: 'createdAt',
     updatedAt: 'updatedAt',
   },
+  defaultSort: 'createdAt',
   searchColumns: ['name'],
   hasStatus: false,
+  createdAtColumn: 'createdAt',
 };
+
+/** Set to now() by every UPDATE. */
+const updatedAtColumn = 'updatedAt';
 
 /** SQL for Organization, which belongs to no organization. */
 export const organizationRepository = {
@@ -66,7 +71,7 @@ export const organizationRepository = {
   },
 
   async update(db: Queryable, id: string, patch: OrganizationUpdateInput): Promise<Organization | null> {
-    const update = updateStatement('Organization', patch, updateColumns, { id }, selectList);
+    const update = updateStatement('Organization', patch, updateColumns, { id }, selectList, updatedAtColumn);
     const { rows } = await db.query<Organization>(update.text, update.params);
     return rows[0] ?? null;
   },

@@ -47,9 +47,14 @@ export const projectListSpec: ListSpec = {
     createdAt: 'createdAt',
     updatedAt: 'updatedAt',
   },
+  defaultSort: 'createdAt',
   searchColumns: ['name'],
   hasStatus: true,
+  createdAtColumn: 'createdAt',
 };
+
+/** Set to now() by every UPDATE. */
+const updatedAtColumn = 'updatedAt';
 
 /**
  * SQL for Project. Every function takes the organization id and every statement filters by it:
@@ -83,7 +88,7 @@ export const projectRepository = {
   },
 
   async update(db: Queryable, organizationId: string, id: string, patch: ProjectUpdateInput): Promise<Project | null> {
-    const update = updateStatement('Project', patch, updateColumns, { id, organizationId }, selectList);
+    const update = updateStatement('Project', patch, updateColumns, { id, organizationId }, selectList, updatedAtColumn);
     const { rows } = await db.query<Project>(update.text, update.params);
     return rows[0] ?? null;
   },

@@ -46,9 +46,14 @@ export const taskListSpec: ListSpec = {
     createdAt: 'createdAt',
     updatedAt: 'updatedAt',
   },
+  defaultSort: 'createdAt',
   searchColumns: ['title'],
   hasStatus: true,
+  createdAtColumn: 'createdAt',
 };
+
+/** Set to now() by every UPDATE. */
+const updatedAtColumn = 'updatedAt';
 
 /**
  * SQL for Task. Every function takes the organization id and every statement filters by it:
@@ -83,7 +88,7 @@ export const taskRepository = {
   },
 
   async update(db: Queryable, organizationId: string, id: string, patch: TaskUpdateInput): Promise<Task | null> {
-    const update = updateStatement('Task', patch, updateColumns, { id, organizationId }, selectList);
+    const update = updateStatement('Task', patch, updateColumns, { id, organizationId }, selectList, updatedAtColumn);
     const { rows } = await db.query<Task>(update.text, update.params);
     return rows[0] ?? null;
   },

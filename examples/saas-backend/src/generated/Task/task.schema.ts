@@ -19,7 +19,7 @@ export type Task = z.infer<typeof TaskSchema>;
 export const TaskCreateInput = z
   .strictObject({
     id: z.uuid().optional(),
-    projectId: z.uuid(),
+    projectId: z.uuid().meta({ 'x-references': 'Project' }),
     title: z.string().min(1).max(200),
     status: z.enum(['todo', 'doing', 'done']).optional(),
   })

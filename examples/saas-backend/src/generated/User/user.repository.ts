@@ -48,9 +48,14 @@ export const userListSpec: ListSpec = {
     createdAt: 'createdAt',
     updatedAt: 'updatedAt',
   },
+  defaultSort: 'createdAt',
   searchColumns: ['email', 'name'],
   hasStatus: false,
+  createdAtColumn: 'createdAt',
 };
+
+/** Set to now() by every UPDATE. */
+const updatedAtColumn = 'updatedAt';
 
 /** SQL for User, which belongs to no organization. */
 export const userRepository = {
@@ -74,7 +79,7 @@ export const userRepository = {
   },
 
   async update(db: Queryable, id: string, patch: UserUpdateInput): Promise<User | null> {
-    const update = updateStatement('User', patch, updateColumns, { id }, selectList);
+    const update = updateStatement('User', patch, updateColumns, { id }, selectList, updatedAtColumn);
     const { rows } = await db.query<User>(update.text, update.params);
     return rows[0] ?? null;
   },

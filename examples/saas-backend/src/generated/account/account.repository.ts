@@ -67,9 +67,14 @@ export const accountListSpec: ListSpec = {
     createdAt: 'createdAt',
     updatedAt: 'updatedAt',
   },
+  defaultSort: 'createdAt',
   searchColumns: [],
   hasStatus: false,
+  createdAtColumn: 'createdAt',
 };
+
+/** Set to now() by every UPDATE. */
+const updatedAtColumn = 'updatedAt';
 
 /** SQL for account, which belongs to no organization. */
 export const accountRepository = {
@@ -93,7 +98,7 @@ export const accountRepository = {
   },
 
   async update(db: Queryable, id: string, patch: AccountUpdateInput): Promise<Account | null> {
-    const update = updateStatement('account', patch, updateColumns, { id }, selectList);
+    const update = updateStatement('account', patch, updateColumns, { id }, selectList, updatedAtColumn);
     const { rows } = await db.query<Account>(update.text, update.params);
     return rows[0] ?? null;
   },

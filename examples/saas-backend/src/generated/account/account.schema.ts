@@ -21,7 +21,7 @@ export type Account = z.infer<typeof AccountSchema>;
 export const AccountCreateInput = z
   .strictObject({
     id: z.uuid().optional(),
-    userId: z.uuid(),
+    userId: z.uuid().meta({ 'x-references': 'User' }),
     accountId: z.string(),
     providerId: z.string(),
     password: z.string().nullable().optional().meta({ description: 'bcrypt hash' }),

@@ -43,9 +43,14 @@ export const memberListSpec: ListSpec = {
     createdAt: 'createdAt',
     updatedAt: 'updatedAt',
   },
+  defaultSort: 'createdAt',
   searchColumns: [],
   hasStatus: false,
+  createdAtColumn: 'createdAt',
 };
+
+/** Set to now() by every UPDATE. */
+const updatedAtColumn = 'updatedAt';
 
 /**
  * SQL for member. Every function takes the organization id and every statement filters by it:
@@ -79,7 +84,7 @@ export const memberRepository = {
   },
 
   async update(db: Queryable, organizationId: string, id: string, patch: MemberUpdateInput): Promise<Member | null> {
-    const update = updateStatement('member', patch, updateColumns, { id, organizationId }, selectList);
+    const update = updateStatement('member', patch, updateColumns, { id, organizationId }, selectList, updatedAtColumn);
     const { rows } = await db.query<Member>(update.text, update.params);
     return rows[0] ?? null;
   },

@@ -18,7 +18,7 @@ export type Member = z.infer<typeof MemberSchema>;
 export const MemberCreateInput = z
   .strictObject({
     id: z.uuid().optional(),
-    userId: z.uuid(),
+    userId: z.uuid().meta({ 'x-references': 'User' }),
     role: z.enum(['owner', 'admin', 'member']).optional(),
   })
   .meta({ id: 'MemberCreateInput' });

@@ -54,9 +54,14 @@ export const sessionListSpec: ListSpec = {
     createdAt: 'createdAt',
     updatedAt: 'updatedAt',
   },
+  defaultSort: 'createdAt',
   searchColumns: [],
   hasStatus: false,
+  createdAtColumn: 'createdAt',
 };
+
+/** Set to now() by every UPDATE. */
+const updatedAtColumn = 'updatedAt';
 
 /** SQL for session, which belongs to no organization. */
 export const sessionRepository = {
@@ -80,7 +85,7 @@ export const sessionRepository = {
   },
 
   async update(db: Queryable, id: string, patch: SessionUpdateInput): Promise<Session | null> {
-    const update = updateStatement('session', patch, updateColumns, { id }, selectList);
+    const update = updateStatement('session', patch, updateColumns, { id }, selectList, updatedAtColumn);
     const { rows } = await db.query<Session>(update.text, update.params);
     return rows[0] ?? null;
   },

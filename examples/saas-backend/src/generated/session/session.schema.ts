@@ -20,12 +20,12 @@ export type Session = z.infer<typeof SessionSchema>;
 export const SessionCreateInput = z
   .strictObject({
     id: z.uuid().optional(),
-    userId: z.uuid(),
+    userId: z.uuid().meta({ 'x-references': 'User' }),
     token: z.string(),
     expiresAt: z.iso.datetime({ offset: true }),
     ipAddress: z.string().nullable().optional(),
     userAgent: z.string().nullable().optional(),
-    activeOrganizationId: z.uuid().nullable().optional(),
+    activeOrganizationId: z.uuid().nullable().optional().meta({ 'x-references': 'Organization' }),
   })
   .meta({ id: 'SessionCreateInput' });
 export type SessionCreateInput = z.infer<typeof SessionCreateInput>;

@@ -42,9 +42,14 @@ export const verificationListSpec: ListSpec = {
     createdAt: 'createdAt',
     updatedAt: 'updatedAt',
   },
+  defaultSort: 'createdAt',
   searchColumns: [],
   hasStatus: false,
+  createdAtColumn: 'createdAt',
 };
+
+/** Set to now() by every UPDATE. */
+const updatedAtColumn = 'updatedAt';
 
 /** SQL for verification, which belongs to no organization. */
 export const verificationRepository = {
@@ -68,7 +73,7 @@ export const verificationRepository = {
   },
 
   async update(db: Queryable, id: string, patch: VerificationUpdateInput): Promise<Verification | null> {
-    const update = updateStatement('verification', patch, updateColumns, { id }, selectList);
+    const update = updateStatement('verification', patch, updateColumns, { id }, selectList, updatedAtColumn);
     const { rows } = await db.query<Verification>(update.text, update.params);
     return rows[0] ?? null;
   },

@@ -34,8 +34,19 @@ export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'embedde
   return openEmbedded(dataDir);
 }
 
+/**
+ * int8 values (bigserial keys of existing tables, bigint columns) become numbers, as the embedded
+ * database returns them, while they are exact; a larger one stays a string rather than lose digits.
+ */
+const int8Oid = 20;
+const int8AsNumber = (value: string): number | string => (Number.isSafeInteger(Number(value)) ? Number(value) : value);
+const typeParsers = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === int8Oid && format !== 'binary' ? int8AsNumber : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
 function openPostgres(connectionString: string): Database {
-  const pool = new pg.Pool({ connectionString, max: 10, idleTimeoutMillis: 30_000 });
+  const pool = new pg.Pool({ connectionString, max: 10, idleTimeoutMillis: 30_000, types: typeParsers });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   const toResult = <Row>(result: pg.QueryResult): QueryResult<Row> => ({

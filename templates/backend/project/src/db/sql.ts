@@ -49,7 +49,8 @@ export function insertStatement(
 
 /**
  * `UPDATE table SET a = $1, "updatedAt" = now() WHERE k = $2 AND ... RETURNING ...`. `where`
- * holds the row's key and, for tenant-scoped tables, its organization.
+ * holds the row's key and, for tenant-scoped tables, its organization; `updatedAtColumn` is null
+ * for a table without one.
  */
 export function updateStatement(
   table: string,
@@ -57,11 +58,14 @@ export function updateStatement(
   columns: ColumnMap,
   where: Record<string, string>,
   returning: string,
+  updatedAtColumn: string | null,
 ): Statement {
   const fields = writableFields(table, values, columns);
   const params = fields.map(([field]) => toParam(values[field]));
   const assignments = fields.map(([, column], index) => `${quoteIdentifier(column)} = $${index + 1}`);
-  assignments.push('"updatedAt" = now()');
+  if (updatedAtColumn !== null) assignments.push(`${quoteIdentifier(updatedAtColumn)} = now()`);
+  // Nothing to set (an empty PATCH on a table without updatedAt): the key = itself keeps one statement.
+  if (assignments.length === 0) assignments.push(`${quoteIdentifier(Object.keys(where)[0]!)} = ${quoteIdentifier(Object.keys(where)[0]!)}`);
   const conditions = Object.entries(where).map(([column, value]) => {
     params.push(value);
     return `${quoteIdentifier(column)} = $${params.length}`;

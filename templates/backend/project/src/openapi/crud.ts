@@ -8,12 +8,16 @@ export interface CrudRoutes {
   /** `/Projects` */
   path: string;
   tenantScoped: boolean;
+  /** A uuid, or a number the database assigns (a table authstrap add-auth found). */
+  idType: 'uuid' | 'integer';
   output: z.ZodType;
   createInput: z.ZodType;
   replaceInput: z.ZodType;
   updateInput: z.ZodType;
   sortFields: readonly string[];
+  defaultSort: string;
   hasStatus: boolean;
+  hasCreatedAt: boolean;
   searchable: boolean;
   /** Also reachable as `/<parents>/{parentId}/<children>`. */
   nested?: { path: string; parentParam: string; parentEntity: string; createInput: z.ZodType };
@@ -47,16 +51,17 @@ const dataEnvelope = (description: string, data: z.ZodType) => ({
 const organizationHeader = z.object({
   'x-organization-id': z.uuid().meta({ description: 'The organization (tenant) the request acts in' }),
 });
-const idParam = (entity: string) => z.object({ id: z.uuid().meta({ description: `The ${entity}'s id` }) });
+const idParam = (entity: string, idType: CrudRoutes['idType']) =>
+  z.object({ id: (idType === 'uuid' ? z.uuid() : z.int().min(1)).meta({ description: `The ${entity}'s id` }) });
 
 function listQuery(routes: CrudRoutes) {
   return z.object({
     page: z.int().min(1).optional().meta({ description: '1-based page number', example: 1 }),
     limit: z.int().min(1).max(maxPageSize).optional().meta({ description: `Page size, ${defaultPageSize} by default; clamped to 1-${maxPageSize}` }),
-    sort: z.enum(routes.sortFields as [string, ...string[]]).optional().meta({ description: 'Field to order by (default createdAt)' }),
+    sort: z.enum(routes.sortFields as [string, ...string[]]).optional().meta({ description: `Field to order by (default ${routes.defaultSort})` }),
     order: z.enum(['asc', 'desc']).optional().meta({ description: 'Direction (default desc)' }),
     ...(routes.hasStatus ? { status: z.string().optional().meta({ description: 'Only records with this status' }) } : {}),
-    createdAfter: z.string().optional().meta({ description: 'Only records created at or after this date/time' }),
+    ...(routes.hasCreatedAt ? { createdAfter: z.string().optional().meta({ description: 'Only records created at or after this date/time' }) } : {}),
     ...(routes.searchable ? { search: z.string().optional().meta({ description: 'Case-insensitive substring match' }) } : {}),
   });
 }
@@ -92,22 +97,22 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   });
   registry.registerPath({
     method: 'get', path: itemPath, tags, summary: `Read a ${routes.entity}`,
-    request: { params: idParam(routes.entity), ...scoped },
+    request: { params: idParam(routes.entity, routes.idType), ...scoped },
     responses: { 200: dataEnvelope(`The ${routes.entity}`, routes.output), ...scopedErrors, ...notFound },
   });
   registry.registerPath({
     method: 'put', path: itemPath, tags, summary: `Replace a ${routes.entity}`,
-    request: { params: idParam(routes.entity), body: jsonBody(routes.replaceInput), ...scoped },
+    request: { params: idParam(routes.entity, routes.idType), body: jsonBody(routes.replaceInput), ...scoped },
     responses: { 200: dataEnvelope(`The replaced ${routes.entity}`, routes.output), ...scopedErrors, ...notFound, ...invalid },
   });
   registry.registerPath({
     method: 'patch', path: itemPath, tags, summary: `Update some fields of a ${routes.entity}`,
-    request: { params: idParam(routes.entity), body: jsonBody(routes.updateInput), ...scoped },
+    request: { params: idParam(routes.entity, routes.idType), body: jsonBody(routes.updateInput), ...scoped },
     responses: { 200: dataEnvelope(`The updated ${routes.entity}`, routes.output), ...scopedErrors, ...notFound, ...invalid },
   });
   registry.registerPath({
     method: 'delete', path: itemPath, tags, summary: `Delete a ${routes.entity}`,
-    request: { params: idParam(routes.entity), ...scoped },
+    request: { params: idParam(routes.entity, routes.idType), ...scoped },
     responses: { 204: { description: 'Deleted' }, ...scopedErrors, ...notFound },
   });
 
