@@ -45,10 +45,13 @@ program
 program
   .command('add-auth')
   .alias('add-auth-to-existing')
-  .argument('[dir]', 'the project folder', '.')
-  .description('Add the auth entities and tenancy to an existing authstrap project, keeping its data')
+  .argument('[dir]', 'the authstrap project, or (with --database-url) a new folder for the backend', '.')
+  .description('Add the auth entities and tenancy to an existing authstrap project or an existing database, keeping its data')
   .option('--dry-run', 'print the plan (schema diff, files, migration SQL) and change nothing')
   .option('--rename <From=To...>', 'the new name of an entity that clashes with an auth entity (default: App<Name>)')
+  .option('--database-url <url>', 'an existing database without authstrap.schema.ts: read its tables into one (default: DATABASE_URL)')
+  .option('--backend-port <port>', 'the new backend\'s port, with --database-url (default 3000)')
+  .option('--no-install', 'with --database-url: write the backend but do not install, start or verify it')
   .option('--no-verify', 'do not start and verify the backend afterwards')
   .action((dir: string, options) => addAuthCommand(dir, options));
 

@@ -8,7 +8,7 @@ export const randomSecret = (length: number) => randomBytes(Math.ceil((length * 
  * The project's `.env` (with fresh secrets) and `.env.example` (the same keys, no secrets).
  * `secrets` is passed in so that this stays a pure function.
  */
-export function renderEnvFiles(settings: SetupSettings, secrets: { authSecret: string; serviceApiKey: string }) {
+export function renderEnvFiles(settings: Pick<SetupSettings, 'backendPort' | 'frontendPort' | 'database'>, secrets: { authSecret: string; serviceApiKey: string }) {
   const database =
     settings.database.kind === 'postgres'
       ? `DATABASE_URL=${settings.database.url}`

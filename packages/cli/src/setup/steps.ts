@@ -106,7 +106,7 @@ export function writeProject(settings: SetupSettings): string {
   return `${plan.writes.length + 2} files`;
 }
 
-export async function installDependencies(settings: SetupSettings): Promise<string> {
+export async function installDependencies(settings: Pick<SetupSettings, 'dir' | 'packageManager'>): Promise<string> {
   const logFile = path.join(settings.dir, logDir, 'install.log');
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const result = await execa(settings.packageManager, ['install'], { cwd: settings.dir, all: true, reject: false, env: { CI: 'true' } });
