@@ -198,6 +198,19 @@ const scenarios: Scenario[] = [
       await query(backend.databaseUrl, `INSERT INTO "Project" ("name") VALUES ('Inserted after the fix')`);
       extra.afterInsert = await query(backend.databaseUrl, `SELECT "organizationId"::text AS "organizationId" FROM "Project" WHERE "name" = 'Inserted after the fix'`);
       cycle.verifyAfter = await verify(backend);
+      // Two memberships without an organization for one user: moved into the default organization
+      // together, they would break UNIQUE (organizationId, userId). fix says so and changes nothing.
+      await query(backend.databaseUrl, `ALTER TABLE "member" ALTER COLUMN "organizationId" DROP NOT NULL`);
+      const [twice] = await query<{ id: string }>(backend.databaseUrl, `INSERT INTO "User" ("name", "email") VALUES ('Twice', $1) RETURNING "id"`, [`twice-${randomBytes(4).toString('hex')}@example.com`]);
+      await query(backend.databaseUrl, `INSERT INTO "member" ("userId", "role", "organizationId") VALUES ($1, 'member', NULL), ($1, 'admin', NULL)`, [twice!.id]);
+      const members = async () => ({
+        column: await nullability(backend.databaseUrl, [['member', 'organizationId']])(),
+        orphans: await query(backend.databaseUrl, `SELECT "role" FROM "member" WHERE "organizationId" IS NULL ORDER BY "role"`),
+        files: readTree(dir, ['node_modules', '.data']),
+      });
+      extra.collisionBefore = await members();
+      extra.collision = await runCliAsync(['fix', '--database-url', backend.databaseUrl], dir);
+      extra.collisionAfter = await members();
     },
   ),
 ];
@@ -325,5 +338,17 @@ describe.runIf(adminUrl)('authstrap fix: name clashes, nullability, rows without
       organizations: [{ id: defaultOrganizationId, name: 'Default organization' }],
     });
     expect(extra(orphans, 'afterInsert')).toEqual([{ organizationId: defaultOrganizationId }]);
+  });
+
+  it('not-null-rows: a backfill that would break a unique key is reported, and nothing changes', () => {
+    const collision = extra<CliResult>(orphans, 'collision');
+    expect(collision.status).toBe(1);
+    expect(collision.stderr).toMatch(/The repairs could not be applied, so nothing was changed/);
+    expect(collision.stderr).toMatch(/member_organizationId_userId_key/);
+    expect(collision.stderr).toMatch(/Give one of them another value \(or an organization\) by hand, then run fix again/);
+    expect(collision.stderr).not.toMatch(/\n\s+at /);
+    const before = extra<{ orphans: unknown[] }>(orphans, 'collisionBefore');
+    expect(before.orphans).toHaveLength(2);
+    expect(extra(orphans, 'collisionAfter')).toEqual(before);
   });
 });
