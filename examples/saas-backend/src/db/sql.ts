@@ -65,7 +65,10 @@ export function updateStatement(
   const assignments = fields.map(([, column], index) => `${quoteIdentifier(column)} = $${index + 1}`);
   if (updatedAtColumn !== null) assignments.push(`${quoteIdentifier(updatedAtColumn)} = now()`);
   // Nothing to set (an empty PATCH on a table without updatedAt): the key = itself keeps one statement.
-  if (assignments.length === 0) assignments.push(`${quoteIdentifier(Object.keys(where)[0]!)} = ${quoteIdentifier(Object.keys(where)[0]!)}`);
+  if (assignments.length === 0) {
+    const key = quoteIdentifier(Object.keys(where)[0]!);
+    assignments.push(`${key} = ${key}`);
+  }
   const conditions = Object.entries(where).map(([column, value]) => {
     params.push(value);
     return `${quoteIdentifier(column)} = $${params.length}`;

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { planGenerate, type FileWrite, type MigrationsState } from '../generate/index.js';
+import { newMigration, planGenerate, type FileWrite, type MigrationsState } from '../generate/index.js';
 import { snapshotPath } from '../generate/migrations-plan.js';
 import { databaseModel } from '../generate/table-model.js';
 import type { Templates } from '../generate/templates.js';
@@ -78,8 +78,7 @@ export function planFromDatabase(
       },
       ...plan.writes,
     ];
-    const migration = plan.writes.find((write) => write.path.startsWith('migrations/') && write.path.endsWith('.sql'));
-    return { introspected, edit, notes: introspection.notes, writes, migration, problems: [] };
+    return { introspected, edit, notes: introspection.notes, writes, migration: newMigration(plan.writes), problems: [] };
   } catch (error) {
     if (!(error instanceof SchemaError)) throw error;
     // The introspection wrote something the schema rules refuse: a bug to report, with the details.

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { planFromDatabase } from '../add-auth/from-database.js';
 import { planSchemaEdit, type EntityRename } from '../add-auth/schema-edit.js';
 import { CliError } from '../cli-error.js';
-import { applyWrites, loadTemplates, planGenerate } from '../generate/index.js';
+import { applyWrites, loadTemplates, newMigration, planGenerate } from '../generate/index.js';
 import { defaultOrganization } from '../generate/migration.js';
 import { projectDatabase } from '../project/database.js';
 import { readCatalog } from '../introspect/catalog.js';
@@ -14,9 +14,8 @@ import { maskPassword, readProjectEnv } from '../project/env-file.js';
 import { startAndVerify } from '../project/start-and-verify.js';
 import { readSchemaLiteral } from '../schema/read-literal.js';
 import { schemaFileName, validateSchema } from '../schema/index.js';
-import { randomSecret, renderEnvFiles } from '../setup/env.js';
 import { detectPackageManager } from '../setup/options.js';
-import { checkPortFree, installDependencies } from '../setup/steps.js';
+import { checkPortFree, installDependencies, writeEnvFiles } from '../setup/steps.js';
 import { step } from '../ui/report.js';
 
 export interface AddAuthOptions {
@@ -48,7 +47,7 @@ export async function addAuthCommand(dir: string | undefined, options: AddAuthOp
   const schema = validateSchema(readSchemaLiteral(schemaFile, edit.after), schemaFileName);
   const plan = planGenerate(projectDir, schema, loadTemplates());
   if (plan.problems.length > 0) throw new CliError(`Cannot add auth:\n${plan.problems.map((problem) => `  - ${problem}`).join('\n')}`, 1);
-  const migration = plan.writes.find((write) => write.path.startsWith('migrations/') && write.path.endsWith('.sql'));
+  const migration = newMigration(plan.writes);
 
   if (edit.after === source && plan.writes.length === 0) {
     console.log(`${path.relative(process.cwd(), projectDir) || '.'}: auth is already there; nothing to do`);
@@ -149,10 +148,7 @@ async function addAuthBesideDatabase(projectDir: string, options: AddAuthOptions
 
   await step('Write the backend', async () => {
     applyWrites(projectDir, plan.writes);
-    const settings = { backendPort, frontendPort: 5173, database: { kind: 'postgres' as const, url: databaseUrl } };
-    const { env, example } = renderEnvFiles(settings, { authSecret: randomSecret(32), serviceApiKey: randomSecret(43) });
-    fs.writeFileSync(path.join(projectDir, '.env.example'), example);
-    fs.writeFileSync(path.join(projectDir, '.env'), env, { mode: 0o600 });
+    writeEnvFiles({ dir: projectDir, backendPort, frontendPort: 5173, database: { kind: 'postgres', url: databaseUrl } });
     return { value: undefined, result: `${shown}: ${plan.writes.length + 1} files${plan.migration ? `, ${plan.migration.path}` : ''}` };
   });
   printDefaultOrganization();

@@ -3,13 +3,16 @@ import path from 'node:path';
 import type { Schema } from '../schema/types.js';
 import { planWrites, readDiskState, type FileWrite } from './apply.js';
 import { planMigrations, snapshotPath, type MigrationsState } from './migrations-plan.js';
-
-export type { MigrationsState } from './migrations-plan.js';
 import { renderProject } from './render.js';
 import type { Templates } from './templates.js';
 
 export { applyWrites, type FileWrite } from './apply.js';
+export type { MigrationsState } from './migrations-plan.js';
 export { loadTemplates } from './templates.js';
+
+/** The new migration among planned writes, if the schema change needs one. */
+export const newMigration = (writes: FileWrite[]): FileWrite | undefined =>
+  writes.find((write) => write.path.startsWith('migrations/') && write.path.endsWith('.sql'));
 
 export interface GeneratePlan {
   writes: FileWrite[];

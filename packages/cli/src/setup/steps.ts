@@ -98,12 +98,18 @@ export function writeProject(settings: SetupSettings): string {
   const plan = planGenerate(settings.dir, loadSchema(settings.dir), loadTemplates(), { packageName: settings.projectName, overwriteOwned: settings.force });
   if (plan.problems.length > 0) throw new CliError(plan.problems.join('\n'), 1);
   applyWrites(settings.dir, plan.writes);
+  writeEnvFiles(settings);
+  return `${plan.writes.length + 2} files`;
+}
 
-  // After the templates: this project's ports and fresh secrets replace the generic example.
+/**
+ * `.env` with fresh secrets (readable by its owner only) and `.env.example`. Written after the
+ * templates: this project's ports and database replace the generic example.
+ */
+export function writeEnvFiles(settings: Pick<SetupSettings, 'dir' | 'backendPort' | 'frontendPort' | 'database'>): void {
   const { env, example } = renderEnvFiles(settings, { authSecret: randomSecret(32), serviceApiKey: randomSecret(43) });
   fs.writeFileSync(path.join(settings.dir, '.env.example'), example);
   fs.writeFileSync(path.join(settings.dir, '.env'), env, { mode: 0o600 });
-  return `${plan.writes.length + 2} files`;
 }
 
 export async function installDependencies(settings: Pick<SetupSettings, 'dir' | 'packageManager'>): Promise<string> {
