@@ -146,6 +146,10 @@ describe.runIf(adminUrl)('authstrap add-auth on a database without a schema file
       expect(invoice.status, JSON.stringify(invoice.body)).toBe(201);
       expect(invoice.body.data).toMatchObject({ status: 'open', amountCents: 250 });
       expect((await api('PATCH', `/invoices/${invoice.body.data.id}`, { status: 'paid' })).body.data.status).toBe('paid');
+      // An empty PATCH on a table without updatedAt still answers with the record, unchanged.
+      const unchanged = await api('PATCH', `/invoices/${invoice.body.data.id}`, {});
+      expect(unchanged.status).toBe(200);
+      expect(unchanged.body.data).toMatchObject({ id: invoice.body.data.id, status: 'paid', amountCents: 250 });
       // invoices has no creation time: lists sort by id, and createdAfter is refused by name.
       expect((await api('GET', '/invoices')).body.data.map((row: { id: number }) => row.id)).toEqual([invoice.body.data.id]);
       const filtered = await api('GET', '/invoices?createdAfter=2020-01-01');
