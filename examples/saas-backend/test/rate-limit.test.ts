@@ -3,7 +3,7 @@ import net from 'node:net';
 import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, maskUrlPassword } from '../src/config.js';
-import { apiClient, projectDir, redisUrl, signUp, startBackend, type TestBackend } from './support/backend.js';
+import { apiClient, projectDir, redisUrl, serviceApiKey, signUp, startBackend, type TestBackend } from './support/backend.js';
 import { spawnBackend, type BackendProcess } from './support/process.js';
 
 const tooManyLogins = { success: false, error: { code: 'RATE_LIMITED', message: 'Too many login attempts' } };
@@ -92,18 +92,17 @@ describe('rate limits', () => {
     expect((await anonymous('GET', '/api/auth/get-session', { token: user.token })).status).toBe(200);
     apiCount++;
 
+    // The docs page is not the app's API budget: loading it counts nothing here.
+    for (let i = 0; i < 20; i++) expect((await anonymous('GET', '/api/docs/openapi.json')).status).toBe(200);
     for (; apiCount < 100; apiCount++) {
-      const response = await anonymous('GET', '/api/docs/openapi.json');
+      const response = await anonymous('GET', '/api/auth/get-session', { token: user.token });
       expect(response.status, `request ${apiCount + 1} under /api/`).toBe(200);
     }
-    const limited = await anonymous('GET', '/api/docs/openapi.json');
+    const limited = await anonymous('GET', '/api/auth/get-session', { token: user.token });
     expect(limited.status).toBe(429);
     expect(limited.body).toEqual(tooManyRequests);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(800);
     expect(limited.headers.get('ratelimit-policy')).toMatch(/q=100; w=900\b/);
-    const session = await anonymous('GET', '/api/auth/get-session', { token: user.token });
-    expect(session.status).toBe(429);
-    expect(session.body).toEqual(tooManyRequests);
   });
 
   it('counts case and trailing-slash variants of /api/auth paths against the auth limit only', async () => {
@@ -116,8 +115,8 @@ describe('rate limits', () => {
     // ... and `/api/auth` itself is counted once, by the auth limiter.
     expect((await anonymous('POST', '/api/auth')).status).toBe(404);
     // None of them touched the looser /api/ count: its only request is still allowed.
-    expect((await anonymous('GET', '/api/docs/openapi.json')).status).toBe(200);
-    expect((await anonymous('GET', '/api/docs/openapi.json')).body).toEqual(tooManyRequests);
+    expect((await anonymous('GET', '/api/auth/get-session')).status).toBe(401);
+    expect((await anonymous('GET', '/api/auth/get-session')).body).toEqual(tooManyRequests);
 
     for (const path of ['/api/auth/sign-in/email', '/API/AUTH/SIGN-IN/EMAIL', '/api/auth/sign-in/email/', '/api/auth/get-session/x']) {
       const response = await wrongSignIn(url, path);
@@ -126,11 +125,11 @@ describe('rate limits', () => {
     }
   });
 
-  it('never limits /health and /ready, nor the resource routes outside /api/', async () => {
-    const { url } = await backend({ RATE_LIMIT_AUTH_MAX: '1', RATE_LIMIT_API_MAX: '1' });
+  it('never limits /health and /ready; the data routes have a budget of their own, not the /api/ ones', async () => {
+    const { url } = await backend({ RATE_LIMIT_AUTH_MAX: '1', RATE_LIMIT_API_MAX: '1', RATE_LIMIT_DATA_MAX: '' });
     const owner = await signUp(url, 'busy@example.com'); // spends both limits
     expect((await wrongSignIn(url)).body).toEqual(tooManyLogins);
-    expect((await apiClient(url)('GET', '/api/docs/openapi.json')).body).toEqual(tooManyRequests);
+    expect((await apiClient(url)('GET', '/api/auth/get-session')).body).toEqual(tooManyRequests);
 
     for (let i = 0; i < 15; i++) {
       for (const path of ['/health', '/ready']) {
@@ -140,9 +139,28 @@ describe('rate limits', () => {
       }
       const list = await owner.api('GET', i % 2 ? '/Projects' : '/projects');
       expect(list.status).toBe(200);
-      expect(list.headers.get('ratelimit')).toBeNull();
+      expect(list.headers.get('ratelimit-policy')).toMatch(/q=1000; w=60\b/);
     }
     expect((await owner.api('POST', '/Projects', { body: { name: 'Still possible' } })).status).toBe(201);
+  });
+
+  it('limits the data routes per session, or per IP without one, and never counts the service key', async () => {
+    const { url } = await backend({ RATE_LIMIT_DATA_MAX: '5' });
+    const [first, second] = [await signUp(url, 'first@example.com'), await signUp(url, 'second@example.com')];
+    for (let i = 0; i < 5; i++) expect((await first.api('GET', '/Projects')).status).toBe(200);
+    const limited = await first.api('GET', '/Projects');
+    expect(limited.status).toBe(429);
+    expect(limited.body).toEqual(tooManyRequests);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Another session (from the same IP) has its own count.
+    expect((await second.api('GET', '/Projects')).status).toBe(200);
+    // The service key is not counted: well past the limit, it still works.
+    const service = apiClient(url, { token: serviceApiKey });
+    for (let i = 0; i < 8; i++) expect((await service('GET', '/Users')).status).toBe(200);
+    // Without a session the IP is counted: the 6th anonymous request is limited.
+    const anonymous = apiClient(url);
+    for (let i = 0; i < 5; i++) expect((await anonymous('GET', '/Projects')).status).toBe(401);
+    expect((await anonymous('GET', '/Projects')).status).toBe(429);
   });
 
   it.runIf(redisUrl)('two backend processes sharing one Redis share the count', { timeout: 120_000 }, async () => {
@@ -229,7 +247,16 @@ describe('rate-limit settings', () => {
   };
 
   it('has the spec defaults and the default key prefix', () => {
-    expect(load({}).rateLimits).toEqual({ apiMax: 100, apiWindowMs: 15 * 60_000, authMax: 10, authWindowMs: 60 * 60_000, prefix: 'authstrap:rl:' });
+    expect(load({}).rateLimits).toEqual({
+      apiMax: 100,
+      apiWindowMs: 15 * 60_000,
+      authMax: 10,
+      authWindowMs: 60 * 60_000,
+      dataMax: 1000,
+      dataWindowMs: 60_000,
+      prefix: 'authstrap:rl:',
+      redisTimeoutMs: 500,
+    });
     expect(load({ RATE_LIMIT_PREFIX: 'app1:' }).rateLimits.prefix).toBe('app1:');
   });
 

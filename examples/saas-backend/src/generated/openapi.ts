@@ -79,11 +79,7 @@ export function buildOpenApiDocument(
     replaceInput: UserReplaceInput,
     updateInput: UserUpdateInput,
     idType: 'uuid',
-    sortFields: Object.keys(userListSpec.sortColumns),
-    defaultSort: userListSpec.defaultSort,
-    hasCreatedAt: userListSpec.createdAtColumn !== null,
-    hasStatus: userListSpec.hasStatus,
-    searchable: userListSpec.searchColumns.length > 0,
+    list: userListSpec,
   });
 
   registerCrudRoutes(registry, {
@@ -95,11 +91,7 @@ export function buildOpenApiDocument(
     replaceInput: AccountReplaceInput,
     updateInput: AccountUpdateInput,
     idType: 'uuid',
-    sortFields: Object.keys(accountListSpec.sortColumns),
-    defaultSort: accountListSpec.defaultSort,
-    hasCreatedAt: accountListSpec.createdAtColumn !== null,
-    hasStatus: accountListSpec.hasStatus,
-    searchable: accountListSpec.searchColumns.length > 0,
+    list: accountListSpec,
   });
 
   registerCrudRoutes(registry, {
@@ -111,11 +103,7 @@ export function buildOpenApiDocument(
     replaceInput: SessionReplaceInput,
     updateInput: SessionUpdateInput,
     idType: 'uuid',
-    sortFields: Object.keys(sessionListSpec.sortColumns),
-    defaultSort: sessionListSpec.defaultSort,
-    hasCreatedAt: sessionListSpec.createdAtColumn !== null,
-    hasStatus: sessionListSpec.hasStatus,
-    searchable: sessionListSpec.searchColumns.length > 0,
+    list: sessionListSpec,
   });
 
   registerCrudRoutes(registry, {
@@ -127,11 +115,7 @@ export function buildOpenApiDocument(
     replaceInput: VerificationReplaceInput,
     updateInput: VerificationUpdateInput,
     idType: 'uuid',
-    sortFields: Object.keys(verificationListSpec.sortColumns),
-    defaultSort: verificationListSpec.defaultSort,
-    hasCreatedAt: verificationListSpec.createdAtColumn !== null,
-    hasStatus: verificationListSpec.hasStatus,
-    searchable: verificationListSpec.searchColumns.length > 0,
+    list: verificationListSpec,
   });
 
   registerCrudRoutes(registry, {
@@ -143,11 +127,7 @@ export function buildOpenApiDocument(
     replaceInput: OrganizationReplaceInput,
     updateInput: OrganizationUpdateInput,
     idType: 'uuid',
-    sortFields: Object.keys(organizationListSpec.sortColumns),
-    defaultSort: organizationListSpec.defaultSort,
-    hasCreatedAt: organizationListSpec.createdAtColumn !== null,
-    hasStatus: organizationListSpec.hasStatus,
-    searchable: organizationListSpec.searchColumns.length > 0,
+    list: organizationListSpec,
   });
 
   registerCrudRoutes(registry, {
@@ -159,11 +139,7 @@ export function buildOpenApiDocument(
     replaceInput: MemberReplaceInput,
     updateInput: MemberUpdateInput,
     idType: 'uuid',
-    sortFields: Object.keys(memberListSpec.sortColumns),
-    defaultSort: memberListSpec.defaultSort,
-    hasCreatedAt: memberListSpec.createdAtColumn !== null,
-    hasStatus: memberListSpec.hasStatus,
-    searchable: memberListSpec.searchColumns.length > 0,
+    list: memberListSpec,
   });
 
   registerCrudRoutes(registry, {
@@ -175,11 +151,7 @@ export function buildOpenApiDocument(
     replaceInput: ProjectReplaceInput,
     updateInput: ProjectUpdateInput,
     idType: 'uuid',
-    sortFields: Object.keys(projectListSpec.sortColumns),
-    defaultSort: projectListSpec.defaultSort,
-    hasCreatedAt: projectListSpec.createdAtColumn !== null,
-    hasStatus: projectListSpec.hasStatus,
-    searchable: projectListSpec.searchColumns.length > 0,
+    list: projectListSpec,
   });
 
   registerCrudRoutes(registry, {
@@ -191,11 +163,7 @@ export function buildOpenApiDocument(
     replaceInput: TaskReplaceInput,
     updateInput: TaskUpdateInput,
     idType: 'uuid',
-    sortFields: Object.keys(taskListSpec.sortColumns),
-    defaultSort: taskListSpec.defaultSort,
-    hasCreatedAt: taskListSpec.createdAtColumn !== null,
-    hasStatus: taskListSpec.hasStatus,
-    searchable: taskListSpec.searchColumns.length > 0,
+    list: taskListSpec,
     nested: {
       path: '/Projects/{projectId}/Tasks',
       parentParam: 'projectId',

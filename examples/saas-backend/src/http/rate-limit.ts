@@ -1,16 +1,23 @@
+import { createHash } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
-import { rateLimit, type Store } from 'express-rate-limit';
+import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import { RedisStore } from 'rate-limit-redis';
 import { createClient } from 'redis';
 import type { Config } from '../config.js';
 import { sendError } from './envelope.js';
+import { bearerToken, isServiceKeyRequest, sessionCookie } from './session-token.js';
 
 export interface RateLimits {
   /** Mounted at /api/auth: sign-up, sign-in, sign-out (10 an hour by default). */
   auth: RequestHandler;
-  /** Mounted at /api: everything else there, including get-session (100 per 15 minutes). */
+  /** Mounted at /api: everything else there, including get-session (100 per 15 minutes); not the docs page. */
   api: RequestHandler;
+  /**
+   * The generated data routes and your own ones outside /api, and the docs page: a generous
+   * limit per session (per IP without one), so that no client sends without bound.
+   */
+  data: RequestHandler;
   close(): Promise<void>;
 }
 
@@ -25,8 +32,24 @@ const isUnderAuth = (pathUnderApi: string) => {
   return path === '/auth' || path.startsWith('/auth/');
 };
 
-/** How long a rate-limit check may wait for Redis before the request is let through. */
-const redisCommandTimeoutMs = 1000;
+const isDocs = (pathUnderApi: string) => {
+  const path = normalise(pathUnderApi);
+  return path === '/docs' || path.startsWith('/docs/');
+};
+/** Paths outside /api, and the docs page: the data limiter's. */
+const isDataPath = (path: string) => {
+  const normalised = normalise(path);
+  if (normalised === '/api' || normalised.startsWith('/api/')) return isDocs(normalised.slice('/api'.length));
+  return true;
+};
+
+/** A Redis that does not answer (or fails) while counting: the request goes through uncounted. */
+class RedisUnavailableError extends Error {
+  override name = 'RedisUnavailableError';
+}
+
+/** After a timeout, counting is skipped for this long instead of queueing more commands behind it. */
+const redisBackoffMs = 1000;
 
 /**
  * A connection error as one line. Node's can be an AggregateError (IPv4 and IPv6 both refused)
@@ -48,6 +71,7 @@ function describe(error: unknown): string {
  * with it; counting resumes once Redis is back.
  */
 export async function createRateLimits(config: Config, logger: Logger): Promise<RateLimits> {
+  const outage = redisOutageLog(logger);
   let redis: ReturnType<typeof createClient> | undefined;
   if (config.redisUrl) {
     let ready = false;
@@ -63,11 +87,11 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
       // Without these, commands sent while Redis is unreachable (or stuck) wait in a queue, and so
       // would every request under /api: `passOnStoreError` below only helps when the store fails.
       disableOfflineQueue: true,
-      commandOptions: { timeout: redisCommandTimeoutMs },
+      commandOptions: { timeout: config.rateLimits.redisTimeoutMs },
     });
     client.on('error', (error) => {
       // Startup failures are reported once, by the caller, as a StartupError.
-      if (ready) logger.error({ err: error }, 'redis error; requests are let through uncounted until it is back');
+      if (ready) outage.failed(error);
     });
     try {
       await client.connect();
@@ -79,16 +103,32 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
     redis = client;
   }
 
+  const sendCommand = redis ? boundedCommands(redis, config.rateLimits.redisTimeoutMs, outage) : undefined;
   const store = (prefix: string): Store | undefined =>
-    redis ? new ResilientRedisStore({ prefix, sendCommand: (...args: string[]) => redis!.sendCommand(args) }) : undefined;
+    sendCommand ? new ResilientRedisStore({ prefix, sendCommand: (...args: string[]) => sendCommand(args) }) : undefined;
 
-  // express-rate-limit's own warnings and store errors go to our log, not to the console.
+  // express-rate-limit's own warnings and store errors go to our log, not to the console. A Redis
+  // outage was logged once when it began; it is not logged again for every request it lets through.
   const rateLimitLogger = {
-    error: (error: unknown, message?: string) => logger.error({ err: error }, message ?? 'rate limit error'),
+    error: (error: unknown, message?: string) => {
+      if (error instanceof RedisUnavailableError) return;
+      logger.error({ err: error }, message ?? 'rate limit error');
+    },
     warn: (error: unknown, message?: string) => logger.warn({ err: error }, message ?? 'rate limit warning'),
   };
 
-  const limiter = (options: { windowMs: number; limit: number; message: string; prefix: string; skip: (req: Request) => boolean }) =>
+  // The service key is a trusted server (the Better Auth adapter, `authstrap verify`): its
+  // requests are not the users' and are not counted against them.
+  const isService = (req: Request) => isServiceKeyRequest(req, config.serviceApiKey);
+
+  const limiter = (options: {
+    windowMs: number;
+    limit: number;
+    message: string;
+    prefix: string;
+    skip: (req: Request) => boolean;
+    keyGenerator?: (req: Request) => string;
+  }) =>
     rateLimit({
       windowMs: options.windowMs,
       limit: options.limit,
@@ -97,7 +137,8 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
       store: store(options.prefix),
       passOnStoreError: true,
       logger: rateLimitLogger,
-      skip: options.skip,
+      skip: (req) => isService(req) || options.skip(req),
+      ...(options.keyGenerator ? { keyGenerator: options.keyGenerator } : {}),
       handler: (_req, res) => sendError(res, 429, 'RATE_LIMITED', options.message),
     });
 
@@ -116,12 +157,79 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
       message: 'Too many requests',
       prefix: `${prefix}api:`,
       // Requests to /api/auth are the stricter limiter's, except get-session; `/api/auth` itself
-      // (no trailing part) is mounted there too, so it must not be counted twice.
-      skip: (req) => isUnderAuth(req.path) && !isGetSession(req.method, req.path),
+      // (no trailing part) is mounted there too, so it must not be counted twice. The docs page
+      // loads about eight files: they are the data limiter's, not the API budget of the app.
+      skip: (req) => (isUnderAuth(req.path) && !isGetSession(req.method, req.path)) || isDocs(req.path),
+    }),
+    data: limiter({
+      windowMs: config.rateLimits.dataWindowMs,
+      limit: config.rateLimits.dataMax,
+      message: 'Too many requests',
+      prefix: `${prefix}data:`,
+      skip: (req) => !isDataPath(req.path),
+      keyGenerator: dataClientKey,
     }),
     async close() {
       if (redis?.isOpen) await redis.close();
     },
+  };
+}
+
+/**
+ * Whom the data limiter counts: a session (its token, hashed: raw secrets never become keys in
+ * Redis), or the client IP for a request without one.
+ */
+function dataClientKey(req: Request): string {
+  const token = bearerToken(req) ?? sessionCookie(req);
+  if (token) return `session:${createHash('sha256').update(token).digest('base64url')}`;
+  return `ip:${ipKeyGenerator(req.ip ?? '')}`;
+}
+
+/** Logs a Redis outage once when it begins and once when it ends, however many requests it touches. */
+function redisOutageLog(logger: Logger) {
+  let down = false;
+  return {
+    failed(error: unknown) {
+      if (down) return;
+      down = true;
+      logger.warn({ err: error }, `redis is not answering: ${describe(error)}; requests are let through uncounted until it is back`);
+    },
+    answered() {
+      if (!down) return;
+      down = false;
+      logger.info('redis answers again; rate limits count again');
+    },
+  };
+}
+
+/**
+ * Every Redis command the limiter sends, bounded: the client's own command timeout does not
+ * cover a reply that never comes (a frozen Redis keeps the connection open), so a request would
+ * wait for it. A command that takes longer than `timeoutMs` fails (the request goes through
+ * uncounted), and for a second afterwards no command is sent at all, so requests do not queue
+ * behind a Redis that is not answering.
+ */
+function boundedCommands(client: ReturnType<typeof createClient>, timeoutMs: number, outage: ReturnType<typeof redisOutageLog>) {
+  let skipUntil = 0;
+  return async (args: string[]): Promise<never> => {
+    if (Date.now() < skipUntil) throw new RedisUnavailableError('Redis did not answer recently; not counted');
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_resolve, reject) => {
+      // Timers run before I/O in each turn of the event loop: after a busy spell both may be due
+      // at once, and the reply that did arrive must win. setImmediate lets it be read first.
+      timer = setTimeout(() => setImmediate(() => reject(new RedisUnavailableError(`Redis did not answer within ${timeoutMs} ms`))), timeoutMs);
+    });
+    try {
+      const reply = (await Promise.race([client.sendCommand(args), timedOut])) as never;
+      outage.answered();
+      return reply;
+    } catch (error) {
+      skipUntil = Date.now() + redisBackoffMs;
+      outage.failed(error);
+      throw error instanceof RedisUnavailableError ? error : new RedisUnavailableError(describe(error));
+    } finally {
+      clearTimeout(timer);
+    }
   };
 }
 

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Config } from '../config.js';
 
@@ -9,6 +10,20 @@ const sessionCookieMaxAgeMs = 7 * 24 * 60 * 60 * 1000;
 export function bearerToken(req: Request): string | undefined {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '');
   return match?.[1];
+}
+
+/** What the database keeps of a session secret (and of an invitation's): its SHA-256, never the secret. */
+export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+/** Compares two secrets in time independent of where they differ. */
+export function secretsEqual(given: string, expected: string): boolean {
+  return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
+}
+
+/** Whether the request authenticates with the service key (a trusted server, not a user). */
+export function isServiceKeyRequest(req: Request, serviceApiKey: string | undefined): boolean {
+  const bearer = bearerToken(req);
+  return bearer !== undefined && serviceApiKey !== undefined && secretsEqual(bearer, serviceApiKey);
 }
 
 /** The `session` cookie's value, read without a cookie-parsing dependency. */

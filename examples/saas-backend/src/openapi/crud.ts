@@ -1,6 +1,6 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { defaultPageSize, maxPageSize } from '../http/list-query.js';
+import { defaultPageSize, listParameters, maxPageSize, operatorsFor, type ListField, type ListSpec } from '../http/list-query.js';
 
 /** How one entity's routes look, for the OpenAPI document. */
 export interface CrudRoutes {
@@ -14,11 +14,8 @@ export interface CrudRoutes {
   createInput: z.ZodType;
   replaceInput: z.ZodType;
   updateInput: z.ZodType;
-  sortFields: readonly string[];
-  defaultSort: string;
-  hasStatus: boolean;
-  hasCreatedAt: boolean;
-  searchable: boolean;
+  /** Sorting, filters and search: the same description the list query reads. */
+  list: ListSpec;
   /** Also reachable as `/<parents>/{parentId}/<children>`. */
   nested?: { path: string; parentParam: string; parentEntity: string; createInput: z.ZodType };
 }
@@ -54,15 +51,39 @@ const organizationHeader = z.object({
 const idParam = (entity: string, idType: CrudRoutes['idType']) =>
   z.object({ id: (idType === 'uuid' ? z.uuid() : z.int().min(1)).meta({ description: `The ${entity}'s id` }) });
 
-function listQuery(routes: CrudRoutes) {
+const filterValue: Record<ListField['type'], string> = {
+  string: 'text',
+  uuid: 'an id',
+  integer: 'a whole number',
+  number: 'a number',
+  boolean: 'true or false',
+  datetime: 'a date or date-time',
+};
+const operatorMeaning = { eq: 'equal to', ne: 'not equal to', in: 'one of (comma-separated)', gt: 'greater than', gte: 'at least', lt: 'less than', lte: 'at most' };
+
+/** `?name=`, `?name[ne]=`, `?name[in]=` and, on numbers and dates, the ranges: one parameter each. */
+function filterParameters(fields: Readonly<Record<string, ListField>>): Record<string, z.ZodType> {
+  const parameters: Record<string, z.ZodType> = {};
+  for (const [name, field] of Object.entries(fields)) {
+    for (const operator of operatorsFor(field)) {
+      const parameter = operator === 'eq' && !(listParameters as readonly string[]).includes(name) ? name : `${name}[${operator}]`;
+      const values = field.values ? `one of ${field.values.join(', ')}` : filterValue[field.type];
+      const orNull = field.nullable && (operator === 'eq' || operator === 'ne') ? ', or null' : '';
+      parameters[parameter] = z.string().optional().meta({ description: `Only records whose ${name} is ${operatorMeaning[operator]} this value (${values}${orNull})` });
+    }
+  }
+  return parameters;
+}
+
+function listQuery({ list }: CrudRoutes) {
   return z.object({
     page: z.int().min(1).optional().meta({ description: '1-based page number', example: 1 }),
     limit: z.int().min(1).max(maxPageSize).optional().meta({ description: `Page size, ${defaultPageSize} by default; clamped to 1-${maxPageSize}` }),
-    sort: z.enum(routes.sortFields as [string, ...string[]]).optional().meta({ description: `Field to order by (default ${routes.defaultSort})` }),
+    sort: z.enum(Object.keys(list.fields) as [string, ...string[]]).optional().meta({ description: `Field to order by (default ${list.defaultSort})` }),
     order: z.enum(['asc', 'desc']).optional().meta({ description: 'Direction (default desc)' }),
-    ...(routes.hasStatus ? { status: z.string().optional().meta({ description: 'Only records with this status' }) } : {}),
-    ...(routes.hasCreatedAt ? { createdAfter: z.string().optional().meta({ description: 'Only records created at or after this date/time' }) } : {}),
-    ...(routes.searchable ? { search: z.string().optional().meta({ description: 'Case-insensitive substring match' }) } : {}),
+    ...(list.createdAtColumn !== null ? { createdAfter: z.string().optional().meta({ description: 'Only records created at or after this date/time' }) } : {}),
+    ...(list.searchColumns.length > 0 ? { search: z.string().optional().meta({ description: 'Case-insensitive substring match' }) } : {}),
+    ...filterParameters(list.fields),
   });
 }
 

@@ -70,6 +70,7 @@ export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, 
     BCRYPT_COST: '4',
     RATE_LIMIT_API_MAX: '1000000',
     RATE_LIMIT_AUTH_MAX: '1000000',
+    RATE_LIMIT_DATA_MAX: '1000000',
     SERVICE_API_KEY: serviceApiKey,
     ALLOWED_ORIGINS: allowedOrigin,
     ...(database ? { DATABASE_URL: database.url } : { EMBEDDED_DB_DIR: 'memory://' }),
@@ -150,10 +151,17 @@ export async function signUp(baseUrl: string, email: string, password = 'correct
   return { user, token, organizationId, api: apiClient(baseUrl, { token, organizationId }) };
 }
 
-/** Signs `user` up, and makes them a member of `organizationId` with `role` (via the owner). */
+/** The owner invites `member` to their organization with `role`, and `member` accepts. */
+export async function joinOrganization(owner: SignedUp, member: SignedUp, role: 'owner' | 'admin' | 'member'): Promise<void> {
+  const invited = await owner.api('POST', '/members', { body: { email: member.user.email, role } });
+  if (invited.status !== 201) throw new Error(`invite failed: ${JSON.stringify(invited.body)}`);
+  const accepted = await member.api('POST', '/api/auth/invitations/accept', { body: { token: invited.body.data.token } });
+  if (accepted.status !== 200) throw new Error(`accept failed: ${JSON.stringify(accepted.body)}`);
+}
+
+/** Signs `email` up, and makes them a member of the owner's organization with `role` (invited, then accepting). */
 export async function addMember(baseUrl: string, owner: SignedUp, email: string, role: 'owner' | 'admin' | 'member'): Promise<SignedUp> {
   const member = await signUp(baseUrl, email);
-  const invited = await owner.api('POST', '/members', { body: { userId: member.user.id, role } });
-  if (invited.status !== 201) throw new Error(`invite failed: ${JSON.stringify(invited.body)}`);
+  await joinOrganization(owner, member, role);
   return { ...member, organizationId: owner.organizationId, api: apiClient(baseUrl, { token: member.token, organizationId: owner.organizationId }) };
 }

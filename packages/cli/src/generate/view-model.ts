@@ -73,6 +73,24 @@ function zodOutput(field: Field): string {
   return base[field.type] + (field.nullable ? '.nullable()' : '');
 }
 
+/** How a list reads and compares a field's query-string values: `{ column: 'dueAt', type: 'datetime', nullable: true }`. */
+function listFieldSpec(field: Field): string {
+  const types: Record<Exclude<Field['type'], 'json'>, string> = {
+    string: 'string',
+    text: 'string',
+    enum: 'string',
+    integer: 'integer',
+    number: 'number',
+    boolean: 'boolean',
+    datetime: 'datetime',
+    uuid: 'uuid',
+  };
+  const parts = [`column: ${singleQuoted(field.column)}`, `type: '${types[field.type as Exclude<Field['type'], 'json'>]}'`];
+  if (field.nullable) parts.push('nullable: true');
+  if (field.type === 'enum' && field.values) parts.push(`values: [${field.values.map(singleQuoted).join(', ')}]`);
+  return `{ ${parts.join(', ')} }`;
+}
+
 export interface EntityView {
   name: string;
   builtin: boolean;
@@ -99,9 +117,9 @@ export interface EntityView {
   selectList: string;
   insertColumns: { field: string; column: string }[];
   updateColumns: { field: string; column: string }[];
-  sortColumns: { field: string; column: string }[];
+  /** The fields a list sorts and filters by, with the code of their `ListField` description. */
+  listFields: { field: string; spec: string }[];
   searchColumns: string[];
-  hasStatus: boolean;
   parent?: {
     field: string;
     entity: string;
@@ -170,9 +188,8 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
       ...writable.map(columnPair),
     ],
     updateColumns: writable.map(columnPair),
-    sortColumns: visible.filter((field) => field.type !== 'json').map(columnPair),
+    listFields: visible.filter((field) => field.type !== 'json').map((field) => ({ field: field.name, spec: listFieldSpec(field) })),
     searchColumns: entity.fields.filter((field) => field.searchable).map((field) => field.column),
-    hasStatus: entity.fields.some((field) => field.name === 'status' && !field.system),
     parent,
   };
 }

@@ -11,9 +11,8 @@ import { accountListSpec, accountRepository } from './account.repository.js';
 import { AccountCreateInput, AccountReplaceInput, AccountUpdateInput } from './account.schema.js';
 
 /**
- * /accounts. A user reads their own accounts; an owner or admin who names their organization in
- * x-organization-id reads its members'. Passwords and tokens are never
- * selected, so no response can carry them. Writing is for the service key.
+ * /accounts. Every user, owners included, reads only their own accounts; the service key reads
+ * all. Passwords and tokens are never selected, so no response can carry them. Writing is for the service key.
  */
 export function accountRouter({ db }: GeneratedDeps): Router {
   const router = Router();
@@ -49,7 +48,7 @@ export function accountRouter({ db }: GeneratedDeps): Router {
     sendData(res, record);
   });
 
-  router.delete('/:id',requires.serviceKey, async (req, res) => {
+  router.delete('/:id', requires.serviceKey, async (req, res) => {
     const id = parseId('account', req.params.id);
     if (!(await accountRepository.remove(db, id))) throw notFound('account', id);
     res.status(204).end();

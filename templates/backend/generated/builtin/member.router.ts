@@ -2,8 +2,9 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { assertRole, requires, userOf } from '../../extensions/auth/auth.decorator.js';
+import { InvitationInput } from '../../extensions/auth/invitations.js';
 import { sendData, sendList } from '../../http/envelope.js';
-import { forbidden, HttpError, notFound, validationFailed } from '../../http/errors.js';
+import { forbidden, HttpError, notFound } from '../../http/errors.js';
 import { parseListQuery } from '../../http/list-query.js';
 import { parseBody, parseId } from '../../http/validate.js';
 import type { GeneratedDeps } from '../deps.js';
@@ -12,18 +13,13 @@ import { memberListSpec, memberRepository } from './member.repository.js';
 
 const roles = z.enum(['owner', 'admin', 'member']);
 
-/** Invite an existing user, by id or by e-mail address. */
-export const MemberInviteInput = z
-  .strictObject({ userId: z.uuid().optional(), email: z.email().toLowerCase().optional(), role: roles.optional() })
-  .refine((input) => (input.userId === undefined) !== (input.email === undefined), { message: 'Give either userId or email', path: ['userId'] })
-  .meta({ id: 'MemberInviteInput' });
-
 export const MemberRoleInput = z.strictObject({ role: roles }).meta({ id: 'MemberRoleInput' });
 
 /**
  * /members of the organization in x-organization-id (behind the scope guard). Every member reads
- * the list; owners and admins invite existing users, change roles and remove members. Only an
- * owner makes or unmakes an owner, the last owner cannot leave, and any member may leave.
+ * the list; owners and admins invite people by e-mail address (they join when they accept), change
+ * roles and remove members. Only an owner makes or unmakes an owner, the last owner cannot leave,
+ * and any member may leave.
  */
 export function memberRouter({ db, auth }: GeneratedDeps): Router {
   const router = Router();
@@ -39,12 +35,12 @@ export function memberRouter({ db, auth }: GeneratedDeps): Router {
     sendData(res, member);
   });
 
+  // An invitation, never a membership: the answer is the same whether the address has an account
+  // or not, and the person joins only by accepting it (POST /api/auth/invitations/accept).
   router.post('/', requires.role('owner', 'admin'), async (req, res) => {
-    const input = parseBody('member', MemberInviteInput, req);
+    const input = parseBody('member', InvitationInput, req);
     if (input.role === 'owner') assertRole(req.role, ['owner']);
-    const { rows } = await db.query<{ id: string }>('SELECT "id" FROM "User" WHERE "id" = $1 OR "email" = $2', [input.userId ?? null, input.email ?? null]);
-    if (!rows[0]) throw validationFailed('No such user', { [input.userId ? 'userId' : 'email']: 'No user with this id or e-mail address' });
-    sendData(res, await memberRepository.create(db, organizationOf(req), { userId: rows[0].id, role: input.role ?? 'member' }), 201);
+    sendData(res, await auth.invitations.invite(db, organizationOf(req), input, userOf(req).id), 201);
   });
 
   const changeRole = requires.role('owner', 'admin');

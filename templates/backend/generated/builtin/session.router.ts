@@ -11,9 +11,8 @@ import { sessionListSpec, sessionRepository } from './session.repository.js';
 import { SessionCreateInput, SessionReplaceInput, SessionUpdateInput } from './session.schema.js';
 
 /**
- * /sessions. A user reads their own sessions; an owner or admin who names their organization in
- * x-organization-id reads its members'. Session tokens are never selected,
- * so no response can carry one. A user may delete one of their own sessions (signing that device
+ * /sessions. Every user, owners included, reads only their own sessions; the service key reads
+ * all. Session tokens are never selected, so no response can carry one. A user may delete one of their own sessions (signing that device
  * out); everything else that writes is for the service key.
  */
 export function sessionRouter({ db }: GeneratedDeps): Router {

@@ -4,23 +4,16 @@ import { callerOf, userOf } from '../../extensions/auth/auth.decorator.js';
 import type { Queryable } from '../../db/database.js';
 import { quoteIdentifier } from '../../db/sql.js';
 import type { Condition } from '../../http/list-query.js';
-import { scopeOf } from './scope.guard.js';
 
 /**
  * Which rows of a per-user auth table (`account`, `session`) a caller may see: the service key
- * sees all; a user sees their own; an owner or admin who names their organization in
- * `x-organization-id` sees those of its members. Returns no condition for the service key.
+ * sees all; every user, owners included, sees only their own. An owner has no business reading a
+ * member's sign-in devices (IP addresses, user agents) or linked accounts. Returns no condition
+ * for the service key.
  */
 export function visibleToCaller(req: Request): Condition | undefined {
   if (callerOf(req).kind === 'service') return undefined;
-  const user = userOf(req);
-  if (req.header('x-organization-id')) {
-    const { organizationId, role } = scopeOf(req);
-    if (role === 'owner' || role === 'admin') {
-      return { sql: (p) => `"userId" IN (SELECT "userId" FROM "member" WHERE "organizationId" = ${p})`, value: organizationId };
-    }
-  }
-  return { sql: (p) => `"userId" = ${p}`, value: user.id };
+  return { sql: (p) => `"userId" = ${p}`, value: userOf(req).id };
 }
 
 /** Whether the row `id` of `table` is visible under `condition`. */

@@ -26,7 +26,7 @@ export interface AppDependencies {
 
 /**
  * The whole HTTP pipeline, in the order a request meets it:
- * request id + log -> security headers -> CORS -> health -> rate limits (/api) -> docs ->
+ * request id + log -> security headers -> CORS -> health -> rate limits -> docs ->
  * CSRF -> JSON body -> /api/auth -> your routes (src/extensions) -> generated routes, each behind
  * the auth guard (who is calling) and, when tenant-scoped, the scope guard (which organization,
  * which role) -> 404 -> error envelope.
@@ -60,8 +60,11 @@ export function createApp({ config, db, logger, rateLimits }: AppDependencies): 
       sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable');
     }
   });
+  // Three budgets: sign-up/sign-in (strict), the rest of /api, and the data routes with the docs
+  // page (generous, per session). The service key's requests are counted by none of them.
   app.use('/api/auth', rateLimits.auth);
   app.use('/api', rateLimits.api);
+  app.use(rateLimits.data);
 
   const { name, version } = JSON.parse(fs.readFileSync(path.join(config.projectDir, 'package.json'), 'utf8'));
   const document = buildOpenApiDocument({ title: `${name} API`, version, serverUrl: config.authUrl }, registerAuthRoutes);

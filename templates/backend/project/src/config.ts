@@ -27,7 +27,20 @@ export interface Config {
    * Instances that should count together share it; other apps (or test runs) on the same Redis
    * each use their own.
    */
-  rateLimits: { apiMax: number; apiWindowMs: number; authMax: number; authWindowMs: number; prefix: string };
+  rateLimits: {
+    apiMax: number;
+    apiWindowMs: number;
+    authMax: number;
+    authWindowMs: number;
+    /** The generated data routes (outside /api), per session or, anonymous, per IP. */
+    dataMax: number;
+    dataWindowMs: number;
+    prefix: string;
+    /** How long a count may wait for Redis before the request is let through uncounted. */
+    redisTimeoutMs: number;
+  };
+  /** Bounds on every wait for PostgreSQL: a stalled server gives 503s, never hung requests. */
+  databaseTimeouts: { connectMs: number; queryMs: number };
 }
 
 export class ConfigError extends Error {
@@ -72,6 +85,11 @@ const environmentSchema = z.object({
   RATE_LIMIT_API_WINDOW_MS: count(1000, maxTimerMs),
   RATE_LIMIT_AUTH_MAX: count(1),
   RATE_LIMIT_AUTH_WINDOW_MS: count(1000, maxTimerMs),
+  RATE_LIMIT_DATA_MAX: count(1),
+  RATE_LIMIT_DATA_WINDOW_MS: count(1000, maxTimerMs),
+  RATE_LIMIT_REDIS_TIMEOUT_MS: count(10, 10_000),
+  DATABASE_CONNECT_TIMEOUT_MS: count(100, 600_000),
+  DATABASE_QUERY_TIMEOUT_MS: count(100, 3_600_000),
   RATE_LIMIT_PREFIX: optional(z.string().regex(/^\S+$/, 'must be a key prefix without spaces, like authstrap:rl:')),
 });
 
@@ -107,8 +125,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
   const problems: string[] = [];
   const nodeEnv = values.NODE_ENV ?? 'development';
   const port = values.PORT ?? 3000;
-  if (nodeEnv === 'production' && (values.AUTH_SECRET ?? '').length < 32) {
-    problems.push('AUTH_SECRET: production needs a random secret of at least 32 characters (authstrap setup generates one)');
+  if (nodeEnv === 'production') {
+    const secret = values.AUTH_SECRET ?? '';
+    if (secret.length < 32) {
+      problems.push('AUTH_SECRET: production needs a random secret of at least 32 characters (authstrap setup generates one)');
+    } else if (new Set(secret).size < 16) {
+      // "aaaa...", "abababab...", a word repeated: long enough, and still guessable.
+      problems.push('AUTH_SECRET: too weak for production (fewer than 16 different characters); generate one with `openssl rand -base64 32`');
+    }
   }
   const allowedOrigins = parseOrigins(values.ALLOWED_ORIGINS, problems);
   if (problems.length > 0) throw new ConfigError(problems);
@@ -135,7 +159,15 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       apiWindowMs: values.RATE_LIMIT_API_WINDOW_MS ?? 15 * 60 * 1000,
       authMax: values.RATE_LIMIT_AUTH_MAX ?? 10,
       authWindowMs: values.RATE_LIMIT_AUTH_WINDOW_MS ?? 60 * 60 * 1000,
+      // Generous: a busy single-page app stays far below it; a runaway script does not.
+      dataMax: values.RATE_LIMIT_DATA_MAX ?? 1000,
+      dataWindowMs: values.RATE_LIMIT_DATA_WINDOW_MS ?? 60 * 1000,
       prefix: values.RATE_LIMIT_PREFIX ?? 'authstrap:rl:',
+      redisTimeoutMs: values.RATE_LIMIT_REDIS_TIMEOUT_MS ?? 500,
+    },
+    databaseTimeouts: {
+      connectMs: values.DATABASE_CONNECT_TIMEOUT_MS ?? 5000,
+      queryMs: values.DATABASE_QUERY_TIMEOUT_MS ?? 5000,
     },
   };
 }

@@ -1,10 +1,11 @@
 import fs from 'node:fs';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createApp } from './app.js';
 import { loadConfig, maskUrlPassword, type Config } from './config.js';
-import { openDatabase, type Database } from './db/database.js';
+import { DatabaseUnavailableError, openDatabase, type Database } from './db/database.js';
+import { EmbeddedDatabaseLockedError } from './db/embedded-lock.js';
 import { migrate } from './db/migrate.js';
 import { createRateLimits, type RateLimits } from './http/rate-limit.js';
 import { createLogger } from './logger.js';
@@ -24,58 +25,65 @@ export class StartupError extends Error {
 }
 
 /**
- * Starts the backend: configuration, database, migrations, HTTP. `env` defaults to the process
- * environment plus the project's `.env` (variables already set win over the file).
+ * Starts the backend, in the order that makes a failed start cheap and clear: configuration; the
+ * port (one in use ends the start before anything else runs); the database (the embedded one is
+ * locked to this process first); migrations; rate limits; then the app takes the requests. Until
+ * then, and once stopping, requests get a 503. `env` defaults to the process environment plus the
+ * project's `.env` (variables already set win over the file).
  */
 export async function startServer(options: { projectDir: string; env?: NodeJS.ProcessEnv }): Promise<RunningServer> {
   const { projectDir } = options;
   const env = options.env ?? loadEnvFile(projectDir);
   const config = loadConfig(env, projectDir);
   const logger = createLogger(config);
+  if (config.nodeEnv === 'production' && !config.databaseUrl) {
+    logger.warn(
+      `production is running on the embedded database in ${config.embeddedDbDir}: one process, no replicas, no backups. ` +
+        'Set DATABASE_URL to a PostgreSQL server.',
+    );
+  }
+
+  const gate = requestGate();
+  const server = http.createServer(gate.handle);
+  await listen(server, config);
+
+  const steps: { close(): Promise<void> }[] = [];
+  const abort = async (error: unknown): Promise<never> => {
+    for (const step of steps.reverse()) await step.close().catch(() => {});
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw error;
+  };
 
   let db: Database;
   try {
     db = await openDatabase(config);
+    steps.push(db);
     await db.query('SELECT 1');
   } catch (error) {
+    if (error instanceof EmbeddedDatabaseLockedError) return abort(new StartupError(error.message));
     const [where, setting] = config.databaseUrl
       ? [maskUrlPassword(config.databaseUrl), 'DATABASE_URL']
       : [`the embedded database in ${config.embeddedDbDir}`, 'EMBEDDED_DB_DIR'];
-    throw new StartupError(`Cannot connect to ${where}: ${(error as Error).message}. Check ${setting} in .env.`);
+    const reason = error instanceof DatabaseUnavailableError ? ((error.cause as Error)?.message ?? error.message) : (error as Error).message;
+    return abort(new StartupError(`Cannot connect to ${where}: ${reason}. Check ${setting} in .env.`));
   }
 
   try {
     const report = await migrate(db, path.join(projectDir, 'migrations'));
     if (report.applied.length > 0) logger.info({ applied: report.applied }, 'migrations applied');
   } catch (error) {
-    await db.close();
-    throw new StartupError((error as Error).message);
+    return abort(new StartupError((error as Error).message));
   }
 
   let rateLimits: RateLimits;
   try {
     rateLimits = await createRateLimits(config, logger);
+    steps.push(rateLimits);
   } catch (error) {
-    await db.close();
-    throw new StartupError(`Cannot connect to Redis at ${maskUrlPassword(config.redisUrl ?? '')}: ${(error as Error).message}. Check REDIS_URL in .env.`);
+    return abort(new StartupError(`Cannot connect to Redis at ${maskUrlPassword(config.redisUrl ?? '')}: ${(error as Error).message}. Check REDIS_URL in .env.`));
   }
 
-  const app = createApp({ config, db, logger, rateLimits });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const listening = app.listen(config.port, config.host, () => resolve(listening));
-    listening.once('error', (error: NodeJS.ErrnoException) => {
-      reject(
-        error.code === 'EADDRINUSE'
-          ? new StartupError(`Port ${config.port} is already in use. Stop the other process or set PORT in .env.`)
-          : error,
-      );
-    });
-  }).catch(async (error) => {
-    await rateLimits.close();
-    await db.close();
-    throw error;
-  });
-
+  gate.open(createApp({ config, db, logger, rateLimits }));
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;
   logger.info({ url, database: db.kind }, `listening on ${url}`);
@@ -84,7 +92,9 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   const stop = () =>
     (stopping ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Keep-alive connections with no request in flight would hold `close` open; end them now.
+      // From now on nothing new is served: requests on kept-alive connections get a 503 with
+      // `Connection: close`, answers in flight are sent with it, idle connections are closed.
+      gate.close();
       server.closeIdleConnections();
       const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
       deadline.unref();
@@ -95,6 +105,59 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     })());
 
   return { url, config, db, server, stop };
+}
+
+/** Binds the port, or explains in one line why it cannot. */
+function listen(server: http.Server, config: Config): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      const where = `${config.host}:${config.port}`;
+      if (error.code === 'EADDRINUSE') reject(new StartupError(`Port ${config.port} is already in use (${where}). Stop the other process or set PORT in .env.`));
+      else if (error.code === 'EACCES') reject(new StartupError(`Port ${config.port} needs privileges this user does not have. Set PORT in .env to 1024 or above.`));
+      else if (error.code === 'EADDRNOTAVAIL') reject(new StartupError(`Cannot listen on ${config.host}: no such address on this machine. Check HOST in .env.`));
+      else reject(error);
+    });
+    server.listen(config.port, config.host, () => resolve());
+  });
+}
+
+/**
+ * What stands before the app: while starting and once stopping, every request gets a 503 (and,
+ * when stopping, `Connection: close`, so keep-alive clients go elsewhere); in between, the app.
+ */
+function requestGate() {
+  let app: ((req: http.IncomingMessage, res: http.ServerResponse) => void) | undefined;
+  let closed = false;
+  const inFlight = new Set<http.ServerResponse>();
+
+  const unavailable = (res: http.ServerResponse, message: string) => {
+    res.statusCode = 503;
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('retry-after', '1');
+    if (closed) res.setHeader('connection', 'close');
+    res.end(JSON.stringify({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message } }));
+  };
+
+  return {
+    handle(req: http.IncomingMessage, res: http.ServerResponse) {
+      if (closed) return unavailable(res, 'The server is shutting down; try again');
+      if (!app) return unavailable(res, 'The server is starting; try again in a moment');
+      inFlight.add(res);
+      res.once('close', () => inFlight.delete(res));
+      app(req, res);
+    },
+    open(handler: (req: http.IncomingMessage, res: http.ServerResponse) => void) {
+      app = handler;
+    },
+    close() {
+      closed = true;
+      for (const res of inFlight) {
+        if (!res.headersSent) res.setHeader('connection', 'close');
+        // An answer already on its way keeps its headers; its connection is ended once it is done.
+        else res.once('finish', () => res.socket?.end());
+      }
+    },
+  };
 }
 
 function loadEnvFile(projectDir: string): NodeJS.ProcessEnv {

@@ -1,9 +1,11 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import bcrypt from 'bcrypt';
 import { z } from 'zod';
 import type { Config } from '../../config.js';
 import type { Database, Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
+import { hashToken } from '../../http/session-token.js';
+import { createInvitations, type SentInvitation } from './invitations.js';
 
 /**
  * Password sign-up and sign-in with database sessions. This file is yours: the generator created
@@ -18,11 +20,15 @@ const sessionLifetimeMs = 7 * 24 * 60 * 60 * 1000;
 /** A session used with less than this left is extended to the full lifetime again. */
 const renewWhenLeftMs = 6 * 24 * 60 * 60 * 1000;
 
+// Both bounds count UTF-8 bytes, as bcrypt does: 8 to 72 (an ASCII character is one byte, most
+// accented letters two, an emoji four). bcrypt reads only the first 72 bytes, so a longer password
+// is refused rather than cut short.
+const passwordBytes = (password: string) => Buffer.byteLength(password, 'utf8');
 const passwordSchema = z
   .string()
-  .min(8, 'Password must be at least 8 characters')
-  // bcrypt reads only the first 72 bytes; a longer password is refused rather than cut short.
-  .refine((password) => Buffer.byteLength(password, 'utf8') <= 72, 'Password must be at most 72 bytes');
+  .max(1024, 'Password must be at most 72 bytes')
+  .refine((password) => passwordBytes(password) >= 8, 'Password must be at least 8 bytes (8 plain letters or digits)')
+  .refine((password) => passwordBytes(password) <= 72, 'Password must be at most 72 bytes');
 
 // Auth bodies ignore unknown fields (clients such as Better Auth send extras like callbackURL).
 export const SignUpInput = z
@@ -94,12 +100,7 @@ const userFields = ['id', 'email', 'name', 'email_verified', 'image', 'createdAt
 const userColumns = (alias: string) => userFields.map((field) => `${alias}."${field}"`).join(', ');
 const sessionColumns = 's."id", s."userId", s."expiresAt", s."activeOrganizationId", s."ipAddress", s."userAgent", s."createdAt", s."updatedAt"';
 
-export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
-
-/** Compares two secrets in time independent of where they differ. */
-export function secretsEqual(given: string, expected: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
-}
+export { hashToken };
 
 const invalidCredentials = () => new HttpError(401, 'UNAUTHORIZED', 'Invalid email or password');
 
@@ -120,6 +121,8 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
   // e-mail and a wrong password take the same time.
   let dummyHash: Promise<string> | undefined;
   const timingDummy = () => (dummyHash ??= bcrypt.hash(randomBytes(16).toString('hex'), config.bcryptCost));
+
+  const invitations = createInvitations(db);
 
   // bcrypt's async functions run on libuv's thread pool, off the event loop.
   const hashPassword = (password: string) => bcrypt.hash(password, config.bcryptCost);
@@ -226,7 +229,7 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
       };
       if (new Date(session.expiresAt).getTime() - Date.now() < renewWhenLeftMs) {
         const expiresAt = new Date(Date.now() + sessionLifetimeMs);
-        await db.query(`UPDATE "session" SET "expiresAt" = $2, "updatedAt" = now() WHERE "id" = $1`, [session.id, expiresAt]);
+        await db.query(`UPDATE "session" SET "expiresAt" = $2, "updatedAt" = GREATEST(now(), "updatedAt") WHERE "id" = $1`, [session.id, expiresAt]);
         resolved.session = { ...session, expiresAt };
         resolved.renewed = true;
       }
@@ -267,14 +270,23 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
       });
     },
 
-    /** POST /Users by an owner or admin: a new user (with a password account when given) joins the organization. */
-    async createMember(organizationId: string, input: NewMemberInput): Promise<PublicUser> {
+    /**
+     * POST /Users by an owner or admin. A new address becomes a user (with a password account when
+     * a password is given) in the organization. An address that already has an account is never
+     * attached: it gets an invitation, which its owner accepts or declines.
+     */
+    async createMember(organizationId: string, input: NewMemberInput, invitedBy: string): Promise<{ created: PublicUser } | { invited: SentInvitation }> {
       const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
       return db.transaction(async (tx) => {
+        const { rows } = await tx.query('SELECT 1 FROM "User" WHERE "email" = $1', [input.email]);
+        if (rows.length > 0) return { invited: await invitations.invite(tx, organizationId, { email: input.email, role: input.role }, invitedBy) };
         const user = await insertUserWithPassword(tx, input, passwordHash);
         await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3)`, [organizationId, user.id, input.role ?? 'member']);
-        return user;
+        return { created: user };
       });
     },
+
+    /** Invitations to join an organization (see invitations.ts). */
+    invitations,
   };
 }

@@ -33,16 +33,15 @@ export const organizationListSpec: ListSpec = {
   entity: 'Organization',
   table: 'Organization',
   selectList,
-  sortColumns: {
-    id: 'id',
-    name: 'name',
-    slug: 'slug',
-    createdAt: 'createdAt',
-    updatedAt: 'updatedAt',
+  fields: {
+    id: { column: 'id', type: 'uuid' },
+    name: { column: 'name', type: 'string' },
+    slug: { column: 'slug', type: 'string' },
+    createdAt: { column: 'createdAt', type: 'datetime' },
+    updatedAt: { column: 'updatedAt', type: 'datetime' },
   },
   defaultSort: 'createdAt',
   searchColumns: ['name'],
-  hasStatus: false,
   createdAtColumn: 'createdAt',
 };
 

@@ -38,18 +38,17 @@ export const projectListSpec: ListSpec = {
   entity: 'Project',
   table: 'Project',
   selectList,
-  sortColumns: {
-    id: 'id',
-    organizationId: 'organizationId',
-    name: 'name',
-    description: 'description',
-    status: 'status',
-    createdAt: 'createdAt',
-    updatedAt: 'updatedAt',
+  fields: {
+    id: { column: 'id', type: 'uuid' },
+    organizationId: { column: 'organizationId', type: 'uuid' },
+    name: { column: 'name', type: 'string' },
+    description: { column: 'description', type: 'string', nullable: true },
+    status: { column: 'status', type: 'string', values: ['active', 'archived'] },
+    createdAt: { column: 'createdAt', type: 'datetime' },
+    updatedAt: { column: 'updatedAt', type: 'datetime' },
   },
   defaultSort: 'createdAt',
   searchColumns: ['name'],
-  hasStatus: true,
   createdAtColumn: 'createdAt',
 };
 

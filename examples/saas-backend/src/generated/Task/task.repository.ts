@@ -37,18 +37,17 @@ export const taskListSpec: ListSpec = {
   entity: 'Task',
   table: 'Task',
   selectList,
-  sortColumns: {
-    id: 'id',
-    organizationId: 'organizationId',
-    projectId: 'projectId',
-    title: 'title',
-    status: 'status',
-    createdAt: 'createdAt',
-    updatedAt: 'updatedAt',
+  fields: {
+    id: { column: 'id', type: 'uuid' },
+    organizationId: { column: 'organizationId', type: 'uuid' },
+    projectId: { column: 'projectId', type: 'uuid' },
+    title: { column: 'title', type: 'string' },
+    status: { column: 'status', type: 'string', values: ['todo', 'doing', 'done'] },
+    createdAt: { column: 'createdAt', type: 'datetime' },
+    updatedAt: { column: 'updatedAt', type: 'datetime' },
   },
   defaultSort: 'createdAt',
   searchColumns: ['title'],
-  hasStatus: true,
   createdAtColumn: 'createdAt',
 };
 

@@ -39,18 +39,17 @@ export const userListSpec: ListSpec = {
   entity: 'User',
   table: 'User',
   selectList,
-  sortColumns: {
-    id: 'id',
-    email: 'email',
-    name: 'name',
-    email_verified: 'email_verified',
-    image: 'image',
-    createdAt: 'createdAt',
-    updatedAt: 'updatedAt',
+  fields: {
+    id: { column: 'id', type: 'uuid' },
+    email: { column: 'email', type: 'string' },
+    name: { column: 'name', type: 'string' },
+    email_verified: { column: 'email_verified', type: 'boolean' },
+    image: { column: 'image', type: 'string', nullable: true },
+    createdAt: { column: 'createdAt', type: 'datetime' },
+    updatedAt: { column: 'updatedAt', type: 'datetime' },
   },
   defaultSort: 'createdAt',
   searchColumns: ['email', 'name'],
-  hasStatus: false,
   createdAtColumn: 'createdAt',
 };
 

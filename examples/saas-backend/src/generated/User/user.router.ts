@@ -24,8 +24,8 @@ const membersOf = (organizationId: string): Condition => ({
 
 /**
  * /Users. For a signed-in user this is the organization's people: listing needs
- * `x-organization-id` and shows its members; owners and admins add (POST) and remove (DELETE)
- * them. A user changes only their own name and image. The service key has full CRUD.
+ * `x-organization-id` and shows its members; owners and admins add (POST: a new address becomes a
+ * user here, one that has an account gets an invitation) and remove (DELETE) them. A user changes only their own name and image. The service key has full CRUD.
  */
 export function userRouter({ db, auth }: GeneratedDeps): Router {
   const router = Router();
@@ -49,7 +49,10 @@ export function userRouter({ db, auth }: GeneratedDeps): Router {
     assertRole(role, ['owner', 'admin']);
     const input = parseBody('User', NewMemberInput, req);
     if (input.role === 'owner') assertRole(role, ['owner']);
-    sendData(res, await auth.createMember(organizationId, input), 201);
+    const outcome = await auth.createMember(organizationId, input, userOf(req).id);
+    // An address that already has an account is invited (202), never attached without consent.
+    if ('invited' in outcome) sendData(res, outcome.invited, 202);
+    else sendData(res, outcome.created, 201);
   });
 
   router.get('/:id', async (req, res) => {

@@ -2,9 +2,8 @@
 import type { RequestHandler } from 'express';
 import type { Config } from '../../config.js';
 import type { AuthService } from '../../extensions/auth/auth.service.js';
-import { secretsEqual } from '../../extensions/auth/auth.service.js';
 import { HttpError } from '../../http/errors.js';
-import { bearerToken, sessionCookie, setSessionCookie } from '../../http/session-token.js';
+import { bearerToken, isServiceKeyRequest, sessionCookie, setSessionCookie } from '../../http/session-token.js';
 import { isUuid } from '../../http/validate.js';
 
 /**
@@ -16,12 +15,12 @@ import { isUuid } from '../../http/validate.js';
  */
 export function authGuard({ auth, config }: { auth: AuthService; config: Pick<Config, 'serviceApiKey' | 'nodeEnv'> }): RequestHandler {
   return async (req, res, next) => {
-    const bearer = bearerToken(req);
-    if (bearer && config.serviceApiKey && secretsEqual(bearer, config.serviceApiKey)) {
+    if (isServiceKeyRequest(req, config.serviceApiKey)) {
       req.caller = { kind: 'service' };
       next();
       return;
     }
+    const bearer = bearerToken(req);
     const token = bearer ?? sessionCookie(req);
     if (!token) {
       throw new HttpError(401, 'UNAUTHORIZED', 'Sign in first: send the session cookie or an Authorization: Bearer token');

@@ -35,17 +35,16 @@ export const memberListSpec: ListSpec = {
   entity: 'member',
   table: 'member',
   selectList,
-  sortColumns: {
-    id: 'id',
-    organizationId: 'organizationId',
-    userId: 'userId',
-    role: 'role',
-    createdAt: 'createdAt',
-    updatedAt: 'updatedAt',
+  fields: {
+    id: { column: 'id', type: 'uuid' },
+    organizationId: { column: 'organizationId', type: 'uuid' },
+    userId: { column: 'userId', type: 'uuid' },
+    role: { column: 'role', type: 'string', values: ['owner', 'admin', 'member'] },
+    createdAt: { column: 'createdAt', type: 'datetime' },
+    updatedAt: { column: 'updatedAt', type: 'datetime' },
   },
   defaultSort: 'createdAt',
   searchColumns: [],
-  hasStatus: false,
   createdAtColumn: 'createdAt',
 };
 

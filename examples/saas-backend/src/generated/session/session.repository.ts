@@ -44,19 +44,18 @@ export const sessionListSpec: ListSpec = {
   entity: 'session',
   table: 'session',
   selectList,
-  sortColumns: {
-    id: 'id',
-    userId: 'userId',
-    expiresAt: 'expiresAt',
-    ipAddress: 'ipAddress',
-    userAgent: 'userAgent',
-    activeOrganizationId: 'activeOrganizationId',
-    createdAt: 'createdAt',
-    updatedAt: 'updatedAt',
+  fields: {
+    id: { column: 'id', type: 'uuid' },
+    userId: { column: 'userId', type: 'uuid' },
+    expiresAt: { column: 'expiresAt', type: 'datetime' },
+    ipAddress: { column: 'ipAddress', type: 'string', nullable: true },
+    userAgent: { column: 'userAgent', type: 'string', nullable: true },
+    activeOrganizationId: { column: 'activeOrganizationId', type: 'uuid', nullable: true },
+    createdAt: { column: 'createdAt', type: 'datetime' },
+    updatedAt: { column: 'updatedAt', type: 'datetime' },
   },
   defaultSort: 'createdAt',
   searchColumns: [],
-  hasStatus: false,
   createdAtColumn: 'createdAt',
 };
 

@@ -35,16 +35,15 @@ export const verificationListSpec: ListSpec = {
   entity: 'verification',
   table: 'verification',
   selectList,
-  sortColumns: {
-    id: 'id',
-    identifier: 'identifier',
-    expiresAt: 'expiresAt',
-    createdAt: 'createdAt',
-    updatedAt: 'updatedAt',
+  fields: {
+    id: { column: 'id', type: 'uuid' },
+    identifier: { column: 'identifier', type: 'string' },
+    expiresAt: { column: 'expiresAt', type: 'datetime' },
+    createdAt: { column: 'createdAt', type: 'datetime' },
+    updatedAt: { column: 'updatedAt', type: 'datetime' },
   },
   defaultSort: 'createdAt',
   searchColumns: [],
-  hasStatus: false,
   createdAtColumn: 'createdAt',
 };
 

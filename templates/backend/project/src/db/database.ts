@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import type { Config } from '../config.js';
+import { lockEmbeddedDatabase } from './embedded-lock.js';
 
 /** The result of one statement: the rows it returned and how many rows it touched. */
 export interface QueryResult<Row> {
@@ -27,8 +28,29 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
-export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'embeddedDbDir' | 'projectDir'>): Promise<Database> {
-  if (config.databaseUrl) return openPostgres(config.databaseUrl);
+/**
+ * The database did not answer in time, or the connection to it broke: the request can be tried
+ * again shortly, so the client gets a 503, never a 500. Errors PostgreSQL itself reports (a
+ * constraint, a bad value) carry a SQLSTATE and are not wrapped.
+ */
+export class DatabaseUnavailableError extends Error {
+  override name = 'DatabaseUnavailableError';
+  constructor(cause: unknown) {
+    super(`The database is not available: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+  }
+}
+
+/** A PostgreSQL SQLSTATE: five digits or capitals, which Node's E-codes (`EPIPE`) are not. */
+export const hasSqlState = (error: unknown): error is { code: string; detail?: string } =>
+  typeof (error as { code?: unknown })?.code === 'string' && /^(?!E[A-Z]{4}$)[0-9A-Z]{5}$/.test((error as { code: string }).code);
+
+/** Driver errors without a SQLSTATE (timeouts, "Connection terminated unexpectedly", refused connections). */
+const asUnavailable = (error: unknown): unknown => (hasSqlState(error) ? error : new DatabaseUnavailableError(error));
+
+export type DatabaseSettings = Pick<Config, 'databaseUrl' | 'embeddedDbDir' | 'projectDir' | 'databaseTimeouts'>;
+
+export async function openDatabase(config: DatabaseSettings): Promise<Database> {
+  if (config.databaseUrl) return openPostgres(config.databaseUrl, config.databaseTimeouts);
   const dataDir =
     config.embeddedDbDir === 'memory://' ? 'memory://' : path.resolve(config.projectDir, config.embeddedDbDir);
   return openEmbedded(dataDir);
@@ -45,36 +67,68 @@ const typeParsers = {
     oid === int8Oid && format !== 'binary' ? int8AsNumber : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
-function openPostgres(connectionString: string): Database {
-  const pool = new pg.Pool({ connectionString, max: 10, idleTimeoutMillis: 30_000, types: typeParsers });
+function openPostgres(connectionString: string, timeouts: Config['databaseTimeouts']): Database {
+  const pool = new pg.Pool({
+    connectionString,
+    max: 10,
+    idleTimeoutMillis: 30_000,
+    types: typeParsers,
+    keepAlive: true,
+    // Every wait is bounded, so a stalled or failing-over PostgreSQL gives 503s, never hung requests:
+    // getting a connection (from the pool or a new one) ...
+    connectionTimeoutMillis: timeouts.connectMs,
+    // ... a statement PostgreSQL runs too long (it cancels it and the connection stays usable) ...
+    statement_timeout: timeouts.queryMs,
+    idle_in_transaction_session_timeout: timeouts.queryMs * 2,
+    // ... and an answer that never arrives (the server or the network stopped): a little longer
+    // than the statement timeout, so that a merely slow statement is cancelled by the server first.
+    query_timeout: timeouts.queryMs + 250,
+  });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   const toResult = <Row>(result: pg.QueryResult): QueryResult<Row> => ({
     rows: result.rows as Row[],
     rowCount: result.rowCount ?? 0,
   });
+  /** A connection that timed out or broke (an error without a SQLSTATE) is not used again. */
+  const isBroken = (error: unknown) => error !== undefined && !hasSqlState(error);
 
   return {
     kind: 'postgres',
     async query<Row>(text: string, params?: unknown[]) {
-      return toResult<Row>(await pool.query(text, params));
+      // pool.query drops a client that failed, so a timed-out connection is not reused.
+      return toResult<Row>(await pool.query(text, params).catch((error) => Promise.reject(asUnavailable(error))));
     },
     async transaction(work) {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((error) => Promise.reject(asUnavailable(error)));
+      let failure: unknown;
+      const run = async <Row>(text: string, params?: unknown[]) => {
+        try {
+          return toResult<Row>(await client.query(text, params));
+        } catch (error) {
+          failure ??= error;
+          throw asUnavailable(error);
+        }
+      };
       try {
-        await client.query('BEGIN');
-        const result = await work({ query: async (text, params) => toResult(await client.query(text, params)) });
-        await client.query('COMMIT');
+        await run('BEGIN');
+        const result = await work({ query: run });
+        await run('COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
+        if (!isBroken(failure)) await client.query('ROLLBACK').catch(() => {});
         throw error;
       } finally {
-        client.release();
+        // Released with the error, the pool drops the connection instead of handing it out again.
+        client.release(isBroken(failure) ? (failure as Error) : undefined);
       }
     },
     async withConnection(work) {
-      const client = await pool.connect();
+      // Migrations may run longer than a request's statement timeout: a connection of their own,
+      // with the connect timeout but without the statement and read timeouts.
+      const client = new pg.Client({ connectionString, types: typeParsers, connectionTimeoutMillis: timeouts.connectMs, keepAlive: true });
+      await client.connect().catch((error) => Promise.reject(asUnavailable(error)));
+      client.on('error', () => {});
       try {
         return await work({
           query: async (text, params) => toResult(await client.query(text, params)),
@@ -83,7 +137,7 @@ function openPostgres(connectionString: string): Database {
           },
         });
       } finally {
-        client.release();
+        await client.end().catch(() => {});
       }
     },
     close: () => pool.end(),
@@ -93,8 +147,17 @@ function openPostgres(connectionString: string): Database {
 async function openEmbedded(dataDir: string): Promise<Database> {
   // Loaded only when used, so a PostgreSQL deployment never loads the WebAssembly build.
   const { PGlite } = await import('@electric-sql/pglite');
-  if (dataDir !== 'memory://') fs.mkdirSync(dataDir, { recursive: true });
-  const db = await PGlite.create(dataDir);
+  // PGlite is one process's database: a second process on the same folder would write over the
+  // first one's changes. The lock is taken before the folder is opened, and refused if held.
+  const lock = dataDir === 'memory://' ? undefined : lockEmbeddedDatabase(dataDir);
+  let db: InstanceType<typeof PGlite>;
+  try {
+    if (dataDir !== 'memory://') fs.mkdirSync(dataDir, { recursive: true });
+    db = await PGlite.create(dataDir);
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
   const toResult = <Row>(result: { rows: unknown[]; affectedRows?: number }): QueryResult<Row> => ({
     rows: result.rows as Row[],
     rowCount: result.affectedRows ?? result.rows.length,
@@ -113,6 +176,12 @@ async function openEmbedded(dataDir: string): Promise<Database> {
     },
     // PGlite is a single connection already.
     withConnection: (work) => work({ query: async (text, params) => toResult(await db.query(text, params)), exec }),
-    close: () => db.close(),
+    async close() {
+      try {
+        await db.close();
+      } finally {
+        lock?.release();
+      }
+    },
   };
 }

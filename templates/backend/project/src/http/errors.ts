@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { DatabaseUnavailableError, hasSqlState } from '../db/database.js';
 import { sendError } from './envelope.js';
 
 /** An error that becomes a response: its status, machine-readable code and message. */
@@ -27,9 +28,6 @@ interface DatabaseError {
   code: string;
   detail?: string;
 }
-
-const isDatabaseError = (error: unknown): error is DatabaseError =>
-  typeof error === 'object' && error !== null && typeof (error as DatabaseError).code === 'string' && /^[0-9A-Z]{5}$/.test((error as DatabaseError).code);
 
 /** `Key ("organizationId", name)=(...)` -> the user-facing column names, without the tenant column. */
 function keyColumns(detail = ''): string[] {
@@ -61,11 +59,15 @@ function fromDatabaseError(error: DatabaseError): HttpError | undefined {
     case '23502':
     case '23514':
       return validationFailed('A value breaks a rule of this table', {});
-    case '57P01':
-    case '57P03':
-    case '53300':
-      return new HttpError(503, 'SERVICE_UNAVAILABLE', 'The database is not available right now; try again shortly');
+    case '57P01': // the server is shutting down
+    case '57P03': // ... or not yet accepting connections
+    case '53300': // too many connections
+    case '57014': // a statement ran past DATABASE_QUERY_TIMEOUT_MS
+    case '25P03': // a transaction sat idle past its timeout
+      return databaseUnavailable();
   }
+  // Class 08: the connection failed.
+  if (error.code.startsWith('08')) return databaseUnavailable();
   if (error.code.startsWith('22')) {
     return badRequest('A value could not be stored: check its type and range');
   }
@@ -80,8 +82,9 @@ function fromBodyParserError(error: { type?: string; status?: number; limit?: nu
     case 'entity.too.large':
       return new HttpError(413, 'PAYLOAD_TOO_LARGE', `Request body is larger than the limit of ${error.limit} bytes`);
     case 'encoding.unsupported':
+      return new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Encoding; send the body as is, or gzip, deflate or br compressed');
     case 'charset.unsupported':
-      return badRequest('Unsupported body encoding; send UTF-8 JSON');
+      return new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported charset; send UTF-8 JSON');
     case 'request.aborted':
     case 'request.size.invalid':
       return badRequest('The request body was incomplete');
@@ -89,17 +92,48 @@ function fromBodyParserError(error: { type?: string; status?: number; limit?: nu
   return undefined;
 }
 
-const connectionErrors = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'];
+const databaseUnavailable = () =>
+  new HttpError(503, 'SERVICE_UNAVAILABLE', 'The database is not available right now; try again shortly');
+
+const statusCodes: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  414: 'URI_TOO_LONG',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  431: 'REQUEST_HEADER_FIELDS_TOO_LARGE',
+};
+
+/**
+ * Any other error a parser or middleware raised with a 4xx status (http-errors style: a broken
+ * gzip body, a bad percent-escape in the path, a static file path that escapes its folder) keeps
+ * its status and gets the envelope, with a message of ours: theirs may echo the input.
+ */
+function fromClientStatusError(error: { status?: unknown; statusCode?: unknown }): HttpError | undefined {
+  const status = Number(error?.status ?? error?.statusCode);
+  if (!Number.isInteger(status) || status < 400 || status > 499) return undefined;
+  const messages: Record<number, string> = {
+    400: 'The request could not be read: check its path, headers and body',
+    403: 'Forbidden',
+    404: 'Not found',
+    413: 'The request body is too large',
+    415: 'Unsupported body encoding; send JSON, optionally gzip, deflate or br compressed',
+  };
+  return new HttpError(status, statusCodes[status] ?? 'BAD_REQUEST', messages[status] ?? 'The request could not be handled');
+}
 
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   const known =
     error instanceof HttpError
       ? error
       : (fromBodyParserError(error) ??
-        (isDatabaseError(error) ? fromDatabaseError(error) : undefined) ??
-        (connectionErrors.includes(error?.code)
-          ? new HttpError(503, 'SERVICE_UNAVAILABLE', 'The database is not available right now; try again shortly')
-          : undefined));
+        (error instanceof DatabaseUnavailableError ? databaseUnavailable() : undefined) ??
+        (hasSqlState(error) ? fromDatabaseError(error) : undefined) ??
+        fromClientStatusError(error));
 
   if (known && known.status < 500) {
     sendError(res, known.status, known.code, known.message, known.details);
