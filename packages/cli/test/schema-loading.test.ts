@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadSchema, SchemaError } from '../src/schema/index.js';
-import { readSchemaLiteral } from '../src/schema/read-literal.js';
+import { readSchemaLiteral, readSchemaSource } from '../src/schema/read-literal.js';
 
 const fileName = '/project/authstrap.schema.ts';
 const read = (source: string) => readSchemaLiteral(fileName, source);
@@ -110,9 +110,49 @@ describe('loadSchema', () => {
     expect(schema.entities.map((entity) => entity.name)).toContain('Project');
   });
 
-  it('names the schema file in validation problems', () => {
+  it('names the schema file, line and column in validation problems', () => {
     const dir = tempDir();
     fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), `export default { entities: { Project: { fields: { name: { type: 'strng' } } } } };\n`);
-    expect(() => loadSchema(dir)).toThrow(/^authstrap\.schema\.ts: entity "Project", field "name": "type" must be one of/);
+    expect(() => loadSchema(dir)).toThrow(/^authstrap\.schema\.ts:1:59: entity "Project", field "name": "type" must be one of/);
+  });
+
+  it('reports an unknown key at its line and column', () => {
+    const dir = tempDir();
+    const source = `export default {\n  entities: {\n    Project: {\n      fields: {\n        name: { type: 'string' },\n      },\n      nmae: 'x',\n    },\n  },\n};\n`;
+    fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), source);
+    expect(() => loadSchema(dir)).toThrow(/^authstrap\.schema\.ts:7:7: entity "Project": unknown key "nmae" \(allowed: /);
+  });
+
+  it('reports a missing key at the field or entity it belongs to', () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), `export default {\n  entities: {\n    Project: {\n      fields: {\n        status: { type: 'enum' },\n      },\n    },\n    Task: {},\n  },\n};\n`);
+    expect(() => loadSchema(dir)).toThrow(/authstrap\.schema\.ts:5:9: entity "Project", field "status": an enum needs "values"/);
+    expect(() => loadSchema(dir)).toThrow(/authstrap\.schema\.ts:8:5: entity "Task": "fields" must be an object/);
+  });
+});
+
+describe('readSchemaLiteral: a file that does not parse', () => {
+  it('reports a missing comma with file, line, column and the compiler message', () => {
+    const source = `export default {\n  entities: {\n    Project: { fields: { name: { type: 'string' } } }\n    Task: { fields: {} },\n  },\n};\n`;
+    expect(readError(source)).toMatch(/^authstrap\.schema\.ts:4:5: ',' expected\./);
+  });
+
+  it('reports a missing closing brace instead of reading what the parser recovered', () => {
+    const source = `export default {\n  entities: {\n    Project: { fields: { name: { type: 'string' } } },\n  },\n`;
+    expect(readError(source)).toMatch(/^authstrap\.schema\.ts:5:1: '}' expected\./);
+  });
+
+  it('ignores type errors: only the syntax decides (imports need not be installed)', () => {
+    expect(read(`import type { SchemaFile } from 'not-installed';\nexport default { entities: {} } satisfies SchemaFile;`)).toEqual({ entities: {} });
+  });
+});
+
+describe('readSchemaSource: where each key is written', () => {
+  it('locates every property by its path of keys, 1-based as editors count', () => {
+    const { locate } = readSchemaSource(fileName, `export default {\n  entities: {\n    Project: {\n      fields: { name: { type: 'string' } },\n    },\n  },\n};\n`);
+    expect(locate(['entities'])).toEqual({ line: 2, column: 3 });
+    expect(locate(['entities', 'Project'])).toEqual({ line: 3, column: 5 });
+    expect(locate(['entities', 'Project', 'fields', 'name', 'type'])).toEqual({ line: 4, column: 25 });
+    expect(locate(['entities', 'Task'])).toBeUndefined();
   });
 });
