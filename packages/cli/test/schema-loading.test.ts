@@ -42,7 +42,7 @@ describe('readSchemaLiteral: the forms a schema file may take', () => {
   });
 
   it('refuses `let schema = ...; export default schema`, which other code could change', () => {
-    expect(readError(`let schema = ${literal};\nexport default schema;`)).toMatch(/authstrap\.schema\.ts:2: .*`schema` is computed/);
+    expect(readError(`let schema = ${literal};\nexport default schema;`)).toMatch(/authstrap\.schema\.ts:2:16: .*`schema` is computed/);
   });
 
   it('reports a file without a default export', () => {
@@ -70,15 +70,15 @@ describe('readSchemaLiteral: values', () => {
 
 describe('readSchemaLiteral: computed values are refused with file and line', () => {
   const cases: [string, string, RegExp][] = [
-    ['an identifier', `const max = 10;\nexport default {\n  entities: {\n    maxLength: max,\n  },\n};`, /authstrap\.schema\.ts:4: .*`max` is computed/],
-    ['a call with several arguments', `export default {\n  value: pick(1, 2),\n};`, /authstrap\.schema\.ts:2: .*`pick\(1, 2\)` is computed/],
-    ['a call with one argument inside the data', `export default {\n  entities: {},\n  min: Math.abs(-5),\n};`, /authstrap\.schema\.ts:3: .*`Math\.abs\(-5\)` is computed/],
-    ['a template string with a substitution', 'export default {\n  a: `x${1}`,\n};', /authstrap\.schema\.ts:2: .*is computed/],
-    ['an object spread', `const base = {};\nexport default {\n  ...base,\n};`, /authstrap\.schema\.ts:3: only `key: value` properties .*`\.\.\.base`/],
-    ['an array spread', `const more = [];\nexport default {\n  values: [\n    ...more,\n  ],\n};`, /authstrap\.schema\.ts:4: .*`\.\.\.more` is computed/],
-    ['a shorthand property', `const fields = {};\nexport default {\n  fields,\n};`, /authstrap\.schema\.ts:3: only `key: value` properties/],
-    ['a computed key', `const key = 'a';\nexport default {\n  [key]: 1,\n};`, /authstrap\.schema\.ts:3: property names must be written out/],
-    ['a negated string', `export default {\n  n: -'5',\n};`, /authstrap\.schema\.ts:2: .*is computed/],
+    ['an identifier', `const max = 10;\nexport default {\n  entities: {\n    maxLength: max,\n  },\n};`, /authstrap\.schema\.ts:4:16: .*`max` is computed/],
+    ['a call with several arguments', `export default {\n  value: pick(1, 2),\n};`, /authstrap\.schema\.ts:2:10: .*`pick\(1, 2\)` is computed/],
+    ['a call with one argument inside the data', `export default {\n  entities: {},\n  min: Math.abs(-5),\n};`, /authstrap\.schema\.ts:3:8: .*`Math\.abs\(-5\)` is computed/],
+    ['a template string with a substitution', 'export default {\n  a: `x${1}`,\n};', /authstrap\.schema\.ts:2:6: .*is computed/],
+    ['an object spread', `const base = {};\nexport default {\n  ...base,\n};`, /authstrap\.schema\.ts:3:3: only `key: value` properties .*`\.\.\.base`/],
+    ['an array spread', `const more = [];\nexport default {\n  values: [\n    ...more,\n  ],\n};`, /authstrap\.schema\.ts:4:5: .*`\.\.\.more` is computed/],
+    ['a shorthand property', `const fields = {};\nexport default {\n  fields,\n};`, /authstrap\.schema\.ts:3:3: only `key: value` properties/],
+    ['a computed key', `const key = 'a';\nexport default {\n  [key]: 1,\n};`, /authstrap\.schema\.ts:3:3: property names must be written out/],
+    ['a negated string', `export default {\n  n: -'5',\n};`, /authstrap\.schema\.ts:2:6: .*is computed/],
   ];
   it.each(cases)('refuses %s', (_what, source, message) => {
     expect(readError(source)).toMatch(message);

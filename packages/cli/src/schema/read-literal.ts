@@ -118,7 +118,10 @@ interface ReadContext {
 
 function toValue(node: Expression, context: ReadContext): unknown {
   const { fileName } = context;
-  const where = () => `${fileName}:${node.getStartLineNumber()}`;
+  const where = (at: Node = node) => {
+    const { line, column } = at.getSourceFile().getLineAndColumnAtPos(at.getStart());
+    return `${fileName}:${line}:${column}`;
+  };
   switch (node.getKind()) {
     case SyntaxKind.StringLiteral:
     case SyntaxKind.NoSubstitutionTemplateLiteral:
@@ -147,13 +150,13 @@ function toValue(node: Expression, context: ReadContext): unknown {
       for (const property of node.asKindOrThrow(SyntaxKind.ObjectLiteralExpression).getProperties()) {
         if (!Node.isPropertyAssignment(property)) {
           throw new SchemaError([
-            `${fileName}:${property.getStartLineNumber()}: only \`key: value\` properties are allowed in the schema (found \`${property.getText().slice(0, 40)}\`)`,
+            `${where(property)}: only \`key: value\` properties are allowed in the schema (found \`${property.getText().slice(0, 40)}\`)`,
           ]);
         }
         const nameNode = property.getNameNode();
         if (Node.isComputedPropertyName(nameNode)) {
           throw new SchemaError([
-            `${fileName}:${property.getStartLineNumber()}: property names must be written out, not computed (found \`${nameNode.getText().slice(0, 40)}\`)`,
+            `${where(property)}: property names must be written out, not computed (found \`${nameNode.getText().slice(0, 40)}\`)`,
           ]);
         }
         const key = Node.isStringLiteral(nameNode) || Node.isNumericLiteral(nameNode) ? String(nameNode.getLiteralValue()) : nameNode.getText();
