@@ -1,11 +1,24 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-// The migration runner of the generated backend, as a user's project runs it at startup.
-import { openDatabase } from '../../../examples/saas-backend/src/db/database.js';
-import { migrate } from '../../../examples/saas-backend/src/db/migrate.js';
 import { breakFile as editFile, createResources, query, runCliAsync } from './support/example-copies.js';
-import { repoRoot } from './support/cli.js';
+import { exampleDir, repoRoot } from './support/cli.js';
+
+interface BackendDatabase {
+  close(): Promise<void>;
+}
+/**
+ * The migration runner of the generated backend, as a user's project runs it at startup. Loaded
+ * at run time: it is the example's code, outside this package's sources.
+ */
+async function backendMigrations() {
+  const load = (file: string) => import(path.join(exampleDir, 'src/db', file));
+  const { openDatabase } = (await load('database.ts')) as {
+    openDatabase(config: { databaseUrl: string; embeddedDbDir: string; projectDir: string }): Promise<BackendDatabase>;
+  };
+  const { migrate } = (await load('migrate.ts')) as { migrate(db: BackendDatabase, dir: string): Promise<{ applied: string[] }> };
+  return { openDatabase, migrate };
+}
 
 const adminUrl = process.env.AUTHSTRAP_TEST_POSTGRES_URL;
 if (process.env.CI && !adminUrl) throw new Error('CI is set but AUTHSTRAP_TEST_POSTGRES_URL is not');
@@ -21,6 +34,7 @@ describe.runIf(adminUrl)('schema changes applied to PostgreSQL keep the data', (
   async function migratedCopy() {
     const dir = resources.copyOfExample();
     const databaseUrl = await resources.createDatabase();
+    const { openDatabase, migrate } = await backendMigrations();
     const applyMigrations = async () => {
       const db = await openDatabase({ databaseUrl, embeddedDbDir: '', projectDir: dir });
       try {
