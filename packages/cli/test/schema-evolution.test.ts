@@ -1,3 +1,4 @@
+import { PGlite } from '@electric-sql/pglite';
 import { describe, expect, it } from 'vitest';
 import { planMigrations, snapshotPath, type MigrationsOptions, type MigrationsState } from '../src/generate/migrations-plan.js';
 import { applyRenames, renameInDefinition, schemaRenames } from '../src/generate/renames.js';
@@ -7,7 +8,8 @@ import type { EntityDefinition, Schema } from '../src/schema/types.js';
 import { validateSchema } from '../src/schema/validate.js';
 
 // Planning schema changes that keep data: renames, type conversions, hand-written migrations.
-// Pure functions only; schema-evolution-postgres.test.ts applies the same plans to PostgreSQL.
+// The pure planning functions (and one plan whose order matters, run on PGlite);
+// schema-evolution-postgres.test.ts applies such plans to PostgreSQL through the built CLI.
 
 const project: EntityDefinition = {
   fields: {
@@ -124,11 +126,24 @@ describe('renaming an entity with renamedFrom', () => {
     expect(next.statements).toContain('ALTER TABLE "Board" RENAME CONSTRAINT "Project_organizationId_title_key" TO "Board_organizationId_name_key";');
   });
 
-  it('renames to the name of a table that a new entity then takes', () => {
-    const next = plan(schemaOf({ Project: project }), schemaOf({ Board: { ...project, renamedFrom: 'Project' }, Project: { fields: { label: { type: 'string' } } } }));
+  it('renames to the name of a table that a new entity then takes, and PostgreSQL (PGlite) runs it', async () => {
+    const before = schemaOf({ Project: project });
+    const next = plan(before, schemaOf({ Board: { ...project, renamedFrom: 'Project' }, Project: { fields: { label: { type: 'string' } } } }));
     expect(next.problems).toEqual([]);
     expect(next.statements[0]).toBe('ALTER TABLE "Project" RENAME TO "Board";');
     expect(next.sql.indexOf('CREATE TABLE "Project"')).toBeGreaterThan(next.sql.indexOf('RENAME TO "Board"'));
+
+    const db = new PGlite();
+    try {
+      await db.exec(planMigrations(before, { files: [] }).files.find((file) => file.ownership === 'migration')!.contents);
+      const { rows } = await db.query<{ id: string }>(`INSERT INTO "Organization" ("name", "slug") VALUES ('Acme', 'acme') RETURNING "id"`);
+      await db.query(`INSERT INTO "Project" ("organizationId", "title") VALUES ($1, 'Kept')`, [rows[0]!.id]);
+      await db.exec(next.sql);
+      expect((await db.query('SELECT "title" FROM "Board"')).rows).toEqual([{ title: 'Kept' }]);
+      expect((await db.query('SELECT count(*)::int AS "count" FROM "Project"')).rows).toEqual([{ count: 0 }]);
+    } finally {
+      await db.close();
+    }
   });
 });
 
