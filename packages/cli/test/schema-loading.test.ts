@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadSchema, SchemaError } from '../src/schema/index.js';
-import { readSchemaLiteral } from '../src/schema/read-literal.js';
+import { readSchemaLiteral, readSchemaSource } from '../src/schema/read-literal.js';
 
 const fileName = '/project/authstrap.schema.ts';
 const read = (source: string) => readSchemaLiteral(fileName, source);
@@ -42,7 +42,7 @@ describe('readSchemaLiteral: the forms a schema file may take', () => {
   });
 
   it('refuses `let schema = ...; export default schema`, which other code could change', () => {
-    expect(readError(`let schema = ${literal};\nexport default schema;`)).toMatch(/authstrap\.schema\.ts:2: .*`schema` is computed/);
+    expect(readError(`let schema = ${literal};\nexport default schema;`)).toMatch(/authstrap\.schema\.ts:2:16: .*`schema` is computed/);
   });
 
   it('reports a file without a default export', () => {
@@ -70,15 +70,15 @@ describe('readSchemaLiteral: values', () => {
 
 describe('readSchemaLiteral: computed values are refused with file and line', () => {
   const cases: [string, string, RegExp][] = [
-    ['an identifier', `const max = 10;\nexport default {\n  entities: {\n    maxLength: max,\n  },\n};`, /authstrap\.schema\.ts:4: .*`max` is computed/],
-    ['a call with several arguments', `export default {\n  value: pick(1, 2),\n};`, /authstrap\.schema\.ts:2: .*`pick\(1, 2\)` is computed/],
-    ['a call with one argument inside the data', `export default {\n  entities: {},\n  min: Math.abs(-5),\n};`, /authstrap\.schema\.ts:3: .*`Math\.abs\(-5\)` is computed/],
-    ['a template string with a substitution', 'export default {\n  a: `x${1}`,\n};', /authstrap\.schema\.ts:2: .*is computed/],
-    ['an object spread', `const base = {};\nexport default {\n  ...base,\n};`, /authstrap\.schema\.ts:3: only `key: value` properties .*`\.\.\.base`/],
-    ['an array spread', `const more = [];\nexport default {\n  values: [\n    ...more,\n  ],\n};`, /authstrap\.schema\.ts:4: .*`\.\.\.more` is computed/],
-    ['a shorthand property', `const fields = {};\nexport default {\n  fields,\n};`, /authstrap\.schema\.ts:3: only `key: value` properties/],
-    ['a computed key', `const key = 'a';\nexport default {\n  [key]: 1,\n};`, /authstrap\.schema\.ts:3: property names must be written out/],
-    ['a negated string', `export default {\n  n: -'5',\n};`, /authstrap\.schema\.ts:2: .*is computed/],
+    ['an identifier', `const max = 10;\nexport default {\n  entities: {\n    maxLength: max,\n  },\n};`, /authstrap\.schema\.ts:4:16: .*`max` is computed/],
+    ['a call with several arguments', `export default {\n  value: pick(1, 2),\n};`, /authstrap\.schema\.ts:2:10: .*`pick\(1, 2\)` is computed/],
+    ['a call with one argument inside the data', `export default {\n  entities: {},\n  min: Math.abs(-5),\n};`, /authstrap\.schema\.ts:3:8: .*`Math\.abs\(-5\)` is computed/],
+    ['a template string with a substitution', 'export default {\n  a: `x${1}`,\n};', /authstrap\.schema\.ts:2:6: .*is computed/],
+    ['an object spread', `const base = {};\nexport default {\n  ...base,\n};`, /authstrap\.schema\.ts:3:3: only `key: value` properties .*`\.\.\.base`/],
+    ['an array spread', `const more = [];\nexport default {\n  values: [\n    ...more,\n  ],\n};`, /authstrap\.schema\.ts:4:5: .*`\.\.\.more` is computed/],
+    ['a shorthand property', `const fields = {};\nexport default {\n  fields,\n};`, /authstrap\.schema\.ts:3:3: only `key: value` properties/],
+    ['a computed key', `const key = 'a';\nexport default {\n  [key]: 1,\n};`, /authstrap\.schema\.ts:3:3: property names must be written out/],
+    ['a negated string', `export default {\n  n: -'5',\n};`, /authstrap\.schema\.ts:2:6: .*is computed/],
   ];
   it.each(cases)('refuses %s', (_what, source, message) => {
     expect(readError(source)).toMatch(message);
@@ -110,9 +110,49 @@ describe('loadSchema', () => {
     expect(schema.entities.map((entity) => entity.name)).toContain('Project');
   });
 
-  it('names the schema file in validation problems', () => {
+  it('names the schema file, line and column in validation problems', () => {
     const dir = tempDir();
     fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), `export default { entities: { Project: { fields: { name: { type: 'strng' } } } } };\n`);
-    expect(() => loadSchema(dir)).toThrow(/^authstrap\.schema\.ts: entity "Project", field "name": "type" must be one of/);
+    expect(() => loadSchema(dir)).toThrow(/^authstrap\.schema\.ts:1:59: entity "Project", field "name": "type" must be one of/);
+  });
+
+  it('reports an unknown key at its line and column', () => {
+    const dir = tempDir();
+    const source = `export default {\n  entities: {\n    Project: {\n      fields: {\n        name: { type: 'string' },\n      },\n      nmae: 'x',\n    },\n  },\n};\n`;
+    fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), source);
+    expect(() => loadSchema(dir)).toThrow(/^authstrap\.schema\.ts:7:7: entity "Project": unknown key "nmae" \(allowed: /);
+  });
+
+  it('reports a missing key at the field or entity it belongs to', () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), `export default {\n  entities: {\n    Project: {\n      fields: {\n        status: { type: 'enum' },\n      },\n    },\n    Task: {},\n  },\n};\n`);
+    expect(() => loadSchema(dir)).toThrow(/authstrap\.schema\.ts:5:9: entity "Project", field "status": an enum needs "values"/);
+    expect(() => loadSchema(dir)).toThrow(/authstrap\.schema\.ts:8:5: entity "Task": "fields" must be an object/);
+  });
+});
+
+describe('readSchemaLiteral: a file that does not parse', () => {
+  it('reports a missing comma with file, line, column and the compiler message', () => {
+    const source = `export default {\n  entities: {\n    Project: { fields: { name: { type: 'string' } } }\n    Task: { fields: {} },\n  },\n};\n`;
+    expect(readError(source)).toMatch(/^authstrap\.schema\.ts:4:5: ',' expected\./);
+  });
+
+  it('reports a missing closing brace instead of reading what the parser recovered', () => {
+    const source = `export default {\n  entities: {\n    Project: { fields: { name: { type: 'string' } } },\n  },\n`;
+    expect(readError(source)).toMatch(/^authstrap\.schema\.ts:5:1: '}' expected\./);
+  });
+
+  it('ignores type errors: only the syntax decides (imports need not be installed)', () => {
+    expect(read(`import type { SchemaFile } from 'not-installed';\nexport default { entities: {} } satisfies SchemaFile;`)).toEqual({ entities: {} });
+  });
+});
+
+describe('readSchemaSource: where each key is written', () => {
+  it('locates every property by its path of keys, 1-based as editors count', () => {
+    const { locate } = readSchemaSource(fileName, `export default {\n  entities: {\n    Project: {\n      fields: { name: { type: 'string' } },\n    },\n  },\n};\n`);
+    expect(locate(['entities'])).toEqual({ line: 2, column: 3 });
+    expect(locate(['entities', 'Project'])).toEqual({ line: 3, column: 5 });
+    expect(locate(['entities', 'Project', 'fields', 'name', 'type'])).toEqual({ line: 4, column: 25 });
+    expect(locate(['entities', 'Task'])).toBeUndefined();
   });
 });

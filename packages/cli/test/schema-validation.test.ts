@@ -184,6 +184,18 @@ describe('validateSchema: problems name the entity and the field', () => {
     ]);
   });
 
+  it('accepts renamedFrom on an entity and a field, and refuses one that is not a plain name or takes over a system column', () => {
+    const schema = validateSchema({ entities: { Board: { renamedFrom: 'Project', fields: { name: { type: 'string', renamedFrom: 'title' } } } } });
+    const board = schema.entities.find((entity) => entity.name === 'Board')!;
+    expect(board.renamedFrom).toBe('Project');
+    expect(board.fields.find((field) => field.name === 'name')!.renamedFrom).toBe('title');
+    expect(problemsOf({ entities: { Board: { renamedFrom: 'old table', fields: { name: { type: 'string', renamedFrom: 'id' }, note: { type: 'text', renamedFrom: 3 } } } } })).toEqual([
+      'authstrap.schema.ts: entity "Board": "renamedFrom" must be the old name of the table, a plain SQL identifier',
+      'authstrap.schema.ts: entity "Board", field "name": "renamedFrom" cannot take over "id", a column authstrap manages itself',
+      'authstrap.schema.ts: entity "Board", field "note": "renamedFrom" must be the old name of the column, a plain SQL identifier',
+    ]);
+  });
+
   it('refuses a tenant-scoped entity in a schema without auth', () => {
     expect(problemsOf({ auth: false, entities: { Project: { tenantScoped: true, fields: {} } } })).toEqual([
       'authstrap.schema.ts: entity "Project": is tenant-scoped but the schema has `auth: false`; tenants (organizations) come with auth',

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Schema } from '../schema/types.js';
 import { planWrites, readDiskState, type FileWrite } from './apply.js';
-import { planMigrations, snapshotPath, type MigrationsState } from './migrations-plan.js';
+import { generatedMigrationMark, planMigrations, snapshotPath, type MigrationsOptions, type MigrationsState } from './migrations-plan.js';
 import { renderProject } from './render.js';
 import type { Templates } from './templates.js';
 
@@ -17,6 +17,8 @@ export const newMigration = (writes: FileWrite[]): FileWrite | undefined =>
 export interface GeneratePlan {
   writes: FileWrite[];
   problems: string[];
+  /** What to tell the user besides the writes (a migration to review, a migration recorded). */
+  notes: string[];
 }
 
 export function readMigrationsState(projectDir: string): MigrationsState {
@@ -24,7 +26,8 @@ export function readMigrationsState(projectDir: string): MigrationsState {
   const files = fs.existsSync(dir) ? fs.readdirSync(dir).sort() : [];
   const snapshotFile = path.join(projectDir, snapshotPath);
   const snapshot = fs.existsSync(snapshotFile) ? JSON.parse(fs.readFileSync(snapshotFile, 'utf8')) : undefined;
-  return { files, snapshot };
+  const handWritten = files.filter((name) => name.endsWith('.sql') && !fs.readFileSync(path.join(dir, name), 'utf8').startsWith(generatedMigrationMark));
+  return { files, snapshot, handWritten };
 }
 
 /** A package name from a folder name: `My App` -> `my-app`. */
@@ -42,8 +45,7 @@ export function planGenerate(
   projectDir: string,
   schema: Schema,
   templates: Templates,
-  options: {
-    allowDrop?: boolean;
+  options: MigrationsOptions & {
     packageName?: string;
     overwriteOwned?: boolean;
     /** The migrations as they will be before these writes (add-auth records existing tables first). */
@@ -52,10 +54,10 @@ export function planGenerate(
 ): GeneratePlan {
   const files = renderProject(schema, templates, { packageName: options.packageName ?? packageNameFor(projectDir) });
   const migrations = planMigrations(schema, options.migrationsState ?? readMigrationsState(projectDir), options);
-  if (migrations.problems.length > 0) return { writes: [], problems: migrations.problems };
+  if (migrations.problems.length > 0) return { writes: [], problems: migrations.problems, notes: [] };
   // `setup --force` writes a whole new project over same-named files; `generate` never does.
   const planned = [...files, ...migrations.files].map((file) =>
     options.overwriteOwned && file.ownership === 'owned' ? { ...file, ownership: 'generated' as const } : file,
   );
-  return { writes: planWrites(planned, readDiskState(projectDir, planned)), problems: [] };
+  return { writes: planWrites(planned, readDiskState(projectDir, planned)), problems: [], notes: migrations.notes };
 }

@@ -1,20 +1,58 @@
+import { applyRenames, type Renames } from './renames.js';
 import { quote, type Column, type Constraint, type DatabaseModel, type Table } from './table-model.js';
 
 /**
  * What changed between the schema of the last migration and the current one, as SQL. Changes
  * that could lose data (a dropped table or column, a changed type) are refused unless the caller
- * allows drops, so that `authstrap generate` never writes a destructive migration by surprise.
+ * allows them, so that `authstrap generate` never writes a destructive migration by surprise.
  */
 export interface MigrationPlan {
   statements: string[];
   /** Short words for the file name: `create_project_task`, `alter_project`. */
   summary: string;
   problems: string[];
+  /** Column type changes in `statements` (`"Project"."priority": integer -> text`): to be reviewed. */
+  typeChanges: string[];
+}
+
+/** Where the schema file declares a table or column, so that a refusal can say what to edit. */
+export interface SchemaPlaces {
+  /** The entity of a table, and `authstrap.schema.ts:12:5`. */
+  entityOf(table: string): { name: string; at?: string } | undefined;
+  /** The field of a column (not for the columns authstrap adds itself). */
+  fieldOf(table: string, column: string): { name: string; at?: string } | undefined;
 }
 
 export interface DiffOptions {
   allowDrop?: boolean;
+  /** Convert columns whose type changed with `USING column::type` instead of refusing. */
+  allowTypeChange?: boolean;
+  /** Tables and columns renamed in place (from `renamedFrom`), not dropped and created. */
+  renames?: Renames;
+  places?: SchemaPlaces;
 }
+
+/** A hint, then the other ways out: "If ... Otherwise put it back" or just "Put it back". */
+const otherwise = (hint: string, rest: string) => (hint ? `${hint}Otherwise ${rest}` : rest.charAt(0).toUpperCase() + rest.slice(1));
+const namedAt = (place: { name: string; at?: string }) => `"${place.name}"${place.at ? ` (${place.at})` : ''}`;
+
+/**
+ * Type conversions PostgreSQL makes with a plain cast, between the column types of table-model:
+ * from and to text always (through the type's text form), between the numbers, integer and
+ * boolean, and out of jsonb scalars. Anything else needs a migration written by hand.
+ */
+const castable = (from: string, to: string): boolean =>
+  from === 'text' ||
+  to === 'text' ||
+  [
+    ['integer', 'double precision'],
+    ['double precision', 'integer'],
+    ['integer', 'boolean'],
+    ['boolean', 'integer'],
+    ['jsonb', 'integer'],
+    ['jsonb', 'double precision'],
+    ['jsonb', 'boolean'],
+  ].some(([a, b]) => a === from && b === to);
 
 function columnDefinition(column: Column): string {
   let sql = `${quote(column.name)} ${column.type}`;
@@ -53,8 +91,11 @@ function creationOrder(tables: Table[], existing: Set<string>): Table[] {
   return ordered;
 }
 
-export function diffModels(previous: DatabaseModel, next: DatabaseModel, options: DiffOptions = {}): MigrationPlan {
+export function diffModels(snapshot: DatabaseModel, next: DatabaseModel, options: DiffOptions = {}): MigrationPlan {
   const problems: string[] = [];
+  const typeChanges: string[] = [];
+  // Renames run first: everything after them sees the tables and columns under their new names.
+  const { model: previous, statements: renames, changedTables } = applyRenames(snapshot, options.renames ?? { tables: [], columns: [] });
   const before = new Map(previous.tables.map((table) => [table.name, table]));
   const after = new Map(next.tables.map((table) => [table.name, table]));
   const created = next.tables.filter((table) => !before.has(table.name));
@@ -65,7 +106,7 @@ export function diffModels(previous: DatabaseModel, next: DatabaseModel, options
   for (const table of next.tables) {
     const old = before.get(table.name);
     if (!old) continue;
-    const change = alterTable(old, table, options, problems);
+    const change = alterTable(old, table, options, problems, typeChanges);
     if (change.dropForeignKeys.length + change.statements.length + change.addForeignKeys.length > 0) altered.add(table.name);
     changes.push(change);
   }
@@ -73,7 +114,10 @@ export function diffModels(previous: DatabaseModel, next: DatabaseModel, options
   const drops: string[] = [];
   for (const table of removed) {
     if (!options.allowDrop) {
-      problems.push(`table "${table.name}" is no longer in the schema; dropping it would delete its rows. Put it back, or run \`authstrap generate --allow-drop\` to drop it.`);
+      problems.push(
+        `table "${table.name}" is no longer in the schema; dropping it would delete its rows. ` +
+          otherwise(tableRenameHint(table.name, created.map((other) => other.name), options.places), 'put it back, or run `authstrap generate --allow-drop` to drop it.'),
+      );
     } else {
       altered.add(table.name);
     }
@@ -98,6 +142,7 @@ export function diffModels(previous: DatabaseModel, next: DatabaseModel, options
   // table may still point at a unique key that goes away, and a new table may point at a unique
   // key that an existing table only gets in this migration, or be pointed at by one.
   const statements = [
+    ...renames,
     ...changes.flatMap((change) => change.dropForeignKeys),
     ...drops,
     ...changes.flatMap((change) => change.statements),
@@ -107,12 +152,38 @@ export function diffModels(previous: DatabaseModel, next: DatabaseModel, options
     ...new Set(changes.flatMap((change) => change.addForeignKeys)),
   ];
 
+  const otherAltered = [...altered].filter((table) => !changedTables.includes(table));
   const summaryParts = [
     ...(created.length ? ['create', ...created.map((table) => table.name)] : []),
-    ...(altered.size ? ['alter', ...altered] : []),
+    ...(changedTables.length ? ['rename', ...changedTables] : []),
+    ...(otherAltered.length ? ['alter', ...otherAltered] : []),
   ];
   const summary = summaryParts.join('_').toLowerCase().replace(/[^a-z0-9_]/g, '').slice(0, 60) || 'change';
-  return { statements, summary, problems };
+  return { statements, summary, problems, typeChanges };
+}
+
+/**
+ * How to keep the rows of a table that left the schema while others came in: it may be one of
+ * them, renamed. Says the exact line to add, and where.
+ */
+function tableRenameHint(removed: string, created: string[], places: SchemaPlaces | undefined): string {
+  const candidates = created.map((table) => places?.entityOf(table) ?? { name: table });
+  if (candidates.length === 0) return '';
+  const which = candidates.length === 1 ? `entity ${namedAt(candidates[0]!)} is` : `one of the new entities ${candidates.map(namedAt).join(', ')} is`;
+  return (
+    `If ${which} "${removed}" renamed, keep the rows: add \`renamedFrom: '${removed}',\` to ${candidates.length === 1 ? 'it' : 'that entity'} ` +
+    `(the table is renamed), or give it \`table: '${removed}',\` (it keeps using the old table). `
+  );
+}
+
+function columnRenameHint(table: string, removed: string, added: string[], places: SchemaPlaces | undefined): string {
+  const candidates = added.map((column) => places?.fieldOf(table, column) ?? { name: column });
+  if (candidates.length === 0) return '';
+  const which = candidates.length === 1 ? `field ${namedAt(candidates[0]!)} is` : `one of the new fields ${candidates.map(namedAt).join(', ')} is`;
+  return (
+    `If ${which} "${removed}" renamed, keep the data: add \`renamedFrom: '${removed}',\` to ${candidates.length === 1 ? 'it' : 'that field'} ` +
+    `(the column is renamed), or give it \`column: '${removed}',\` (it keeps using the old column). `
+  );
 }
 
 function referencesMissing(definition: string, available: Set<string>, self: string): boolean {
@@ -141,7 +212,24 @@ const literalUuid = (id: string) => `'${id}'::uuid`;
 const createDefaultOrganization =
   `INSERT INTO "Organization" ("id", "name", "slug") VALUES (${literalUuid(defaultOrganization.id)}, '${defaultOrganization.name}', '${defaultOrganization.slug}') ON CONFLICT DO NOTHING;`;
 
-function alterTable(old: Table, table: Table, options: DiffOptions, problems: string[]): TableChanges {
+/**
+ * Pairs of an old and a new name whose definitions are the same: what a table or column rename
+ * leaves behind (constraint and index names contain them). Renamed rather than dropped and
+ * rebuilt, which would check or index every row again.
+ */
+function renamedPairs<T extends { name: string }>(old: T[], next: T[], same: (a: T, b: T) => boolean): [T, T][] {
+  const oldNames = new Set(old.map((item) => item.name));
+  const newNames = new Set(next.map((item) => item.name));
+  const gone = old.filter((item) => !newNames.has(item.name));
+  const pairs: [T, T][] = [];
+  for (const item of next.filter((candidate) => !oldNames.has(candidate.name))) {
+    const match = gone.find((candidate) => same(candidate, item) && !pairs.some(([paired]) => paired === candidate));
+    if (match) pairs.push([match, item]);
+  }
+  return pairs;
+}
+
+function alterTable(old: Table, table: Table, options: DiffOptions, problems: string[], typeChanges: string[]): TableChanges {
   const name = quote(table.name);
   const dropForeignKeys: string[] = [];
   const dropConstraints: string[] = [];
@@ -149,17 +237,25 @@ function alterTable(old: Table, table: Table, options: DiffOptions, problems: st
   const addConstraints: string[] = [];
   const addForeignKeys: string[] = [];
 
+  const renamedConstraints = renamedPairs(old.constraints, table.constraints, (a, b) => a.definition === b.definition);
+  const renamedIndexes = renamedPairs(old.indexes, table.indexes, (a, b) => a.columns.join() === b.columns.join());
+  const renamed = new Set<unknown>([...renamedConstraints, ...renamedIndexes].flat());
+  const renames = [
+    ...renamedConstraints.map(([from, to]) => `ALTER TABLE ${name} RENAME CONSTRAINT ${quote(from.name)} TO ${quote(to.name)};`),
+    ...renamedIndexes.map(([from, to]) => `ALTER INDEX ${quote(from.name)} RENAME TO ${quote(to.name)};`),
+  ];
+
   const oldConstraints = new Map(old.constraints.map((constraint) => [constraint.name, constraint]));
   const newConstraints = new Map(table.constraints.map((constraint) => [constraint.name, constraint]));
   for (const constraint of old.constraints) {
     const replacement = newConstraints.get(constraint.name);
-    if (!replacement || replacement.definition !== constraint.definition) {
+    if (!renamed.has(constraint) && (!replacement || replacement.definition !== constraint.definition)) {
       (isForeignKey(constraint) ? dropForeignKeys : dropConstraints).push(`ALTER TABLE ${name} DROP CONSTRAINT ${quote(constraint.name)};`);
     }
   }
   for (const constraint of table.constraints) {
     const previous = oldConstraints.get(constraint.name);
-    if (!previous || previous.definition !== constraint.definition) {
+    if (!renamed.has(constraint) && (!previous || previous.definition !== constraint.definition)) {
       (isForeignKey(constraint) ? addForeignKeys : addConstraints).push(`ALTER TABLE ${name} ADD CONSTRAINT ${quote(constraint.name)} ${constraint.definition};`);
     }
   }
@@ -167,18 +263,23 @@ function alterTable(old: Table, table: Table, options: DiffOptions, problems: st
   const oldIndexes = new Map(old.indexes.map((index) => [index.name, index]));
   const newIndexes = new Map(table.indexes.map((index) => [index.name, index]));
   for (const index of old.indexes) {
-    if (!newIndexes.has(index.name) || newIndexes.get(index.name)!.columns.join() !== index.columns.join()) {
+    if (!renamed.has(index) && (!newIndexes.has(index.name) || newIndexes.get(index.name)!.columns.join() !== index.columns.join())) {
       dropConstraints.push(`DROP INDEX ${quote(index.name)};`);
     }
   }
   for (const index of table.indexes) {
-    if (!oldIndexes.has(index.name) || oldIndexes.get(index.name)!.columns.join() !== index.columns.join()) {
+    if (!renamed.has(index) && (!oldIndexes.has(index.name) || oldIndexes.get(index.name)!.columns.join() !== index.columns.join())) {
       addConstraints.push(createIndex(table)(index));
     }
   }
 
   const oldColumns = new Map(old.columns.map((column) => [column.name, column]));
   const newColumns = new Map(table.columns.map((column) => [column.name, column]));
+  // Candidates for a rename: new columns of fields (not the ones authstrap adds, when that is known).
+  const addedColumns = table.columns
+    .filter((column) => !oldColumns.has(column.name) && (!options.places || options.places.fieldOf(table.name, column.name)))
+    .map((column) => column.name);
+  const removedColumns = old.columns.filter((column) => !newColumns.has(column.name));
   for (const column of table.columns) {
     const previous = oldColumns.get(column.name);
     const where = `column "${table.name}"."${column.name}"`;
@@ -191,17 +292,35 @@ function alterTable(old: Table, table: Table, options: DiffOptions, problems: st
         continue;
       }
       if (!column.nullable && column.default === undefined) {
-        problems.push(`${where} is new and required, but rows that already exist have no value for it. Give the field a "default", or make it "nullable".`);
+        const maybeRenamed = removedColumns.length > 0 && !options.allowDrop ? ' If it is a removed field renamed, see `renamedFrom` below.' : '';
+        problems.push(`${where} is new and required, but rows that already exist have no value for it. Give the field a "default", or make it "nullable".${maybeRenamed}`);
         continue;
       }
       changes.push(`ALTER TABLE ${name} ADD COLUMN ${columnDefinition(column)};`);
       continue;
     }
+    let previousDefault = previous.default;
     if (previous.type !== column.type) {
-      problems.push(`${where} changes type from ${previous.type} to ${column.type}; authstrap does not convert data by itself. Write that migration by hand, or keep the old type.`);
-      continue;
+      const byHand =
+        'write the migration by hand and record it with `authstrap generate --accept-manual` (docs/schema.md, "Changing a type"), or keep the old type.';
+      if (!castable(previous.type, column.type)) {
+        problems.push(`${where} changes type from ${previous.type} to ${column.type}, which PostgreSQL does not convert with a cast: ${byHand}`);
+        continue;
+      }
+      if (!options.allowTypeChange) {
+        problems.push(
+          `${where} changes type from ${previous.type} to ${column.type}. Run \`authstrap generate --allow-type-change\` to convert the values ` +
+            `with \`USING ${quote(column.name)}::${column.type}\` (review it: a value that does not convert stops the migration), or ${byHand}`,
+        );
+        continue;
+      }
+      // The old default may not convert; it is dropped first and the new one set below.
+      if (previousDefault !== undefined) changes.push(`ALTER TABLE ${name} ALTER COLUMN ${quote(column.name)} DROP DEFAULT;`);
+      previousDefault = undefined;
+      changes.push(`ALTER TABLE ${name} ALTER COLUMN ${quote(column.name)} TYPE ${column.type} USING ${quote(column.name)}::${column.type};`);
+      typeChanges.push(`"${table.name}"."${column.name}": ${previous.type} -> ${column.type}`);
     }
-    if (previous.default !== column.default) {
+    if (previousDefault !== column.default) {
       changes.push(
         column.default === undefined
           ? `ALTER TABLE ${name} ALTER COLUMN ${quote(column.name)} DROP DEFAULT;`
@@ -212,14 +331,16 @@ function alterTable(old: Table, table: Table, options: DiffOptions, problems: st
       changes.push(`ALTER TABLE ${name} ALTER COLUMN ${quote(column.name)} ${column.nullable ? 'DROP' : 'SET'} NOT NULL;`);
     }
   }
-  for (const column of old.columns) {
-    if (newColumns.has(column.name)) continue;
+  for (const column of removedColumns) {
     if (!options.allowDrop) {
-      problems.push(`column "${table.name}"."${column.name}" is no longer in the schema; dropping it would delete its data. Put the field back, or run \`authstrap generate --allow-drop\`.`);
+      problems.push(
+        `column "${table.name}"."${column.name}" is no longer in the schema; dropping it would delete its data. ` +
+          otherwise(columnRenameHint(table.name, column.name, addedColumns, options.places), 'put the field back, or run `authstrap generate --allow-drop` to drop the column.'),
+      );
     } else {
       changes.push(`ALTER TABLE ${name} DROP COLUMN ${quote(column.name)};`);
     }
   }
 
-  return { dropForeignKeys, statements: [...dropConstraints, ...changes, ...addConstraints], addForeignKeys };
+  return { dropForeignKeys, statements: [...dropConstraints, ...renames, ...changes, ...addConstraints], addForeignKeys };
 }

@@ -49,6 +49,11 @@ export interface FieldDefinition {
   secret?: boolean;
   /** The column's name in an existing table, when it differs from the field name. */
   column?: string;
+  /**
+   * The column's old name: `authstrap generate` renames that column (keeping its data) instead of
+   * dropping it and adding a new one. Ignored once the old column is gone, so it may stay.
+   */
+  renamedFrom?: string;
   description?: string;
 }
 
@@ -77,6 +82,8 @@ export interface EntityDefinition {
   uniqueTogether?: string[][];
   /** Extra indexes, each a list of fields. */
   indexes?: string[][];
+  /** The table's old name: renamed (rows kept) instead of dropped and created. Ignored once done. */
+  renamedFrom?: string;
 }
 
 export interface SchemaFile {
@@ -107,6 +114,8 @@ export interface Field {
    * timestamps are absent on an entity whose table has no such column. */
   system: boolean;
   description?: string;
+  /** The column's old name (see FieldDefinition.renamedFrom). */
+  renamedFrom?: string;
 }
 
 export interface Entity {
@@ -124,6 +133,8 @@ export interface Entity {
   fields: Field[];
   uniqueTogether: string[][];
   indexes: string[][];
+  /** The table's old name (see EntityDefinition.renamedFrom). */
+  renamedFrom?: string;
 }
 
 export interface Schema {

@@ -1,6 +1,6 @@
 import { builtinEntities } from './builtin.js';
 import { collectionPath, pluralOf } from './naming.js';
-import { SchemaError } from './read-literal.js';
+import { SchemaError, type Locate } from './read-literal.js';
 import {
   fieldTypes,
   idTypes,
@@ -15,10 +15,10 @@ import {
 const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const entityName = /^[A-Za-z][A-Za-z0-9]*$/;
 const schemaKeys = ['auth', 'entities'];
-const entityKeys = ['tenantScoped', 'parent', 'table', 'plural', 'idType', 'createdAt', 'updatedAt', 'description', 'fields', 'uniqueTogether', 'indexes'];
+const entityKeys = ['tenantScoped', 'parent', 'table', 'plural', 'idType', 'createdAt', 'updatedAt', 'description', 'fields', 'uniqueTogether', 'indexes', 'renamedFrom'];
 const fieldKeys = [
   'type', 'nullable', 'unique', 'default', 'minLength', 'maxLength', 'min', 'max', 'format',
-  'lowercase', 'values', 'searchable', 'references', 'onDelete', 'secret', 'column', 'description',
+  'lowercase', 'values', 'searchable', 'references', 'onDelete', 'secret', 'column', 'description', 'renamedFrom',
 ];
 /** Names that would shadow a global or an import of the generated code. */
 export const reservedEntityNames = new Set(
@@ -32,20 +32,27 @@ type Raw = Record<string, unknown>;
 const isObject = (value: unknown): value is Raw =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** Reports a problem: where (`entity "Project", field "name"`), what, and the keys of the value at fault. */
+type Problem = (where: string, message: string, path?: string[]) => void;
+
 /**
  * Checks a schema file's data and resolves it into a `Schema`: built-in entities added, defaults
- * filled, system fields listed. Every problem is reported at once, naming the entity and field.
+ * filled, system fields listed. Every problem is reported at once, naming the entity and field,
+ * and, with `locate` (from readSchemaSource), the line and column to edit.
  */
-export function validateSchema(raw: unknown, fileName = 'authstrap.schema.ts'): Schema {
+export function validateSchema(raw: unknown, fileName = 'authstrap.schema.ts', locate?: Locate): Schema {
   const problems: string[] = [];
-  const problem = (where: string, message: string) => problems.push(`${fileName}: ${where}: ${message}`);
+  const problem: Problem = (where, message, path) => {
+    const location = path && locate && locateNearest(path, locate);
+    problems.push(`${fileName}${location ? `:${location.line}:${location.column}` : ''}: ${where}: ${message}`);
+  };
 
   if (!isObject(raw)) throw new SchemaError([`${fileName}: the default export must be an object like { entities: { ... } }`]);
-  unknownKeys(raw, schemaKeys, 'schema', problem);
-  if (raw.auth !== undefined && typeof raw.auth !== 'boolean') problem('schema', '"auth" must be true or false');
+  unknownKeys(raw, schemaKeys, 'schema', [], problem);
+  if (raw.auth !== undefined && typeof raw.auth !== 'boolean') problem('schema', '"auth" must be true or false', ['auth']);
   const auth = raw.auth !== false;
   if (!isObject(raw.entities)) {
-    problem('schema', '"entities" must be an object of entity definitions');
+    problem('schema', '"entities" must be an object of entity definitions', ['entities']);
     throw new SchemaError(problems);
   }
 
@@ -53,22 +60,23 @@ export function validateSchema(raw: unknown, fileName = 'authstrap.schema.ts'): 
   if (auth) for (const [name, definition] of Object.entries(builtinEntities)) definitions.push([name, definition, true]);
   for (const [name, definition] of Object.entries(raw.entities)) {
     const where = `entity "${name}"`;
+    const at = ['entities', name];
     if (!entityName.test(name)) {
-      problem(where, 'an entity name is letters and digits, starting with a letter (e.g. "Project", "UserSetting")');
+      problem(where, 'an entity name is letters and digits, starting with a letter (e.g. "Project", "UserSetting")', at);
       continue;
     }
     if (reservedEntityNames.has(name.toLowerCase())) {
-      problem(where, 'is a name the generated TypeScript already uses (a JavaScript global or a runtime helper); choose another');
+      problem(where, 'is a name the generated TypeScript already uses (a JavaScript global or a runtime helper); choose another', at);
       continue;
     }
     const clash = definitions.find(([other]) => other.toLowerCase() === name.toLowerCase() || pluralOf(other).toLowerCase() === name.toLowerCase());
     if (clash) {
       const builtin = clash[2] ? `the built-in entity "${clash[0]}"` : `entity "${clash[0]}"`;
-      problem(where, `clashes with ${builtin} (names and paths are matched case-insensitively); rename one of them`);
+      problem(where, `clashes with ${builtin} (names and paths are matched case-insensitively); rename one of them`, at);
       continue;
     }
     if (!isObject(definition)) {
-      problem(where, 'must be an object with "fields"');
+      problem(where, 'must be an object with "fields"', at);
       continue;
     }
     definitions.push([name, definition as unknown as EntityDefinition, false]);
@@ -83,14 +91,14 @@ export function validateSchema(raw: unknown, fileName = 'authstrap.schema.ts'): 
   for (const entity of entities) {
     const key = entity.path.toLowerCase();
     const other = paths.get(key);
-    if (other) problem(`entity "${entity.name}"`, `its path ${entity.path} is also the path of "${other}"; set "plural" on one of them`);
+    if (other) problem(`entity "${entity.name}"`, `its path ${entity.path} is also the path of "${other}"; set "plural" on one of them`, ['entities', entity.name, 'plural']);
     paths.set(key, entity.name);
   }
   checkReferences(entities, problem);
   for (const entity of entities) {
     const parent = entity.parent && entities.find((other) => other.name === entity.parent!.entity);
     if (parent && parent.tenantScoped !== entity.tenantScoped) {
-      problem(`entity "${entity.name}"`, `is nested under "${parent.name}", so both must be tenant-scoped or both not`);
+      problem(`entity "${entity.name}"`, `is nested under "${parent.name}", so both must be tenant-scoped or both not`, ['entities', entity.name, 'parent']);
     }
   }
 
@@ -101,34 +109,38 @@ export function validateSchema(raw: unknown, fileName = 'authstrap.schema.ts'): 
 interface Context {
   auth: boolean;
   names: Set<string>;
-  problem: (where: string, message: string) => void;
+  problem: Problem;
 }
 
 function resolveEntity(name: string, definition: EntityDefinition, builtin: boolean, context: Context): Entity {
   const { problem } = context;
   const where = `entity "${name}"`;
-  unknownKeys(definition as unknown as Raw, entityKeys, where, problem);
+  const at = (key?: string) => (key === undefined ? ['entities', name] : ['entities', name, key]);
+  unknownKeys(definition as unknown as Raw, entityKeys, where, at(), problem);
 
   const tenantScoped = definition.tenantScoped ?? context.auth;
-  if (typeof tenantScoped !== 'boolean') problem(where, '"tenantScoped" must be true or false');
+  if (typeof tenantScoped !== 'boolean') problem(where, '"tenantScoped" must be true or false', at('tenantScoped'));
   if (tenantScoped && !context.auth) {
-    problem(where, 'is tenant-scoped but the schema has `auth: false`; tenants (organizations) come with auth');
+    problem(where, 'is tenant-scoped but the schema has `auth: false`; tenants (organizations) come with auth', at('tenantScoped'));
   }
   for (const key of ['table', 'plural', 'description'] as const) {
-    if (definition[key] !== undefined && typeof definition[key] !== 'string') problem(where, `"${key}" must be a string`);
+    if (definition[key] !== undefined && typeof definition[key] !== 'string') problem(where, `"${key}" must be a string`, at(key));
   }
   if (definition.table !== undefined && !identifier.test(definition.table)) {
-    problem(where, `"table" must be a plain SQL identifier (got "${definition.table}")`);
+    problem(where, `"table" must be a plain SQL identifier (got "${definition.table}")`, at('table'));
+  }
+  if (definition.renamedFrom !== undefined && (typeof definition.renamedFrom !== 'string' || !identifier.test(definition.renamedFrom))) {
+    problem(where, '"renamedFrom" must be the old name of the table, a plain SQL identifier', at('renamedFrom'));
   }
   const plural = definition.plural ?? pluralOf(name);
   const idType = definition.idType ?? 'uuid';
-  if (!idTypes.includes(idType)) problem(where, `"idType" must be one of ${idTypes.join(', ')} (got ${JSON.stringify(idType)})`);
+  if (!idTypes.includes(idType)) problem(where, `"idType" must be one of ${idTypes.join(', ')} (got ${JSON.stringify(idType)})`, at('idType'));
   const timestamps: Field[] = [];
   for (const key of ['createdAt', 'updatedAt'] as const) {
     const column = definition[key] ?? key;
     if (column === false) continue;
     if (typeof column !== 'string' || !identifier.test(column)) {
-      problem(where, `"${key}" must be the name of its column or false (got ${JSON.stringify(column)})`);
+      problem(where, `"${key}" must be the name of its column or false (got ${JSON.stringify(column)})`, at(key));
       continue;
     }
     timestamps.push({ ...systemField(key, 'datetime'), column });
@@ -139,7 +151,7 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     fields.push({ ...systemField('organizationId', 'uuid'), references: { entity: 'Organization', onDelete: 'cascade' } });
   }
   if (!isObject(definition.fields)) {
-    problem(where, '"fields" must be an object of field definitions');
+    problem(where, '"fields" must be an object of field definitions', at('fields'));
   } else {
     for (const [fieldName, fieldDefinition] of Object.entries(definition.fields)) {
       const field = resolveField(name, fieldName, fieldDefinition, context);
@@ -158,7 +170,7 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
   if (definition.parent !== undefined) {
     const parentField = fields.find((field) => field.name === definition.parent);
     if (!parentField?.references) {
-      problem(where, `"parent" must name one of its own fields that references another entity (got "${definition.parent}")`);
+      problem(where, `"parent" must name one of its own fields that references another entity (got "${definition.parent}")`, at('parent'));
     } else {
       parent = { field: parentField.name, entity: parentField.references.entity };
     }
@@ -168,11 +180,11 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
   const fieldLists = (key: 'uniqueTogether' | 'indexes'): string[][] => {
     const lists = definition[key] ?? [];
     if (!Array.isArray(lists) || lists.some((list) => !Array.isArray(list) || list.length === 0)) {
-      problem(where, `"${key}" must be a list of non-empty field lists, e.g. [["a", "b"]]`);
+      problem(where, `"${key}" must be a list of non-empty field lists, e.g. [["a", "b"]]`, at(key));
       return [];
     }
     for (const field of lists.flat()) {
-      if (!fieldNames.has(field)) problem(where, `"${key}" names "${field}", which is not a field of "${name}"`);
+      if (!fieldNames.has(field)) problem(where, `"${key}" names "${field}", which is not a field of "${name}"`, at(key));
     }
     return lists;
   };
@@ -190,6 +202,7 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     fields,
     uniqueTogether: fieldLists('uniqueTogether'),
     indexes: fieldLists('indexes'),
+    ...(definition.renamedFrom !== undefined ? { renamedFrom: definition.renamedFrom } : {}),
   };
 }
 
@@ -200,78 +213,86 @@ function systemField(name: string, type: 'uuid' | 'integer' | 'datetime'): Field
 function resolveField(entity: string, name: string, raw: unknown, context: Context): Field | undefined {
   const { problem } = context;
   const where = `entity "${entity}", field "${name}"`;
+  const at = (key?: string) => ['entities', entity, 'fields', name, ...(key === undefined ? [] : [key])];
   if (!identifier.test(name)) {
-    problem(where, 'a field name is letters, digits and underscores, not starting with a digit');
+    problem(where, 'a field name is letters, digits and underscores, not starting with a digit', at());
     return undefined;
   }
   if (systemFieldNames.includes(name)) {
-    problem(where, `"${name}" is added by authstrap to every entity${name === 'organizationId' ? ' that is tenant-scoped' : ''}; remove it from "fields"`);
+    problem(where, `"${name}" is added by authstrap to every entity${name === 'organizationId' ? ' that is tenant-scoped' : ''}; remove it from "fields"`, at());
     return undefined;
   }
   if (!isObject(raw)) {
-    problem(where, 'must be an object like { type: "string" }');
+    problem(where, 'must be an object like { type: "string" }', at());
     return undefined;
   }
-  unknownKeys(raw, fieldKeys, where, problem);
+  unknownKeys(raw, fieldKeys, where, at(), problem);
   const definition = raw as unknown as FieldDefinition;
   if (!fieldTypes.includes(definition.type)) {
-    problem(where, `"type" must be one of ${fieldTypes.join(', ')} (got ${JSON.stringify(definition.type)})`);
+    problem(where, `"type" must be one of ${fieldTypes.join(', ')} (got ${JSON.stringify(definition.type)})`, at('type'));
     return undefined;
   }
 
   for (const key of ['nullable', 'unique', 'lowercase', 'searchable', 'secret'] as const) {
-    if (definition[key] !== undefined && typeof definition[key] !== 'boolean') problem(where, `"${key}" must be true or false`);
+    if (definition[key] !== undefined && typeof definition[key] !== 'boolean') problem(where, `"${key}" must be true or false`, at(key));
   }
   const textual = definition.type === 'string' || definition.type === 'text';
   const numeric = definition.type === 'integer' || definition.type === 'number';
   for (const key of ['minLength', 'maxLength'] as const) {
     const value = definition[key];
     if (value === undefined) continue;
-    if (!textual) problem(where, `"${key}" applies to string and text fields only`);
-    else if (!Number.isInteger(value) || value < 0) problem(where, `"${key}" must be a whole number >= 0`);
+    if (!textual) problem(where, `"${key}" applies to string and text fields only`, at(key));
+    else if (!Number.isInteger(value) || value < 0) problem(where, `"${key}" must be a whole number >= 0`, at(key));
   }
-  if ((definition.minLength ?? 0) > (definition.maxLength ?? Infinity)) problem(where, '"minLength" is larger than "maxLength"');
+  if ((definition.minLength ?? 0) > (definition.maxLength ?? Infinity)) problem(where, '"minLength" is larger than "maxLength"', at('minLength'));
   for (const key of ['min', 'max'] as const) {
     if (definition[key] === undefined) continue;
-    if (!numeric) problem(where, `"${key}" applies to integer and number fields only`);
-    else if (typeof definition[key] !== 'number') problem(where, `"${key}" must be a number`);
+    if (!numeric) problem(where, `"${key}" applies to integer and number fields only`, at(key));
+    else if (typeof definition[key] !== 'number') problem(where, `"${key}" must be a number`, at(key));
   }
-  if ((definition.min ?? -Infinity) > (definition.max ?? Infinity)) problem(where, '"min" is larger than "max"');
+  if ((definition.min ?? -Infinity) > (definition.max ?? Infinity)) problem(where, '"min" is larger than "max"', at('min'));
   if (definition.format !== undefined && (definition.format !== 'email' || !textual)) {
-    problem(where, '"format" can only be "email", on a string field');
+    problem(where, '"format" can only be "email", on a string field', at('format'));
   }
-  if (definition.lowercase && !textual) problem(where, '"lowercase" applies to string and text fields only');
-  if (definition.searchable && !textual) problem(where, '"searchable" applies to string and text fields only');
+  if (definition.lowercase && !textual) problem(where, '"lowercase" applies to string and text fields only', at('lowercase'));
+  if (definition.searchable && !textual) problem(where, '"searchable" applies to string and text fields only', at('searchable'));
 
   if (definition.type === 'enum') {
     const values = definition.values;
     if (!Array.isArray(values) || values.length === 0 || values.some((value) => typeof value !== 'string' || value === '')) {
-      problem(where, 'an enum needs "values", a non-empty list of non-empty strings');
+      problem(where, 'an enum needs "values", a non-empty list of non-empty strings', at('values'));
     } else if (new Set(values).size !== values.length) {
-      problem(where, '"values" lists a value twice');
+      problem(where, '"values" lists a value twice', at('values'));
     }
   } else if (definition.values !== undefined) {
-    problem(where, '"values" applies to enum fields only');
+    problem(where, '"values" applies to enum fields only', at('values'));
   }
 
   if (definition.default !== undefined && !defaultFits(definition)) {
-    problem(where, `the default ${JSON.stringify(definition.default)} is not a valid ${definition.type}${definition.type === 'datetime' ? ' (use "now" or an ISO date string)' : ''}`);
+    problem(where, `the default ${JSON.stringify(definition.default)} is not a valid ${definition.type}${definition.type === 'datetime' ? ' (use "now" or an ISO date string)' : ''}`, at('default'));
   }
 
   let references: Field['references'];
   if (definition.references !== undefined) {
     if (!context.names.has(definition.references)) {
-      problem(where, `references "${definition.references}", which is not an entity of this schema`);
+      problem(where, `references "${definition.references}", which is not an entity of this schema`, at('references'));
     }
     const onDelete = definition.onDelete ?? (definition.nullable ? 'set null' : 'cascade');
-    if (!onDeleteActions.includes(onDelete)) problem(where, `"onDelete" must be one of ${onDeleteActions.join(', ')}`);
-    if (onDelete === 'set null' && !definition.nullable) problem(where, '"onDelete": "set null" needs "nullable": true');
+    if (!onDeleteActions.includes(onDelete)) problem(where, `"onDelete" must be one of ${onDeleteActions.join(', ')}`, at('onDelete'));
+    if (onDelete === 'set null' && !definition.nullable) problem(where, '"onDelete": "set null" needs "nullable": true', at('onDelete'));
     references = { entity: definition.references, onDelete };
   } else if (definition.onDelete !== undefined) {
-    problem(where, '"onDelete" applies to fields with "references" only');
+    problem(where, '"onDelete" applies to fields with "references" only', at('onDelete'));
   }
   if (definition.column !== undefined && (typeof definition.column !== 'string' || !identifier.test(definition.column))) {
-    problem(where, '"column" must be a plain SQL identifier');
+    problem(where, '"column" must be a plain SQL identifier', at('column'));
+  }
+  if (definition.renamedFrom !== undefined) {
+    if (typeof definition.renamedFrom !== 'string' || !identifier.test(definition.renamedFrom)) {
+      problem(where, '"renamedFrom" must be the old name of the column, a plain SQL identifier', at('renamedFrom'));
+    } else if (systemFieldNames.includes(definition.renamedFrom)) {
+      problem(where, `"renamedFrom" cannot take over "${definition.renamedFrom}", a column authstrap manages itself`, at('renamedFrom'));
+    }
   }
 
   return {
@@ -293,6 +314,7 @@ function resolveField(entity: string, name: string, raw: unknown, context: Conte
     secret: definition.secret ?? false,
     system: false,
     description: definition.description,
+    ...(definition.renamedFrom !== undefined ? { renamedFrom: definition.renamedFrom } : {}),
   };
 }
 
@@ -328,17 +350,29 @@ function checkReferences(entities: Entity[], problem: Context['problem']) {
       const target = field.references && byName.get(field.references.entity);
       if (!target || field.system) continue;
       if (field.type !== target.idType) {
-        problem(`entity "${entity.name}", field "${field.name}"`, `references "${target.name}", whose id is ${target.idType === 'uuid' ? 'a uuid' : 'an integer'}, so its type must be "${target.idType}"`);
+        problem(`entity "${entity.name}", field "${field.name}"`, `references "${target.name}", whose id is ${target.idType === 'uuid' ? 'a uuid' : 'an integer'}, so its type must be "${target.idType}"`, ['entities', entity.name, 'fields', field.name, 'type']);
       }
       if (!entity.tenantScoped && target.tenantScoped) {
-        problem(`entity "${entity.name}", field "${field.name}"`, `"${entity.name}" is not tenant-scoped, so it cannot reference the tenant-scoped "${target.name}"`);
+        problem(`entity "${entity.name}", field "${field.name}"`, `"${entity.name}" is not tenant-scoped, so it cannot reference the tenant-scoped "${target.name}"`, ['entities', entity.name, 'fields', field.name, 'references']);
       }
     }
   }
 }
 
-function unknownKeys(object: Raw, allowed: string[], where: string, problem: Context['problem']) {
+function unknownKeys(object: Raw, allowed: string[], where: string, path: string[], problem: Problem) {
   for (const key of Object.keys(object)) {
-    if (!allowed.includes(key)) problem(where, `unknown key "${key}" (allowed: ${allowed.join(', ')})`);
+    if (!allowed.includes(key)) problem(where, `unknown key "${key}" (allowed: ${allowed.join(', ')})`, [...path, key]);
   }
+}
+
+/**
+ * The value at `path`, or else the nearest enclosing property down to the entity (a missing key
+ * is reported at its field or entity; a built-in entity, not in the file, has no place).
+ */
+function locateNearest(path: string[], locate: Locate) {
+  for (let length = path.length; length >= Math.min(path.length, 2); length -= 1) {
+    const location = locate(path.slice(0, length));
+    if (location) return location;
+  }
+  return undefined;
 }
