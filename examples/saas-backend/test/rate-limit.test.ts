@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import net from 'node:net';
 import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, maskUrlPassword } from '../src/config.js';
 import { apiClient, projectDir, redisUrl, serviceApiKey, signUp, startBackend, type TestBackend } from './support/backend.js';
+import { faultProxy } from './support/fault-proxy.js';
 import { spawnBackend, type BackendProcess } from './support/process.js';
 
 const tooManyLogins = { success: false, error: { code: 'RATE_LIMITED', message: 'Too many login attempts' } };
@@ -193,7 +193,7 @@ describe('rate limits', () => {
   });
 
   it.runIf(redisUrl)('lets requests through while Redis is unreachable, and counts again once it is back', async () => {
-    const proxy = await tcpProxy(new URL(redisUrl!));
+    const proxy = await faultProxy(redisUrl!);
     const prefix = uniquePrefix();
     const { url } = await backend({ REDIS_URL: `redis://127.0.0.1:${proxy.port}`, RATE_LIMIT_PREFIX: prefix, RATE_LIMIT_AUTH_MAX: '2' });
     try {
@@ -201,7 +201,7 @@ describe('rate limits', () => {
       expect((await wrongSignIn(url)).status).toBe(401);
       expect((await wrongSignIn(url)).status).toBe(429);
 
-      await proxy.stop();
+      await proxy.close();
       // Not queued until Redis returns (that would hang every request under /api/): let through.
       for (let i = 0; i < 3; i++) {
         const started = Date.now();
@@ -210,7 +210,7 @@ describe('rate limits', () => {
         expect(Date.now() - started).toBeLessThan(3000);
       }
 
-      await proxy.start();
+      await proxy.open();
       // The client reconnects (backing off up to 2 s); the counts kept in Redis apply again.
       let status = 0;
       for (let i = 0; i < 50 && status !== 429; i++) {
@@ -219,7 +219,7 @@ describe('rate limits', () => {
       }
       expect(status).toBe(429);
     } finally {
-      await proxy.stop();
+      await proxy.close();
       await dropCounts(prefix);
     }
   });
@@ -276,38 +276,3 @@ describe('rate-limit settings', () => {
     expect(maskUrlPassword('redis://cache:6379')).toBe('redis://cache:6379');
   });
 });
-
-/** A TCP relay in front of Redis that the test can take down and bring back on the same port. */
-async function tcpProxy(target: URL) {
-  const sockets = new Set<net.Socket>();
-  let server: net.Server | undefined;
-  let port = 0;
-  const start = () =>
-    new Promise<void>((resolve, reject) => {
-      server = net.createServer((client) => {
-        const upstream = net.connect(Number(target.port || 6379), target.hostname);
-        for (const socket of [client, upstream]) {
-          sockets.add(socket);
-          socket.on('close', () => sockets.delete(socket));
-          socket.on('error', () => {
-            client.destroy();
-            upstream.destroy();
-          });
-        }
-        client.pipe(upstream).pipe(client);
-      });
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        port = (server!.address() as net.AddressInfo).port;
-        resolve();
-      });
-    });
-  const stop = async () => {
-    const closing = server;
-    server = undefined;
-    for (const socket of sockets) socket.destroy();
-    if (closing?.listening) await new Promise((resolve) => closing.close(resolve));
-  };
-  await start();
-  return { port, start, stop };
-}

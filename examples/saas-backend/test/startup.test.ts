@@ -1,10 +1,12 @@
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { createThrowawayDatabase, postgresAdminUrl, signUp } from './support/backend.js';
+import { createThrowawayDatabase, postgresAdminUrl, projectDir, signUp } from './support/backend.js';
 import { spawnBackend } from './support/process.js';
 
 const migrationFiles = fs.readdirSync(path.resolve(import.meta.dirname, '../migrations')).filter((name) => name.endsWith('.sql'));
@@ -104,6 +106,170 @@ describe('startup and shutdown of the backend process', () => {
       expect(await second.exited).toBe(0);
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('one process per embedded database', () => {
+  it('refuses a second process on the same folder, naming the folder and the process; after kill -9 a restart has every acknowledged write', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'authstrap-pglite-lock-'));
+    const started: ReturnType<typeof spawnBackend>[] = [];
+    try {
+      const first = spawnBackend({ EMBEDDED_DB_DIR: dataDir });
+      started.push(first);
+      const owner = await signUp(await first.listening, 'locked@example.com');
+
+      const second = spawnBackend({ EMBEDDED_DB_DIR: dataDir });
+      started.push(second);
+      expect(await second.exited).toBe(1);
+      expect(second.output()).toContain(`The embedded database in ${dataDir} is in use by process ${first.child.pid}`);
+      expect(second.output()).not.toMatch(/\n\s+at /);
+      // The first one was not disturbed.
+      expect((await owner.api('GET', '/Projects')).status).toBe(200);
+
+      const names: string[] = [];
+      for (let n = 0; n < 20; n++) {
+        const response = await owner.api('POST', '/Projects', { body: { name: `Acknowledged ${n}` } });
+        expect(response.status).toBe(201);
+        names.push(response.body.data.name);
+      }
+      first.child.kill('SIGKILL');
+      await first.exited;
+      // The lock file of the killed process is still there ...
+      expect(fs.existsSync(`${dataDir}.lock`)).toBe(true);
+
+      // ... and is taken over: the next start comes up with every acknowledged write.
+      const third = spawnBackend({ EMBEDDED_DB_DIR: dataDir });
+      started.push(third);
+      const list = await (
+        await fetch(`${await third.listening}/Projects?limit=100&sort=name&order=asc`, {
+          headers: { authorization: `Bearer ${owner.token}`, 'x-organization-id': owner.organizationId },
+        })
+      ).json();
+      expect(list.data.map((project: { name: string }) => project.name).sort()).toEqual(names.sort());
+      third.child.kill('SIGTERM');
+      expect(await third.exited).toBe(0);
+      // A clean stop removes the lock.
+      expect(fs.existsSync(`${dataDir}.lock`)).toBe(false);
+    } finally {
+      for (const instance of started) instance.child.kill('SIGKILL');
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      fs.rmSync(`${dataDir}.lock`, { force: true });
+    }
+  });
+});
+
+describe('the port', () => {
+  it('in use ends the start with one line naming the port and PORT, before any migration runs', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    const dataDir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'authstrap-port-')), 'pglite');
+    try {
+      const backend = spawnBackend({ PORT: String(port), EMBEDDED_DB_DIR: dataDir });
+      expect(await backend.exited).toBe(1);
+      const lines = backend.output().trim().split('\n');
+      expect(lines).toEqual([`Port ${port} is already in use (127.0.0.1:${port}). Stop the other process or set PORT in .env.`]);
+      // The database was never opened, so nothing was migrated.
+      expect(fs.existsSync(dataDir)).toBe(false);
+    } finally {
+      holder.close();
+      fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SIGTERM', () => {
+  /** One request on a keep-alive agent: its status, or the network error that ended it. */
+  function send(agent: http.Agent, url: URL, options: { method: string; path: string; headers?: Record<string, string>; body?: string }) {
+    return new Promise<{ status?: number; connection?: string; error?: string }>((resolve) => {
+      const request = http.request({ agent, host: url.hostname, port: url.port, method: options.method, path: options.path, headers: options.headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection }));
+      });
+      request.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+      request.end(options.body);
+    });
+  }
+
+  it('serves nothing new after the signal, even on kept-alive connections, finishes what is in flight and exits 0', async () => {
+    // bcrypt at cost 12 keeps a sign-up in flight for a while.
+    const backend = spawnBackend({ EMBEDDED_DB_DIR: 'memory://', BCRYPT_COST: '12' });
+    const url = new URL(await backend.listening);
+    const owner = await signUp(url.origin, 'draining@example.com');
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    const authorized = { authorization: `Bearer ${owner.token}`, 'x-organization-id': owner.organizationId, 'content-type': 'application/json' };
+    // Warm four kept-alive connections.
+    await Promise.all(Array.from({ length: 4 }, () => send(agent, url, { method: 'GET', path: '/Projects', headers: authorized })));
+    expect(agent.freeSockets[`${url.hostname}:${url.port}:`]?.length).toBeGreaterThan(0);
+
+    const inFlight = Array.from({ length: 3 }, (_, n) =>
+      send(new http.Agent(), url, {
+        method: 'POST',
+        path: '/api/auth/sign-up/email',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: `in-flight-${n}@example.com`, name: 'In Flight', password: 'correct horse battery' }),
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    backend.child.kill('SIGTERM');
+    while (!backend.output().includes('shutting down')) await new Promise((resolve) => setTimeout(resolve, 10));
+
+    // After the signal, on the kept-alive connections: a 503 that closes the connection, or no connection at all.
+    const after = await Promise.all(
+      Array.from({ length: 8 }, (_, n) => send(agent, url, { method: 'POST', path: '/Projects', headers: authorized, body: JSON.stringify({ name: `After ${n}` }) })),
+    );
+    for (const result of after) {
+      if (result.status !== undefined) {
+        expect(result.status).toBe(503);
+        expect(result.connection).toBe('close');
+      } else {
+        expect(['ECONNRESET', 'ECONNREFUSED', 'EPIPE']).toContain(result.error);
+      }
+    }
+    for (const result of await Promise.all(inFlight)) expect(result.status).toBe(201);
+    expect(await backend.exited).toBe(0);
+    agent.destroy();
+  });
+
+  it('to `npm start` (the compiled server) stops the server and frees the port', async () => {
+    const build = spawnSync(process.execPath, [path.join(projectDir, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: projectDir, encoding: 'utf8' });
+    expect(build.status, build.stdout + build.stderr).toBe(0);
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    await new Promise((resolve) => holder.close(resolve));
+
+    const npm = spawn('npm', ['start'], {
+      cwd: projectDir,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', HOST: '127.0.0.1', PORT: String(port), EMBEDDED_DB_DIR: 'memory://', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise((resolve) => npm.once('exit', resolve));
+    try {
+      let ready = false;
+      for (let i = 0; i < 300 && !ready; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        ready = await fetch(`http://127.0.0.1:${port}/ready`).then((response) => response.ok, () => false);
+      }
+      expect(ready).toBe(true);
+      npm.kill('SIGTERM');
+      await exited;
+      let free = false;
+      for (let i = 0; i < 50 && !free; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        free = await new Promise<boolean>((resolve) => {
+          const socket = net.connect(port, '127.0.0.1');
+          socket.once('connect', () => {
+            socket.destroy();
+            resolve(false);
+          });
+          socket.once('error', () => resolve(true));
+        });
+      }
+      expect(free).toBe(true);
+    } finally {
+      npm.kill('SIGKILL');
     }
   });
 });

@@ -48,7 +48,7 @@ export function insertStatement(
 }
 
 /**
- * `UPDATE table SET a = $1, "updatedAt" = now() WHERE k = $2 AND ... RETURNING ...`. `where`
+ * `UPDATE table SET a = $1, "updatedAt" = GREATEST(now(), "updatedAt") WHERE k = $2 AND ... RETURNING ...`. `where`
  * holds the row's key and, for tenant-scoped tables, its organization; `updatedAtColumn` is null
  * for a table without one.
  */
@@ -63,7 +63,12 @@ export function updateStatement(
   const fields = writableFields(table, values, columns);
   const params = fields.map(([field]) => toParam(values[field]));
   const assignments = fields.map(([, column], index) => `${quoteIdentifier(column)} = $${index + 1}`);
-  if (updatedAtColumn !== null) assignments.push(`${quoteIdentifier(updatedAtColumn)} = now()`);
+  // GREATEST: two updates of one row that overlap must not leave the earlier transaction's time
+  // last (the row is re-read after waiting for its lock, so this compares with the newer value).
+  if (updatedAtColumn !== null) {
+    const column = quoteIdentifier(updatedAtColumn);
+    assignments.push(`${column} = GREATEST(now(), ${column})`);
+  }
   // Nothing to set (an empty PATCH on a table without updatedAt): the key = itself keeps one statement.
   if (assignments.length === 0) {
     const key = quoteIdentifier(Object.keys(where)[0]!);

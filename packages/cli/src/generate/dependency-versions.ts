@@ -16,7 +16,6 @@ export const backendDependencies = {
   'rate-limit-redis': '^6.0.1',
   redis: '^5.9.0',
   'swagger-ui-express': '^5.0.1',
-  tsx: '^4.20.6',
   zod: '^4.1.12',
 };
 
@@ -27,5 +26,7 @@ export const backendDevDependencies = {
   '@types/node': '^20.19.0',
   '@types/pg': '^8.15.6',
   '@types/swagger-ui-express': '^4.1.8',
+  // `npm run dev` runs the TypeScript directly; production runs what `npm run build` compiled.
+  tsx: '^4.20.6',
   typescript: '~5.9.3',
 };

@@ -1,14 +1,14 @@
 import path from 'node:path';
 import chalk from 'chalk';
 import { CliError } from '../cli-error.js';
-import { logDir, startBackend } from '../setup/steps.js';
+import { buildBackend, logDir, startBackend } from '../setup/steps.js';
 import { formatCheck, step, summarizeChecks } from '../ui/report.js';
 import type { DatabaseTarget } from '../verify/database.js';
 import { runVerify } from '../verify/index.js';
 
 /**
- * Starts a project's backend (which applies its migrations), runs `authstrap verify` against
- * it and stops it: the last steps of `setup` and `add-auth`. The backend is stopped before the
+ * Builds a project's backend and starts it (which applies its migrations), runs `authstrap
+ * verify` against it and stops it: the last steps of `setup` and `add-auth`. The backend is stopped before the
  * database checks, because an embedded database belongs to the process that has it open.
  */
 export async function startAndVerify(options: {
@@ -19,6 +19,7 @@ export async function startAndVerify(options: {
   stepTitle: string;
   failure: string;
 }): Promise<void> {
+  await step('Build the backend (tsc)', async () => ({ value: undefined, result: await buildBackend(options.dir) }));
   const backend = await step(options.stepTitle, async () => {
     const { backend, migrations } = await startBackend(options);
     return { value: backend, result: `${backend.url}, ${migrations}` };

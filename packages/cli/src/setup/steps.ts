@@ -133,14 +133,32 @@ export interface RunningBackend {
 }
 
 /**
- * Starts the project as `npm start` does and waits until /ready answers. Its environment holds
+ * Compiles the project as `npm run build` does (its own TypeScript, whatever the package
+ * manager), so that it starts the way production runs it: `node dist/index.js`.
+ */
+export async function buildBackend(dir: string): Promise<string> {
+  const logFile = path.join(dir, logDir, 'build.log');
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+  const tsc = path.join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
+  if (!fs.existsSync(tsc)) throw new CliError(`TypeScript is not installed in ${dir}; run its package manager's install first`, 1);
+  const result = await execa(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: dir, all: true, reject: false });
+  fs.writeFileSync(logFile, result.all ?? '');
+  if (result.exitCode !== 0) {
+    const firstError = (result.all ?? '').split('\n').find((line) => /error TS\d+/.test(line));
+    throw new CliError(`The backend does not compile${firstError ? `: ${firstError.trim()}` : ''}. The compiler's output is in ${logFile}`, 1);
+  }
+  return 'dist/';
+}
+
+/**
+ * Starts the project as `npm start` does (the compiled `dist/index.js`: build it first) and waits until /ready answers. Its environment holds
  * only what a shell needs, so that .env decides, as it will when the user starts it.
  */
 export async function startBackend(settings: Pick<SetupSettings, 'dir' | 'backendPort'>, timeoutMs = 90_000): Promise<{ backend: RunningBackend; migrations: string }> {
   const logFile = path.join(settings.dir, logDir, 'backend.log');
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const log = fs.createWriteStream(logFile);
-  const child: ResultPromise = execa(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
+  const child: ResultPromise = execa(process.execPath, ['--enable-source-maps', 'dist/index.js'], {
     cwd: settings.dir,
     env: { LOG_LEVEL: 'info' },
     extendEnv: false,

@@ -95,6 +95,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       // From now on nothing new is served: requests on kept-alive connections get a 503 with
       // `Connection: close`, answers in flight are sent with it, idle connections are closed.
       gate.close();
+      logger.info('shutting down: finishing the requests in flight, refusing new ones');
       server.closeIdleConnections();
       const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
       deadline.unref();

@@ -1,0 +1,136 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { apiClient, createThrowawayDatabase, postgresAdminUrl, redisUrl, signUp, startBackend, type TestBackend } from './support/backend.js';
+import { faultProxy, type FaultProxy } from './support/fault-proxy.js';
+import { spawnBackend } from './support/process.js';
+
+/**
+ * A failing environment, played by a loopback proxy between the backend and its PostgreSQL or
+ * Redis: every wait is bounded (503, or the limiter failing open), and the backend recovers on
+ * its own once the dependency is back. The shared servers themselves are never touched.
+ */
+
+const queryTimeoutMs = 1000;
+const connectTimeoutMs = 1000;
+// The read timeout is the statement timeout plus 250 ms; the goal is that bound plus at most 1 s.
+const failureBoundMs = queryTimeoutMs + 250 + 1000;
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  const value = await work();
+  return { value, ms: performance.now() - started };
+}
+
+describe.runIf(postgresAdminUrl)('PostgreSQL that stops answering', () => {
+  /** A backend whose PostgreSQL is behind a proxy the test controls. */
+  async function backendBehindProxy(): Promise<{ backend: TestBackend; proxy: FaultProxy }> {
+    const database = await createThrowawayDatabase();
+    const proxy = await faultProxy(database.url);
+    const backend = await startBackend('embedded', {
+      DATABASE_URL: proxy.url,
+      DATABASE_QUERY_TIMEOUT_MS: String(queryTimeoutMs),
+      DATABASE_CONNECT_TIMEOUT_MS: String(connectTimeoutMs),
+    });
+    cleanups.push(async () => {
+      proxy.resume();
+      await backend.stop();
+      await proxy.close();
+      await database.drop();
+    });
+    return { backend, proxy };
+  }
+
+  it('answers 503 within the bound while it stalls, and serves again once it answers, without a restart', async () => {
+    const { backend, proxy } = await backendBehindProxy();
+    const owner = await signUp(backend.url, 'stall@example.com');
+    expect((await owner.api('POST', '/Projects', { body: { name: 'Before' } })).status).toBe(201);
+
+    proxy.stall();
+    // More requests at once than the pool has connections: the ones waiting for a connection are bounded too.
+    const during = await Promise.all(
+      Array.from({ length: 14 }, (_, n) =>
+        timed(() => (n % 2 ? owner.api('GET', '/Projects') : owner.api('POST', '/Projects', { body: { name: `During ${n}` } }))),
+      ),
+    );
+    for (const { value, ms } of during) {
+      expect(value.status).toBe(503);
+      expect(value.body.error.code).toBe('SERVICE_UNAVAILABLE');
+      expect(ms).toBeLessThan(failureBoundMs);
+    }
+    const ready = await timed(() => fetch(`${backend.url}/ready`));
+    expect(ready.value.status).toBe(503);
+    expect(ready.ms).toBeLessThan(failureBoundMs);
+    const signIn = await timed(() => apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'stall@example.com', password: 'correct horse battery' } }));
+    expect(signIn.value.status).toBe(503);
+    expect(signIn.ms).toBeLessThan(failureBoundMs);
+    expect((await fetch(`${backend.url}/health`)).status).toBe(200);
+
+    proxy.resume();
+    // The very next requests succeed: the stalled connections were dropped, new ones are made.
+    expect((await fetch(`${backend.url}/ready`)).status).toBe(200);
+    const list = await owner.api('GET', '/Projects?limit=100');
+    expect(list.status).toBe(200);
+    // Nothing of what failed was half-written.
+    expect(list.body.data.map((project: { name: string }) => project.name)).toEqual(['Before']);
+    expect((await owner.api('POST', '/Projects', { body: { name: 'After' } })).status).toBe(201);
+  });
+
+  it('answers 503 (not 500) when the connection is cut in the middle of a query', async () => {
+    const { backend, proxy } = await backendBehindProxy();
+    const owner = await signUp(backend.url, 'cut@example.com');
+    proxy.stall();
+    const pending = timed(() => owner.api('GET', '/Projects'));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    proxy.cut();
+    const { value, ms } = await pending;
+    expect(value.status).toBe(503);
+    expect(value.body.error).toEqual({ code: 'SERVICE_UNAVAILABLE', message: expect.any(String) });
+    // It was the cut, not the timeout, that ended it.
+    expect(ms).toBeLessThan(queryTimeoutMs);
+    proxy.resume();
+    expect((await owner.api('GET', '/Projects')).status).toBe(200);
+  });
+});
+
+describe.runIf(redisUrl)('Redis that stops answering', () => {
+  it('lets requests through uncounted within well under a second, warns once, and counts again once it answers', async () => {
+    const proxy = await faultProxy(redisUrl!);
+    const prefix = `authstrap-test-faults-${process.pid}-${Date.now()}:`;
+    const instance = spawnBackend({ EMBEDDED_DB_DIR: 'memory://', REDIS_URL: proxy.url, RATE_LIMIT_PREFIX: prefix, RATE_LIMIT_AUTH_MAX: '2' });
+    cleanups.push(async () => {
+      proxy.resume();
+      instance.child.kill('SIGTERM');
+      await instance.exited;
+      await proxy.close();
+    });
+    const url = await instance.listening;
+    const wrongSignIn = () => apiClient(url)('POST', '/api/auth/sign-in/email', { body: { email: 'nobody@example.com', password: 'wrong password' } });
+    expect((await wrongSignIn()).status).toBe(401);
+    expect((await wrongSignIn()).status).toBe(401);
+    expect((await wrongSignIn()).status).toBe(429);
+
+    proxy.stall();
+    for (let i = 0; i < 6; i++) {
+      const { value, ms } = await timed(wrongSignIn);
+      expect(value.status).toBe(401);
+      expect(ms).toBeLessThan(1000);
+    }
+    // The data routes' limiter fails open the same way.
+    const { value: list, ms } = await timed(() => apiClient(url)('GET', '/Projects'));
+    expect(list.status).toBe(401);
+    expect(ms).toBeLessThan(1000);
+    expect(instance.output().match(/redis is not answering/g)).toHaveLength(1);
+
+    proxy.resume();
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 429; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = (await wrongSignIn()).status;
+    }
+    expect(status).toBe(429);
+  });
+});
