@@ -12,7 +12,7 @@ import { generatedRouter } from './generated/index.js';
 import { buildOpenApiDocument } from './generated/openapi.js';
 import { corsPolicy, csrfGuard } from './http/cors.js';
 import { sendData, sendError } from './http/envelope.js';
-import { errorHandler, unknownRoute } from './http/errors.js';
+import { errorHandler, refuseInvalidUtf8, unknownRoute } from './http/errors.js';
 import type { RateLimits } from './http/rate-limit.js';
 import { requestLogger } from './logger.js';
 import { docsRouter } from './openapi/docs.js';
@@ -71,7 +71,7 @@ export function createApp({ config, db, logger, rateLimits }: AppDependencies): 
   app.use('/api/docs', docsRouter(document));
 
   app.use(csrfGuard(config));
-  app.use(express.json({ limit: config.bodyLimit }));
+  app.use(express.json({ limit: config.bodyLimit, verify: refuseInvalidUtf8 }));
   app.use('/api/auth', authRouter({ auth, config }));
   app.use(extensionRouter({ config, db }));
   app.use(generatedRouter({ db, auth, config }));

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { createApp } from './app.js';
 import { loadConfig, maskUrlPassword, type Config } from './config.js';
@@ -44,7 +45,16 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   }
 
   const gate = requestGate();
-  const server = http.createServer(gate.handle);
+  const server = http.createServer(
+    {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: Math.min(config.requestTimeoutMs, 20_000),
+      // How often Node looks for requests past those timeouts.
+      connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs / 2),
+    },
+    gate.handle,
+  );
+  server.on('clientError', answerUnparsableRequest);
   await listen(server, config);
 
   const steps: { close(): Promise<void> }[] = [];
@@ -120,6 +130,32 @@ function listen(server: http.Server, config: Config): Promise<void> {
     });
     server.listen(config.port, config.host, () => resolve());
   });
+}
+
+/**
+ * A request Node's HTTP parser refused (a malformed request line or header, both Content-Length
+ * and Transfer-Encoding, headers over the size limit) or that did not arrive in REQUEST_TIMEOUT_MS
+ * never reaches the app, or never completes; it still gets the error envelope, and the connection
+ * is closed.
+ */
+function answerUnparsableRequest(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // As Node itself does: answer unless part of an answer is already on this connection.
+  const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'REQUEST_HEADER_FIELDS_TOO_LARGE', 'The request headers are too large']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'REQUEST_TIMEOUT', 'The request took too long to arrive']
+        : [400, 'BAD_REQUEST', 'The request is not valid HTTP'];
+  const body = JSON.stringify({ success: false, error: { code, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { DatabaseUnavailableError, hasSqlState } from '../db/database.js';
 import { sendError } from './envelope.js';
@@ -74,9 +75,19 @@ function fromDatabaseError(error: DatabaseError): HttpError | undefined {
   return undefined;
 }
 
+/**
+ * Given to express.json as `verify`: a body that is not valid UTF-8 is refused, instead of its
+ * bad bytes being stored as U+FFFD replacement characters (the data would be silently changed).
+ */
+export function refuseInvalidUtf8(_req: unknown, _res: unknown, body: Buffer): void {
+  if (!isUtf8(body)) throw new HttpError(400, 'BAD_REQUEST', 'The request body is not valid UTF-8');
+}
+
 /** body-parser's errors carry a `type`; each becomes a 4xx with a plain message. */
 function fromBodyParserError(error: { type?: string; status?: number; limit?: number }): HttpError | undefined {
   switch (error.type) {
+    case 'entity.verify.failed':
+      return badRequest('The request body is not valid UTF-8');
     case 'entity.parse.failed':
       return badRequest('Malformed JSON in request body');
     case 'entity.too.large':

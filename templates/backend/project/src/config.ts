@@ -16,6 +16,8 @@ export interface Config {
   bodyLimit: string;
   trustProxy: number;
   shutdownTimeoutMs: number;
+  /** How long a client may take to send a whole request (headers and body) before it gets a 408. */
+  requestTimeoutMs: number;
   projectDir: string;
   /** A trusted server authenticates with `Authorization: Bearer <serviceApiKey>`. */
   serviceApiKey?: string;
@@ -75,6 +77,7 @@ const environmentSchema = z.object({
   BODY_LIMIT: optional(z.string().regex(/^\d+(b|kb|mb)?$/i, 'must be a size like 100kb or 1mb')),
   TRUST_PROXY: count(0),
   SHUTDOWN_TIMEOUT_MS: count(0),
+  REQUEST_TIMEOUT_MS: count(1000, 600_000),
   SERVICE_API_KEY: optional(z.string().min(32, 'must be at least 32 characters (authstrap setup generates one)')),
   // 4 is bcrypt's minimum (fast, for tests); every step doubles the work.
   BCRYPT_COST: count(4, 15),
@@ -150,6 +153,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     bodyLimit: values.BODY_LIMIT ?? '100kb',
     trustProxy: values.TRUST_PROXY ?? 0,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS ?? 10_000,
+    // A client that trickles its request in (a slow-loris attack, a stalled upload) holds a
+    // connection; 30 s is long enough for any honest request under the body limit.
+    requestTimeoutMs: values.REQUEST_TIMEOUT_MS ?? 30_000,
     projectDir,
     serviceApiKey: values.SERVICE_API_KEY,
     bcryptCost: values.BCRYPT_COST ?? 12,
