@@ -2,6 +2,7 @@ import path from 'node:path';
 import { applyWrites, loadTemplates, planGenerate } from '../generate/index.js';
 import { loadSchema } from '../schema/index.js';
 import { CliError } from '../cli-error.js';
+import { readProjectEnv } from '../project/env-file.js';
 
 export interface GenerateOptions {
   check?: boolean;
@@ -18,7 +19,9 @@ const symbols = { create: '+', update: '~', remove: '-' } as const;
 export function generateCommand(dir: string | undefined, options: GenerateOptions): void {
   const projectDir = path.resolve(dir ?? '.');
   const schema = loadSchema(projectDir);
-  const plan = planGenerate(projectDir, schema, loadTemplates(), { allowDrop: options.allowDrop });
+  // A README written now (it is only written when missing) names the port the project's .env sets.
+  const port = Number(readProjectEnv(projectDir).PORT);
+  const plan = planGenerate(projectDir, schema, loadTemplates(), { allowDrop: options.allowDrop, backendPort: Number.isInteger(port) && port > 0 ? port : undefined });
   if (plan.problems.length > 0) {
     throw new CliError(`Cannot generate ${projectDir}:\n${plan.problems.map((problem) => `  - ${problem}`).join('\n')}`, 1);
   }

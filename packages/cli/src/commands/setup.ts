@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import chalk from 'chalk';
 import { CliError } from '../cli-error.js';
+import { authstrapDependency } from '../setup/authstrap-dependency.js';
 import { askForMissing } from '../setup/prompts.js';
 import { resolveSetupSettings, type SetupFlags, type SetupSettings } from '../setup/options.js';
 import {
@@ -32,18 +33,20 @@ export async function setupCommand(flags: SetupFlags): Promise<void> {
   // the folder); without them the backend port is never used, so a busy port must not fail
   // `--no-install` (it did, whenever something else was on port 3000).
   const willStart = settings.start && (settings.install || fs.existsSync(path.join(settings.dir, 'node_modules')));
-  await step('Check Node, the folder and the database', async () => {
+  const authstrap = await step('Check Node, the folder and the database', async () => {
     const found = [checkNode(), checkTargetFolder(settings)];
     if (willStart) await checkPortFree(settings.backendPort);
     if (settings.database.kind === 'postgres') found.push(await checkPostgresReachable(settings.database.url));
-    return { value: undefined, result: found.join(', ') };
+    const dependency = await authstrapDependency();
+    found.push(dependency.note);
+    return { value: dependency.spec, result: found.join(', ') };
   });
 
   let written = false;
   try {
     await step('Write the project', async () => {
       written = true;
-      return { value: undefined, result: writeProject(settings) };
+      return { value: undefined, result: writeProject(settings, authstrap) };
     });
 
     if (settings.install) {
