@@ -3,11 +3,13 @@ import { applyWrites, loadTemplates, planGenerate } from '../generate/index.js';
 import { loadSchema } from '../schema/index.js';
 import { CliError } from '../cli-error.js';
 import { readProjectEnv } from '../project/env-file.js';
+import { printJson } from '../ui/output.js';
 
 export interface GenerateOptions {
   check?: boolean;
   dryRun?: boolean;
   allowDrop?: boolean;
+  json?: boolean;
 }
 
 const symbols = { create: '+', update: '~', remove: '-' } as const;
@@ -27,19 +29,27 @@ export function generateCommand(dir: string | undefined, options: GenerateOption
   }
 
   const relative = path.relative(process.cwd(), projectDir) || '.';
+  const changes = plan.writes.map((write) => ({ action: write.action, path: write.path }));
+  const report = (written: boolean) => {
+    if (options.json) printJson({ ok: !(options.check && changes.length > 0), dir: projectDir, upToDate: changes.length === 0, written, changes });
+  };
   if (plan.writes.length === 0) {
     console.log(`${relative}: up to date with authstrap.schema.ts`);
+    report(false);
     return;
   }
   for (const write of plan.writes) console.log(`${symbols[write.action]} ${path.join(relative, write.path)}`);
 
   if (options.check) {
+    report(false);
     throw new CliError(`${relative} is not up to date with authstrap.schema.ts: run \`authstrap generate ${relative}\``, 1);
   }
   if (options.dryRun) {
     console.log(`(dry run: ${plan.writes.length} change${plan.writes.length === 1 ? '' : 's'} not written)`);
+    report(false);
     return;
   }
   applyWrites(projectDir, plan.writes);
   console.log(`${plan.writes.length} file${plan.writes.length === 1 ? '' : 's'} written`);
+  report(true);
 }

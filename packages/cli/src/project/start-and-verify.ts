@@ -4,7 +4,7 @@ import { CliError } from '../cli-error.js';
 import { logDir, startBackend } from '../setup/steps.js';
 import { formatCheck, step, summarizeChecks } from '../ui/report.js';
 import type { DatabaseTarget } from '../verify/database.js';
-import { runVerify } from '../verify/index.js';
+import { runVerify, type VerifyReport } from '../verify/index.js';
 
 /**
  * Starts a project's backend (which applies its migrations), runs `authstrap verify` against
@@ -18,7 +18,7 @@ export async function startAndVerify(options: {
   serviceKey?: string;
   stepTitle: string;
   failure: string;
-}): Promise<void> {
+}): Promise<VerifyReport> {
   const backend = await step(options.stepTitle, async () => {
     const { backend, migrations } = await startBackend(options);
     return { value: backend, result: `${backend.url}, ${migrations}` };
@@ -39,6 +39,7 @@ export async function startAndVerify(options: {
     });
     console.log(`${summarizeChecks(report.checks)}\n`);
     if (!report.ok) throw new CliError(`${options.failure}; the backend's log is in ${path.join(options.dir, logDir, 'backend.log')}`, 1);
+    return report;
   } finally {
     await stop();
   }
