@@ -229,6 +229,23 @@ describe('authstrap setup, non-interactive', () => {
     expect(readme).not.toMatch(/npmjs\.com|npx authstrap/);
   });
 
+  it('--json: one JSON document on stdout saying what was made; progress on stderr', () => {
+    const root = workspace();
+    const setup = runCliProcess(['setup', '--json', '--project-name', 'as-json', '--backend-port', '4124', '--no-install', '--no-start'], { cwd: root, timeoutMs: 30_000 });
+    expect(setup.status, setup.output).toBe(0);
+    expect(JSON.parse(setup.stdout)).toEqual({
+      ok: true,
+      projectName: 'as-json',
+      dir: path.join(root, 'as-json'),
+      backendPort: 4124,
+      frontendPort: 5173,
+      database: 'embedded',
+      installed: false,
+      checks: [],
+    });
+    expect(setup.stderr).toContain('Created as-json in as-json');
+  });
+
   it('--no-install ignores a busy backend port: it will not start the backend', async () => {
     const root = workspace();
     const busy = net.createServer();
