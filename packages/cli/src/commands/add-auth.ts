@@ -129,7 +129,7 @@ const printRenames = (renames: EntityRename[]) => {
 };
 
 /** `shop/` -> `shop-auth/` next to it: where add-auth puts the backend of an app's database. */
-export const backendFolderBeside = (appDir: string) => path.join(path.dirname(appDir), `${path.basename(appDir)}-auth`);
+const backendFolderBeside = (appDir: string) => path.join(path.dirname(appDir), `${path.basename(appDir)}-auth`);
 
 const shownPath = (dir: string) => path.relative(process.cwd(), dir) || '.';
 
