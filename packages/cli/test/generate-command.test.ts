@@ -64,6 +64,18 @@ describe('authstrap generate', () => {
     expect(check.stderr).toContain('not up to date');
   });
 
+  it("a README written for a project names the port of the project's .env", () => {
+    const dir = path.join(workspace(), 'own-port');
+    fs.mkdirSync(dir);
+    fs.copyFileSync(path.join(exampleDir, 'authstrap.schema.ts'), path.join(dir, 'authstrap.schema.ts'));
+    fs.writeFileSync(path.join(dir, '.env'), 'PORT=4555\n');
+    const result = runCli(['generate', dir]);
+    expect(result.status, result.output).toBe(0);
+    const readme = fs.readFileSync(path.join(dir, 'README.md'), 'utf8');
+    expect(readme).toContain('http://localhost:4555');
+    expect(readme).not.toContain('3000');
+  });
+
   it('writes a new migration for a schema change, and --check and --dry-run change nothing', () => {
     const dir = copyOfExample();
     editSchema(dir, (source) => source.replace("title: { type: 'string'", "dueAt: { type: 'datetime', nullable: true },\n        title: { type: 'string'"));
