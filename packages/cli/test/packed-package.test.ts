@@ -31,7 +31,8 @@ describe('the packed authstrap package', () => {
     if (!fs.existsSync(cliPath)) throw new Error(`${cliPath} is missing: build the CLI first (pnpm --filter authstrap run build)`);
     root = tempDir('authstrap-packed-');
     // A copy shaped like the repository (templates/ two levels above the package), so that the
-    // package's own prepack runs as it would on a publish.
+    // package's own prepack runs as it would on a publish. src/ and test/ are copied too: the
+    // tarball must leave them out by itself.
     const copy = path.join(root, 'repo/packages/cli');
     fs.cpSync(path.join(repoRoot, 'templates'), path.join(root, 'repo/templates'), { recursive: true });
     for (const entry of ['package.json', 'dist', 'scripts', 'README.md', 'LICENSE', 'src', 'test']) {
