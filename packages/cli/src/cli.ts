@@ -7,14 +7,22 @@ import { generateCommand } from './commands/generate.js';
 import { setupCommand } from './commands/setup.js';
 import { verifyCommand } from './commands/verify.js';
 import { SchemaError } from './schema/index.js';
+import { isJsonOutput, printJson, useJsonOutput } from './ui/output.js';
 import { version } from './version.js';
+
+const jsonHelp = 'print one JSON document on stdout (progress goes to stderr)';
+// Only setup asks questions; the other commands take --yes too, so that a CI script may pass it everywhere.
+const yesHelp = 'ask nothing (this command never asks; accepted everywhere for scripts)';
 
 const program = new Command()
   .name('authstrap')
   .description('An authenticated, multi-tenant Express 5 + PostgreSQL backend, and the tools to keep it healthy')
   .version(version)
   .exitOverride()
-  .showHelpAfterError('(run `authstrap --help` for usage)');
+  .showHelpAfterError('(run `authstrap --help` for usage)')
+  .hook('preAction', (_program, command) => {
+    if (command.opts().json === true) useJsonOutput();
+  });
 
 program
   .command('generate')
@@ -25,6 +33,8 @@ program
   .option('--allow-drop', 'allow a migration that drops a table or column removed from the schema')
   .option('--allow-type-change', 'convert columns whose type changed with ALTER COLUMN ... TYPE ... USING (review the migration)')
   .option('--accept-manual', 'the newest migration, written by hand, covers the schema change: update the snapshot, write no SQL')
+  .option('--json', jsonHelp)
+  .option('--yes', yesHelp)
   .action((dir: string, options) => generateCommand(dir, options));
 
 program
@@ -42,19 +52,22 @@ program
   .option('--no-install', 'do not install dependencies (and so do not start or verify)')
   .option('--no-start', 'do not start and verify the backend')
   .option('--force', 'write into a folder that is not empty')
+  .option('--json', `${jsonHelp}; asks nothing, like --yes`)
   .action((options) => setupCommand(options));
 
 program
   .command('add-auth')
   .alias('add-auth-to-existing')
-  .argument('[dir]', 'the authstrap project, or (with --database-url) a new folder for the backend', '.')
+  .argument('[dir]', 'the authstrap project; or an app without one (its backend goes into <dir>-auth beside it); or, with --database-url, a new folder for the backend', '.')
   .description('Add the auth entities and tenancy to an existing authstrap project or an existing database, keeping its data')
   .option('--dry-run', 'print the plan (schema diff, files, migration SQL) and change nothing')
   .option('--rename <From=To...>', 'the new name of an entity that clashes with an auth entity (default: App<Name>)')
-  .option('--database-url <url>', 'an existing database without authstrap.schema.ts: read its tables into one (default: DATABASE_URL)')
-  .option('--backend-port <port>', 'the new backend\'s port, with --database-url (default 3000)')
+  .option('--database-url <url>', 'an existing database without authstrap.schema.ts: read its tables into one (default: DATABASE_URL of the app\'s .env, or of the environment)')
+  .option('--backend-port <port>', 'the new backend\'s port beside an existing database (default 3000; 3001 when the app\'s .env takes 3000)')
   .option('--no-install', 'with --database-url: write the backend but do not install, start or verify it')
   .option('--no-verify', 'do not start and verify the backend afterwards')
+  .option('--json', jsonHelp)
+  .option('--yes', yesHelp)
   .action((dir: string, options) => addAuthCommand(dir, options));
 
 program
@@ -63,7 +76,8 @@ program
   .argument('[dir]', 'the project folder', '.')
   .description('Find and repair the known ways an auth setup breaks (analyze, plan, apply, check again)')
   .option('--dry-run', 'print the plan (file diffs and SQL) and change nothing')
-  .option('--json', 'print the results as JSON')
+  .option('--json', jsonHelp)
+  .option('--yes', yesHelp)
   .option('--database-url <url>', 'the PostgreSQL database (default: DATABASE_URL from .env)')
   .option('--frontend <dir...>', 'frontend folders whose dev-server origin CORS must allow (default: found next to the project)')
   .option('--adapter-package <name...>', 'the auth adapter package of the frontend (default: any dependency named like *auth*adapter*)')
@@ -80,7 +94,8 @@ program
   .option('--database-url <url>', 'its PostgreSQL database (default: DATABASE_URL from .env)')
   .option('--service-key <key>', 'SERVICE_API_KEY, to remove the test users through the API (default: from .env)')
   .option('--dir <dir>', 'the project folder whose .env to read', '.')
-  .option('--json', 'print the results as JSON')
+  .option('--json', jsonHelp)
+  .option('--yes', yesHelp)
   .action(async (options) => {
     const report = await verifyCommand(options);
     if (!report.ok) process.exitCode = 1;
@@ -100,8 +115,10 @@ try {
     process.exit(130);
   }
   if (error instanceof CliError || error instanceof SchemaError) {
+    const exitCode = error instanceof CliError ? error.exitCode : 1;
     console.error(error.message);
-    process.exit(error instanceof CliError ? error.exitCode : 1);
+    if (isJsonOutput()) printJson({ ok: false, exitCode, error: error.message });
+    process.exit(exitCode);
   }
   console.error('authstrap failed unexpectedly. Please report this with the output below.');
   throw error;

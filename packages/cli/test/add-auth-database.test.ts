@@ -181,11 +181,16 @@ describe('authstrap add-auth without a schema file: mistakes get a message namin
     expect(run.stderr).not.toMatch(/\n\s+at /);
   });
 
-  it('a folder holding another app: exit 2, nothing written into it', async () => {
-    const run = await runCliAsync(['add-auth', legacyDir, '--database-url', 'postgresql://postgres@127.0.0.1:5432/none'], repoRoot);
+  it('an app whose backend folder beside it is taken: exit 2 naming that folder, nothing written', async () => {
+    const root = resources.temporaryFolder('authstrap-legacy-usage-');
+    fs.cpSync(legacyDir, path.join(root, 'shop'), { recursive: true, filter: (source) => !source.includes('node_modules') });
+    fs.mkdirSync(path.join(root, 'shop-auth'));
+    fs.writeFileSync(path.join(root, 'shop-auth/notes.txt'), 'mine\n');
+    const before = readTree(root);
+    const run = await runCliAsync(['add-auth', '--database-url', 'postgresql://postgres@127.0.0.1:1/none'], path.join(root, 'shop'));
     expect(run.status).toBe(2);
-    expect(run.stderr).toMatch(/holds an app \(package\.json\) that is not an authstrap project/);
-    expect(fs.existsSync(path.join(legacyDir, 'authstrap.schema.ts'))).toBe(false);
+    expect(run.stderr).toMatch(/\.\.\/shop-auth, where the backend of \. goes, exists and is not empty/);
+    expect(readTree(root)).toEqual(before);
   });
 
   it('a database that cannot be reached: exit 1, the password masked', async () => {
@@ -196,4 +201,51 @@ describe('authstrap add-auth without a schema file: mistakes get a message namin
     expect(run.output).not.toContain('secret-password');
     expect(fs.readdirSync(dir)).toEqual([]);
   });
+});
+
+describe.runIf(adminUrl)("authstrap add-auth in an existing app's folder (a copy of examples/legacy-backend with a .env)", () => {
+  const resources = createResources({ adminUrl, name: 'legacy_app' });
+  let databaseUrl: string;
+  let root: string;
+  let appDir: string;
+
+  beforeAll(async () => {
+    databaseUrl = await resources.createDatabase();
+    const load = spawnSync(process.execPath, ['scripts/load.mjs', '--database-url', databaseUrl], { cwd: legacyDir, encoding: 'utf8' });
+    expect(load.status, load.stderr).toBe(0);
+    root = resources.temporaryFolder('authstrap-legacy-app-');
+    appDir = path.join(root, 'shop');
+    fs.cpSync(legacyDir, appDir, { recursive: true, filter: (source) => !source.includes('node_modules') });
+    // The app listens on 3000 and names its database in its own .env, as apps do.
+    fs.writeFileSync(path.join(appDir, '.env'), `PORT=3000\nDATABASE_URL=${databaseUrl}\n`);
+  }, 60_000);
+  afterAll(() => resources.cleanup(), 60_000);
+
+  it('reads DATABASE_URL from the app\'s .env, writes the backend into ../shop-auth and says so', async () => {
+    const appBefore = readTree(appDir);
+    const run = await runCliAsync(['add-auth', '--no-install', '--json'], appDir);
+    expect(run.status, run.output).toBe(0);
+    const backendDir = path.join(root, 'shop-auth');
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: true, dir: backendDir, outcome: 'applied', migration: expect.stringMatching(/^migrations\/.+\.sql$/) });
+    expect(run.stderr).toContain('The new backend is in ../shop-auth, beside the app in .;');
+    expect(run.stderr).toContain('Next: cd ../shop-auth && npm install && npm start');
+
+    expect(readTree(appDir)).toEqual(appBefore);
+    expect(fs.readFileSync(path.join(backendDir, 'authstrap.schema.ts'), 'utf8')).toContain("table: 'accounts'");
+    const env = fs.readFileSync(path.join(backendDir, '.env'), 'utf8');
+    expect(env).toContain(`DATABASE_URL=${databaseUrl}\n`);
+    // The app has 3000; the backend beside it takes the next port, and its README says which.
+    expect(env).toContain('PORT=3001\n');
+    expect(fs.readFileSync(path.join(backendDir, 'README.md'), 'utf8')).toContain('http://localhost:3001');
+  }, 60_000);
+
+  it('a second run in the app\'s folder finds the backend beside it, with nothing to do', async () => {
+    const backendDir = path.join(root, 'shop-auth');
+    const before = readTree(backendDir);
+    const run = await runCliAsync(['add-auth'], appDir);
+    expect(run.status, run.output).toBe(0);
+    expect(run.stdout).toContain('. is an app; its authstrap backend is ../shop-auth');
+    expect(run.stdout).toMatch(/auth is already there; nothing to do/);
+    expect(readTree(backendDir)).toEqual(before);
+  }, 60_000);
 });

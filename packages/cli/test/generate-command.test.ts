@@ -48,6 +48,34 @@ describe('authstrap generate', () => {
     for (const [file, contents] of committed) expect(fresh.get(file), file).toBe(contents);
   });
 
+  it('--json prints one JSON document on stdout (the changes), the lines for people on stderr; --yes is accepted', () => {
+    const dir = copyOfExample();
+    const upToDate = runCli(['generate', dir, '--json', '--yes']);
+    expect(upToDate.status, upToDate.output).toBe(0);
+    expect(JSON.parse(upToDate.stdout)).toEqual({ ok: true, dir, upToDate: true, written: false, changes: [] });
+    expect(upToDate.stderr).toContain('up to date');
+
+    editSchema(dir, (source) => source.replace("title: { type: 'string'", "dueAt: { type: 'datetime', nullable: true },\n        title: { type: 'string'"));
+    const check = runCli(['generate', dir, '--check', '--json']);
+    expect(check.status).toBe(1);
+    const report = JSON.parse(check.stdout);
+    expect(report).toMatchObject({ ok: false, upToDate: false, written: false });
+    expect(report.changes).toContainEqual({ action: 'create', path: expect.stringMatching(/^migrations\/0002_.+\.sql$/) });
+    expect(check.stderr).toContain('not up to date');
+  });
+
+  it("a README written for a project names the port of the project's .env", () => {
+    const dir = path.join(workspace(), 'own-port');
+    fs.mkdirSync(dir);
+    fs.copyFileSync(path.join(exampleDir, 'authstrap.schema.ts'), path.join(dir, 'authstrap.schema.ts'));
+    fs.writeFileSync(path.join(dir, '.env'), 'PORT=4555\n');
+    const result = runCli(['generate', dir]);
+    expect(result.status, result.output).toBe(0);
+    const readme = fs.readFileSync(path.join(dir, 'README.md'), 'utf8');
+    expect(readme).toContain('http://localhost:4555');
+    expect(readme).not.toContain('3000');
+  });
+
   it('writes a new migration for a schema change, and --check and --dry-run change nothing', () => {
     const dir = copyOfExample();
     editSchema(dir, (source) => source.replace("title: { type: 'string'", "dueAt: { type: 'datetime', nullable: true },\n        title: { type: 'string'"));

@@ -211,6 +211,41 @@ describe('authstrap setup, non-interactive', () => {
     expect(setup.stdout).toContain('Start it:  cd quick && npm install && npm start');
   });
 
+  it('the project asks for the CLI that wrote it (linked from a checkout) and its README names its own port', () => {
+    const root = workspace();
+    const setup = runCliProcess(['setup', '--yes', '--project-name', 'own-port', '--backend-port', '4123', '--no-install', '--no-start'], { cwd: root, timeoutMs: 30_000 });
+    expect(setup.status, setup.output).toBe(0);
+    const dir = path.join(root, 'own-port');
+    const packageJson = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    // This CLI runs from a checkout, whose version the registry does not have: the project links it.
+    expect(packageJson.devDependencies.authstrap).toBe(`file:${path.dirname(path.dirname(cliPath))}`);
+    expect(packageJson.scripts).toMatchObject({ generate: 'authstrap generate', verify: 'authstrap verify', fix: 'authstrap fix' });
+    expect(JSON.stringify(packageJson)).not.toContain('workspace:');
+    const readme = fs.readFileSync(path.join(dir, 'README.md'), 'utf8');
+    expect(readEnv(dir).PORT).toBe('4123');
+    expect(readme).toContain('http://localhost:4123');
+    expect(readme).not.toContain('3000');
+    expect(readme).toContain('npm run generate');
+    expect(readme).not.toMatch(/npmjs\.com|npx authstrap/);
+  });
+
+  it('--json: one JSON document on stdout saying what was made; progress on stderr', () => {
+    const root = workspace();
+    const setup = runCliProcess(['setup', '--json', '--project-name', 'as-json', '--backend-port', '4124', '--no-install', '--no-start'], { cwd: root, timeoutMs: 30_000 });
+    expect(setup.status, setup.output).toBe(0);
+    expect(JSON.parse(setup.stdout)).toEqual({
+      ok: true,
+      projectName: 'as-json',
+      dir: path.join(root, 'as-json'),
+      backendPort: 4124,
+      frontendPort: 5173,
+      database: 'embedded',
+      installed: false,
+      checks: [],
+    });
+    expect(setup.stderr).toContain('Created as-json in as-json');
+  });
+
   it('--no-install ignores a busy backend port: it will not start the backend', async () => {
     const root = workspace();
     const busy = net.createServer();
@@ -318,13 +353,13 @@ describe('authstrap setup, bad usage', () => {
     expect(run.stderr).toContain(`The project files are in ${path.join(root, 'no-pm')}, but setup did not finish`);
   });
 
-  it('a backend port in use: exit 1 naming the port, before anything is written or installed', async () => {
+  it('a backend port in use: exit 2 naming the port and --backend-port, before anything is written or installed', async () => {
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(0, resolve));
     const port = (busy.address() as net.AddressInfo).port;
     try {
       const run = attempt(['--yes', '--project-name', 'busy', '--backend-port', String(port)]);
-      expect(run.status).toBe(1);
+      expect(run.status).toBe(2);
       expect(run.stderr).toContain(`Port ${port} is already in use`);
       expect(run.stderr).toContain('--backend-port');
       expect(run.after).toEqual(run.before);

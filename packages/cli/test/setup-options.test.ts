@@ -6,6 +6,7 @@ import { maskPassword, parseEnv } from '../src/project/env-file.js';
 import { randomSecret, renderEnvFiles } from '../src/setup/env.js';
 import { detectPackageManager, resolveSetupSettings, type SetupFlags, type SetupSettings } from '../src/setup/options.js';
 import { checkNode } from '../src/setup/steps.js';
+import { chooseAuthstrapDependency, isInstalledPackage } from '../src/setup/authstrap-dependency.js';
 
 const cwd = path.resolve('/work/somewhere');
 const resolve = (flags: SetupFlags, userAgent?: string) => resolveSetupSettings(flags, { cwd, userAgent });
@@ -342,5 +343,24 @@ describe('checkNode', () => {
 
   it('checks the running Node by default', () => {
     expect(checkNode()).toBe(`Node ${process.versions.node}`);
+  });
+});
+
+describe('how a new project asks for authstrap', () => {
+  const packageDir = path.resolve('/home/me/.npm/_npx/1a2b/node_modules/authstrap');
+
+  it('pins the version the registry has, and links the CLI when the registry does not have it', () => {
+    expect(chooseAuthstrapDependency({ version: '0.1.0', packageDir, published: true })).toBe('0.1.0');
+    expect(chooseAuthstrapDependency({ version: '0.1.0', packageDir, published: false })).toBe(`file:${packageDir}`);
+  });
+
+  it('keeps the version when the registry could not be asked: the install then says why', () => {
+    expect(chooseAuthstrapDependency({ version: '0.1.0', packageDir, published: undefined })).toBe('0.1.0');
+  });
+
+  it('tells an installed package from a checkout by its node_modules folder', () => {
+    expect(isInstalledPackage(packageDir)).toBe(true);
+    expect(isInstalledPackage(path.resolve('/work/authstrap/packages/cli'))).toBe(false);
+    expect(isInstalledPackage(path.resolve('/work/my_node_modules_notes/cli'))).toBe(false);
   });
 });

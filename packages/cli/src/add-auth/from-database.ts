@@ -33,7 +33,14 @@ export interface DatabasePlan {
 export function planFromDatabase(
   projectDir: string,
   catalog: Catalog,
-  options: { source: string; renames: Record<string, string>; templates: Templates },
+  options: {
+    source: string;
+    renames: Record<string, string>;
+    templates: Templates;
+    /** For the new backend's README and package.json (see RenderOptions). */
+    backendPort?: number;
+    authstrapDependency?: string;
+  },
 ): DatabasePlan {
   const empty = (introspected: string, problems: string[], notes: string[] = []): DatabasePlan => ({
     introspected,
@@ -63,7 +70,11 @@ export function planFromDatabase(
 
     const baseline = baselineModel(databaseModel(before), catalog);
     const migrationsState: MigrationsState = { files: [path.basename(baselineMigration)], snapshot: baseline };
-    const plan = planGenerate(projectDir, schema, options.templates, { migrationsState });
+    const plan = planGenerate(projectDir, schema, options.templates, {
+      migrationsState,
+      backendPort: options.backendPort,
+      authstrapDependency: options.authstrapDependency,
+    });
     if (plan.problems.length > 0) return { ...empty(introspected, plan.problems, introspection.notes), edit };
 
     const tables = introspection.entities.map(([, definition]) => definition.table!).join(', ');

@@ -2,11 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import chalk from 'chalk';
 import { CliError } from '../cli-error.js';
+import { printJson } from '../ui/output.js';
 import { applyRepairs, describeRepairs } from '../doctor/apply.js';
 import { examineAll, type Finding } from '../doctor/checks.js';
 import { readProjectState } from '../doctor/project-state.js';
 import { projectDatabase, serverAnswers } from '../project/database.js';
-import { readProjectEnv } from '../project/env-file.js';
+import { maskPassword, readProjectEnv } from '../project/env-file.js';
 import { openDatabase, type DatabaseProbe } from '../verify/database.js';
 
 export interface FixOptions {
@@ -35,7 +36,17 @@ export async function fixCommand(dir: string | undefined, options: FixOptions): 
   if (!fs.existsSync(path.join(projectDir, 'authstrap.schema.ts'))) {
     throw new CliError(`${projectDir} has no authstrap.schema.ts: run fix in an authstrap project (or authstrap add-auth first)`, 2);
   }
+  const missingFrontend = options.frontend?.find((dir) => !fs.existsSync(path.resolve(dir)));
+  if (missingFrontend !== undefined) throw new CliError(`--frontend ${missingFrontend}: no such folder (frontend folders are relative to where fix runs)`, 2);
+  if (options.databaseUrl !== undefined && !/^postgres(ql)?:\/\/.+/.test(options.databaseUrl)) {
+    throw new CliError('--database-url must look like postgresql://user:password@host:5432/database', 2);
+  }
   const { db, note } = await openProjectDatabase(projectDir, options.databaseUrl);
+  // A database named on the command line is one the user wants checked: not reaching it is a
+  // failure to report, not a quiet "database not checked".
+  if (!db && options.databaseUrl !== undefined) {
+    throw new CliError(`Cannot check the database at ${maskPassword(options.databaseUrl)} (${note}): check --database-url`, 1);
+  }
   try {
     // --frontend folders are relative to where the command runs, like [dir] (not to the project):
     // `authstrap fix backend --frontend web` from the parent means ./web.
@@ -58,7 +69,7 @@ export async function fixCommand(dir: string | undefined, options: FixOptions): 
         checks: after.map((finding, index) => ({ ...finding, ...(before[index]!.status === 'fail' && finding.status !== 'fail' ? { repaired: true, message: `repaired: ${before[index]!.repair?.summary ?? 'by the repairs above'}` } : {}) })),
       };
     }
-    if (options.json) console.log(JSON.stringify(report, null, 2));
+    if (options.json) printJson(report);
     else {
       for (const finding of report.checks) console.log(`${symbols[finding.status]} ${finding.title} ${chalk.dim(`— ${finding.message}`)}`);
       const left = report.checks.filter((finding) => finding.status === 'fail').length;

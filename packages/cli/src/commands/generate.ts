@@ -2,6 +2,8 @@ import path from 'node:path';
 import { applyWrites, loadTemplates, newMigration, planGenerate } from '../generate/index.js';
 import { loadSchemaWithSource } from '../schema/index.js';
 import { CliError } from '../cli-error.js';
+import { readProjectEnv } from '../project/env-file.js';
+import { printJson } from '../ui/output.js';
 
 export interface GenerateOptions {
   check?: boolean;
@@ -9,6 +11,7 @@ export interface GenerateOptions {
   allowDrop?: boolean;
   allowTypeChange?: boolean;
   acceptManual?: boolean;
+  json?: boolean;
 }
 
 const symbols = { create: '+', update: '~', remove: '-' } as const;
@@ -23,25 +26,34 @@ export function generateCommand(dir: string | undefined, options: GenerateOption
   }
   const projectDir = path.resolve(dir ?? '.');
   const { schema, locate } = loadSchemaWithSource(projectDir);
+  // A README written now (it is only written when missing) names the port the project's .env sets.
+  const port = Number(readProjectEnv(projectDir).PORT);
   const plan = planGenerate(projectDir, schema, loadTemplates(), {
     allowDrop: options.allowDrop,
     allowTypeChange: options.allowTypeChange,
     acceptManual: options.acceptManual,
     locate,
+    backendPort: Number.isInteger(port) && port > 0 ? port : undefined,
   });
   if (plan.problems.length > 0) {
     throw new CliError(`Cannot generate ${projectDir}:\n${plan.problems.map((problem) => `  - ${problem}`).join('\n')}`, 1);
   }
 
   const relative = path.relative(process.cwd(), projectDir) || '.';
+  const changes = plan.writes.map((write) => ({ action: write.action, path: write.path }));
+  const report = (written: boolean) => {
+    if (options.json) printJson({ ok: !(options.check && changes.length > 0), dir: projectDir, upToDate: changes.length === 0, written, changes });
+  };
   if (plan.writes.length === 0) {
     console.log(`${relative}: up to date with authstrap.schema.ts`);
+    report(false);
     return;
   }
   for (const write of plan.writes) console.log(`${symbols[write.action]} ${path.join(relative, write.path)}`);
   for (const note of plan.notes) console.log(`Note: ${note}`);
 
   if (options.check) {
+    report(false);
     throw new CliError(`${relative} is not up to date with authstrap.schema.ts: run \`authstrap generate ${relative}\``, 1);
   }
   if (options.dryRun) {
@@ -49,8 +61,10 @@ export function generateCommand(dir: string | undefined, options: GenerateOption
     const migration = newMigration(plan.writes);
     if (migration) console.log(`\n--- ${path.join(relative, migration.path)} ---\n${migration.contents}--- end of ${path.basename(migration.path)} ---\n`);
     console.log(`(dry run: ${plan.writes.length} change${plan.writes.length === 1 ? '' : 's'} not written)`);
+    report(false);
     return;
   }
   applyWrites(projectDir, plan.writes);
   console.log(`${plan.writes.length} file${plan.writes.length === 1 ? '' : 's'} written`);
+  report(true);
 }

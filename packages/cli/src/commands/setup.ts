@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import chalk from 'chalk';
 import { CliError } from '../cli-error.js';
+import { authstrapDependency } from '../setup/authstrap-dependency.js';
 import { askForMissing } from '../setup/prompts.js';
 import { resolveSetupSettings, type SetupFlags, type SetupSettings } from '../setup/options.js';
 import {
@@ -13,7 +14,9 @@ import {
   installDependencies,
   writeProject,
 } from '../setup/steps.js';
+import { printJson } from '../ui/output.js';
 import { step } from '../ui/report.js';
+import type { VerifyReport } from '../verify/index.js';
 import { projectDatabase } from '../project/database.js';
 import { maskPassword, readProjectEnv } from '../project/env-file.js';
 import { startAndVerify } from '../project/start-and-verify.js';
@@ -24,7 +27,8 @@ import { startAndVerify } from '../project/start-and-verify.js';
  * pass; a failure after that says what is left in the folder.
  */
 export async function setupCommand(flags: SetupFlags): Promise<void> {
-  const interactive = flags.yes !== true && process.stdin.isTTY === true;
+  // --json output is for scripts: prompts would land in it, so it asks nothing, like --yes.
+  const interactive = flags.yes !== true && flags.json !== true && process.stdin.isTTY === true;
   const answered = interactive ? await askForMissing(flags) : flags;
   const settings = resolveSetupSettings(answered, { cwd: process.cwd(), userAgent: process.env.npm_config_user_agent });
 
@@ -32,18 +36,21 @@ export async function setupCommand(flags: SetupFlags): Promise<void> {
   // the folder); without them the backend port is never used, so a busy port must not fail
   // `--no-install` (it did, whenever something else was on port 3000).
   const willStart = settings.start && (settings.install || fs.existsSync(path.join(settings.dir, 'node_modules')));
-  await step('Check Node, the folder and the database', async () => {
+  const authstrap = await step('Check Node, the folder and the database', async () => {
     const found = [checkNode(), checkTargetFolder(settings)];
     if (willStart) await checkPortFree(settings.backendPort);
     if (settings.database.kind === 'postgres') found.push(await checkPostgresReachable(settings.database.url));
-    return { value: undefined, result: found.join(', ') };
+    const dependency = await authstrapDependency();
+    found.push(dependency.note);
+    return { value: dependency.spec, result: found.join(', ') };
   });
 
   let written = false;
+  let verified: VerifyReport | undefined;
   try {
     await step('Write the project', async () => {
       written = true;
-      return { value: undefined, result: writeProject(settings) };
+      return { value: undefined, result: writeProject(settings, authstrap) };
     });
 
     if (settings.install) {
@@ -57,7 +64,7 @@ export async function setupCommand(flags: SetupFlags): Promise<void> {
     const canStart = fs.existsSync(path.join(settings.dir, 'node_modules'));
     if (settings.start && !canStart) console.log(chalk.yellow('– Start and verify skipped: dependencies are not installed (--no-install)'));
     if (settings.start && canStart) {
-      await startAndVerify({
+      verified = await startAndVerify({
         dir: settings.dir,
         backendPort: settings.backendPort,
         database: projectDatabase(settings.dir, {}, settings.database.kind === 'postgres' ? settings.database.url : undefined),
@@ -74,6 +81,18 @@ export async function setupCommand(flags: SetupFlags): Promise<void> {
   }
 
   printNextSteps(settings);
+  if (flags.json) {
+    printJson({
+      ok: true,
+      projectName: settings.projectName,
+      dir: settings.dir,
+      backendPort: settings.backendPort,
+      frontendPort: settings.frontendPort,
+      database: settings.database.kind === 'postgres' ? maskPassword(settings.database.url) : 'embedded',
+      installed: fs.existsSync(path.join(settings.dir, 'node_modules')),
+      checks: verified?.checks ?? [],
+    });
+  }
 }
 
 function printNextSteps(settings: SetupSettings) {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CliError } from '../cli-error.js';
+import { printJson } from '../ui/output.js';
 import { projectDatabase, serverAnswers } from '../project/database.js';
 import { readProjectEnv } from '../project/env-file.js';
 import { formatCheck, summarizeChecks } from '../ui/report.js';
@@ -20,6 +21,14 @@ export interface VerifyCommandOptions {
  */
 export async function verifyCommand(options: VerifyCommandOptions): Promise<VerifyReport> {
   const projectDir = path.resolve(options.dir ?? '.');
+  // Outside a project there is nothing that says where the backend is: probing localhost:3000
+  // anyway would check whatever happens to listen there.
+  const isProject = ['.env', 'authstrap.schema.ts'].some((file) => fs.existsSync(path.join(projectDir, file)));
+  if (options.url === undefined && !isProject) {
+    const shown = path.relative(process.cwd(), projectDir) || '.';
+    const where = fs.existsSync(projectDir) ? `${shown} is not an authstrap project (no .env, no authstrap.schema.ts)` : `--dir ${shown} does not exist`;
+    throw new CliError(`${where}: run verify in the project's folder, or pass --dir <project folder> or --url <backend URL>`, 2);
+  }
   const env = readProjectEnv(projectDir);
   const url = options.url ?? env.AUTH_URL ?? `http://localhost:${env.PORT || 3000}`;
   if (!/^https?:\/\/[^/]+/.test(url)) throw new CliError(`--url must be an http(s) URL like http://localhost:3000 (got "${url}")`, 2);
@@ -46,7 +55,7 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
     serviceKey: options.serviceKey ?? (env.SERVICE_API_KEY || undefined),
     onResult: options.json ? undefined : (result) => console.log(formatCheck(result)),
   });
-  if (options.json) console.log(JSON.stringify(report, null, 2));
+  if (options.json) printJson(report);
   else {
     console.log(`\n${summarizeChecks(report.checks)} — ${url}`);
     if (report.leftBehind) console.log(`Note: ${report.leftBehind}`);

@@ -1,3 +1,5 @@
+import { version } from '../version.js';
+
 /**
  * The versions a generated backend depends on: one place to change them. Every major here
  * supports Node 20.19.
@@ -20,6 +22,11 @@ export const backendDependencies = {
 };
 
 export const backendDevDependencies = {
+  // The CLI that wrote the project, for its `generate`, `verify` and `fix` scripts: pinned, so that
+  // a regenerated project renders with the templates it was made with. When this version is not on
+  // the registry (a checkout, a packed tarball), setup and add-auth link the CLI instead: see
+  // setup/authstrap-dependency.ts.
+  authstrap: version,
   '@types/bcrypt': '^6.0.0',
   '@types/cors': '^2.8.19',
   '@types/express': '^5.0.5',

@@ -47,12 +47,19 @@ export function planGenerate(
   templates: Templates,
   options: MigrationsOptions & {
     packageName?: string;
+    /** For the files created once (README, package.json): see RenderOptions. */
+    backendPort?: number;
+    authstrapDependency?: string;
     overwriteOwned?: boolean;
     /** The migrations as they will be before these writes (add-auth records existing tables first). */
     migrationsState?: MigrationsState;
   } = {},
 ): GeneratePlan {
-  const files = renderProject(schema, templates, { packageName: options.packageName ?? packageNameFor(projectDir) });
+  const files = renderProject(schema, templates, {
+    packageName: options.packageName ?? packageNameFor(projectDir),
+    backendPort: options.backendPort,
+    authstrapDependency: options.authstrapDependency,
+  });
   const migrations = planMigrations(schema, options.migrationsState ?? readMigrationsState(projectDir), options);
   if (migrations.problems.length > 0) return { writes: [], problems: migrations.problems, notes: [] };
   // `setup --force` writes a whole new project over same-named files; `generate` never does.

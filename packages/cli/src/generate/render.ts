@@ -19,6 +19,10 @@ export interface PlannedFile {
 export interface RenderOptions {
   /** The npm package name of the project, used only for files created once. */
   packageName: string;
+  /** The port in the project's .env, named by its README (default 3000, the server's own default). */
+  backendPort?: number;
+  /** How package.json asks for authstrap itself (default: the version of this CLI). */
+  authstrapDependency?: string;
 }
 
 const handlebars = Handlebars.create();
@@ -58,8 +62,9 @@ export function renderProject(schema: Schema, templates: Templates, options: Ren
   const projectData = {
     ...view,
     packageName: options.packageName,
+    backendPort: options.backendPort ?? 3000,
     dependencies: sortedEntries(backendDependencies),
-    devDependencies: sortedEntries(backendDevDependencies),
+    devDependencies: sortedEntries({ ...backendDevDependencies, ...(options.authstrapDependency ? { authstrap: options.authstrapDependency } : {}) }),
   };
   for (const [templatePath, source] of templates.project) {
     files.push({ path: outputPath(templatePath), contents: renderIfTemplate(templatePath, source, projectData), ownership: 'owned' });

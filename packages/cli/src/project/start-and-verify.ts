@@ -4,7 +4,7 @@ import { CliError } from '../cli-error.js';
 import { buildBackend, logDir, startBackend } from '../setup/steps.js';
 import { formatCheck, step, summarizeChecks } from '../ui/report.js';
 import type { DatabaseTarget } from '../verify/database.js';
-import { runVerify } from '../verify/index.js';
+import { runVerify, type VerifyReport } from '../verify/index.js';
 
 /**
  * Builds a project's backend and starts it (which applies its migrations), runs `authstrap
@@ -18,7 +18,7 @@ export async function startAndVerify(options: {
   serviceKey?: string;
   stepTitle: string;
   failure: string;
-}): Promise<void> {
+}): Promise<VerifyReport> {
   await step('Build the backend (tsc)', async () => ({ value: undefined, result: await buildBackend(options.dir) }));
   const backend = await step(options.stepTitle, async () => {
     const { backend, migrations } = await startBackend(options);
@@ -40,6 +40,7 @@ export async function startAndVerify(options: {
     });
     console.log(`${summarizeChecks(report.checks)}\n`);
     if (!report.ok) throw new CliError(`${options.failure}; the backend's log is in ${path.join(options.dir, logDir, 'backend.log')}`, 1);
+    return report;
   } finally {
     await stop();
   }

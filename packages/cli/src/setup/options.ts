@@ -30,6 +30,8 @@ export interface SetupFlags {
   start?: boolean;
   force?: boolean;
   packageManager?: string;
+  /** Print one JSON document on stdout (progress goes to stderr). */
+  json?: boolean;
 }
 
 /** The package manager that ran us: `npm_config_user_agent` is e.g. `pnpm/10.1.0 npm/? node/v20.19.0`. */
@@ -40,7 +42,7 @@ export function detectPackageManager(userAgent: string | undefined): PackageMana
 
 const projectNamePattern = /^[a-z0-9][a-z0-9._-]{0,213}$/;
 
-function parsePort(flag: string, value: string | undefined, fallback: number): number {
+export function parsePort(flag: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   const port = Number(value);
   if (!/^\d+$/.test(value) || port < 1 || port > 65535) {

@@ -35,12 +35,21 @@ export function checkTargetFolder(settings: SetupSettings): string {
   return entries.length > 0 ? `${settings.dir} (not empty; --force)` : `${settings.dir} (empty)`;
 }
 
+/**
+ * Fails before anything is written when the backend could not listen on `port`: a usage error
+ * (exit 2) naming --backend-port, never the raw EADDRINUSE/EACCES of a backend that dies later.
+ */
 export async function checkPortFree(port: number): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const server = net.createServer();
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(error.code === 'EADDRINUSE' ? new CliError(`Port ${port} is already in use: stop what uses it, or pass --backend-port with a free port`, 1) : error),
-    );
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      const reasons: Record<string, string> = {
+        EADDRINUSE: 'is already in use: stop what uses it, or pass --backend-port with a free port',
+        EACCES: 'needs privileges this user does not have: pass --backend-port with a port above 1023',
+      };
+      const reason = reasons[error.code ?? ''] ?? `cannot be listened on (${error.code ?? error.message}): pass --backend-port with another port`;
+      reject(new CliError(`Port ${port} ${reason}`, 2));
+    });
     server.listen(port, () => server.close(() => resolve()));
   });
 }
@@ -88,14 +97,22 @@ export async function ensureDatabase(databaseUrl: string): Promise<string> {
   }
 }
 
-/** The starter schema, the rendered project, migrations, .env and .env.example. */
-export function writeProject(settings: SetupSettings): string {
+/**
+ * The starter schema, the rendered project, migrations, .env and .env.example.
+ * `authstrapDependency` is how package.json asks for authstrap (see authstrap-dependency.ts).
+ */
+export function writeProject(settings: SetupSettings, authstrapDependency?: string): string {
   fs.mkdirSync(settings.dir, { recursive: true });
   const schemaFile = path.join(settings.dir, 'authstrap.schema.ts');
   if (!fs.existsSync(schemaFile) || settings.force) {
     fs.copyFileSync(path.join(templatesDir(), 'backend/starter/authstrap.schema.ts'), schemaFile);
   }
-  const plan = planGenerate(settings.dir, loadSchema(settings.dir), loadTemplates(), { packageName: settings.projectName, overwriteOwned: settings.force });
+  const plan = planGenerate(settings.dir, loadSchema(settings.dir), loadTemplates(), {
+    packageName: settings.projectName,
+    overwriteOwned: settings.force,
+    backendPort: settings.backendPort,
+    authstrapDependency,
+  });
   if (plan.problems.length > 0) throw new CliError(plan.problems.join('\n'), 1);
   applyWrites(settings.dir, plan.writes);
   writeEnvFiles(settings);
