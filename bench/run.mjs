@@ -9,7 +9,7 @@
 // role must be allowed to CREATE DATABASE) and `pnpm install` done. Everything it starts listens on
 // 127.0.0.1 and every load run is bounded in time. It creates a throwaway database and drops it.
 // Writes bench/results/latest.json.
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -176,6 +176,7 @@ async function startExample(dbUrl) {
     BCRYPT_COST: '4',
     RATE_LIMIT_API_MAX: '1000000000',
     RATE_LIMIT_AUTH_MAX: '1000000000',
+    RATE_LIMIT_DATA_MAX: '1000000000',
     SHUTDOWN_TIMEOUT_MS: '5000',
     // Blank so that a developer's examples/saas-backend/.env cannot switch them on here.
     REDIS_URL: '',
@@ -184,7 +185,9 @@ async function startExample(dbUrl) {
     EMBEDDED_DB_DIR: '',
     BODY_LIMIT: '',
   };
-  const child = startChild('example backend', process.execPath, ['--import', 'tsx', 'src/index.ts'], { cwd: exampleDir, env });
+  // As production runs it: compiled once (npm run build), then plain JavaScript.
+  execFileSync(process.execPath, [path.join(exampleDir, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: exampleDir, stdio: 'inherit' });
+  const child = startChild('example backend', process.execPath, ['dist/index.js'], { cwd: exampleDir, env });
   const base = `http://127.0.0.1:${port}`;
   await waitForOk(`${base}/ready`, child, 60);
   return { child, base };

@@ -21,7 +21,11 @@ export default {
         projectId: { type: 'uuid', references: 'Project', onDelete: 'cascade' },
         title: { type: 'string', minLength: 1, maxLength: 200, searchable: true },
         status: { type: 'enum', values: ['todo', 'doing', 'done'], default: 'todo' },
+        dueAt: { type: 'datetime', nullable: true },
+        points: { type: 'integer', nullable: true, min: 0 },
       },
+      // Lists filter on any field (?dueAt[lt]=...); an index makes the frequent ones cheap.
+      indexes: [['dueAt']],
     },
   },
 };

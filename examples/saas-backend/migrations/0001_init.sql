@@ -109,6 +109,8 @@ CREATE TABLE "Task" (
   "projectId" uuid NOT NULL,
   "title" text NOT NULL,
   "status" text NOT NULL DEFAULT 'todo',
+  "dueAt" timestamptz,
+  "points" integer,
   "createdAt" timestamptz NOT NULL DEFAULT now(),
   "updatedAt" timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT "Task_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE,
@@ -117,5 +119,7 @@ CREATE TABLE "Task" (
 );
 
 CREATE INDEX "Task_organizationId_createdAt_idx" ON "Task" ("organizationId", "createdAt");
+
+CREATE INDEX "Task_dueAt_idx" ON "Task" ("dueAt");
 
 CREATE INDEX "Task_projectId_idx" ON "Task" ("projectId");

@@ -138,3 +138,99 @@ describe.each(databaseKinds)('list queries on the %s database', (kind) => {
     expect(Object.keys(response.body.error.details)).toEqual(['status']);
   });
 });
+
+describe.each(databaseKinds)('field filters on the %s database', (kind) => {
+  let backend: TestBackend;
+  let api: Api;
+  let org: string;
+  let projects: { a: string; b: string };
+  const day = 24 * 60 * 60 * 1000;
+  const base = Date.parse('2030-01-01T00:00:00Z');
+
+  const tasks = async (query: string) => {
+    const response = await api('GET', `/Tasks?limit=100&sort=title&order=asc&${query}`, { organizationId: org });
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    expect(response.body.meta.total).toBe(response.body.data.length);
+    return response.body.data.map((task: { title: string }) => task.title) as string[];
+  };
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+    const owner = await signUp(backend.url, 'filters@example.com');
+    api = owner.api;
+    org = owner.organizationId;
+    const project = async (name: string) => (await api('POST', '/Projects', { organizationId: org, body: { name } })).body.data.id as string;
+    projects = { a: await project('Alpha'), b: await project('Beta') };
+    // In Beta: b0..b9 with points n (b9: none) and a due date n days after 2030-01-01 (b0, b4, b8: none); b1-b3 doing.
+    for (let n = 0; n < 10; n += 1) {
+      const body = {
+        title: `b${n}`,
+        points: n === 9 ? null : n,
+        dueAt: n % 4 === 0 ? null : new Date(base + n * day).toISOString(),
+        status: n >= 1 && n <= 3 ? 'doing' : 'todo',
+      };
+      expect((await api('POST', `/Projects/${projects.b}/Tasks`, { organizationId: org, body })).status).toBe(201);
+    }
+    for (const title of ['a0', 'a1']) await api('POST', `/Projects/${projects.a}/Tasks`, { organizationId: org, body: { title, status: 'done' } });
+    // Another organization's task with the same shape must never appear.
+    const stranger = await signUp(backend.url, 'stranger@example.com');
+    const theirs = (await stranger.api('POST', '/Projects', { body: { name: 'Theirs' } })).body.data.id;
+    await stranger.api('POST', `/Projects/${theirs}/Tasks`, { body: { title: 'b-theirs', points: 5, status: 'todo' } });
+  });
+  afterAll(() => backend?.stop());
+
+  it('filters by equality on any field, a reference included', async () => {
+    expect(await tasks(`projectId=${projects.a}`)).toEqual(['a0', 'a1']);
+    expect(await tasks(`projectId=${projects.b}&status=doing`)).toEqual(['b1', 'b2', 'b3']);
+    expect(await tasks('points=5')).toEqual(['b5']);
+  });
+
+  it('filters by null and not null', async () => {
+    expect(await tasks(`projectId=${projects.b}&dueAt=null`)).toEqual(['b0', 'b4', 'b8']);
+    expect(await tasks(`projectId=${projects.b}&dueAt[ne]=null`)).toEqual(['b1', 'b2', 'b3', 'b5', 'b6', 'b7', 'b9']);
+    expect(await tasks('points=null')).toEqual(['a0', 'a1', 'b9']);
+  });
+
+  it('filters by in-lists and not-equal', async () => {
+    expect(await tasks('status[in]=doing,done')).toEqual(['a0', 'a1', 'b1', 'b2', 'b3']);
+    expect(await tasks(`projectId=${projects.b}&status[ne]=todo`)).toEqual(['b1', 'b2', 'b3']);
+    expect(await tasks(`projectId[in]=${projects.a},${projects.b}&points[in]=0,9`)).toEqual(['b0']);
+  });
+
+  it('filters by ranges on numbers and dates', async () => {
+    expect(await tasks('points[gte]=3&points[lt]=6')).toEqual(['b3', 'b4', 'b5']);
+    expect(await tasks('points[gt]=7')).toEqual(['b8']);
+    const from = new Date(base + 2 * day).toISOString();
+    const to = new Date(base + 6 * day).toISOString();
+    expect(await tasks(`dueAt[gte]=${encodeURIComponent(from)}&dueAt[lte]=${encodeURIComponent(to)}`)).toEqual(['b2', 'b3', 'b5', 'b6']);
+    expect(await tasks('dueAt[lt]=2030-01-03')).toEqual(['b1']);
+  });
+
+  it("never shows another organization's rows, whatever the filter", async () => {
+    expect(await tasks('points=5')).toEqual(['b5']);
+    expect(await tasks('title=b-theirs')).toEqual([]);
+  });
+
+  it('refuses a value of the wrong type, an unknown operator or field, with a 400 naming the parameter', async () => {
+    for (const [query, parameter] of [
+      ['points[gte]=many', 'points[gte]'],
+      ['projectId=nope', 'projectId'],
+      ['status=maybe', 'status'],
+      ['dueAt[gt]=soon', 'dueAt[gt]'],
+      ['title[gt]=b', 'title[gt]'],
+      ['points[like]=1', 'points[like]'],
+      ['stauts=done', 'stauts'],
+    ]) {
+      const response = await api('GET', `/Tasks?${query}`, { organizationId: org });
+      expect(response.status, query).toBe(400);
+      expect(Object.keys(response.body.error.details), query).toEqual([parameter]);
+    }
+  });
+
+  it('lists every filter in the OpenAPI document', async () => {
+    const document = (await api('GET', '/api/docs/openapi.json')).body;
+    const names = document.paths['/Tasks'].get.parameters.map((parameter: { name: string }) => parameter.name);
+    expect(names).toEqual(expect.arrayContaining(['projectId', 'projectId[in]', 'status[ne]', 'points[gte]', 'points[lt]', 'dueAt', 'dueAt[lte]', 'search']));
+    expect(names).not.toContain('title[gt]');
+  });
+});

@@ -180,7 +180,7 @@ describe('planGenerate on a project folder', () => {
       expect.arrayContaining(['migrations/0001_init.sql', 'migrations/schema-snapshot.json', 'src/generated/Task/task.schema.ts']),
     );
     applyWrites(dir, first.writes);
-    expect(planGenerate(dir, exampleSchema(), templates)).toEqual({ writes: [], problems: [] });
+    expect(planGenerate(dir, exampleSchema(), templates)).toEqual({ writes: [], problems: [], notes: [] });
   });
 
   it('keeps edits to owned files, restores generated ones, and removes a dropped entity with its folder', () => {

@@ -14,7 +14,7 @@ interface BackendDatabase {
 async function backendMigrations() {
   const load = (file: string) => import(path.join(exampleDir, 'src/db', file));
   const { openDatabase } = (await load('database.ts')) as {
-    openDatabase(config: { databaseUrl: string; embeddedDbDir: string; projectDir: string }): Promise<BackendDatabase>;
+    openDatabase(config: { databaseUrl: string; embeddedDbDir: string; projectDir: string; databaseTimeouts: { connectMs: number; queryMs: number } }): Promise<BackendDatabase>;
   };
   const { migrate } = (await load('migrate.ts')) as { migrate(db: BackendDatabase, dir: string): Promise<{ applied: string[] }> };
   return { openDatabase, migrate };
@@ -36,7 +36,7 @@ describe.runIf(adminUrl)('schema changes applied to PostgreSQL keep the data', (
     const databaseUrl = await resources.createDatabase();
     const { openDatabase, migrate } = await backendMigrations();
     const applyMigrations = async () => {
-      const db = await openDatabase({ databaseUrl, embeddedDbDir: '', projectDir: dir });
+      const db = await openDatabase({ databaseUrl, embeddedDbDir: '', projectDir: dir, databaseTimeouts: { connectMs: 10_000, queryMs: 60_000 } });
       try {
         return (await migrate(db, path.join(dir, 'migrations'))).applied;
       } finally {

@@ -34,5 +34,5 @@ export function readTree(dir: string, skip: string[] = []): Map<string, string> 
   return files;
 }
 
-/** Not generated: the example's own tests, and what running it leaves behind. */
-export const exampleHandWritten = ['test', 'vitest.config.ts', 'node_modules', '.data', '.env'];
+/** Not generated: the example's own tests, and what running and building it leave behind. */
+export const exampleHandWritten = ['test', 'vitest.config.ts', 'node_modules', '.data', '.env', 'dist'];

@@ -10,7 +10,7 @@ import type {
 } from './task.schema.js';
 
 /** The columns a client may see, named as API fields. Secret columns are never selected. */
-const selectList = '"id", "organizationId", "projectId", "title", "status", "createdAt", "updatedAt"';
+const selectList = '"id", "organizationId", "projectId", "title", "status", "dueAt", "points", "createdAt", "updatedAt"';
 
 /** API field -> column, for INSERT. */
 const insertColumns = {
@@ -19,6 +19,8 @@ const insertColumns = {
   projectId: 'projectId',
   title: 'title',
   status: 'status',
+  dueAt: 'dueAt',
+  points: 'points',
 };
 
 /** API field -> column, for UPDATE: never the id or the organization. */
@@ -26,11 +28,15 @@ const updateColumns = {
   projectId: 'projectId',
   title: 'title',
   status: 'status',
+  dueAt: 'dueAt',
+  points: 'points',
 };
 
 /** What PUT stores for an optional field the body leaves out. */
 const replaceDefaults: TaskUpdateInput = {
   status: 'todo',
+  dueAt: null,
+  points: null,
 };
 
 export const taskListSpec: ListSpec = {
@@ -43,6 +49,8 @@ export const taskListSpec: ListSpec = {
     projectId: { column: 'projectId', type: 'uuid' },
     title: { column: 'title', type: 'string' },
     status: { column: 'status', type: 'string', values: ['todo', 'doing', 'done'] },
+    dueAt: { column: 'dueAt', type: 'datetime', nullable: true },
+    points: { column: 'points', type: 'integer', nullable: true },
     createdAt: { column: 'createdAt', type: 'datetime' },
     updatedAt: { column: 'updatedAt', type: 'datetime' },
   },

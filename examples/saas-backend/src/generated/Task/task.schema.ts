@@ -9,6 +9,8 @@ export const TaskSchema = z
     projectId: z.uuid(),
     title: z.string(),
     status: z.enum(['todo', 'doing', 'done']),
+    dueAt: z.date().nullable(),
+    points: z.int().nullable(),
     createdAt: z.date(),
     updatedAt: z.date(),
   })
@@ -22,6 +24,8 @@ export const TaskCreateInput = z
     projectId: z.uuid().meta({ 'x-references': 'Project' }),
     title: z.string().min(1).max(200),
     status: z.enum(['todo', 'doing', 'done']).optional(),
+    dueAt: z.iso.datetime({ offset: true }).nullable().optional(),
+    points: z.int32().min(0).nullable().optional(),
   })
   .meta({ id: 'TaskCreateInput' });
 export type TaskCreateInput = z.infer<typeof TaskCreateInput>;
