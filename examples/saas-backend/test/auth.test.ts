@@ -109,8 +109,14 @@ describe.each(databaseKinds)('sign-up, sign-in and sessions on the %s database',
     const tooLong = await attempt({ email: 'long73@example.com', name: 'Long', password: 'a'.repeat(73) });
     expect(tooLong.status).toBe(422);
     expect(tooLong.body.error.details.password).toBe('Password must be at most 72 bytes');
-    // Bytes, not characters: 25 three-byte characters are 75 bytes.
+    // Bytes, not characters, at both ends: 25 three-byte characters are 75 bytes ...
     expect((await attempt({ email: 'multibyte@example.com', name: 'Multi', password: '€'.repeat(25) })).status).toBe(422);
+    // ... three are 9 bytes, enough; two emoji are 8 bytes, enough; seven plain letters are 7, too few.
+    expect((await attempt({ email: 'euros@example.com', name: 'Euros', password: '€€€' })).status).toBe(201);
+    expect((await attempt({ email: 'emoji@example.com', name: 'Emoji', password: '😀😀' })).status).toBe(201);
+    const tooShort = await attempt({ email: 'seven@example.com', name: 'Seven', password: 'abcdefg' });
+    expect(tooShort.status).toBe(422);
+    expect(tooShort.body.error.details.password).toBe('Password must be at least 8 bytes (8 plain letters or digits)');
 
     // A password sharing the first 72 bytes with the real one does not sign in.
     const signIn = await anonymous('POST', '/api/auth/sign-in/email', { body: { email: 'long72@example.com', password: 'a'.repeat(72) + 'b' } });

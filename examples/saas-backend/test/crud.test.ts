@@ -1,5 +1,7 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKinds, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
+import { updateStatement } from '../src/db/sql.js';
+import { databaseKinds, postgresAdminUrl, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
 
 describe.each(databaseKinds)('generic routes on the %s database', (kind) => {
   let backend: TestBackend;
@@ -121,5 +123,37 @@ describe.each(databaseKinds)('generic routes on the %s database', (kind) => {
     const response = await api('GET', '/projects', { organizationId: org });
     expect(response.status).toBe(200);
     expect(response.body.success).toBe(true);
+  });
+});
+
+describe.runIf(postgresAdminUrl)('updatedAt under concurrent updates', () => {
+  it('never goes backwards: an update that waited for the row keeps the newer time', async () => {
+    const backend = await startBackend('postgres');
+    try {
+      const owner = await signUp(backend.url, 'clock@example.com');
+      const project = (await owner.api('POST', '/Projects', { body: { name: 'Clock' } })).body.data;
+      const databaseUrl = backend.running.config.databaseUrl!;
+      const slow = new pg.Client({ connectionString: databaseUrl });
+      await slow.connect();
+      try {
+        // A transaction whose now() is fixed before the other update happens ...
+        await slow.query('BEGIN');
+        await slow.query('SELECT now()');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const newer = await owner.api('PATCH', `/Projects/${project.id}`, { body: { name: 'Newer' } });
+        expect(newer.status).toBe(200);
+        // ... then updates the row with the statement every repository uses, and commits last.
+        const update = updateStatement('Project', { name: 'Older' }, { name: 'name' }, { id: project.id, organizationId: owner.organizationId }, '"updatedAt"', 'updatedAt');
+        const { rows } = await slow.query<{ updatedAt: Date }>(update.text, update.params);
+        await slow.query('COMMIT');
+        expect(rows[0]!.updatedAt.getTime()).toBeGreaterThanOrEqual(new Date(newer.body.data.updatedAt).getTime());
+        const final = (await owner.api('GET', `/Projects/${project.id}`)).body.data;
+        expect(new Date(final.updatedAt).getTime()).toBeGreaterThanOrEqual(new Date(newer.body.data.updatedAt).getTime());
+      } finally {
+        await slow.end();
+      }
+    } finally {
+      await backend.stop();
+    }
   });
 });

@@ -56,6 +56,7 @@ describe.runIf(postgresAdminUrl)('PostgreSQL that stops answering', () => {
         timed(() => (n % 2 ? owner.api('GET', '/Projects') : owner.api('POST', '/Projects', { body: { name: `During ${n}` } }))),
       ),
     );
+    console.info(`[measured] PostgreSQL stalled: ${during.length} requests failed in ${Math.min(...during.map((d) => d.ms)).toFixed(0)}-${Math.max(...during.map((d) => d.ms)).toFixed(0)} ms (bound ${queryTimeoutMs} ms + 250 ms read margin)`);
     for (const { value, ms } of during) {
       expect(value.status).toBe(503);
       expect(value.body.error.code).toBe('SERVICE_UNAVAILABLE');
@@ -114,11 +115,14 @@ describe.runIf(redisUrl)('Redis that stops answering', () => {
     expect((await wrongSignIn()).status).toBe(429);
 
     proxy.stall();
+    const stalledTimes: number[] = [];
     for (let i = 0; i < 6; i++) {
       const { value, ms } = await timed(wrongSignIn);
+      stalledTimes.push(ms);
       expect(value.status).toBe(401);
       expect(ms).toBeLessThan(1000);
     }
+    console.info(`[measured] Redis stalled: requests answered in ${stalledTimes.map((ms) => ms.toFixed(0)).join(', ')} ms`);
     // The data routes' limiter fails open the same way.
     const { value: list, ms } = await timed(() => apiClient(url)('GET', '/Projects'));
     expect(list.status).toBe(401);

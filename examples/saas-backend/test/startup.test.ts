@@ -49,6 +49,25 @@ describe('startup and shutdown of the backend process', () => {
     expect(backend.output()).toContain('AUTH_SECRET');
   });
 
+  it('refuses a trivially weak AUTH_SECRET in production, however long', async () => {
+    for (const secret of ['a'.repeat(40), 'abcd'.repeat(10)]) {
+      const backend = spawnBackend({ NODE_ENV: 'production', AUTH_SECRET: secret, EMBEDDED_DB_DIR: 'memory://' });
+      expect(await backend.exited).toBe(1);
+      expect(backend.output()).toContain('AUTH_SECRET: too weak for production (fewer than 16 different characters)');
+    }
+  });
+
+  it('warns when production runs on the embedded database', async () => {
+    const backend = spawnBackend({ NODE_ENV: 'production', AUTH_SECRET: 'Kq8vZ2mXw4Rt7Yb1Nc5Jh9Lp3Fd6Gs0A', EMBEDDED_DB_DIR: 'memory://' });
+    try {
+      await backend.listening;
+      expect(backend.output()).toMatch(/"level":40,.*production is running on the embedded database/);
+    } finally {
+      backend.child.kill('SIGTERM');
+      expect(await backend.exited).toBe(0);
+    }
+  });
+
   it('reports an unreachable PostgreSQL with the password masked', async () => {
     const backend = spawnBackend({ DATABASE_URL: 'postgresql://app:hunter2@127.0.0.1:1/app' });
     expect(await backend.exited).toBe(1);

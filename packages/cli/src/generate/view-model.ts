@@ -120,6 +120,8 @@ export interface EntityView {
   /** The fields a list sorts and filters by, with the code of their `ListField` description. */
   listFields: { field: string; spec: string }[];
   searchColumns: string[];
+  /** A create route documented apart from the plain insert (POST /members invites), as code. */
+  openApiCreate?: string;
   parent?: {
     field: string;
     entity: string;
@@ -190,6 +192,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
     updateColumns: writable.map(columnPair),
     listFields: visible.filter((field) => field.type !== 'json').map((field) => ({ field: field.name, spec: listFieldSpec(field) })),
     searchColumns: entity.fields.filter((field) => field.searchable).map((field) => field.column),
+    openApiCreate: entity.builtin && entity.name === 'member' ? 'invitationCreateRoute' : undefined,
     parent,
   };
 }

@@ -15,6 +15,9 @@ export function summarizeChecks(results: CheckResult[]): string {
   const count = (status: CheckResult['status']) => results.filter((result) => result.status === status).length;
   const parts = [`${count('pass')} passed`, `${count('fail')} failed`];
   if (count('skip')) parts.push(`${count('skip')} skipped`);
+  const limited = results.filter((result) => result.rateLimited).length;
+  // The plain "N passed, N failed" stays first and alone on its part of the line: CI reads it.
+  if (limited) return chalk.yellow(`${parts.join(', ')} (${limited} rate limited by the backend: run verify again later, nothing was found broken)`);
   return count('fail') ? chalk.red(parts.join(', ')) : chalk.green(parts.join(', '));
 }
 

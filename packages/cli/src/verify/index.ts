@@ -1,6 +1,6 @@
 import { checks, newRunId, type CheckResult, type VerifyContext } from './checks.js';
 import { openDatabase, type DatabaseTarget } from './database.js';
-import { httpClient } from './http.js';
+import { httpClient, RateLimitedError } from './http.js';
 
 export type { CheckResult } from './checks.js';
 export type { DatabaseTarget } from './database.js';
@@ -34,7 +34,7 @@ export interface VerifyReport {
  */
 export async function runVerify(options: VerifyOptions): Promise<VerifyReport> {
   const context: VerifyContext = {
-    http: httpClient(options.url),
+    http: httpClient(options.url, { serviceKey: options.serviceKey }),
     runId: newRunId(),
     people: {},
     created: { userIds: [], organizationIds: [] },
@@ -49,6 +49,11 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyReport> {
       const outcome = await check.run(context);
       record({ id: check.id, title: check.title, ...outcome, ...(outcome.status === 'fail' && check.fix ? { fix: check.fix } : {}) });
     } catch (error) {
+      if (error instanceof RateLimitedError) {
+        // Not a broken setup, so no repair to suggest: the verdict waits for a retry.
+        record({ id: check.id, title: check.title, status: 'skip', message: error.message, rateLimited: true });
+        return;
+      }
       const reason = (error as Error).cause ? `${(error as Error).message}: ${((error as Error).cause as Error).message}` : (error as Error).message;
       record({ id: check.id, title: check.title, status: 'fail', message: reason, ...(check.fix ? { fix: check.fix } : {}) });
     }
@@ -95,7 +100,9 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyReport> {
     leftBehind = await cleanUpThroughApi(context, options.serviceKey);
   }
 
-  return { ok: results.every((result) => result.status !== 'fail'), url: options.url, checks: results, ...(leftBehind ? { leftBehind } : {}) };
+  // A check that was rate limited did not run: no verdict, so not ok either.
+  const ok = results.every((result) => result.status !== 'fail' && !result.rateLimited);
+  return { ok, url: options.url, checks: results, ...(leftBehind ? { leftBehind } : {}) };
 }
 
 async function cleanUpThroughApi(context: VerifyContext, serviceKey: string | undefined): Promise<string | undefined> {

@@ -37,6 +37,22 @@ export const InvitationAnswerInput = z
   .object({ token: z.string().min(1).max(200) })
   .meta({ id: 'InvitationAnswerInput' });
 
+/** POST /members in the OpenAPI document: what it takes and answers. */
+export const invitationCreateRoute = {
+  summary: 'Invite an e-mail address to this organization (the same answer whether it has an account or not)',
+  input: InvitationInput,
+  output: z
+    .object({
+      id: z.uuid(),
+      email: z.email(),
+      organizationId: z.uuid(),
+      role: z.enum(['owner', 'admin', 'member']),
+      expiresAt: z.date(),
+      token: z.string().meta({ description: 'The secret the invited person accepts with (POST /api/auth/invitations/accept); shown once' }),
+    })
+    .meta({ id: 'SentInvitation' }),
+};
+
 /** What the inviter gets back: the same for every address. */
 export interface SentInvitation {
   id: string;

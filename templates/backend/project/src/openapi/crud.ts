@@ -16,6 +16,8 @@ export interface CrudRoutes {
   updateInput: z.ZodType;
   /** Sorting, filters and search: the same description the list query reads. */
   list: ListSpec;
+  /** A create that is not a plain insert (POST /members sends an invitation): its own body and answer. */
+  create?: { summary: string; input: z.ZodType; output: z.ZodType };
   /** Also reachable as `/<parents>/{parentId}/<children>`. */
   nested?: { path: string; parentParam: string; parentEntity: string; createInput: z.ZodType };
 }
@@ -111,10 +113,11 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
     request: { query: listQuery(routes), ...scoped },
     responses: { 200: listResponse, ...scopedErrors },
   });
+  const create = routes.create ?? { summary: `Create a ${routes.entity}`, input: routes.createInput, output: routes.output };
   registry.registerPath({
-    method: 'post', path: routes.path, tags, summary: `Create a ${routes.entity}`,
-    request: { body: jsonBody(routes.createInput), ...scoped },
-    responses: { 201: dataEnvelope(`The created ${routes.entity}`, routes.output), ...scopedErrors, 409: errorResponse('Conflicts with an existing record'), ...invalid },
+    method: 'post', path: routes.path, tags, summary: create.summary,
+    request: { body: jsonBody(create.input), ...scoped },
+    responses: { 201: dataEnvelope(create.summary, create.output), ...scopedErrors, 409: errorResponse('Conflicts with an existing record'), ...invalid },
   });
   registry.registerPath({
     method: 'get', path: itemPath, tags, summary: `Read a ${routes.entity}`,
