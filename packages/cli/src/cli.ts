@@ -80,7 +80,7 @@ program
   .option('--yes', yesHelp)
   .option('--database-url <url>', 'the PostgreSQL database (default: DATABASE_URL from .env)')
   .option('--frontend <dir...>', 'frontend folders whose dev-server origin CORS must allow (default: found next to the project)')
-  .option('--adapter-package <name...>', 'the auth adapter package of the frontend (default: any dependency named like *auth*adapter*)')
+  .option('--adapter-package <name...>', 'another auth adapter package to hold to 2.0.2 (known already: @authstrap/better-auth-adapter, @apso/better-auth-adapter)')
   .action(async (dir: string, options) => {
     const report = await fixCommand(dir, options);
     if (!report.ok) process.exitCode = 1;

@@ -26,24 +26,24 @@ const finding = (output: string) => (JSON.parse(output).checks as { id: string; 
 
 describe('authstrap fix: adapter-version', () => {
   it('finds an adapter older than 2.0.2, --dry-run changes nothing, fix raises it, a second fix is a no-op', () => {
-    const dir = projectWithFrontend({ '@acme/auth-adapter': '^1.9.4', react: '^19.0.0' });
+    const dir = projectWithFrontend({ '@apso/better-auth-adapter': '^1.9.4', react: '^19.0.0' });
     const before = readTree(dir);
 
     const dryRun = runCli(['fix', dir, '--dry-run', '--json']);
     expect(dryRun.status).toBe(1);
     expect(finding(dryRun.stdout)).toMatchObject({ status: 'fail' });
-    expect(finding(dryRun.stdout).message).toContain('@acme/auth-adapter@^1.9.4');
-    expect(runCli(['fix', dir, '--dry-run']).stdout).toContain('+    "@acme/auth-adapter": "^2.0.2"');
+    expect(finding(dryRun.stdout).message).toContain('@apso/better-auth-adapter@^1.9.4');
+    expect(runCli(['fix', dir, '--dry-run']).stdout).toContain('+    "@apso/better-auth-adapter": "^2.0.2"');
     expect(readTree(dir)).toEqual(before);
 
     const fixed = runCli(['fix', dir, '--json']);
     expect(fixed.status, fixed.output).toBe(0);
     expect(finding(fixed.stdout)).toMatchObject({ status: 'pass', repaired: true });
     const packageJson = fs.readFileSync(path.join(dir, 'web/package.json'), 'utf8');
-    expect(JSON.parse(packageJson).dependencies).toEqual({ '@acme/auth-adapter': '^2.0.2', react: '^19.0.0' });
+    expect(JSON.parse(packageJson).dependencies).toEqual({ '@apso/better-auth-adapter': '^2.0.2', react: '^19.0.0' });
     // Only that one line changed.
     const lines = (text: string) => text.split('\n');
-    expect(lines(packageJson).filter((line, index) => line !== lines(before.get('web/package.json')!)[index])).toEqual(['    "@acme/auth-adapter": "^2.0.2",']);
+    expect(lines(packageJson).filter((line, index) => line !== lines(before.get('web/package.json')!)[index])).toEqual(['    "@apso/better-auth-adapter": "^2.0.2",']);
 
     const again = runCli(['fix', dir, '--json']);
     expect(again.status).toBe(0);
@@ -60,12 +60,13 @@ describe('authstrap fix: adapter-version', () => {
     ['~1.0.0', 'fail'],
     ['latest', 'warn'],
   ])('judges the range %s as %s', (range, status) => {
-    const dir = projectWithFrontend({}, { vite: '^7.0.0', 'better-auth-rest-adapter': range });
+    const dir = projectWithFrontend({}, { vite: '^7.0.0', '@authstrap/better-auth-adapter': range });
     expect(finding(runCli(['fix', dir, '--dry-run', '--json']).stdout).status).toBe(status);
   });
 
-  it('checks a package named with --adapter-package, and passes when there is no adapter at all', () => {
-    const dir = projectWithFrontend({ 'session-bridge': '1.2.0' });
+  it('checks a package only by name: another is checked when named with --adapter-package', () => {
+    // A name that merely looks like an adapter is not one this check knows.
+    const dir = projectWithFrontend({ 'session-bridge': '1.2.0', '@acme/auth-adapter': '1.0.0' });
     expect(finding(runCli(['fix', dir, '--dry-run', '--json']).stdout)).toMatchObject({ status: 'pass' });
     const named = runCli(['fix', dir, '--dry-run', '--json', '--adapter-package', 'session-bridge']);
     expect(finding(named.stdout)).toMatchObject({ status: 'fail' });

@@ -294,7 +294,7 @@ export const doctorChecks: DoctorCheck[] = [
       }
       if (old.length === 0) {
         if (unreadable.length) return warn(`cannot tell the version of ${unreadable.join(', ')}; it must be 2.0.2 or newer`);
-        return pass(seen ? `every auth adapter allows only 2.0.2 or newer` : 'no auth adapter package in the frontends found (name one with --adapter-package)');
+        return pass(seen ? `every auth adapter allows only 2.0.2 or newer` : `no known auth adapter (${knownAdapterPackages.join(', ')}) in the frontends (name another with --adapter-package)`);
       }
       // One write per package.json, with every old adapter in it raised; the rest of the file as it was.
       const files: FileChange[] = [];
@@ -324,11 +324,15 @@ function mountGeneratedRouter(app: string): string | undefined {
 }
 
 /**
- * The spec does not name the adapter package, so one is recognised by its name (it mentions
- * both "auth" and "adapter", e.g. `@acme/auth-adapter`) or named with --adapter-package.
+ * The Better Auth adapters this check knows: authstrap's own, and the one the spec's 2.0.2 rule
+ * was written for (whose releases before 2.0.1 wrote `provider`/`providerAccountId` instead of
+ * `providerId`/`accountId`, and 2.0.1 still left providerId unset for passwords). Another
+ * package is checked when it is named with --adapter-package.
  */
+export const knownAdapterPackages = ['@authstrap/better-auth-adapter', '@apso/better-auth-adapter'];
+
 function isAdapterPackage(name: string, named: string[]): boolean {
-  return named.includes(name) || (/auth/i.test(name) && /adapter/i.test(name));
+  return knownAdapterPackages.includes(name) || named.includes(name);
 }
 
 /** The lowest version a range allows: `^1.9.0` -> [1, 9, 0]; `latest`, `*` or a URL -> undefined. */
