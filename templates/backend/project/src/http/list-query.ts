@@ -252,10 +252,12 @@ const clauseKeys = new Set(['field', 'operator', 'value', 'connector', 'mode']);
 const textOperators = new Set<WhereOperator>(['contains', 'starts_with', 'ends_with']);
 const rangeOperators = new Set<WhereOperator>(['lt', 'lte', 'gt', 'gte']);
 
-/** The where operators a field of this type accepts. */
+/** The where operators a field of this type accepts: ranges also on text, as Better Auth allows. */
 export const whereOperatorsFor = (field: ListField): WhereOperator[] =>
   whereOperators.filter(
-    (operator) => (!rangeOperators.has(operator) || rangeTypes.has(field.type)) && (!textOperators.has(operator) || field.type === 'string'),
+    (operator) =>
+      (!rangeOperators.has(operator) || rangeTypes.has(field.type) || field.type === 'string') &&
+      (!textOperators.has(operator) || field.type === 'string'),
   );
 
 /** One JSON value as the field's type; undefined when it is not one. */
