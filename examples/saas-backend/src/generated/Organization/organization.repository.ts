@@ -113,7 +113,9 @@ const serviceUpdateColumns = {
   updatedAt: 'updatedAt',
 };
 
-/** SQL for the trusted server's Organization routes (src/generated/service-api.ts). */
+/**
+ * SQL for the trusted server's Organization routes (src/generated/service-api.ts).
+ */
 export const organizationServiceRepository = {
   list(db: Queryable, query: ListQuery): Promise<ListPage<OrganizationServiceRecord>> {
     return listRows<OrganizationServiceRecord>(db, organizationListSpec, query, {}, [], serviceSelectList);

@@ -125,7 +125,9 @@ const serviceUpdateColumns = {
   updatedAt: 'updatedAt',
 };
 
-/** SQL for the trusted server's User routes (src/generated/service-api.ts). */
+/**
+ * SQL for the trusted server's User routes (src/generated/service-api.ts).
+ */
 export const userServiceRepository = {
   list(db: Queryable, query: ListQuery): Promise<ListPage<UserServiceRecord>> {
     return listRows<UserServiceRecord>(db, userListSpec, query, {}, [], serviceSelectList);

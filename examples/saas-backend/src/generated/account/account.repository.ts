@@ -160,7 +160,9 @@ const serviceUpdateColumns = {
   updatedAt: 'updatedAt',
 };
 
-/** SQL for the trusted server's account routes (src/generated/service-api.ts). */
+/**
+ * SQL for the trusted server's account routes (src/generated/service-api.ts).
+ */
 export const accountServiceRepository = {
   list(db: Queryable, query: ListQuery): Promise<ListPage<AccountServiceRecord>> {
     return listRows<AccountServiceRecord>(db, accountListSpec, query, {}, [], serviceSelectList);

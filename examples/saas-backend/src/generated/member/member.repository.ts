@@ -130,7 +130,10 @@ const serviceUpdateColumns = {
   updatedAt: 'updatedAt',
 };
 
-/** SQL for the trusted server's member routes (src/generated/service-api.ts): it acts across organizations, so nothing here is scoped to one. */
+/**
+ * SQL for the trusted server's member routes (src/generated/service-api.ts). The trusted server
+ * manages every organization's records, so these statements are not scoped to one.
+ */
 export const memberServiceRepository = {
   list(db: Queryable, query: ListQuery): Promise<ListPage<MemberServiceRecord>> {
     return listRows<MemberServiceRecord>(db, memberListSpec, query, {}, [], serviceSelectList);

@@ -136,7 +136,9 @@ const serviceUpdateColumns = {
   updatedAt: 'updatedAt',
 };
 
-/** SQL for the trusted server's session routes (src/generated/service-api.ts). */
+/**
+ * SQL for the trusted server's session routes (src/generated/service-api.ts).
+ */
 export const sessionServiceRepository = {
   list(db: Queryable, query: ListQuery): Promise<ListPage<SessionServiceRecord>> {
     return listRows<SessionServiceRecord>(db, sessionListSpec, query, {}, [], serviceSelectList);

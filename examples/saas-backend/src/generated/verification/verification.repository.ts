@@ -118,7 +118,9 @@ const serviceUpdateColumns = {
   updatedAt: 'updatedAt',
 };
 
-/** SQL for the trusted server's verification routes (src/generated/service-api.ts). */
+/**
+ * SQL for the trusted server's verification routes (src/generated/service-api.ts).
+ */
 export const verificationServiceRepository = {
   list(db: Queryable, query: ListQuery): Promise<ListPage<VerificationServiceRecord>> {
     return listRows<VerificationServiceRecord>(db, verificationListSpec, query, {}, [], serviceSelectList);
