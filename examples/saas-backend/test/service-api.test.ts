@@ -392,6 +392,26 @@ describe.each(databaseKinds)('the service API on the %s database', (kind) => {
     }
   });
 
+  it('lists where, offset and the writes by filter in the OpenAPI document, for these entities only', async () => {
+    const document = (await person.api('GET', '/api/docs/openapi.json')).body;
+    const parameters = (path: string, method: string) =>
+      document.paths[path][method].parameters.map((parameter: { name: string; required?: boolean }) => [parameter.name, parameter.required ?? false]);
+    for (const path of ['/Users', '/accounts', '/sessions', '/verifications', '/Organizations', '/members']) {
+      expect(parameters(path, 'get'), path).toEqual(expect.arrayContaining([['where', false], ['offset', false]]));
+      for (const method of ['patch', 'delete']) {
+        expect(parameters(path, method), `${method} ${path}`).toEqual([['where', true]]);
+        expect(Object.keys(document.paths[path][method].responses), `${method} ${path}`).toEqual(expect.arrayContaining(['200', '400', '403']));
+      }
+    }
+    expect(document.paths['/Projects'].get.parameters.map((parameter: { name: string }) => parameter.name)).not.toContain('where');
+    expect(document.paths['/Projects'].patch).toBeUndefined();
+    // The secret fields are no filter or sort a user could use.
+    const sessionParameters = document.paths['/sessions'].get.parameters as { name: string; schema: { enum?: string[] } }[];
+    expect(sessionParameters.map((parameter) => parameter.name)).not.toContain('token');
+    expect(sessionParameters.find((parameter) => parameter.name === 'sort')!.schema.enum).not.toContain('token');
+    expect(document.paths['/sessions'].get.description).toContain('token');
+  });
+
   describe('hostile where values get a 400, never a 500', () => {
     const hostile: [string, string][] = [
       ['not JSON', '{field:'],

@@ -188,7 +188,7 @@ export function parseListQuery(query: unknown, spec: ListSpec, caller: ListCalle
     if (typeof value !== 'string') {
       throw badRequest(`Query parameter "${name}" was given more than once or in an unsupported form`, { [name]: 'Give it once, as a plain value' });
     }
-    if (serviceParameters.includes(name) && caller !== 'service') throw forbidden(`"${name}" is for a trusted server (the service key) only`);
+    if (serviceParameters.includes(name) && caller !== 'service') throw forbidden(`"${name}" is for the trusted server (the service key), on the auth entities, Organizations and members`);
     if ((listParameters as readonly string[]).includes(name)) listed[name] = value;
     else filters.push(parseFilter(spec, fields, name, value));
   }
