@@ -38,7 +38,7 @@ describe('renderProject', () => {
       ['package.json.hbs', '{ "name": "{{packageName}}" }\n'],
       ['src/app.ts', 'export const untouched = "{{not a template}}";\n'],
     ]),
-    generated: new Map([['index.ts.hbs', '{{#each mounts}}{{path}} -> {{router}}\n{{/each}}']]),
+    generated: new Map([['index.ts.hbs', '{{#each mounts}}{{path}} -> {{handlers}}\n{{/each}}']]),
     entity: new Map([['schema.ts.hbs', '// {{pascal}} at {{path}}{{#if parent}}, nested at {{parent.routePath}}{{/if}}\n']]),
     builtin: new Map([['user.schema.ts', '// the built-in User file\n']]),
   };
@@ -68,18 +68,20 @@ describe('renderProject', () => {
     expect(files.get('package.json')).toBe('{ "name": "my-app" }\n');
     expect(files.get('src/app.ts')).toBe('export const untouched = "{{not a template}}";\n');
     expect(files.get('src/generated/Task/task.schema.ts')).toBe('// Task at /Tasks, nested at /Projects/:projectId/Tasks\n');
-    // Global routers first, then tenant-scoped ones; a nested path before its collections.
+    // Global routers first, then tenant-scoped ones; a nested path before its collections. The
+    // trusted server's API stands in front of each built-in entity's own router, before the scope
+    // guard (it acts across organizations); verification has no router for users at all.
     expect(files.get('src/generated/index.ts')).toBe(
       [
-        '/Users -> userRouter',
-        '/accounts -> accountRouter',
-        '/sessions -> sessionRouter',
-        '/verifications -> verificationRouter',
-        '/Organizations -> organizationRouter',
-        '/Projects/:projectId/Tasks -> taskNestedRouter',
-        '/members -> memberRouter',
-        '/Projects -> projectRouter',
-        '/Tasks -> taskRouter',
+        '/Users -> signedIn, serviceApi.user, userRouter(deps)',
+        '/accounts -> signedIn, serviceApi.account, accountRouter(deps)',
+        '/sessions -> signedIn, serviceApi.session, sessionRouter(deps)',
+        '/verifications -> signedIn, requires.serviceKey, serviceApi.verification',
+        '/Organizations -> signedIn, serviceApi.organization, organizationRouter(deps)',
+        '/Projects/:projectId/Tasks -> signedIn, scopeGuard, taskNestedRouter(deps)',
+        '/members -> signedIn, serviceApi.member, scopeGuard, memberRouter(deps)',
+        '/Projects -> signedIn, scopeGuard, projectRouter(deps)',
+        '/Tasks -> signedIn, scopeGuard, taskRouter(deps)',
         '',
       ].join('\n'),
     );

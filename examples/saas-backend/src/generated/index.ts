@@ -4,10 +4,10 @@ import { requires } from '../extensions/auth/auth.decorator.js';
 import type { GeneratedDeps } from './deps.js';
 import { authGuard } from './guards/auth.guard.js';
 import { scopeGuard } from './guards/scope.guard.js';
+import { serviceApiRouters } from './service-api.js';
 import { userRouter } from './User/user.router.js';
 import { accountRouter } from './account/account.router.js';
 import { sessionRouter } from './session/session.router.js';
-import { verificationRouter } from './verification/verification.router.js';
 import { organizationRouter } from './Organization/organization.router.js';
 import { memberRouter } from './member/member.router.js';
 import { projectRouter } from './Project/project.router.js';
@@ -17,18 +17,20 @@ import { taskNestedRouter, taskRouter } from './Task/task.router.js';
  * Every generated route, in one place, with what stands in front of it:
  * `signedIn` (the auth guard) resolves the caller, 401 without a valid session or service key;
  * `scopeGuard` resolves the organization from `x-organization-id` and the caller's role there.
+ * `serviceApi.<entity>` serves the trusted server (the service key) and passes everyone else on.
  */
 export function generatedRouter(deps: GeneratedDeps): Router {
   const router = Router();
   const signedIn = authGuard(deps);
+  const serviceApi = serviceApiRouters(deps);
 
-  router.use('/Users', signedIn, userRouter(deps)); // User
-  router.use('/accounts', signedIn, accountRouter(deps)); // account
-  router.use('/sessions', signedIn, sessionRouter(deps)); // session
-  router.use('/verifications', signedIn, requires.serviceKey, verificationRouter(deps)); // verification
-  router.use('/Organizations', signedIn, organizationRouter(deps)); // Organization
+  router.use('/Users', signedIn, serviceApi.user, userRouter(deps)); // User
+  router.use('/accounts', signedIn, serviceApi.account, accountRouter(deps)); // account
+  router.use('/sessions', signedIn, serviceApi.session, sessionRouter(deps)); // session
+  router.use('/verifications', signedIn, requires.serviceKey, serviceApi.verification); // verification
+  router.use('/Organizations', signedIn, serviceApi.organization, organizationRouter(deps)); // Organization
   router.use('/Projects/:projectId/Tasks', signedIn, scopeGuard, taskNestedRouter(deps)); // Task of one Project
-  router.use('/members', signedIn, scopeGuard, memberRouter(deps)); // member
+  router.use('/members', signedIn, serviceApi.member, scopeGuard, memberRouter(deps)); // member
   router.use('/Projects', signedIn, scopeGuard, projectRouter(deps)); // Project
   router.use('/Tasks', signedIn, scopeGuard, taskRouter(deps)); // Task
 

@@ -7,6 +7,7 @@ import {
   UserCreateInput,
   UserReplaceInput,
   UserSchema,
+  UserServiceUpdateInput,
   UserUpdateInput,
 } from './User/user.schema.js';
 import { accountListSpec } from './account/account.repository.js';
@@ -14,6 +15,7 @@ import {
   AccountCreateInput,
   AccountReplaceInput,
   AccountSchema,
+  AccountServiceUpdateInput,
   AccountUpdateInput,
 } from './account/account.schema.js';
 import { sessionListSpec } from './session/session.repository.js';
@@ -21,6 +23,7 @@ import {
   SessionCreateInput,
   SessionReplaceInput,
   SessionSchema,
+  SessionServiceUpdateInput,
   SessionUpdateInput,
 } from './session/session.schema.js';
 import { verificationListSpec } from './verification/verification.repository.js';
@@ -28,6 +31,7 @@ import {
   VerificationCreateInput,
   VerificationReplaceInput,
   VerificationSchema,
+  VerificationServiceUpdateInput,
   VerificationUpdateInput,
 } from './verification/verification.schema.js';
 import { organizationListSpec } from './Organization/organization.repository.js';
@@ -35,6 +39,7 @@ import {
   OrganizationCreateInput,
   OrganizationReplaceInput,
   OrganizationSchema,
+  OrganizationServiceUpdateInput,
   OrganizationUpdateInput,
 } from './Organization/organization.schema.js';
 import { memberListSpec } from './member/member.repository.js';
@@ -42,6 +47,7 @@ import {
   MemberCreateInput,
   MemberReplaceInput,
   MemberSchema,
+  MemberServiceUpdateInput,
   MemberUpdateInput,
 } from './member/member.schema.js';
 import { projectListSpec } from './Project/project.repository.js';
@@ -81,6 +87,7 @@ export function buildOpenApiDocument(
     updateInput: UserUpdateInput,
     idType: 'uuid',
     list: userListSpec,
+    serviceApi: { updateInput: UserServiceUpdateInput },
   });
 
   registerCrudRoutes(registry, {
@@ -93,6 +100,7 @@ export function buildOpenApiDocument(
     updateInput: AccountUpdateInput,
     idType: 'uuid',
     list: accountListSpec,
+    serviceApi: { updateInput: AccountServiceUpdateInput },
   });
 
   registerCrudRoutes(registry, {
@@ -105,6 +113,7 @@ export function buildOpenApiDocument(
     updateInput: SessionUpdateInput,
     idType: 'uuid',
     list: sessionListSpec,
+    serviceApi: { updateInput: SessionServiceUpdateInput },
   });
 
   registerCrudRoutes(registry, {
@@ -117,6 +126,7 @@ export function buildOpenApiDocument(
     updateInput: VerificationUpdateInput,
     idType: 'uuid',
     list: verificationListSpec,
+    serviceApi: { updateInput: VerificationServiceUpdateInput },
   });
 
   registerCrudRoutes(registry, {
@@ -129,6 +139,7 @@ export function buildOpenApiDocument(
     updateInput: OrganizationUpdateInput,
     idType: 'uuid',
     list: organizationListSpec,
+    serviceApi: { updateInput: OrganizationServiceUpdateInput },
   });
 
   registerCrudRoutes(registry, {
@@ -141,6 +152,7 @@ export function buildOpenApiDocument(
     updateInput: MemberUpdateInput,
     idType: 'uuid',
     list: memberListSpec,
+    serviceApi: { updateInput: MemberServiceUpdateInput },
     create: invitationCreateRoute,
   });
 

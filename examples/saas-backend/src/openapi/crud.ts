@@ -1,6 +1,15 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { defaultPageSize, listParameters, maxPageSize, operatorsFor, type ListField, type ListSpec } from '../http/list-query.js';
+import {
+  defaultPageSize,
+  listParameters,
+  maxPageSize,
+  maxWhereClauses,
+  operatorsFor,
+  whereOperators,
+  type ListField,
+  type ListSpec,
+} from '../http/list-query.js';
 
 /** How one entity's routes look, for the OpenAPI document. */
 export interface CrudRoutes {
@@ -20,6 +29,8 @@ export interface CrudRoutes {
   create?: { summary: string; input: z.ZodType; output: z.ZodType };
   /** Also reachable as `/<parents>/{parentId}/<children>`. */
   nested?: { path: string; parentParam: string; parentEntity: string; createInput: z.ZodType };
+  /** On the entities the trusted server (the service key) manages: the body of its update-many. */
+  serviceApi?: { updateInput: z.ZodType };
 }
 
 const ErrorEnvelope = z
@@ -77,15 +88,34 @@ function filterParameters(fields: Readonly<Record<string, ListField>>): Record<s
   return parameters;
 }
 
-function listQuery({ list }: CrudRoutes) {
+const whereDescription =
+  'Trusted server (service key) only. URL-encoded JSON: an array of up to ' +
+  `${maxWhereClauses} clauses { field, operator?, value, connector?, mode? }. operator: ${whereOperators.join(', ')} ` +
+  '(default eq); value typed as the field, an array for in / not_in, null with eq / ne for IS (NOT) NULL; ' +
+  "connector AND (default) or OR: every AND clause must hold and, if there are OR clauses, one of them; mode 'insensitive' " +
+  'compares text case-insensitively. Dates compare at millisecond precision.';
+
+function whereParameter(required: boolean) {
+  const where = z.string().meta({ description: whereDescription, example: '[{"field":"email","value":"ada@example.com"}]' });
+  return required ? where : where.optional();
+}
+
+function listQuery({ list, serviceApi }: CrudRoutes) {
+  const visible = Object.fromEntries(Object.entries(list.fields).filter(([, field]) => !field.secret));
   return z.object({
     page: z.int().min(1).optional().meta({ description: '1-based page number', example: 1 }),
     limit: z.int().min(1).max(maxPageSize).optional().meta({ description: `Page size, ${defaultPageSize} by default; clamped to 1-${maxPageSize}` }),
-    sort: z.enum(Object.keys(list.fields) as [string, ...string[]]).optional().meta({ description: `Field to order by (default ${list.defaultSort})` }),
+    sort: z.enum(Object.keys(visible) as [string, ...string[]]).optional().meta({ description: `Field to order by (default ${list.defaultSort})` }),
     order: z.enum(['asc', 'desc']).optional().meta({ description: 'Direction (default desc)' }),
     ...(list.createdAtColumn !== null ? { createdAfter: z.string().optional().meta({ description: 'Only records created at or after this date/time' }) } : {}),
     ...(list.searchColumns.length > 0 ? { search: z.string().optional().meta({ description: 'Case-insensitive substring match' }) } : {}),
-    ...filterParameters(list.fields),
+    ...(serviceApi
+      ? {
+          offset: z.int().min(0).optional().meta({ description: 'Trusted server (service key) only: rows to skip, instead of page' }),
+          where: whereParameter(false),
+        }
+      : {}),
+    ...filterParameters(visible),
   });
 }
 
@@ -106,10 +136,13 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
     },
   };
   const notFound = { 404: errorResponse(`No ${routes.entity} with that id`) };
+  const secretFields = Object.keys(routes.list.fields).filter((name) => routes.list.fields[name]!.secret);
+  // The schemas describe a user's view; the service key's answers carry the secret fields too.
+  const serviceNote = routes.serviceApi && secretFields.length > 0 ? `The service key also gets ${secretFields.join(', ')}.` : '';
   const invalid = { 422: errorResponse('The body failed validation; details names each field') };
 
   registry.registerPath({
-    method: 'get', path: routes.path, tags, summary: `List ${routes.entity} records`,
+    method: 'get', path: routes.path, tags, summary: `List ${routes.entity} records`, description: serviceNote || undefined,
     request: { query: listQuery(routes), ...scoped },
     responses: { 200: listResponse, ...scopedErrors },
   });
@@ -120,7 +153,7 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
     responses: { 201: dataEnvelope(create.summary, create.output), ...scopedErrors, 409: errorResponse('Conflicts with an existing record'), ...invalid },
   });
   registry.registerPath({
-    method: 'get', path: itemPath, tags, summary: `Read a ${routes.entity}`,
+    method: 'get', path: itemPath, tags, summary: `Read a ${routes.entity}`, description: serviceNote || undefined,
     request: { params: idParam(routes.entity, routes.idType), ...scoped },
     responses: { 200: dataEnvelope(`The ${routes.entity}`, routes.output), ...scopedErrors, ...notFound },
   });
@@ -139,6 +172,21 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
     request: { params: idParam(routes.entity, routes.idType), ...scoped },
     responses: { 204: { description: 'Deleted' }, ...scopedErrors, ...notFound },
   });
+
+  if (routes.serviceApi) {
+    const count = dataEnvelope('How many records matched', z.object({ count: z.int() }));
+    const serviceOnly = { 400: errorResponse('No where, or a malformed one'), 403: errorResponse('Not the service key') };
+    registry.registerPath({
+      method: 'patch', path: routes.path, tags, summary: `Update every ${routes.entity} a filter matches (service key only)`,
+      request: { query: z.object({ where: whereParameter(true) }), body: jsonBody(routes.serviceApi.updateInput) },
+      responses: { 200: count, ...serviceOnly, ...invalid },
+    });
+    registry.registerPath({
+      method: 'delete', path: routes.path, tags, summary: `Delete every ${routes.entity} a filter matches (service key only)`,
+      request: { query: z.object({ where: whereParameter(true) }) },
+      responses: { 200: count, ...serviceOnly },
+    });
+  }
 
   if (routes.nested) {
     const { path, parentParam, parentEntity, createInput } = routes.nested;

@@ -75,6 +75,8 @@ export function renderProject(schema: Schema, templates: Templates, options: Ren
   }
   for (const entity of view.entities) {
     for (const [templatePath, source] of templates.entity) {
+      // An entity only the trusted server uses (verification) is served by service-api.ts alone.
+      if (templatePath === 'router.ts.hbs' && entity.serviceOnly) continue;
       const fileName = `${entity.fileBase}.${outputPath(templatePath)}`;
       // Built-in entities with rules of their own (who sees which users, roles) have their own router.
       const special = entity.builtin && view.auth ? templates.builtin.get(fileName) : undefined;

@@ -88,6 +88,7 @@ function listFieldSpec(field: Field): string {
   const parts = [`column: ${singleQuoted(field.column)}`, `type: '${types[field.type as Exclude<Field['type'], 'json'>]}'`];
   if (field.nullable) parts.push('nullable: true');
   if (field.type === 'enum' && field.values) parts.push(`values: [${field.values.map(singleQuoted).join(', ')}]`);
+  if (field.secret) parts.push('secret: true');
   return `{ ${parts.join(', ')} }`;
 }
 
@@ -104,6 +105,10 @@ export interface EntityView {
   idType: Entity['idType'];
   /** Uuid ids may be chosen by the caller (the service key syncing users); numbered ids never. */
   callerChosenId: boolean;
+  /** A built-in entity the trusted server (the service key) manages through service-api.ts. */
+  serviceApi: boolean;
+  /** Served to the trusted server only (verification): it has no router for users. */
+  serviceOnly: boolean;
   /** The list order when the request gives none: newest first, or by id for a table without createdAt. */
   defaultSort: string;
   /** `'createdAt'` or `null`, as code: the column `createdAfter` filters on. */
@@ -112,12 +117,18 @@ export interface EntityView {
   updatedAtColumn: string;
   description?: string;
   outputFields: { name: string; zod: string }[];
+  /** The secret fields, which only the trusted server reads. */
+  secretOutputFields: { name: string; zod: string }[];
   inputFields: { name: string; zod: string }[];
   replaceDefaults: { name: string; value: string }[];
   selectList: string;
   insertColumns: { field: string; column: string }[];
   updateColumns: { field: string; column: string }[];
-  /** The fields a list sorts and filters by, with the code of their `ListField` description. */
+  /** What the trusted server reads (every column, secrets included) and may also write (timestamps). */
+  serviceSelectList: string;
+  serviceInsertColumns: { field: string; column: string }[];
+  serviceUpdateColumns: { field: string; column: string }[];
+  /** The fields a list sorts and filters by (secret ones marked), with the code of their `ListField` description. */
   listFields: { field: string; spec: string }[];
   searchColumns: string[];
   /** A create route documented apart from the plain insert (POST /members invites), as code. */
@@ -136,12 +147,23 @@ export interface EntityView {
   };
 }
 
-function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
+/** Built-in entities whose routes only the trusted server (the service key) may use. */
+const serviceOnlyEntities = new Set(['verification']);
+
+function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean): EntityView {
   const visible = entity.fields.filter((field) => !field.secret);
   const writable = entity.fields.filter((field) => !field.system);
   const columnPair = (field: Field) => ({ field: field.name, column: field.column });
   const columnOf = (name: string) => entity.fields.find((field) => field.name === name)?.column;
   const callerChosenId = entity.idType === 'uuid';
+  const selectListOf = (fields: Field[]) =>
+    fields.map((field) => (field.column === field.name ? quoteSql(field.name) : `${quoteSql(field.column)} AS ${quoteSql(field.name)}`)).join(', ');
+  const insertColumns = [
+    ...entity.fields.filter((field) => (field.name === 'id' && callerChosenId) || field.name === 'organizationId').map(columnPair),
+    ...writable.map(columnPair),
+  ];
+  // A database adapter copies records as they are, timestamps included.
+  const timestamps = entity.fields.filter((field) => field.name === 'createdAt' || field.name === 'updatedAt').map(columnPair);
 
   let parent: EntityView['parent'];
   if (entity.parent) {
@@ -170,11 +192,14 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
     tenantScoped: entity.tenantScoped,
     idType: entity.idType,
     callerChosenId,
+    serviceApi: auth && entity.builtin,
+    serviceOnly: auth && entity.builtin && serviceOnlyEntities.has(entity.name),
     defaultSort: columnOf('createdAt') ? 'createdAt' : 'id',
     createdAtColumn: jsLiteral(columnOf('createdAt') ?? null),
     updatedAtColumn: jsLiteral(columnOf('updatedAt') ?? null),
     description: entity.description,
     outputFields: visible.map((field) => ({ name: field.name, zod: zodOutput(field) })),
+    secretOutputFields: entity.fields.filter((field) => field.secret).map((field) => ({ name: field.name, zod: zodOutput(field) })),
     inputFields: [
       ...(callerChosenId ? [{ name: 'id', zod: 'z.uuid().optional()' }] : []),
       ...writable.map((field) => ({ name: field.name, zod: zodInput(field) })),
@@ -182,15 +207,13 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
     replaceDefaults: writable
       .filter((field) => field.nullable || (field.default !== undefined && field.default !== 'now'))
       .map((field) => ({ name: field.name, value: jsLiteral(field.default ?? null) })),
-    selectList: visible
-      .map((field) => (field.column === field.name ? quoteSql(field.name) : `${quoteSql(field.column)} AS ${quoteSql(field.name)}`))
-      .join(', '),
-    insertColumns: [
-      ...entity.fields.filter((field) => (field.name === 'id' && callerChosenId) || field.name === 'organizationId').map(columnPair),
-      ...writable.map(columnPair),
-    ],
+    selectList: selectListOf(visible),
+    insertColumns,
     updateColumns: writable.map(columnPair),
-    listFields: visible.filter((field) => field.type !== 'json').map((field) => ({ field: field.name, spec: listFieldSpec(field) })),
+    serviceSelectList: selectListOf(entity.fields),
+    serviceInsertColumns: [...insertColumns, ...timestamps],
+    serviceUpdateColumns: [...writable.map(columnPair), ...timestamps],
+    listFields: entity.fields.filter((field) => field.type !== 'json').map((field) => ({ field: field.name, spec: listFieldSpec(field) })),
     searchColumns: entity.fields.filter((field) => field.searchable).map((field) => field.column),
     openApiCreate: entity.builtin && entity.name === 'member' ? 'invitationCreateRoute' : undefined,
     parent,
@@ -200,34 +223,36 @@ function entityView(entity: Entity, byName: Map<string, Entity>): EntityView {
 export interface ProjectView {
   auth: boolean;
   entities: EntityView[];
+  /** The entities the trusted server manages through service-api.ts. */
+  serviceApis: EntityView[];
   /** Global entities first, then tenant-scoped ones; nested mounts before their collections. */
-  mounts: { path: string; router: string; guards: string; comment: string }[];
+  mounts: { path: string; handlers: string; comment: string }[];
 }
 
-/** Built-in entities whose routes only the trusted server (the service key) may use. */
-const serviceOnlyEntities = new Set(['verification']);
-
-/** The middleware in front of an entity's router, as code: who may call, in which organization. */
-function guardsOf(entity: EntityView, auth: boolean): string {
-  if (!auth) return '';
-  if (entity.tenantScoped) return 'signedIn, scopeGuard, ';
-  if (entity.builtin && serviceOnlyEntities.has(entity.name)) return 'signedIn, requires.serviceKey, ';
-  return 'signedIn, ';
+/**
+ * What handles a path, as code, in order: who may call, in which organization, then the router.
+ * The trusted server's API comes right after the auth guard and passes every other caller on.
+ */
+function handlersOf(entity: EntityView, router: string, auth: boolean): string {
+  if (!auth) return `${router}(deps)`;
+  const serviceApi = entity.serviceApi ? `serviceApi.${entity.camel}, ` : '';
+  if (entity.serviceOnly) return `signedIn, requires.serviceKey, serviceApi.${entity.camel}`;
+  return `signedIn, ${serviceApi}${entity.tenantScoped ? 'scopeGuard, ' : ''}${router}(deps)`;
 }
 
 export function projectView(schema: Schema): ProjectView {
   const byName = new Map(schema.entities.map((entity) => [entity.name, entity]));
-  const entities = schema.entities.map((entity) => entityView(entity, byName));
+  const entities = schema.entities.map((entity) => entityView(entity, byName, schema.auth));
   const mounts: ProjectView['mounts'] = [];
   for (const scoped of [false, true]) {
     const group = entities.filter((view) => view.tenantScoped === scoped);
     // A nested path starts with its parent's path, so it is mounted first to read top-down.
     for (const entity of group.filter((view) => view.parent)) {
-      mounts.push({ path: entity.parent!.routePath, router: `${entity.camel}NestedRouter`, guards: guardsOf(entity, schema.auth), comment: `${entity.name} of one ${entity.parent!.entity}` });
+      mounts.push({ path: entity.parent!.routePath, handlers: handlersOf(entity, `${entity.camel}NestedRouter`, schema.auth), comment: `${entity.name} of one ${entity.parent!.entity}` });
     }
     for (const entity of group) {
-      mounts.push({ path: entity.path, router: `${entity.camel}Router`, guards: guardsOf(entity, schema.auth), comment: entity.name });
+      mounts.push({ path: entity.path, handlers: handlersOf(entity, `${entity.camel}Router`, schema.auth), comment: entity.name });
     }
   }
-  return { auth: schema.auth, entities, mounts };
+  return { auth: schema.auth, entities, serviceApis: entities.filter((entity) => entity.serviceApi), mounts };
 }

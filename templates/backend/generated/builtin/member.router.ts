@@ -8,6 +8,7 @@ import { forbidden, HttpError, notFound } from '../../http/errors.js';
 import { parseListQuery } from '../../http/list-query.js';
 import { parseBody, parseId } from '../../http/validate.js';
 import type { GeneratedDeps } from '../deps.js';
+import { serviceKeyOnly } from '../service-api.js';
 import { organizationOf } from '../guards/scope.guard.js';
 import { memberListSpec, memberRepository } from './member.repository.js';
 
@@ -16,7 +17,8 @@ const roles = z.enum(['owner', 'admin', 'member']);
 export const MemberRoleInput = z.strictObject({ role: roles }).meta({ id: 'MemberRoleInput' });
 
 /**
- * /members of the organization in x-organization-id (behind the scope guard). Every member reads
+ * /members of the organization in x-organization-id (behind the scope guard), for signed-in users;
+ * the service key is served by service-api.ts, across organizations, before it. Every member reads
  * the list; owners and admins invite people by e-mail address (they join when they accept), change
  * roles and remove members. Only an owner makes or unmakes an owner, the last owner cannot leave,
  * and any member may leave.
@@ -42,6 +44,10 @@ export function memberRouter({ db, auth }: GeneratedDeps): Router {
     if (input.role === 'owner') assertRole(req.role, ['owner']);
     sendData(res, await auth.invitations.invite(db, organizationOf(req), input, userOf(req).id), 201);
   });
+
+  // Changing or deleting memberships by filter is the trusted server's.
+  router.patch('/', serviceKeyOnly);
+  router.delete('/', serviceKeyOnly);
 
   const changeRole = requires.role('owner', 'admin');
   for (const method of ['put', 'patch'] as const) {

@@ -30,3 +30,27 @@ export type OrganizationReplaceInput = z.infer<typeof OrganizationReplaceInput>;
 /** The body of PATCH /Organizations/:id: any of the fields. */
 export const OrganizationUpdateInput = OrganizationReplaceInput.partial().meta({ id: 'OrganizationUpdateInput' });
 export type OrganizationUpdateInput = z.infer<typeof OrganizationUpdateInput>;
+
+/** Organization as the trusted server (the service key) reads it: every field, the secret ones too. */
+export const OrganizationServiceSchema = OrganizationSchema.extend({
+}).meta({ id: 'OrganizationServiceRecord' });
+export type OrganizationServiceRecord = z.infer<typeof OrganizationServiceSchema>;
+
+/**
+ * The body of POST /Organizations from the trusted server: it may also set the timestamps, which a database adapter copies as they are.
+ */
+export const OrganizationServiceCreateInput = OrganizationCreateInput.extend({
+  createdAt: z.iso.datetime({ offset: true }).optional(),
+  updatedAt: z.iso.datetime({ offset: true }).optional(),
+}).meta({ id: 'OrganizationServiceCreateInput' });
+export type OrganizationServiceCreateInput = z.infer<typeof OrganizationServiceCreateInput>;
+
+/** The body of PUT /Organizations/:id from the trusted server. */
+export const OrganizationServiceReplaceInput = OrganizationServiceCreateInput.omit({ id: true }).meta({
+  id: 'OrganizationServiceReplaceInput',
+});
+export type OrganizationServiceReplaceInput = z.infer<typeof OrganizationServiceReplaceInput>;
+
+/** The body of PATCH /Organizations/:id and of PATCH /Organizations?where=... from the trusted server. */
+export const OrganizationServiceUpdateInput = OrganizationServiceReplaceInput.partial().meta({ id: 'OrganizationServiceUpdateInput' });
+export type OrganizationServiceUpdateInput = z.infer<typeof OrganizationServiceUpdateInput>;

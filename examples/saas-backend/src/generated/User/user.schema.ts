@@ -34,3 +34,27 @@ export type UserReplaceInput = z.infer<typeof UserReplaceInput>;
 /** The body of PATCH /Users/:id: any of the fields. */
 export const UserUpdateInput = UserReplaceInput.partial().meta({ id: 'UserUpdateInput' });
 export type UserUpdateInput = z.infer<typeof UserUpdateInput>;
+
+/** User as the trusted server (the service key) reads it: every field, the secret ones too. */
+export const UserServiceSchema = UserSchema.extend({
+}).meta({ id: 'UserServiceRecord' });
+export type UserServiceRecord = z.infer<typeof UserServiceSchema>;
+
+/**
+ * The body of POST /Users from the trusted server: it may also set the timestamps, which a database adapter copies as they are.
+ */
+export const UserServiceCreateInput = UserCreateInput.extend({
+  createdAt: z.iso.datetime({ offset: true }).optional(),
+  updatedAt: z.iso.datetime({ offset: true }).optional(),
+}).meta({ id: 'UserServiceCreateInput' });
+export type UserServiceCreateInput = z.infer<typeof UserServiceCreateInput>;
+
+/** The body of PUT /Users/:id from the trusted server. */
+export const UserServiceReplaceInput = UserServiceCreateInput.omit({ id: true }).meta({
+  id: 'UserServiceReplaceInput',
+});
+export type UserServiceReplaceInput = z.infer<typeof UserServiceReplaceInput>;
+
+/** The body of PATCH /Users/:id and of PATCH /Users?where=... from the trusted server. */
+export const UserServiceUpdateInput = UserServiceReplaceInput.partial().meta({ id: 'UserServiceUpdateInput' });
+export type UserServiceUpdateInput = z.infer<typeof UserServiceUpdateInput>;

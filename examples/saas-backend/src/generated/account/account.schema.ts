@@ -42,3 +42,31 @@ export type AccountReplaceInput = z.infer<typeof AccountReplaceInput>;
 /** The body of PATCH /accounts/:id: any of the fields. */
 export const AccountUpdateInput = AccountReplaceInput.partial().meta({ id: 'AccountUpdateInput' });
 export type AccountUpdateInput = z.infer<typeof AccountUpdateInput>;
+
+/** account as the trusted server (the service key) reads it: every field, the secret ones too. */
+export const AccountServiceSchema = AccountSchema.extend({
+  password: z.string().nullable(),
+  accessToken: z.string().nullable(),
+  refreshToken: z.string().nullable(),
+  idToken: z.string().nullable(),
+}).meta({ id: 'AccountServiceRecord' });
+export type AccountServiceRecord = z.infer<typeof AccountServiceSchema>;
+
+/**
+ * The body of POST /accounts from the trusted server: it may also set the timestamps, which a database adapter copies as they are.
+ */
+export const AccountServiceCreateInput = AccountCreateInput.extend({
+  createdAt: z.iso.datetime({ offset: true }).optional(),
+  updatedAt: z.iso.datetime({ offset: true }).optional(),
+}).meta({ id: 'AccountServiceCreateInput' });
+export type AccountServiceCreateInput = z.infer<typeof AccountServiceCreateInput>;
+
+/** The body of PUT /accounts/:id from the trusted server. */
+export const AccountServiceReplaceInput = AccountServiceCreateInput.omit({ id: true }).meta({
+  id: 'AccountServiceReplaceInput',
+});
+export type AccountServiceReplaceInput = z.infer<typeof AccountServiceReplaceInput>;
+
+/** The body of PATCH /accounts/:id and of PATCH /accounts?where=... from the trusted server. */
+export const AccountServiceUpdateInput = AccountServiceReplaceInput.partial().meta({ id: 'AccountServiceUpdateInput' });
+export type AccountServiceUpdateInput = z.infer<typeof AccountServiceUpdateInput>;

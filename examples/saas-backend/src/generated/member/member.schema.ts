@@ -31,3 +31,29 @@ export type MemberReplaceInput = z.infer<typeof MemberReplaceInput>;
 /** The body of PATCH /members/:id: any of the fields. */
 export const MemberUpdateInput = MemberReplaceInput.partial().meta({ id: 'MemberUpdateInput' });
 export type MemberUpdateInput = z.infer<typeof MemberUpdateInput>;
+
+/** member as the trusted server (the service key) reads it: every field, the secret ones too. */
+export const MemberServiceSchema = MemberSchema.extend({
+}).meta({ id: 'MemberServiceRecord' });
+export type MemberServiceRecord = z.infer<typeof MemberServiceSchema>;
+
+/**
+ * The body of POST /members from the trusted server: it may also set the timestamps and the
+ * organization, which a database adapter copies as they are.
+ */
+export const MemberServiceCreateInput = MemberCreateInput.extend({
+  organizationId: z.uuid(),
+  createdAt: z.iso.datetime({ offset: true }).optional(),
+  updatedAt: z.iso.datetime({ offset: true }).optional(),
+}).meta({ id: 'MemberServiceCreateInput' });
+export type MemberServiceCreateInput = z.infer<typeof MemberServiceCreateInput>;
+
+/** The body of PUT /members/:id from the trusted server. */
+export const MemberServiceReplaceInput = MemberServiceCreateInput.omit({ id: true, organizationId: true }).meta({
+  id: 'MemberServiceReplaceInput',
+});
+export type MemberServiceReplaceInput = z.infer<typeof MemberServiceReplaceInput>;
+
+/** The body of PATCH /members/:id and of PATCH /members?where=... from the trusted server. */
+export const MemberServiceUpdateInput = MemberServiceReplaceInput.partial().meta({ id: 'MemberServiceUpdateInput' });
+export type MemberServiceUpdateInput = z.infer<typeof MemberServiceUpdateInput>;

@@ -37,3 +37,28 @@ export type SessionReplaceInput = z.infer<typeof SessionReplaceInput>;
 /** The body of PATCH /sessions/:id: any of the fields. */
 export const SessionUpdateInput = SessionReplaceInput.partial().meta({ id: 'SessionUpdateInput' });
 export type SessionUpdateInput = z.infer<typeof SessionUpdateInput>;
+
+/** session as the trusted server (the service key) reads it: every field, the secret ones too. */
+export const SessionServiceSchema = SessionSchema.extend({
+  token: z.string(),
+}).meta({ id: 'SessionServiceRecord' });
+export type SessionServiceRecord = z.infer<typeof SessionServiceSchema>;
+
+/**
+ * The body of POST /sessions from the trusted server: it may also set the timestamps, which a database adapter copies as they are.
+ */
+export const SessionServiceCreateInput = SessionCreateInput.extend({
+  createdAt: z.iso.datetime({ offset: true }).optional(),
+  updatedAt: z.iso.datetime({ offset: true }).optional(),
+}).meta({ id: 'SessionServiceCreateInput' });
+export type SessionServiceCreateInput = z.infer<typeof SessionServiceCreateInput>;
+
+/** The body of PUT /sessions/:id from the trusted server. */
+export const SessionServiceReplaceInput = SessionServiceCreateInput.omit({ id: true }).meta({
+  id: 'SessionServiceReplaceInput',
+});
+export type SessionServiceReplaceInput = z.infer<typeof SessionServiceReplaceInput>;
+
+/** The body of PATCH /sessions/:id and of PATCH /sessions?where=... from the trusted server. */
+export const SessionServiceUpdateInput = SessionServiceReplaceInput.partial().meta({ id: 'SessionServiceUpdateInput' });
+export type SessionServiceUpdateInput = z.infer<typeof SessionServiceUpdateInput>;

@@ -31,3 +31,28 @@ export type VerificationReplaceInput = z.infer<typeof VerificationReplaceInput>;
 /** The body of PATCH /verifications/:id: any of the fields. */
 export const VerificationUpdateInput = VerificationReplaceInput.partial().meta({ id: 'VerificationUpdateInput' });
 export type VerificationUpdateInput = z.infer<typeof VerificationUpdateInput>;
+
+/** verification as the trusted server (the service key) reads it: every field, the secret ones too. */
+export const VerificationServiceSchema = VerificationSchema.extend({
+  value: z.string(),
+}).meta({ id: 'VerificationServiceRecord' });
+export type VerificationServiceRecord = z.infer<typeof VerificationServiceSchema>;
+
+/**
+ * The body of POST /verifications from the trusted server: it may also set the timestamps, which a database adapter copies as they are.
+ */
+export const VerificationServiceCreateInput = VerificationCreateInput.extend({
+  createdAt: z.iso.datetime({ offset: true }).optional(),
+  updatedAt: z.iso.datetime({ offset: true }).optional(),
+}).meta({ id: 'VerificationServiceCreateInput' });
+export type VerificationServiceCreateInput = z.infer<typeof VerificationServiceCreateInput>;
+
+/** The body of PUT /verifications/:id from the trusted server. */
+export const VerificationServiceReplaceInput = VerificationServiceCreateInput.omit({ id: true }).meta({
+  id: 'VerificationServiceReplaceInput',
+});
+export type VerificationServiceReplaceInput = z.infer<typeof VerificationServiceReplaceInput>;
+
+/** The body of PATCH /verifications/:id and of PATCH /verifications?where=... from the trusted server. */
+export const VerificationServiceUpdateInput = VerificationServiceReplaceInput.partial().meta({ id: 'VerificationServiceUpdateInput' });
+export type VerificationServiceUpdateInput = z.infer<typeof VerificationServiceUpdateInput>;

@@ -48,9 +48,36 @@ export function insertStatement(
 }
 
 /**
- * `UPDATE table SET a = $1, "updatedAt" = GREATEST(now(), "updatedAt") WHERE k = $2 AND ... RETURNING ...`. `where`
- * holds the row's key and, for tenant-scoped tables, its organization; `updatedAtColumn` is null
- * for a table without one.
+ * `a = $1, "updatedAt" = GREATEST(now(), "updatedAt")` for the defined values, their parameters
+ * pushed onto `params`. `updatedAtColumn` is null for a table without one; a value the caller
+ * gives for it (the trusted server copying a record) is kept as given.
+ */
+export function setClause(
+  table: string,
+  values: Record<string, unknown>,
+  columns: ColumnMap,
+  updatedAtColumn: string | null,
+  params: unknown[],
+): string {
+  const fields = writableFields(table, values, columns);
+  const assignments = fields.map(([field, column]) => {
+    params.push(toParam(values[field]));
+    return `${quoteIdentifier(column)} = $${params.length}`;
+  });
+  // GREATEST: two updates of one row that overlap must not leave the earlier transaction's time
+  // last (the row is re-read after waiting for its lock, so this compares with the newer value).
+  if (updatedAtColumn !== null && !fields.some(([, column]) => column === updatedAtColumn)) {
+    const column = quoteIdentifier(updatedAtColumn);
+    assignments.push(`${column} = GREATEST(now(), ${column})`);
+  }
+  // Nothing to set (an empty PATCH on a table without updatedAt): "id" = itself keeps one statement.
+  if (assignments.length === 0) assignments.push('"id" = "id"');
+  return assignments.join(', ');
+}
+
+/**
+ * `UPDATE table SET ... WHERE k = $2 AND ... RETURNING ...`. `where` holds the row's key and, for
+ * tenant-scoped tables, its organization.
  */
 export function updateStatement(
   table: string,
@@ -60,26 +87,14 @@ export function updateStatement(
   returning: string,
   updatedAtColumn: string | null,
 ): Statement {
-  const fields = writableFields(table, values, columns);
-  const params = fields.map(([field]) => toParam(values[field]));
-  const assignments = fields.map(([, column], index) => `${quoteIdentifier(column)} = $${index + 1}`);
-  // GREATEST: two updates of one row that overlap must not leave the earlier transaction's time
-  // last (the row is re-read after waiting for its lock, so this compares with the newer value).
-  if (updatedAtColumn !== null) {
-    const column = quoteIdentifier(updatedAtColumn);
-    assignments.push(`${column} = GREATEST(now(), ${column})`);
-  }
-  // Nothing to set (an empty PATCH on a table without updatedAt): the key = itself keeps one statement.
-  if (assignments.length === 0) {
-    const key = quoteIdentifier(Object.keys(where)[0]!);
-    assignments.push(`${key} = ${key}`);
-  }
+  const params: unknown[] = [];
+  const assignments = setClause(table, values, columns, updatedAtColumn, params);
   const conditions = Object.entries(where).map(([column, value]) => {
     params.push(value);
     return `${quoteIdentifier(column)} = $${params.length}`;
   });
   return {
-    text: `UPDATE ${quoteIdentifier(table)} SET ${assignments.join(', ')} WHERE ${conditions.join(' AND ')} RETURNING ${returning}`,
+    text: `UPDATE ${quoteIdentifier(table)} SET ${assignments} WHERE ${conditions.join(' AND ')} RETURNING ${returning}`,
     params,
   };
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/database.js';
-import { quoteIdentifier } from '../db/sql.js';
-import { badRequest } from './errors.js';
+import { setClause, quoteIdentifier, type ColumnMap } from '../db/sql.js';
+import { badRequest, forbidden } from './errors.js';
 
 /**
  * The one list-query implementation every collection uses: page, limit, sort, order, search,
@@ -13,6 +13,11 @@ import { badRequest } from './errors.js';
  *   ?projectId=<id>            equal            ?dueAt=null        is null (nullable fields)
  *   ?status[ne]=done           not equal        ?status[in]=a,b    one of (up to 100)
  *   ?amountCents[gte]=100      gt, gte, lt, lte on numbers and dates
+ *
+ * The trusted server (the service key) also has `where`, `offset` and the secret fields: see
+ * "Where clauses" below. Dates are compared at millisecond precision: PostgreSQL keeps
+ * microseconds, but a client only ever sends (and receives) milliseconds, so a row is found by
+ * the very timestamp the API gave out.
  */
 
 /** How a field's values are read from a query string and compared. */
@@ -24,6 +29,8 @@ export interface ListField {
   nullable?: boolean;
   /** The allowed values of an enum field. */
   values?: readonly string[];
+  /** A password hash or token: only the trusted server filters or sorts by it (or reads it). */
+  secret?: boolean;
 }
 
 export interface ListSpec {
@@ -32,7 +39,7 @@ export interface ListSpec {
   table: string;
   /** The SELECT list: every column except secrets. */
   selectList: string;
-  /** Every field a list may be sorted and filtered by, with its column. */
+  /** Every field a list may be sorted and filtered by, with its column (secret ones marked). */
   fields: Readonly<Record<string, ListField>>;
   /** Columns that `search` matches. */
   searchColumns: readonly string[];
@@ -47,7 +54,12 @@ export const maxPageSize = 100;
 const maxInValues = 100;
 
 /** The list parameters that are not field filters; a field of the same name is filtered as `name[eq]`. */
-export const listParameters = ['page', 'limit', 'sort', 'order', 'search', 'createdAfter'] as const;
+export const listParameters = ['page', 'limit', 'sort', 'order', 'search', 'createdAfter', 'where', 'offset'] as const;
+/** The list parameters only the trusted server may send. */
+const serviceParameters = ['where', 'offset'];
+
+/** Who is asking: a signed-in user, or the trusted server (the service key). */
+export type ListCaller = 'user' | 'service';
 export const filterOperators = ['eq', 'ne', 'in', 'gt', 'gte', 'lt', 'lte'] as const;
 export type FilterOperator = (typeof filterOperators)[number];
 const rangeTypes = new Set<ListFieldType>(['integer', 'number', 'datetime']);
@@ -64,7 +76,9 @@ const integer = (name: string) =>
     .refine(Number.isSafeInteger, `${name} is too large`);
 
 const listQuerySchema = z.object({
-  page: integer('page').refine((page) => page >= 1, 'page starts at 1').default(1),
+  page: integer('page').refine((page) => page >= 1, 'page starts at 1').optional(),
+  // Rows to skip, as a database adapter pages; an alternative to `page`.
+  offset: integer('offset').optional(),
   // Out-of-range page sizes are clamped rather than refused: 0 -> 1, 500 -> 100.
   limit: integer('limit').transform((limit) => Math.min(Math.max(limit, 1), maxPageSize)).default(defaultPageSize),
   sort: z.string().optional(),
@@ -75,6 +89,7 @@ const listQuerySchema = z.object({
     .transform((value) => new Date(value))
     .optional(),
   search: z.string().max(200, 'search is at most 200 characters').optional(),
+  where: z.string().optional(),
 });
 
 export interface FieldFilter {
@@ -84,7 +99,12 @@ export interface FieldFilter {
   value: unknown;
 }
 
-export type ListQuery = z.infer<typeof listQuerySchema> & { sort: string; filters: FieldFilter[] };
+export type ListQuery = Omit<z.infer<typeof listQuerySchema>, 'where' | 'page'> & {
+  page: number;
+  sort: string;
+  filters: FieldFilter[];
+  where: WhereClause[];
+};
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -122,12 +142,17 @@ function splitFilterName(name: string): [string, string] {
   return match ? [match[1]!, match[2]!] : [name, 'eq'];
 }
 
-function parseFilter(spec: ListSpec, name: string, raw: string): FieldFilter {
+/** The fields this caller may filter and sort by: a user never names a secret one. */
+function fieldsFor(spec: ListSpec, caller: ListCaller): Record<string, ListField> {
+  return Object.fromEntries(Object.entries(spec.fields).filter(([, field]) => caller === 'service' || !field.secret));
+}
+
+function parseFilter(spec: ListSpec, fields: Record<string, ListField>, name: string, raw: string): FieldFilter {
   const [fieldName, operator] = splitFilterName(name);
-  const field = Object.hasOwn(spec.fields, fieldName) ? spec.fields[fieldName]! : undefined;
+  const field = Object.hasOwn(fields, fieldName) ? fields[fieldName]! : undefined;
   if (!field) {
     throw badRequest(`Unknown query parameter "${name}" for ${spec.entity}`, {
-      [name]: `Use one of: ${[...listParameters, ...Object.keys(spec.fields)].join(', ')}`,
+      [name]: `Use one of: ${[...listParameters, ...Object.keys(fields)].join(', ')}`,
     });
   }
   const allowed = operatorsFor(field);
@@ -150,27 +175,40 @@ function parseFilter(spec: ListSpec, name: string, raw: string): FieldFilter {
   return { field: fieldName, operator: operator as FilterOperator, value: read(raw) };
 }
 
-/** Reads the list parameters of a request; anything unknown or malformed is a 400 naming the parameter. */
-export function parseListQuery(query: unknown, spec: ListSpec): ListQuery {
+/**
+ * Reads the list parameters of a request; anything unknown or malformed is a 400 naming the
+ * parameter. `where`, `offset` and the secret fields are the trusted server's: a user gets a 403.
+ */
+export function parseListQuery(query: unknown, spec: ListSpec, caller: ListCaller = 'user'): ListQuery {
   const raw = (query ?? {}) as Record<string, unknown>;
+  const fields = fieldsFor(spec, caller);
   const listed: Record<string, string> = {};
   const filters: FieldFilter[] = [];
   for (const [name, value] of Object.entries(raw)) {
     if (typeof value !== 'string') {
       throw badRequest(`Query parameter "${name}" was given more than once or in an unsupported form`, { [name]: 'Give it once, as a plain value' });
     }
+    if (serviceParameters.includes(name) && caller !== 'service') throw forbidden(`"${name}" is for the trusted server (the service key), on the auth entities, Organizations and members`);
     if ((listParameters as readonly string[]).includes(name)) listed[name] = value;
-    else filters.push(parseFilter(spec, name, value));
+    else filters.push(parseFilter(spec, fields, name, value));
   }
   const parsed = listQuerySchema.safeParse(listed);
   if (!parsed.success) {
     const details = Object.fromEntries(parsed.error.issues.map((issue) => [String(issue.path[0] ?? 'query'), issue.message]));
     throw badRequest('Invalid list parameters', details);
   }
-  const listQuery = { ...parsed.data, sort: parsed.data.sort ?? spec.defaultSort, filters };
-  if (!Object.hasOwn(spec.fields, listQuery.sort)) {
+  const { where, page, ...rest } = parsed.data;
+  if (page !== undefined && rest.offset !== undefined) throw badRequest('Give page or offset, not both', { offset: 'Remove page or offset' });
+  const listQuery: ListQuery = {
+    ...rest,
+    page: page ?? 1,
+    sort: parsed.data.sort ?? spec.defaultSort,
+    filters,
+    where: where === undefined ? [] : parseWhere(spec, fields, where),
+  };
+  if (!Object.hasOwn(fields, listQuery.sort)) {
     throw badRequest(`Cannot sort ${spec.entity} by "${listQuery.sort}"`, {
-      sort: `Use one of: ${Object.keys(spec.fields).join(', ')}`,
+      sort: `Use one of: ${Object.keys(fields).join(', ')}`,
     });
   }
   if (listQuery.createdAfter !== undefined && spec.createdAtColumn === null) {
@@ -180,6 +218,130 @@ export function parseListQuery(query: unknown, spec: ListSpec): ListQuery {
     throw badRequest(`${spec.entity} has no searchable fields`, { search: 'Remove this parameter' });
   }
   return listQuery;
+}
+
+/**
+ * Where clauses: the filters a Better Auth database adapter sends, as the URL-encoded JSON of
+ * `?where=[{ "field": "email", "operator": "eq", "value": "a@example.com" }, ...]`.
+ *
+ *   operator   eq (default), ne, lt, lte, gt, gte, in, not_in, contains, starts_with, ends_with
+ *   value      typed as the field: a string, number, boolean, ISO date or uuid; an array for
+ *              in / not_in; null with eq / ne for IS NULL / IS NOT NULL
+ *   connector  AND (default) or OR. As in Better Auth's own SQL adapters, the AND clauses must
+ *              all hold and, when there are OR clauses, at least one of them must hold too:
+ *              `a AND b AND (c OR d)`.
+ *   mode       'insensitive' compares text case-insensitively; 'sensitive' is the default.
+ *
+ * `ne` and `not_in` keep the rows whose value is null, like the `[ne]` filter above.
+ */
+export const whereOperators = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'not_in', 'contains', 'starts_with', 'ends_with'] as const;
+export type WhereOperator = (typeof whereOperators)[number];
+
+export interface WhereClause {
+  field: string;
+  operator: WhereOperator;
+  /** Typed as the field; an array for in / not_in; null for IS (NOT) NULL. */
+  value: unknown;
+  connector: 'AND' | 'OR';
+  insensitive: boolean;
+}
+
+/** Enough for any adapter query (Better Auth sends a handful), small enough to bound the SQL. */
+export const maxWhereClauses = 50;
+const clauseKeys = new Set(['field', 'operator', 'value', 'connector', 'mode']);
+const textOperators = new Set<WhereOperator>(['contains', 'starts_with', 'ends_with']);
+const rangeOperators = new Set<WhereOperator>(['lt', 'lte', 'gt', 'gte']);
+
+/** The where operators a field of this type accepts: ranges also on text, as Better Auth allows. */
+export const whereOperatorsFor = (field: ListField): WhereOperator[] =>
+  whereOperators.filter(
+    (operator) =>
+      (!rangeOperators.has(operator) || rangeTypes.has(field.type) || field.type === 'string') &&
+      (!textOperators.has(operator) || field.type === 'string'),
+  );
+
+/** One JSON value as the field's type; undefined when it is not one. */
+function readJsonValue(field: ListField, value: unknown, anyText: boolean): unknown {
+  switch (field.type) {
+    case 'string':
+      if (typeof value !== 'string') return undefined;
+      return anyText ? (value.length <= 1000 ? value : undefined) : readValue(field, value);
+    case 'integer':
+    case 'number':
+      return typeof value === 'number' ? readValue(field, String(value)) : undefined;
+    case 'boolean':
+      return typeof value === 'boolean' ? value : undefined;
+    case 'uuid':
+    case 'datetime':
+      return typeof value === 'string' ? readValue(field, value) : undefined;
+  }
+}
+
+function parseWhere(spec: ListSpec, fields: Record<string, ListField>, raw: string): WhereClause[] {
+  const invalid = (message: string) => badRequest(`Invalid where: ${message}`, { where: message });
+  let clauses: unknown;
+  try {
+    clauses = JSON.parse(raw);
+  } catch {
+    throw invalid('must be a JSON array of clauses, URL-encoded');
+  }
+  if (!Array.isArray(clauses)) throw invalid('must be a JSON array of clauses');
+  if (clauses.length > maxWhereClauses) throw invalid(`at most ${maxWhereClauses} clauses`);
+  return clauses.map((clause: unknown, index): WhereClause => {
+    const at = `clause ${index + 1}`;
+    if (clause === null || typeof clause !== 'object' || Array.isArray(clause)) throw invalid(`${at} must be an object`);
+    const { field: name, operator = 'eq', value, connector = 'AND', mode = 'sensitive' } = clause as Record<string, unknown>;
+    const unknownKey = Object.keys(clause).find((key) => !clauseKeys.has(key));
+    if (unknownKey !== undefined) throw invalid(`${at} has an unknown key; use field, operator, value, connector, mode`);
+    if (typeof name !== 'string' || !Object.hasOwn(fields, name)) {
+      throw invalid(`${at}: unknown field${typeof name === 'string' ? ` "${name.slice(0, 100)}"` : ''} for ${spec.entity}; use one of: ${Object.keys(fields).join(', ')}`);
+    }
+    const field = fields[name]!;
+    const allowed = whereOperatorsFor(field);
+    if (typeof operator !== 'string' || !(allowed as string[]).includes(operator)) {
+      throw invalid(`${at}: ${name} cannot be compared with "${String(operator).slice(0, 50)}"; use one of: ${allowed.join(', ')}`);
+    }
+    if (connector !== 'AND' && connector !== 'OR') throw invalid(`${at}: connector must be AND or OR`);
+    if (mode !== 'sensitive' && mode !== 'insensitive') throw invalid(`${at}: mode must be sensitive or insensitive`);
+    const insensitive = mode === 'insensitive';
+    if (insensitive && field.type !== 'string') throw invalid(`${at}: mode insensitive is for text fields, not ${name}`);
+
+    const expected = `${name} must be ${field.values ? `one of: ${field.values.join(', ')}` : typeHint[field.type]}`;
+    // A substring need not be a whole enum value; case-insensitive equality need not either.
+    const anyText = textOperators.has(operator as WhereOperator) || insensitive;
+    const read = (item: unknown) => {
+      const parsed = readJsonValue(field, item, anyText);
+      if (parsed === undefined) throw invalid(`${at}: ${expected}`);
+      return parsed;
+    };
+    let typed: unknown;
+    if (operator === 'in' || operator === 'not_in') {
+      if (!Array.isArray(value)) throw invalid(`${at}: ${operator} takes an array of values`);
+      if (value.length > maxInValues) throw invalid(`${at}: at most ${maxInValues} values`);
+      typed = value.map(read);
+    } else if (value === null && (operator === 'eq' || operator === 'ne')) {
+      typed = null;
+    } else {
+      typed = read(value);
+    }
+    return { field: name, operator: operator as WhereOperator, value: typed, connector, insensitive };
+  });
+}
+
+/**
+ * The `where` of an update-many or delete-many: required and non-empty, so no request writes a
+ * whole table by accident; no other parameter.
+ */
+export function parseWriteFilter(query: unknown, spec: ListSpec): WhereClause[] {
+  const raw = (query ?? {}) as Record<string, unknown>;
+  const other = Object.keys(raw).find((name) => name !== 'where');
+  if (other !== undefined) throw badRequest(`Unknown query parameter "${other.slice(0, 100)}" for a write by filter`, { [other.slice(0, 100)]: 'Only where is accepted' });
+  if (typeof raw.where !== 'string') {
+    throw badRequest('A where filter is required to change or delete several records', { where: 'Give it once, as URL-encoded JSON' });
+  }
+  const where = parseWhere(spec, fieldsFor(spec, 'service'), raw.where);
+  if (where.length === 0) throw badRequest('A where filter needs at least one clause', { where: 'An empty filter would match every record' });
+  return where;
 }
 
 /** Makes `%`, `_` and `\` in a search term match themselves in ILIKE. */
@@ -198,10 +360,80 @@ export interface Condition {
   value: unknown;
 }
 
+/** One field filter or where clause as SQL; `param` adds a value and returns its placeholder. */
+function comparisonSql(field: ListField, clause: FieldFilter | WhereClause, param: (value: unknown) => string): string {
+  const insensitive = 'insensitive' in clause && clause.insensitive;
+  let column = quoteIdentifier(field.column);
+  if (field.type === 'datetime') column = `date_trunc('milliseconds', ${column})`;
+  if (clause.value === null) return `${column} IS ${clause.operator === 'ne' ? 'NOT ' : ''}NULL`;
+  // Case-insensitive: lower() on both sides, so PostgreSQL's own case rules apply to both.
+  const compared = insensitive ? `lower(${column})` : column;
+  const value = (raw: unknown) => (insensitive ? `lower(${param(raw)})` : param(raw));
+  const oneOf = () => (insensitive ? `${compared} = ANY(SELECT lower(unnest(${param(clause.value)}::text[])))` : `${column} = ANY(${param(clause.value)})`);
+  const like = (pattern: string) => `${column} ${insensitive ? 'ILIKE' : 'LIKE'} ${param(pattern)} ESCAPE '\\'`;
+  const text = () => escapeLike(clause.value as string);
+  switch (clause.operator) {
+    case 'eq':
+      return `${compared} = ${value(clause.value)}`;
+    case 'ne':
+      // Keeps the rows whose value is null too: "not done" includes "no status yet".
+      return `${compared} IS DISTINCT FROM ${value(clause.value)}`;
+    case 'in':
+      return oneOf();
+    case 'not_in':
+      return `(${oneOf()}) IS NOT TRUE`;
+    case 'gt':
+      return `${column} > ${param(clause.value)}`;
+    case 'gte':
+      return `${column} >= ${param(clause.value)}`;
+    case 'lt':
+      return `${column} < ${param(clause.value)}`;
+    case 'lte':
+      return `${column} <= ${param(clause.value)}`;
+    case 'contains':
+      return like(`%${text()}%`);
+    case 'starts_with':
+      return like(`${text()}%`);
+    case 'ends_with':
+      return like(`%${text()}`);
+  }
+}
+
+/** What narrows a list or a write by filter: everything of a list query except the paging. */
+type RowFilter = Partial<Pick<ListQuery, 'filters' | 'where' | 'search' | 'createdAfter'>>;
+
 /**
- * Runs the count and the page query. `scope` holds the equality conditions that must always
- * apply (the organization, the parent id), so a caller cannot forget them; `extraConditions` adds
- * other ones (the auth entities' "visible to this caller" rules).
+ * The WHERE of a statement, its values pushed onto `params`. `scope` holds the equality conditions
+ * that must always apply (the organization, the parent id), so a caller cannot forget them;
+ * `extraConditions` adds other ones (the auth entities' "visible to this caller" rules).
+ */
+function whereSql(spec: ListSpec, filter: RowFilter, scope: Record<string, string>, extraConditions: Condition[], params: unknown[]): string {
+  const param = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const conditions: string[] = [];
+  for (const [column, value] of Object.entries(scope)) conditions.push(`${quoteIdentifier(column)} = ${param(value)}`);
+  for (const condition of extraConditions) conditions.push(condition.sql(param(condition.value)));
+  for (const fieldFilter of filter.filters ?? []) conditions.push(comparisonSql(spec.fields[fieldFilter.field]!, fieldFilter, param));
+  const anyOf: string[] = [];
+  for (const clause of filter.where ?? []) {
+    (clause.connector === 'OR' ? anyOf : conditions).push(comparisonSql(spec.fields[clause.field]!, clause, param));
+  }
+  if (anyOf.length > 0) conditions.push(`(${anyOf.join(' OR ')})`);
+  if (filter.createdAfter !== undefined && spec.createdAtColumn !== null) {
+    conditions.push(`${quoteIdentifier(spec.createdAtColumn)} >= ${param(filter.createdAfter)}`);
+  }
+  if (filter.search !== undefined) {
+    const pattern = param(`%${escapeLike(filter.search)}%`);
+    conditions.push(`(${spec.searchColumns.map((column) => `${quoteIdentifier(column)} ILIKE ${pattern} ESCAPE '\\'`).join(' OR ')})`);
+  }
+  return conditions.length ? ` WHERE ${conditions.join(' AND ')}` : '';
+}
+
+/**
+ * Runs the count and the page query. `scope` and `extraConditions` always apply (see whereSql);
+ * `selectList` is the entity's own unless the caller may read more (the trusted server's secrets).
  */
 export async function listRows<Row>(
   db: Queryable,
@@ -209,53 +441,43 @@ export async function listRows<Row>(
   query: ListQuery,
   scope: Record<string, string>,
   extraConditions: Condition[] = [],
+  selectList: string = spec.selectList,
 ): Promise<ListPage<Row>> {
-  const conditions: string[] = [];
   const params: unknown[] = [];
-  const addCondition = (sql: (placeholder: string) => string, value: unknown) => {
-    params.push(value);
-    conditions.push(sql(`$${params.length}`));
-  };
-
-  for (const [column, value] of Object.entries(scope)) addCondition((p) => `${quoteIdentifier(column)} = ${p}`, value);
-  for (const condition of extraConditions) addCondition(condition.sql, condition.value);
-  for (const filter of query.filters) {
-    const column = quoteIdentifier(spec.fields[filter.field]!.column);
-    if (filter.value === null) {
-      conditions.push(`${column} IS ${filter.operator === 'ne' ? 'NOT ' : ''}NULL`);
-    } else if (filter.operator === 'in') {
-      addCondition((p) => `${column} = ANY(${p})`, filter.value);
-    } else {
-      // `ne` keeps the rows whose value is null too: "not done" includes "no status yet".
-      const sql = { eq: '=', ne: 'IS DISTINCT FROM', gt: '>', gte: '>=', lt: '<', lte: '<=' }[filter.operator];
-      addCondition((p) => `${column} ${sql} ${p}`, filter.value);
-    }
-  }
-  if (query.createdAfter !== undefined && spec.createdAtColumn !== null) {
-    addCondition((p) => `${quoteIdentifier(spec.createdAtColumn!)} >= ${p}`, query.createdAfter);
-  }
-  if (query.search !== undefined) {
-    addCondition(
-      (p) => `(${spec.searchColumns.map((column) => `${quoteIdentifier(column)} ILIKE ${p} ESCAPE '\\'`).join(' OR ')})`,
-      `%${escapeLike(query.search)}%`,
-    );
-  }
-
-  const from = `FROM ${quoteIdentifier(spec.table)}${conditions.length ? ` WHERE ${conditions.join(' AND ')}` : ''}`;
+  const from = `FROM ${quoteIdentifier(spec.table)}${whereSql(spec, query, scope, extraConditions, params)}`;
   const { rows: countRows } = await db.query<{ total: number }>(`SELECT count(*)::int AS total ${from}`, params);
   const total = countRows[0]?.total ?? 0;
 
   const direction = query.order === 'asc' ? 'ASC' : 'DESC';
   // "id" breaks ties so that rows with equal sort values never move between pages.
   const orderBy = `ORDER BY ${quoteIdentifier(spec.fields[query.sort]!.column)} ${direction}, "id" ${direction}`;
-  const offset = (query.page - 1) * query.limit;
-  const { rows } = await db.query<Row>(
-    `SELECT ${spec.selectList} ${from} ${orderBy} LIMIT ${query.limit} OFFSET ${offset}`,
-    params,
-  );
+  const offset = query.offset ?? (query.page - 1) * query.limit;
+  const { rows } = await db.query<Row>(`SELECT ${selectList} ${from} ${orderBy} LIMIT ${query.limit} OFFSET ${offset}`, params);
 
   return {
     rows,
-    meta: { page: query.page, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) },
+    meta: { page: Math.floor(offset / query.limit) + 1, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) },
   };
+}
+
+/** UPDATE every row matching `where` (the trusted server's update-many); returns how many changed. */
+export async function updateMatching(
+  db: Queryable,
+  spec: ListSpec,
+  where: WhereClause[],
+  values: Record<string, unknown>,
+  columns: ColumnMap,
+  updatedAtColumn: string | null,
+): Promise<number> {
+  const params: unknown[] = [];
+  const assignments = setClause(spec.table, values, columns, updatedAtColumn, params);
+  const { rowCount } = await db.query(`UPDATE ${quoteIdentifier(spec.table)} SET ${assignments}${whereSql(spec, { where }, {}, [], params)}`, params);
+  return rowCount;
+}
+
+/** DELETE every row matching `where` (the trusted server's delete-many); returns how many went. */
+export async function deleteMatching(db: Queryable, spec: ListSpec, where: WhereClause[]): Promise<number> {
+  const params: unknown[] = [];
+  const { rowCount } = await db.query(`DELETE FROM ${quoteIdentifier(spec.table)}${whereSql(spec, { where }, {}, [], params)}`, params);
+  return rowCount;
 }
