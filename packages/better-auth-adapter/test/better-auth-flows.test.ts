@@ -1,0 +1,70 @@
+import { betterAuth } from 'better-auth';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, databaseKinds, serviceApiKey, startBackend, type TestBackend } from '../../../examples/saas-backend/test/support/backend.js';
+import { authstrapAdapter, authstrapPassword } from '../src/index.js';
+
+/**
+ * A real Better Auth (e-mail and password) keeping its data in the example backend through the
+ * adapter, with the service key; then the backend's own sign-in for the same users, and the other
+ * way round: both paths share one bcrypt hash in `account.password`.
+ */
+describe.each(databaseKinds)('Better Auth on the adapter, %s database', (kind) => {
+  let backend: TestBackend;
+  let auth: ReturnType<typeof makeAuth>;
+
+  function makeAuth(baseUrl: string) {
+    return betterAuth({
+      baseURL: 'http://localhost:3100',
+      secret: 'better-auth-test-secret-0123456789abcdef',
+      database: authstrapAdapter({ baseUrl, serviceKey: serviceApiKey }),
+      emailAndPassword: { enabled: true, password: authstrapPassword({ cost: 4 }) },
+      logger: { disabled: true },
+    });
+  }
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+    auth = makeAuth(backend.url);
+  });
+  afterAll(() => backend?.stop());
+
+  const service = () => apiClient(backend.url, { token: serviceApiKey });
+
+  it('signs up, gets the session, signs out and in again; the rows are in the backend', async () => {
+    const signedUp = await auth.api.signUpEmail({ body: { email: 'ba-ada@example.com', password: 'correct horse battery', name: 'Ada' } });
+    expect(signedUp.token).toEqual(expect.any(String));
+    expect(signedUp.user).toMatchObject({ email: 'ba-ada@example.com', name: 'Ada', emailVerified: false });
+
+    // The user and a credential account with a bcrypt hash are rows of the backend.
+    const users = await service()('GET', `/Users?where=${encodeURIComponent(JSON.stringify([{ field: 'email', value: 'ba-ada@example.com' }]))}`);
+    expect(users.body.data).toHaveLength(1);
+    const accounts = await service()('GET', `/accounts?userId=${signedUp.user.id}`);
+    expect(accounts.body.data).toEqual([expect.objectContaining({ providerId: 'credential', accountId: signedUp.user.id, password: expect.stringMatching(/^\$2[aby]\$04\$/) })]);
+
+    const headers = new Headers({ authorization: `Bearer ${signedUp.token}` });
+    const session = await auth.api.getSession({ headers });
+    expect(session?.user.id).toBe(signedUp.user.id);
+
+    await auth.api.signOut({ headers });
+    expect(await auth.api.getSession({ headers })).toBeNull();
+
+    const signedIn = await auth.api.signInEmail({ body: { email: 'ba-ada@example.com', password: 'correct horse battery' } });
+    expect(signedIn.user.id).toBe(signedUp.user.id);
+    await expect(auth.api.signInEmail({ body: { email: 'ba-ada@example.com', password: 'wrong horse battery' } })).rejects.toThrow();
+  });
+
+  it("signs in on the backend's own path a user who signed up through Better Auth", async () => {
+    await auth.api.signUpEmail({ body: { email: 'ba-grace@example.com', password: 'correct horse battery', name: 'Grace' } });
+    const signIn = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'ba-grace@example.com', password: 'correct horse battery' } });
+    expect(signIn.status).toBe(200);
+    const wrong = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'ba-grace@example.com', password: 'not the password' } });
+    expect(wrong.status).toBe(401);
+  });
+
+  it("signs in through Better Auth a user who signed up on the backend's own path", async () => {
+    const signUp = await apiClient(backend.url)('POST', '/api/auth/sign-up/email', { body: { email: 'native-alan@example.com', name: 'Alan', password: 'correct horse battery' } });
+    expect(signUp.status).toBe(201);
+    const signedIn = await auth.api.signInEmail({ body: { email: 'native-alan@example.com', password: 'correct horse battery' } });
+    expect(signedIn.user.id).toBe(signUp.body.data.user.id);
+  });
+});
