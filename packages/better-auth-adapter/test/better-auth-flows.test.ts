@@ -41,15 +41,20 @@ describe.each(databaseKinds)('Better Auth on the adapter, %s database', (kind) =
     const accounts = await service()('GET', `/accounts?userId=${signedUp.user.id}`);
     expect(accounts.body.data).toEqual([expect.objectContaining({ providerId: 'credential', accountId: signedUp.user.id, password: expect.stringMatching(/^\$2[aby]\$04\$/) })]);
 
-    const headers = new Headers({ authorization: `Bearer ${signedUp.token}` });
+    // The browser's view: the session cookie Better Auth sets on sign-in.
+    const signIn = await auth.api.signInEmail({ body: { email: 'ba-ada@example.com', password: 'correct horse battery' }, returnHeaders: true });
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const headers = new Headers({ cookie });
     const session = await auth.api.getSession({ headers });
     expect(session?.user.id).toBe(signedUp.user.id);
+    expect(session?.session.userId).toBe(signedUp.user.id);
+    // Its session row is in the backend (the service key reads it by token).
+    const stored = await service()('GET', `/sessions?where=${encodeURIComponent(JSON.stringify([{ field: 'token', value: signIn.response.token }]))}`);
+    expect(stored.body.data).toEqual([expect.objectContaining({ userId: signedUp.user.id })]);
 
     await auth.api.signOut({ headers });
     expect(await auth.api.getSession({ headers })).toBeNull();
-
-    const signedIn = await auth.api.signInEmail({ body: { email: 'ba-ada@example.com', password: 'correct horse battery' } });
-    expect(signedIn.user.id).toBe(signedUp.user.id);
+    expect((await service()('GET', `/sessions?where=${encodeURIComponent(JSON.stringify([{ field: 'token', value: signIn.response.token }]))}`)).body.data).toEqual([]);
     await expect(auth.api.signInEmail({ body: { email: 'ba-ada@example.com', password: 'wrong horse battery' } })).rejects.toThrow();
   });
 
