@@ -73,3 +73,79 @@ describe.each(databaseKinds)('Better Auth on the adapter, %s database', (kind) =
     expect(signedIn.user.id).toBe(signUp.body.data.user.id);
   });
 });
+
+describe.each(databaseKinds)('Better Auth password reset through verification, %s database', (kind) => {
+  let backend: TestBackend;
+  afterAll(() => backend?.stop());
+
+  it('stores the reset token as a verification in the backend, resets the password, and uses the token up', async () => {
+    backend = await startBackend(kind);
+    let resetToken = '';
+    const auth = betterAuth({
+      baseURL: 'http://localhost:3100',
+      secret: 'better-auth-test-secret-0123456789abcdef',
+      database: authstrapAdapter({ baseUrl: backend.url, serviceKey: serviceApiKey }),
+      emailAndPassword: {
+        enabled: true,
+        password: authstrapPassword({ cost: 4 }),
+        sendResetPassword: async ({ token }) => {
+          resetToken = token;
+        },
+      },
+      logger: { disabled: true },
+    });
+    await auth.api.signUpEmail({ body: { email: 'ba-reset@example.com', password: 'correct horse battery', name: 'Reset' } });
+    await auth.api.requestPasswordReset({ body: { email: 'ba-reset@example.com', redirectTo: 'http://localhost:3100/reset' } });
+    expect(resetToken).not.toBe('');
+    const service = apiClient(backend.url, { token: serviceApiKey });
+    const stored = await service('GET', `/verifications?where=${encodeURIComponent(JSON.stringify([{ field: 'identifier', operator: 'contains', value: resetToken }]))}`);
+    expect(stored.body.data).toHaveLength(1);
+
+    await auth.api.resetPassword({ body: { token: resetToken, newPassword: 'a brand new password' } });
+    // The new password works on both sign-in paths, the old one on neither.
+    expect((await auth.api.signInEmail({ body: { email: 'ba-reset@example.com', password: 'a brand new password' } })).user.email).toBe('ba-reset@example.com');
+    await expect(auth.api.signInEmail({ body: { email: 'ba-reset@example.com', password: 'correct horse battery' } })).rejects.toThrow();
+    const native = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'ba-reset@example.com', password: 'a brand new password' } });
+    expect(native.status).toBe(200);
+    // The token is used up.
+    await expect(auth.api.resetPassword({ body: { token: resetToken, newPassword: 'yet another password' } })).rejects.toThrow();
+  });
+});
+
+describe('HTTP requests Better Auth makes through the adapter', () => {
+  let backend: TestBackend;
+  afterAll(() => backend?.stop());
+
+  it('counts the requests of sign-up, sign-in and get-session', async () => {
+    backend = await startBackend('embedded');
+    const requests: string[] = [];
+    const countingFetch: typeof fetch = (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      requests.push(`${init?.method ?? 'GET'} ${url.pathname}`);
+      return fetch(input, init);
+    };
+    const auth = betterAuth({
+      baseURL: 'http://localhost:3100',
+      secret: 'better-auth-test-secret-0123456789abcdef',
+      database: authstrapAdapter({ baseUrl: backend.url, serviceKey: serviceApiKey, fetch: countingFetch }),
+      emailAndPassword: { enabled: true, password: authstrapPassword({ cost: 4 }) },
+      logger: { disabled: true },
+    });
+    const measure = async (name: string, work: () => Promise<unknown>) => {
+      requests.length = 0;
+      await work();
+      console.info(`[measured] Better Auth ${name}: ${requests.length} HTTP requests to the backend (${requests.join(', ')})`);
+      return requests.length;
+    };
+    await measure('sign-up', () => auth.api.signUpEmail({ body: { email: 'ba-count@example.com', password: 'correct horse battery', name: 'Count' } }));
+    let cookie = '';
+    await measure('sign-in', async () => {
+      const signIn = await auth.api.signInEmail({ body: { email: 'ba-count@example.com', password: 'correct horse battery' }, returnHeaders: true });
+      cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    });
+    const getSession = await measure('get-session', () => auth.api.getSession({ headers: new Headers({ cookie }) }));
+    // Every request is one round trip to the backend's entity routes; none reads a whole table.
+    expect(requests.every((request) => /^GET \/(sessions|Users)$/.test(request))).toBe(true);
+    expect(getSession).toBeLessThanOrEqual(2);
+  });
+});
