@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import { createAdapterFactory, type CustomAdapter } from 'better-auth/adapters';
+import { collectionPathOf, fromBackendRecord, toBackendField, toBackendRecord } from './models.js';
+import { restClient, type RestClientOptions } from './rest.js';
+
+export interface AuthstrapAdapterOptions extends RestClientOptions {
+  /** Log each call of the adapter (Better Auth's adapter debug logs). */
+  debugLogs?: boolean;
+}
+
+/** The most rows the backend returns in one page. */
+const backendPageSize = 100;
+
+type CleanedWhere = Parameters<CustomAdapter['findOne']>[0]['where'][number];
+
+/**
+ * Better Auth's database, kept in an authstrap backend: every call is one request (or, for lists
+ * longer than a page, one per 100 rows) to the backend's entity routes with the service key, and
+ * every filter, sort, limit, offset and count is done by the backend in SQL. Nothing here reads a
+ * whole table.
+ *
+ *   betterAuth({
+ *     database: authstrapAdapter({ baseUrl: process.env.AUTHSTRAP_URL, serviceKey: process.env.SERVICE_API_KEY }),
+ *     emailAndPassword: { enabled: true, password: authstrapPassword() },
+ *   })
+ */
+export function authstrapAdapter(options: AuthstrapAdapterOptions) {
+  const rest = restClient(options);
+
+  return createAdapterFactory({
+    config: {
+      adapterId: 'authstrap',
+      adapterName: 'authstrap REST',
+      usePlural: false,
+      debugLogs: options.debugLogs ?? false,
+      // The backend's ids are uuids; Better Auth's own are not.
+      supportsNumericIds: false,
+      supportsUUIDs: true,
+      customIdGenerator: () => randomUUID(),
+      // JSON answers carry dates as ISO strings: Better Auth turns them back into Dates.
+      supportsDates: false,
+      supportsBooleans: true,
+      supportsJSON: true,
+      supportsArrays: false,
+      transaction: false,
+    },
+    adapter: ({ getModelName }) => {
+      /** The backend's `where` parameter: Better Auth's clauses with the backend's field names. */
+      const whereQuery = (model: string, where: CleanedWhere[] | undefined): Record<string, string> => ({
+        where: JSON.stringify(
+          (where ?? []).map((clause) => ({
+            field: toBackendField(model, clause.field),
+            operator: clause.operator,
+            value: clause.value,
+            connector: clause.connector,
+            mode: clause.mode,
+          })),
+        ),
+      });
+      const pathOf = (model: string) => collectionPathOf(getModelName(model));
+      /** The id a where names, when it names exactly one record by id and nothing else. */
+      const idOnly = (where: CleanedWhere[]) =>
+        where.length === 1 && where[0]!.field === 'id' && where[0]!.operator === 'eq' && typeof where[0]!.value === 'string' ? where[0]!.value : undefined;
+
+      async function findMany(model: string, where: CleanedWhere[] | undefined, limit: number, offset = 0, sortBy?: { field: string; direction: 'asc' | 'desc' }) {
+        const rows: Record<string, unknown>[] = [];
+        // Pages of at most 100, until the limit Better Auth asked for (never the whole table).
+        while (rows.length < limit) {
+          const pageSize = Math.min(backendPageSize, limit - rows.length);
+          const query: Record<string, string> = { ...whereQuery(model, where), limit: String(pageSize), offset: String(offset + rows.length) };
+          if (sortBy) Object.assign(query, { sort: toBackendField(model, sortBy.field), order: sortBy.direction });
+          const page = await rest.list<Record<string, unknown>>(pathOf(model), query);
+          rows.push(...page.rows.map((row) => fromBackendRecord(model, row)));
+          if (page.rows.length < pageSize) break;
+        }
+        return rows;
+      }
+
+      return {
+        async create({ model, data }) {
+          const created = await rest.create<Record<string, unknown>>(pathOf(model), toBackendRecord(model, data));
+          return fromBackendRecord(model, created) as typeof data;
+        },
+
+        async findOne({ model, where }) {
+          const [row] = await findMany(model, where, 1);
+          return (row ?? null) as never;
+        },
+
+        async findMany({ model, where, limit, offset, sortBy }) {
+          return (await findMany(model, where, limit ?? backendPageSize, offset ?? 0, sortBy)) as never[];
+        },
+
+        async count({ model, where }) {
+          return (await rest.list(pathOf(model), { ...whereQuery(model, where), limit: '1' })).total;
+        },
+
+        async update({ model, where, update }) {
+          // By id: one request. Otherwise the first match, then that record.
+          const id = idOnly(where) ?? ((await findMany(model, where, 1))[0]?.id as string | undefined);
+          if (!id) return null;
+          const updated = await rest.update<Record<string, unknown>>(pathOf(model), id, toBackendRecord(model, update as Record<string, unknown>));
+          return (updated ? fromBackendRecord(model, updated) : null) as never;
+        },
+
+        async updateMany({ model, where, update }) {
+          return rest.updateMany(pathOf(model), whereQuery(model, where), toBackendRecord(model, update));
+        },
+
+        async delete({ model, where }) {
+          const id = idOnly(where) ?? ((await findMany(model, where, 1))[0]?.id as string | undefined);
+          if (id) await rest.remove(pathOf(model), id);
+        },
+
+        async deleteMany({ model, where }) {
+          return rest.removeMany(pathOf(model), whereQuery(model, where));
+        },
+      } satisfies CustomAdapter;
+    },
+  });
+}

@@ -1,0 +1,3 @@
+export { authstrapAdapter, type AuthstrapAdapterOptions } from './adapter.js';
+export { authstrapPassword } from './password.js';
+export { AuthstrapRequestError } from './rest.js';

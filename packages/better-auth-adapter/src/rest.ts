@@ -1,0 +1,84 @@
+/** The authstrap backend's REST API, as the service key sees it: the envelope unwrapped, errors thrown. */
+
+export class AuthstrapRequestError extends Error {
+  override name = 'AuthstrapRequestError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export interface Page<Row> {
+  rows: Row[];
+  total: number;
+}
+
+export interface RestClientOptions {
+  /** The backend's base address, e.g. http://localhost:3000. */
+  baseUrl: string;
+  /** SERVICE_API_KEY of the backend. */
+  serviceKey: string;
+  /** Another fetch (tests, instrumentation); the global one by default. */
+  fetch?: typeof fetch;
+}
+
+export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: RestClientOptions) {
+  async function call<T>(method: string, path: string, options: { query?: Record<string, string>; body?: unknown } = {}): Promise<{ data: T; meta?: { total: number } } | undefined> {
+    const url = new URL(path, baseUrl);
+    for (const [name, value] of Object.entries(options.query ?? {})) url.searchParams.set(name, value);
+    const response = await fetchImpl(url, {
+      method,
+      headers: { authorization: `Bearer ${serviceKey}`, ...(options.body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    });
+    if (response.status === 204) return undefined;
+    const envelope = (await response.json().catch(() => undefined)) as
+      | { success: true; data: T; meta?: { total: number } }
+      | { success: false; error: { code: string; message: string; details?: Record<string, string> } }
+      | undefined;
+    if (!response.ok || !envelope?.success) {
+      const error = envelope && !envelope.success ? envelope.error : undefined;
+      throw new AuthstrapRequestError(response.status, error?.code ?? 'UNKNOWN', `${method} ${url.pathname}: ${error?.message ?? response.statusText}`, error?.details);
+    }
+    return envelope;
+  }
+
+  return {
+    async list<Row>(path: string, query: Record<string, string>): Promise<Page<Row>> {
+      const answer = await call<Row[]>('GET', path, { query });
+      return { rows: answer!.data, total: answer!.meta?.total ?? answer!.data.length };
+    },
+    async create<Row>(path: string, body: unknown): Promise<Row> {
+      return (await call<Row>('POST', path, { body }))!.data;
+    },
+    /** PATCH one record; null when it does not exist. */
+    async update<Row>(path: string, id: string, body: unknown): Promise<Row | null> {
+      try {
+        return (await call<Row>('PATCH', `${path}/${encodeURIComponent(id)}`, { body }))!.data;
+      } catch (error) {
+        if (error instanceof AuthstrapRequestError && error.status === 404) return null;
+        throw error;
+      }
+    },
+    async updateMany(path: string, query: Record<string, string>, body: unknown): Promise<number> {
+      return (await call<{ count: number }>('PATCH', path, { query, body }))!.data.count;
+    },
+    async remove(path: string, id: string): Promise<void> {
+      try {
+        await call('DELETE', `${path}/${encodeURIComponent(id)}`);
+      } catch (error) {
+        if (error instanceof AuthstrapRequestError && error.status === 404) return;
+        throw error;
+      }
+    },
+    async removeMany(path: string, query: Record<string, string>): Promise<number> {
+      return (await call<{ count: number }>('DELETE', path, { query }))!.data.count;
+    },
+  };
+}
+
+export type RestClient = ReturnType<typeof restClient>;

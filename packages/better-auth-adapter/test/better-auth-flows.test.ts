@@ -1,0 +1,151 @@
+import { betterAuth } from 'better-auth';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, databaseKinds, serviceApiKey, startBackend, type TestBackend } from '../../../examples/saas-backend/test/support/backend.js';
+import { authstrapAdapter, authstrapPassword } from '../src/index.js';
+
+/**
+ * A real Better Auth (e-mail and password) keeping its data in the example backend through the
+ * adapter, with the service key; then the backend's own sign-in for the same users, and the other
+ * way round: both paths share one bcrypt hash in `account.password`.
+ */
+describe.each(databaseKinds)('Better Auth on the adapter, %s database', (kind) => {
+  let backend: TestBackend;
+  let auth: ReturnType<typeof makeAuth>;
+
+  function makeAuth(baseUrl: string) {
+    return betterAuth({
+      baseURL: 'http://localhost:3100',
+      secret: 'better-auth-test-secret-0123456789abcdef',
+      database: authstrapAdapter({ baseUrl, serviceKey: serviceApiKey }),
+      emailAndPassword: { enabled: true, password: authstrapPassword({ cost: 4 }) },
+      logger: { disabled: true },
+    });
+  }
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+    auth = makeAuth(backend.url);
+  });
+  afterAll(() => backend?.stop());
+
+  const service = () => apiClient(backend.url, { token: serviceApiKey });
+
+  it('signs up, gets the session, signs out and in again; the rows are in the backend', async () => {
+    const signedUp = await auth.api.signUpEmail({ body: { email: 'ba-ada@example.com', password: 'correct horse battery', name: 'Ada' } });
+    expect(signedUp.token).toEqual(expect.any(String));
+    expect(signedUp.user).toMatchObject({ email: 'ba-ada@example.com', name: 'Ada', emailVerified: false });
+
+    // The user and a credential account with a bcrypt hash are rows of the backend.
+    const users = await service()('GET', `/Users?where=${encodeURIComponent(JSON.stringify([{ field: 'email', value: 'ba-ada@example.com' }]))}`);
+    expect(users.body.data).toHaveLength(1);
+    const accounts = await service()('GET', `/accounts?userId=${signedUp.user.id}`);
+    expect(accounts.body.data).toEqual([expect.objectContaining({ providerId: 'credential', accountId: signedUp.user.id, password: expect.stringMatching(/^\$2[aby]\$04\$/) })]);
+
+    // The browser's view: the session cookie Better Auth sets on sign-in.
+    const signIn = await auth.api.signInEmail({ body: { email: 'ba-ada@example.com', password: 'correct horse battery' }, returnHeaders: true });
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const headers = new Headers({ cookie });
+    const session = await auth.api.getSession({ headers });
+    expect(session?.user.id).toBe(signedUp.user.id);
+    expect(session?.session.userId).toBe(signedUp.user.id);
+    // Its session row is in the backend (the service key reads it by token).
+    const stored = await service()('GET', `/sessions?where=${encodeURIComponent(JSON.stringify([{ field: 'token', value: signIn.response.token }]))}`);
+    expect(stored.body.data).toEqual([expect.objectContaining({ userId: signedUp.user.id })]);
+
+    await auth.api.signOut({ headers });
+    expect(await auth.api.getSession({ headers })).toBeNull();
+    expect((await service()('GET', `/sessions?where=${encodeURIComponent(JSON.stringify([{ field: 'token', value: signIn.response.token }]))}`)).body.data).toEqual([]);
+    await expect(auth.api.signInEmail({ body: { email: 'ba-ada@example.com', password: 'wrong horse battery' } })).rejects.toThrow();
+  });
+
+  it("signs in on the backend's own path a user who signed up through Better Auth", async () => {
+    await auth.api.signUpEmail({ body: { email: 'ba-grace@example.com', password: 'correct horse battery', name: 'Grace' } });
+    const signIn = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'ba-grace@example.com', password: 'correct horse battery' } });
+    expect(signIn.status).toBe(200);
+    const wrong = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'ba-grace@example.com', password: 'not the password' } });
+    expect(wrong.status).toBe(401);
+  });
+
+  it("signs in through Better Auth a user who signed up on the backend's own path", async () => {
+    const signUp = await apiClient(backend.url)('POST', '/api/auth/sign-up/email', { body: { email: 'native-alan@example.com', name: 'Alan', password: 'correct horse battery' } });
+    expect(signUp.status).toBe(201);
+    const signedIn = await auth.api.signInEmail({ body: { email: 'native-alan@example.com', password: 'correct horse battery' } });
+    expect(signedIn.user.id).toBe(signUp.body.data.user.id);
+  });
+});
+
+describe.each(databaseKinds)('Better Auth password reset through verification, %s database', (kind) => {
+  let backend: TestBackend;
+  afterAll(() => backend?.stop());
+
+  it('stores the reset token as a verification in the backend, resets the password, and uses the token up', async () => {
+    backend = await startBackend(kind);
+    let resetToken = '';
+    const auth = betterAuth({
+      baseURL: 'http://localhost:3100',
+      secret: 'better-auth-test-secret-0123456789abcdef',
+      database: authstrapAdapter({ baseUrl: backend.url, serviceKey: serviceApiKey }),
+      emailAndPassword: {
+        enabled: true,
+        password: authstrapPassword({ cost: 4 }),
+        sendResetPassword: async ({ token }) => {
+          resetToken = token;
+        },
+      },
+      logger: { disabled: true },
+    });
+    await auth.api.signUpEmail({ body: { email: 'ba-reset@example.com', password: 'correct horse battery', name: 'Reset' } });
+    await auth.api.requestPasswordReset({ body: { email: 'ba-reset@example.com', redirectTo: 'http://localhost:3100/reset' } });
+    expect(resetToken).not.toBe('');
+    const service = apiClient(backend.url, { token: serviceApiKey });
+    const stored = await service('GET', `/verifications?where=${encodeURIComponent(JSON.stringify([{ field: 'identifier', operator: 'contains', value: resetToken }]))}`);
+    expect(stored.body.data).toHaveLength(1);
+
+    await auth.api.resetPassword({ body: { token: resetToken, newPassword: 'a brand new password' } });
+    // The new password works on both sign-in paths, the old one on neither.
+    expect((await auth.api.signInEmail({ body: { email: 'ba-reset@example.com', password: 'a brand new password' } })).user.email).toBe('ba-reset@example.com');
+    await expect(auth.api.signInEmail({ body: { email: 'ba-reset@example.com', password: 'correct horse battery' } })).rejects.toThrow();
+    const native = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'ba-reset@example.com', password: 'a brand new password' } });
+    expect(native.status).toBe(200);
+    // The token is used up.
+    await expect(auth.api.resetPassword({ body: { token: resetToken, newPassword: 'yet another password' } })).rejects.toThrow();
+  });
+});
+
+describe('HTTP requests Better Auth makes through the adapter', () => {
+  let backend: TestBackend;
+  afterAll(() => backend?.stop());
+
+  it('counts the requests of sign-up, sign-in and get-session', async () => {
+    backend = await startBackend('embedded');
+    const requests: string[] = [];
+    const countingFetch: typeof fetch = (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      requests.push(`${init?.method ?? 'GET'} ${url.pathname}`);
+      return fetch(input, init);
+    };
+    const auth = betterAuth({
+      baseURL: 'http://localhost:3100',
+      secret: 'better-auth-test-secret-0123456789abcdef',
+      database: authstrapAdapter({ baseUrl: backend.url, serviceKey: serviceApiKey, fetch: countingFetch }),
+      emailAndPassword: { enabled: true, password: authstrapPassword({ cost: 4 }) },
+      logger: { disabled: true },
+    });
+    const measure = async (name: string, work: () => Promise<unknown>) => {
+      requests.length = 0;
+      await work();
+      console.info(`[measured] Better Auth ${name}: ${requests.length} HTTP requests to the backend (${requests.join(', ')})`);
+      return requests.length;
+    };
+    await measure('sign-up', () => auth.api.signUpEmail({ body: { email: 'ba-count@example.com', password: 'correct horse battery', name: 'Count' } }));
+    let cookie = '';
+    await measure('sign-in', async () => {
+      const signIn = await auth.api.signInEmail({ body: { email: 'ba-count@example.com', password: 'correct horse battery' }, returnHeaders: true });
+      cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    });
+    const getSession = await measure('get-session', () => auth.api.getSession({ headers: new Headers({ cookie }) }));
+    // Every request is one round trip to the backend's entity routes; none reads a whole table.
+    expect(requests.every((request) => /^GET \/(sessions|Users)$/.test(request))).toBe(true);
+    expect(getSession).toBeLessThanOrEqual(2);
+  });
+});
