@@ -105,7 +105,7 @@ describe.runIf(adminUrl)('authstrap add-auth on an authstrap project with auth o
     const result = runCli(['add-auth', dir]);
     expect(result.status, result.output).toBe(0);
     expect(result.stdout).toContain('Account clashes with an auth entity: renamed to AppAccount');
-    expect(result.stdout).toContain('10 passed, 0 failed');
+    expect(result.stdout).toContain('11 passed, 0 failed');
     expect(await counts()).toEqual(rows);
 
     // Existing rows went to the default organization; a plain insert (the old app's) still works.

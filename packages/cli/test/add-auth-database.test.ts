@@ -68,7 +68,7 @@ describe.runIf(adminUrl)('authstrap add-auth on a database without a schema file
     expect(run.output).toMatch(/User clashes with an auth entity: renamed to AppUser \(keeps its table "users"\)/);
     expect(run.output).toMatch(/Session clashes with an auth entity: renamed to AppSession \(keeps its table "sessions"\)/);
     expect(run.output).toMatch(/Organizations cannot see each other/);
-    expect(run.output).toMatch(/10 passed, 0 failed/);
+    expect(run.output).toMatch(/11 passed, 0 failed/);
 
     // Every row is still there, and every row of a mapped table is in the default organization.
     expect(await countRows(databaseUrl, legacyTables)).toEqual(countsBefore);

@@ -75,7 +75,7 @@ describe('the packed authstrap package', () => {
     const port = await freePort();
     const setup = run('npx', ['authstrap', 'setup', '--yes', '--db', 'embedded', '--project-name', 'demo', '--backend-port', String(port), '--package-manager', 'npm'], userDir, minutes(5));
     expect(setup.status, setup.output).toBe(0);
-    expect(setup.output).toMatch(/10 passed, 0 failed/);
+    expect(setup.output).toMatch(/11 passed, 0 failed/);
 
     const project = path.join(userDir, 'demo');
     const packageJsonText = fs.readFileSync(path.join(project, 'package.json'), 'utf8');

@@ -21,7 +21,7 @@ describe('the quick start', () => {
     });
     const output = result.stdout + result.stderr;
     expect(result.status, output).toBe(0);
-    expect(output).toContain('10 passed, 0 failed');
+    expect(output).toContain('11 passed, 0 failed');
     expect(output).toContain('Created demo-backend');
     expect(fs.existsSync(path.join(dir, '.data/pglite'))).toBe(true);
   }, 300_000);

@@ -33,7 +33,7 @@ if (process.env.CI && !adminUrl) {
   throw new Error('CI is set but AUTHSTRAP_TEST_POSTGRES_URL is not: .ci/run should export it');
 }
 
-const allChecks = ['server-up', 'database-connected', 'api-docs', 'sign-up', 'sign-in', 'session', 'auth-endpoints', 'tenant-isolation', 'tables', 'credential-account'];
+const allChecks = ['server-up', 'database-connected', 'api-docs', 'sign-up', 'sign-in', 'session', 'auth-endpoints', 'tenant-isolation', 'service-credential', 'tables', 'credential-account'];
 const stackTrace = /\n\s+at /;
 
 const created: string[] = [];
@@ -98,7 +98,7 @@ describe('authstrap setup, non-interactive', () => {
     expect(setup.status, setup.output).toBe(0);
     expect(setup.stdout).toContain('Install dependencies (npm)');
     expect(setup.stdout).toContain('migrations applied: 0001_init.sql');
-    expect(setup.stdout).toContain('10 passed, 0 failed');
+    expect(setup.stdout).toContain('11 passed, 0 failed');
     expect(setup.stdout.match(/^✔ /gm)?.length).toBeGreaterThanOrEqual(10 + 5); // the checks and the steps
     expect(setup.stdout).not.toContain('✘');
     expect(setup.stdout).toContain('Start it:  cd install-test && npm start');
@@ -168,7 +168,7 @@ describe('authstrap setup, non-interactive', () => {
       expect(setup.stdout).toContain(`created database "${database.name}"`);
       expect(setup.stdout).toContain('migrations applied: 0001_init.sql');
       expect(setup.stdout).toContain('Database connected — GET /ready 200 (postgres)');
-      expect(setup.stdout).toContain('10 passed, 0 failed');
+      expect(setup.stdout).toContain('11 passed, 0 failed');
       expect(setup.stdout).not.toContain('Install dependencies');
       expect(await nothingListensOn(port)).toBe(true);
 

@@ -20,11 +20,12 @@ const allChecks = [
   'session',
   'auth-endpoints',
   'tenant-isolation',
+  'service-credential',
   'tables',
   'credential-account',
 ];
-const httpChecks = allChecks.slice(0, 8);
-const databaseChecks = allChecks.slice(8);
+const httpChecks = allChecks.slice(0, 9);
+const databaseChecks = allChecks.slice(9);
 
 interface CheckResult {
   id: string;
@@ -46,7 +47,9 @@ const startBackend = (dir: string) => startOn(dir);
 async function verify(backend: Backend, extraArgs: string[] = [], databaseUrl = backend.databaseUrl) {
   // An empty folder: no .env of anyone's leaks into the run.
   const cwd = temporaryFolder('authstrap-verify-cwd-');
-  const result = await runCliAsync(['verify', '--json', '--url', backend.url, '--database-url', databaseUrl, ...extraArgs], cwd);
+  // With the backend's service key, as a project's .env gives it (the adapter check needs it).
+  const serviceKey = extraArgs.includes('--service-key') ? [] : ['--service-key', backend.serviceApiKey];
+  const result = await runCliAsync(['verify', '--json', '--url', backend.url, '--database-url', databaseUrl, ...serviceKey, ...extraArgs], cwd);
   let report: VerifyReport;
   try {
     report = JSON.parse(result.stdout);

@@ -37,6 +37,8 @@ export interface VerifyContext {
   people: { alice?: Person; bob?: Person };
   /** Everything created, for the clean-up. */
   created: { userIds: string[]; organizationIds: string[] };
+  /** SERVICE_API_KEY, when known: what a Better Auth adapter signs in to the backend with. */
+  serviceKey?: string;
 }
 
 interface Outcome {
@@ -227,6 +229,33 @@ export const checks: Check[] = [
       }
       if (columns.get('User')?.has('password')) problems.push('"User" has a password column: passwords belong in "account"');
       return problems.length ? fail(problems.join('; ')) : pass(`${Object.keys(expectedAuthTables()).join(', ')}`);
+    },
+  },
+  {
+    id: 'service-credential',
+    title: "A trusted server's password account keeps providerId 'credential' and its hash",
+    needs: 'http',
+    fix: 'authstrap fix (check: adapter-version); the adapter package must be 2.0.2 or newer',
+    // What the Better Auth adapter does at every sign-up: the service key writes the user and a
+    // credential account, and sign-in later reads the hash back. Without a key there is no adapter.
+    async run(context) {
+      const { http, serviceKey, runId } = context;
+      if (!serviceKey) return skip('no service key (SERVICE_API_KEY): no adapter can use the backend');
+      const as = { token: serviceKey };
+      const user = await http('POST', '/Users', { ...as, body: { email: `verify-dora-${runId}@example.com`, name: 'Dora' } });
+      if (user.status !== 201) return fail(`POST /Users with the service key answered ${describe(user)}`);
+      context.created.userIds.push(user.body.data.id);
+      // A bcrypt hash as an adapter stores it (of a password nobody knows).
+      const hash = `$2b$10$${randomBytes(40).toString('base64').replace(/[+=]/g, '.').slice(0, 53)}`;
+      const body = { userId: user.body.data.id, accountId: user.body.data.id, providerId: 'credential', password: hash };
+      const created = await http('POST', '/accounts', { ...as, body });
+      if (created.status !== 201) return fail(`POST /accounts with the service key answered ${describe(created)}`);
+      const where = encodeURIComponent(JSON.stringify([{ field: 'userId', value: user.body.data.id }, { field: 'providerId', value: 'credential' }]));
+      const found = await http('GET', `/accounts?where=${where}`, as);
+      const account = found.body?.data?.[0];
+      if (found.status !== 200 || !account) return fail(`the credential account is not found by userId and providerId: ${describe(found)}`);
+      if (account.password !== hash) return fail('account.password does not read back as written: a Better Auth sign-in would fail');
+      return pass("stored and read back with providerId 'credential' and the same bcrypt hash");
     },
   },
   {

@@ -35,6 +35,7 @@ export interface VerifyReport {
 export async function runVerify(options: VerifyOptions): Promise<VerifyReport> {
   const context: VerifyContext = {
     http: httpClient(options.url, { serviceKey: options.serviceKey }),
+    serviceKey: options.serviceKey,
     runId: newRunId(),
     people: {},
     created: { userIds: [], organizationIds: [] },
