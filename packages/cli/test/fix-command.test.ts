@@ -34,7 +34,8 @@ interface VerifyReport {
 async function verify(backend: Backend): Promise<{ status: number | null; report: VerifyReport; output: string }> {
   // An empty folder: no .env of anyone's leaks into the run.
   const cwd = temporaryFolder('authstrap-fix-cwd-');
-  const result = await runCliAsync(['verify', '--json', '--url', backend.url, '--database-url', backend.databaseUrl], cwd);
+  // With the backend's service key, as a project's .env gives it (the adapter check needs it).
+  const result = await runCliAsync(['verify', '--json', '--url', backend.url, '--database-url', backend.databaseUrl, '--service-key', backend.serviceApiKey], cwd);
   try {
     return { status: result.status, report: JSON.parse(result.stdout), output: result.output };
   } catch {

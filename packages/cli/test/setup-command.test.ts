@@ -119,8 +119,8 @@ describe('authstrap setup, non-interactive', () => {
       expect(report.url).toBe(`http://localhost:${port}`);
       expect(report.checks.map((check) => check.id)).toEqual(allChecks);
       // Over HTTP everything passes; the embedded database is the running backend's, so its checks wait.
-      expect(report.checks.slice(0, 8).map((check) => check.status)).toEqual(Array(8).fill('pass'));
-      expect(report.checks.slice(8).map((check) => check.status)).toEqual(['skip', 'skip']);
+      expect(report.checks.slice(0, 9).map((check) => check.status)).toEqual(Array(9).fill('pass'));
+      expect(report.checks.slice(9).map((check) => check.status)).toEqual(['skip', 'skip']);
       expect(report.leftBehind).toBeUndefined(); // the test users went again, with the service key
     } finally {
       await project.stop();
