@@ -351,7 +351,7 @@ async function main() {
 
   await stopChild(example.child);
 
-  // The bare server through the same counter: it must send exactly the example's two list statements.
+  // The bare server through the same counter: its two statements (count, then the page).
   let bare = await startBare(organizationId, databaseUrl(counter.port));
   for (let index = 0; index < 20; index += 1) await api(bare.base, 'GET', listPath);
   before = counter.snapshot();
@@ -360,9 +360,8 @@ async function main() {
   await stopChild(bare.child);
   await counter.close();
   counter = undefined;
-  const exampleDataSql = listCount.sql.filter(({ sql }) => !/FROM "session"/.test(sql)).map(({ sql }) => sql);
-  const sameSql = JSON.stringify(bareCount.sql.map(({ sql }) => sql).sort()) === JSON.stringify([...exampleDataSql].sort());
-  if (!sameSql) throw new Error(`the bare server's SQL differs from the example's list statements:\n${JSON.stringify({ bare: bareCount.sql, example: exampleDataSql }, null, 2)}`);
+  // Both read the same rows (checked below, before the load); the example now reads the page and
+  // the total in one statement, the bare server in two.
 
   // 2. The example, straight to PostgreSQL: throughput and p99.
   example = await startExample(databaseUrl());
@@ -411,7 +410,7 @@ async function main() {
     statementsPerRequest: {
       method: 'wire-protocol count through a loopback proxy (bench/lib/pg-wire-counter.mjs), sequential requests after a warm-up',
       list: listCount,
-      bareList: { what: 'the bare server, same count', sameSqlAsExampleList: sameSql, ...bareCount },
+      bareList: { what: 'the bare server: count, then the page', ...bareCount },
       create: { what: 'POST /Projects while seeding', ...createCount },
     },
   };
@@ -432,7 +431,7 @@ async function main() {
   console.log(`GET ${listPath} on the example, counted on the wire over ${listCount.requests} requests:`);
   console.log(`  ${listCount.statementsPerRequest} statements and ${listCount.roundTripsPerRequest} round trips per request`);
   for (const { sql, perRequest: times } of listCount.sql) console.log(`  ${times} x ${sql.length > 150 ? `${sql.slice(0, 150)}...` : sql}`);
-  console.log(`bare server: ${bareCount.statementsPerRequest} statements, ${bareCount.roundTripsPerRequest} round trips per request, the same SQL text as the example's two list statements`);
+  console.log(`bare server: ${bareCount.statementsPerRequest} statements, ${bareCount.roundTripsPerRequest} round trips per request (count, then the page)`);
   console.log(`POST /Projects: ${createCount.statementsPerRequest} statements, ${createCount.roundTripsPerRequest} round trips per request`);
   console.log('');
   console.log(`written to ${path.relative(process.cwd(), resultsFile) || resultsFile}`);

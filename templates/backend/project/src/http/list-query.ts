@@ -435,6 +435,9 @@ function whereSql(spec: ListSpec, filter: RowFilter, scope: Record<string, strin
  * Runs the count and the page query. `scope` and `extraConditions` always apply (see whereSql);
  * `selectList` is the entity's own unless the caller may read more (the trusted server's secrets).
  */
+/** The column that carries the total beside each row of a page; no field can be called that. */
+const totalColumn = '~total';
+
 export async function listRows<Row>(
   db: Queryable,
   spec: ListSpec,
@@ -445,14 +448,24 @@ export async function listRows<Row>(
 ): Promise<ListPage<Row>> {
   const params: unknown[] = [];
   const from = `FROM ${quoteIdentifier(spec.table)}${whereSql(spec, query, scope, extraConditions, params)}`;
-  const { rows: countRows } = await db.query<{ total: number }>(`SELECT count(*)::int AS total ${from}`, params);
-  const total = countRows[0]?.total ?? 0;
-
   const direction = query.order === 'asc' ? 'ASC' : 'DESC';
   // "id" breaks ties so that rows with equal sort values never move between pages.
   const orderBy = `ORDER BY ${quoteIdentifier(spec.fields[query.sort]!.column)} ${direction}, "id" ${direction}`;
   const offset = query.offset ?? (query.page - 1) * query.limit;
-  const { rows } = await db.query<Row>(`SELECT ${selectList} ${from} ${orderBy} LIMIT ${query.limit} OFFSET ${offset}`, params);
+
+  // The page and the total in one statement (one round trip): the count is an uncorrelated
+  // subquery, which PostgreSQL runs once (an index-only count), beside the page read in sort order.
+  const { rows } = await db.query<Row & { [totalColumn]?: number }>(
+    `SELECT ${selectList}, (SELECT count(*)::int ${from}) AS "${totalColumn}" ${from} ${orderBy} LIMIT ${query.limit} OFFSET ${offset}`,
+    params,
+  );
+  let total = rows[0]?.[totalColumn] ?? 0;
+  for (const row of rows) delete row[totalColumn];
+  // A page past the end has no row to carry the total: only then is it counted on its own.
+  if (rows.length === 0 && offset > 0) {
+    const { rows: counted } = await db.query<{ total: number }>(`SELECT count(*)::int AS total ${from}`, params);
+    total = counted[0]?.total ?? 0;
+  }
 
   return {
     rows,
