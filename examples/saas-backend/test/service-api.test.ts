@@ -319,6 +319,24 @@ describe.each(databaseKinds)('the service API on the %s database', (kind) => {
     }
   });
 
+  it('creates a user with an organization of their own when asked (?personalOrganization=true), in one transaction', async () => {
+    const plain = await service('POST', '/Users', { body: { email: 'plain-service@example.com', name: 'Plain' } });
+    expect(plain.status).toBe(201);
+    expect((await service('GET', `/members?userId=${plain.body.data.id}`)).body.data).toEqual([]);
+
+    const owner = await service('POST', '/Users?personalOrganization=true', { body: { email: 'owning-service@example.com', name: 'Owning' } });
+    expect(owner.status).toBe(201);
+    const memberships = (await service('GET', `/members?userId=${owner.body.data.id}`)).body.data;
+    expect(memberships).toEqual([expect.objectContaining({ role: 'owner' })]);
+    expect((await service('GET', `/Organizations/${memberships[0].organizationId}`)).body.data.name).toBe("Owning's organization");
+
+    // All or nothing: a user that cannot be created leaves no organization behind.
+    const organizationsBefore = (await service('GET', '/Organizations?limit=1')).body.meta.total;
+    const duplicate = await service('POST', '/Users?personalOrganization=true', { body: { email: 'owning-service@example.com', name: 'Twin' } });
+    expect(duplicate.status).toBe(409);
+    expect((await service('GET', '/Organizations?limit=1')).body.meta.total).toBe(organizationsBefore);
+  });
+
   it('lets the service key set createdAt and updatedAt; a user may not', async () => {
     const createdAt = '2020-01-02T03:04:05.006Z';
     const updatedAt = '2021-01-02T03:04:05.006Z';

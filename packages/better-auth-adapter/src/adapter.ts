@@ -6,6 +6,12 @@ import { restClient, type RestClientOptions } from './rest.js';
 export interface AuthstrapAdapterOptions extends RestClientOptions {
   /** Log each call of the adapter (Better Auth's adapter debug logs). */
   debugLogs?: boolean;
+  /**
+   * A user Better Auth creates also gets an organization of their own, with them as owner, as a
+   * sign-up on the backend does: without one, every tenant-scoped route is closed to them. Turn it
+   * off when Better Auth's organization plugin manages organizations. Default true.
+   */
+  personalOrganization?: boolean;
 }
 
 /** The most rows the backend returns in one page. */
@@ -77,8 +83,10 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
       }
 
       return {
-        async create({ model, data }) {
-          const created = await rest.create<Record<string, unknown>>(pathOf(model), toBackendRecord(model, data));
+        async create({ model, modelKey, data }) {
+          const isUser = (modelKey ?? model) === 'user';
+          const query: Record<string, string> = isUser && options.personalOrganization !== false ? { personalOrganization: 'true' } : {};
+          const created = await rest.create<Record<string, unknown>>(pathOf(model), toBackendRecord(model, data), query);
           return fromBackendRecord(model, created) as typeof data;
         },
 

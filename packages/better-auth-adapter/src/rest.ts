@@ -52,8 +52,8 @@ export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: Re
       const answer = await call<Row[]>('GET', path, { query });
       return { rows: answer!.data, total: answer!.meta?.total ?? answer!.data.length };
     },
-    async create<Row>(path: string, body: unknown): Promise<Row> {
-      return (await call<Row>('POST', path, { body }))!.data;
+    async create<Row>(path: string, body: unknown, query: Record<string, string> = {}): Promise<Row> {
+      return (await call<Row>('POST', path, { body, query }))!.data;
     },
     /** PATCH one record; null when it does not exist. */
     async update<Row>(path: string, id: string, body: unknown): Promise<Row | null> {

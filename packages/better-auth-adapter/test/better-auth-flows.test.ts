@@ -58,6 +58,14 @@ describe.each(databaseKinds)('Better Auth on the adapter, %s database', (kind) =
     await expect(auth.api.signInEmail({ body: { email: 'ba-ada@example.com', password: 'wrong horse battery' } })).rejects.toThrow();
   });
 
+  it('gives a user who signs up through Better Auth an organization of their own, as owner', async () => {
+    const signedUp = await auth.api.signUpEmail({ body: { email: 'ba-owner@example.com', password: 'correct horse battery', name: 'Olive' } });
+    const memberships = await service()('GET', `/members?userId=${signedUp.user.id}`);
+    expect(memberships.body.data).toEqual([expect.objectContaining({ userId: signedUp.user.id, role: 'owner' })]);
+    const organization = await service()('GET', `/Organizations/${memberships.body.data[0].organizationId}`);
+    expect(organization.body.data.name).toBe("Olive's organization");
+  });
+
   it("signs in on the backend's own path a user who signed up through Better Auth", async () => {
     await auth.api.signUpEmail({ body: { email: 'ba-grace@example.com', password: 'correct horse battery', name: 'Grace' } });
     const signIn = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'ba-grace@example.com', password: 'correct horse battery' } });

@@ -131,6 +131,8 @@ export interface EntityView {
   /** The fields a list sorts and filters by (secret ones marked), with the code of their `ListField` description. */
   listFields: { field: string; spec: string }[];
   searchColumns: string[];
+  /** The built-in User: the trusted server may create it with a personal organization. */
+  isUser: boolean;
   /** A create route documented apart from the plain insert (POST /members invites), as code. */
   openApiCreate?: string;
   parent?: {
@@ -216,6 +218,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     listFields: entity.fields.filter((field) => field.type !== 'json').map((field) => ({ field: field.name, spec: listFieldSpec(field) })),
     searchColumns: entity.fields.filter((field) => field.searchable).map((field) => field.column),
     openApiCreate: entity.builtin && entity.name === 'member' ? 'invitationCreateRoute' : undefined,
+    isUser: entity.builtin && entity.name === 'User',
     parent,
   };
 }

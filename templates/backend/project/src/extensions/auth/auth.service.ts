@@ -156,20 +156,27 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
     return user;
   }
 
+  /** A new user's own organization, with them as its owner: every user can act in one from the start. */
+  async function createPersonalOrganization(tx: Queryable, user: { id: string; name: string }): Promise<string> {
+    const { rows } = await tx.query<{ id: string }>(
+      `INSERT INTO "Organization" ("name", "slug") VALUES ($1, $2) RETURNING "id"`,
+      [`${user.name}'s organization`, slugify(user.name)],
+    );
+    const organizationId = rows[0]!.id;
+    await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, 'owner')`, [organizationId, user.id]);
+    return organizationId;
+  }
+
   return {
     hashPassword,
+    createPersonalOrganization,
 
     /** User + credential account + personal organization (owner) + session, all or nothing. */
     async signUp(input: SignUpInput, meta: RequestMeta) {
       const passwordHash = await hashPassword(input.password);
       return db.transaction(async (tx) => {
         const user = await insertUserWithPassword(tx, input, passwordHash);
-        const { rows } = await tx.query<{ id: string }>(
-          `INSERT INTO "Organization" ("name", "slug") VALUES ($1, $2) RETURNING "id"`,
-          [`${input.name}'s organization`, slugify(input.name)],
-        );
-        const organizationId = rows[0]!.id;
-        await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, 'owner')`, [organizationId, user.id]);
+        const organizationId = await createPersonalOrganization(tx, user);
         const { token, session } = await createSession(tx, user.id, organizationId, meta);
         return { user, token, session, organizationId };
       });
