@@ -106,35 +106,29 @@ function fromBodyParserError(error: { type?: string; status?: number; limit?: nu
 const databaseUnavailable = () =>
   new HttpError(503, 'SERVICE_UNAVAILABLE', 'The database is not available right now; try again shortly');
 
-const statusCodes: Record<number, string> = {
-  400: 'BAD_REQUEST',
-  401: 'UNAUTHORIZED',
-  403: 'FORBIDDEN',
-  404: 'NOT_FOUND',
-  405: 'METHOD_NOT_ALLOWED',
-  409: 'CONFLICT',
-  413: 'PAYLOAD_TOO_LARGE',
-  414: 'URI_TOO_LONG',
-  415: 'UNSUPPORTED_MEDIA_TYPE',
-  431: 'REQUEST_HEADER_FIELDS_TOO_LARGE',
-};
-
 /**
  * Any other error a parser or middleware raised with a 4xx status (http-errors style: a broken
  * gzip body, a bad percent-escape in the path, a static file path that escapes its folder) keeps
  * its status and gets the envelope, with a message of ours: theirs may echo the input.
  */
+const clientStatuses: Record<number, [code: string, message: string]> = {
+  400: ['BAD_REQUEST', 'The request could not be read: check its path, headers and body'],
+  401: ['UNAUTHORIZED', 'The request could not be handled'],
+  403: ['FORBIDDEN', 'Forbidden'],
+  404: ['NOT_FOUND', 'Not found'],
+  405: ['METHOD_NOT_ALLOWED', 'The request could not be handled'],
+  409: ['CONFLICT', 'The request could not be handled'],
+  413: ['PAYLOAD_TOO_LARGE', 'The request body is too large'],
+  414: ['URI_TOO_LONG', 'The request could not be handled'],
+  415: ['UNSUPPORTED_MEDIA_TYPE', 'Unsupported body encoding; send JSON, optionally gzip, deflate or br compressed'],
+  431: ['REQUEST_HEADER_FIELDS_TOO_LARGE', 'The request could not be handled'],
+};
+
 function fromClientStatusError(error: { status?: unknown; statusCode?: unknown }): HttpError | undefined {
   const status = Number(error?.status ?? error?.statusCode);
   if (!Number.isInteger(status) || status < 400 || status > 499) return undefined;
-  const messages: Record<number, string> = {
-    400: 'The request could not be read: check its path, headers and body',
-    403: 'Forbidden',
-    404: 'Not found',
-    413: 'The request body is too large',
-    415: 'Unsupported body encoding; send JSON, optionally gzip, deflate or br compressed',
-  };
-  return new HttpError(status, statusCodes[status] ?? 'BAD_REQUEST', messages[status] ?? 'The request could not be handled');
+  const [code, message] = clientStatuses[status] ?? ['BAD_REQUEST', 'The request could not be handled'];
+  return new HttpError(status, code, message);
 }
 
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {

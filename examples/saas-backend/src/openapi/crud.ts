@@ -6,6 +6,7 @@ import {
   maxPageSize,
   maxWhereClauses,
   operatorsFor,
+  typeHint,
   whereOperators,
   type ListField,
   type ListSpec,
@@ -64,14 +65,6 @@ const organizationHeader = z.object({
 const idParam = (entity: string, idType: CrudRoutes['idType']) =>
   z.object({ id: (idType === 'uuid' ? z.uuid() : z.int().min(1)).meta({ description: `The ${entity}'s id` }) });
 
-const filterValue: Record<ListField['type'], string> = {
-  string: 'text',
-  uuid: 'an id',
-  integer: 'a whole number',
-  number: 'a number',
-  boolean: 'true or false',
-  datetime: 'a date or date-time',
-};
 const operatorMeaning = { eq: 'equal to', ne: 'not equal to', in: 'one of (comma-separated)', gt: 'greater than', gte: 'at least', lt: 'less than', lte: 'at most' };
 
 /** `?name=`, `?name[ne]=`, `?name[in]=` and, on numbers and dates, the ranges: one parameter each. */
@@ -80,7 +73,7 @@ function filterParameters(fields: Readonly<Record<string, ListField>>): Record<s
   for (const [name, field] of Object.entries(fields)) {
     for (const operator of operatorsFor(field)) {
       const parameter = operator === 'eq' && !(listParameters as readonly string[]).includes(name) ? name : `${name}[${operator}]`;
-      const values = field.values ? `one of ${field.values.join(', ')}` : filterValue[field.type];
+      const values = field.values ? `one of ${field.values.join(', ')}` : typeHint[field.type];
       const orNull = field.nullable && (operator === 'eq' || operator === 'ne') ? ', or null' : '';
       parameters[parameter] = z.string().optional().meta({ description: `Only records whose ${name} is ${operatorMeaning[operator]} this value (${values}${orNull})` });
     }

@@ -2,6 +2,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { assertRole, requires, userOf } from '../../extensions/auth/auth.decorator.js';
+import { RoleSchema } from '../../extensions/auth/roles.js';
 import { InvitationInput } from '../../extensions/auth/invitations.js';
 import { sendData, sendList } from '../../http/envelope.js';
 import { forbidden, HttpError, notFound } from '../../http/errors.js';
@@ -12,9 +13,7 @@ import { serviceKeyOnly } from '../service-api.js';
 import { organizationOf } from '../guards/scope.guard.js';
 import { memberListSpec, memberRepository } from './member.repository.js';
 
-const roles = z.enum(['owner', 'admin', 'member']);
-
-export const MemberRoleInput = z.strictObject({ role: roles }).meta({ id: 'MemberRoleInput' });
+export const MemberRoleInput = z.strictObject({ role: RoleSchema }).meta({ id: 'MemberRoleInput' });
 
 /**
  * /members of the organization in x-organization-id (behind the scope guard), for signed-in users;

@@ -137,7 +137,8 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
       store: store(options.prefix),
       passOnStoreError: true,
       logger: rateLimitLogger,
-      skip: (req) => isService(req) || options.skip(req),
+      // The path test first: it is cheap, and most limiters do not apply to most paths.
+      skip: (req) => options.skip(req) || isService(req),
       ...(options.keyGenerator ? { keyGenerator: options.keyGenerator } : {}),
       handler: (_req, res) => sendError(res, 429, 'RATE_LIMITED', options.message),
     });

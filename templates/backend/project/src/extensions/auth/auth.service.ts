@@ -6,6 +6,7 @@ import type { Database, Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
 import { hashToken } from '../../http/session-token.js';
 import { createInvitations, type SentInvitation } from './invitations.js';
+import { RoleSchema, type Role } from './roles.js';
 
 /**
  * Password sign-up and sign-in with database sessions. This file is yours: the generator created
@@ -52,12 +53,11 @@ export const NewMemberInput = z
     name: z.string().min(2).max(200),
     password: passwordSchema.optional(),
     image: z.string().max(2048).nullable().optional(),
-    role: z.enum(['owner', 'admin', 'member']).optional(),
+    role: RoleSchema.optional(),
   })
   .meta({ id: 'NewMemberInput' });
 export type NewMemberInput = z.infer<typeof NewMemberInput>;
 
-export type Role = 'owner' | 'admin' | 'member';
 
 export interface PublicUser {
   id: string;
@@ -100,7 +100,7 @@ const userFields = ['id', 'email', 'name', 'email_verified', 'image', 'createdAt
 const userColumns = (alias: string) => userFields.map((field) => `${alias}."${field}"`).join(', ');
 const sessionColumns = 's."id", s."userId", s."expiresAt", s."activeOrganizationId", s."ipAddress", s."userAgent", s."createdAt", s."updatedAt"';
 
-export { hashToken };
+export { hashToken, RoleSchema, type Role };
 
 const invalidCredentials = () => new HttpError(401, 'UNAUTHORIZED', 'Invalid email or password');
 

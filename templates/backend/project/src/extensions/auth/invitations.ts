@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Database, Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
 import { hashToken } from '../../http/session-token.js';
-import type { Role } from './auth.service.js';
+import { RoleSchema, type Role } from './roles.js';
 
 /**
  * Joining an organization takes the consent of the person who joins. An owner or admin invites an
@@ -28,7 +28,7 @@ const identifierOf = (email: string) => `invitation:${email.toLowerCase()}`;
 export const InvitationInput = z
   .strictObject({
     email: z.email().max(320).toLowerCase(),
-    role: z.enum(['owner', 'admin', 'member']).optional(),
+    role: RoleSchema.optional(),
   })
   .meta({ id: 'InvitationInput' });
 export type InvitationInput = z.infer<typeof InvitationInput>;
@@ -46,7 +46,7 @@ export const invitationCreateRoute = {
       id: z.uuid(),
       email: z.email(),
       organizationId: z.uuid(),
-      role: z.enum(['owner', 'admin', 'member']),
+      role: RoleSchema,
       expiresAt: z.date(),
       token: z.string().meta({ description: 'The secret the invited person accepts with (POST /api/auth/invitations/accept); shown once' }),
     })
