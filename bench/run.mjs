@@ -9,15 +9,15 @@
 // role must be allowed to CREATE DATABASE) and `pnpm install` done. Everything it starts listens on
 // 127.0.0.1 and every load run is bounded in time. It creates a throwaway database and drops it.
 // Writes bench/results/latest.json.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { api, children, expectStatus, freePort, startChild, startExampleBackend, stopChild, waitForOk } from './lib/harness.mjs';
 import { perRequest, startWireCounter } from './lib/pg-wire-counter.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
@@ -72,7 +72,6 @@ const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
 // ---------------------------------------------------------------------------------------------
 // Processes, cleanup
 
-const children = new Set();
 let admin;
 let databaseName;
 let counter;
@@ -95,58 +94,6 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-function startChild(name, command, args, options) {
-  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.benchName = name;
-  child.output = '';
-  const keep = (chunk) => {
-    child.output = (child.output + chunk).slice(-20_000);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  child.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  children.add(child);
-  return child;
-}
-
-/** SIGTERM, then SIGKILL after 10 s; only the process this script started, by its handle. */
-async function stopChild(child) {
-  if (!children.has(child)) return;
-  children.delete(child);
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await child.exited;
-  clearTimeout(timer);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** Polls until `url` answers 200, for at most `seconds`. */
-async function waitForOk(url, child, seconds = 30) {
-  const deadline = Date.now() + seconds * 1000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${child.benchName} exited (${child.exitCode}) before answering:\n${child.output}`);
-    try {
-      const response = await fetch(url);
-      if (response.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(200);
-  }
-  throw new Error(`${child.benchName} did not answer ${url} within ${seconds} s:\n${child.output}`);
-}
-
 // ---------------------------------------------------------------------------------------------
 // The two servers
 
@@ -161,36 +108,7 @@ function databaseUrl(port = undefined) {
 }
 
 async function startExample(dbUrl) {
-  const port = await freePort();
-  const env = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME ?? os.homedir(),
-    NODE_ENV: 'production',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    DATABASE_URL: dbUrl,
-    AUTH_SECRET: randomBytes(24).toString('base64url'),
-    AUTH_URL: `http://127.0.0.1:${port}`,
-    ALLOWED_ORIGINS: '',
-    LOG_LEVEL: 'warn',
-    BCRYPT_COST: '4',
-    RATE_LIMIT_API_MAX: '1000000000',
-    RATE_LIMIT_AUTH_MAX: '1000000000',
-    RATE_LIMIT_DATA_MAX: '1000000000',
-    SHUTDOWN_TIMEOUT_MS: '5000',
-    // Blank so that a developer's examples/saas-backend/.env cannot switch them on here.
-    REDIS_URL: '',
-    SERVICE_API_KEY: '',
-    TRUST_PROXY: '',
-    EMBEDDED_DB_DIR: '',
-    BODY_LIMIT: '',
-  };
-  // As production runs it: compiled once (npm run build), then plain JavaScript.
-  execFileSync(process.execPath, [path.join(exampleDir, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: exampleDir, stdio: 'inherit' });
-  const child = startChild('example backend', process.execPath, ['dist/index.js'], { cwd: exampleDir, env });
-  const base = `http://127.0.0.1:${port}`;
-  await waitForOk(`${base}/ready`, child, 60);
-  return { child, base };
+  return startExampleBackend({ dbUrl, env: { SERVICE_API_KEY: '' } });
 }
 
 async function startBare(organizationId, dbUrl) {
@@ -202,22 +120,6 @@ async function startBare(organizationId, dbUrl) {
   const base = `http://127.0.0.1:${port}`;
   await waitForOk(`${base}${listPath}`, child, 30);
   return { child, base };
-}
-
-async function api(base, method, route, { token, organizationId, body } = {}) {
-  const headers = {};
-  if (token) headers.authorization = `Bearer ${token}`;
-  if (organizationId) headers['x-organization-id'] = organizationId;
-  if (body) headers['content-type'] = 'application/json';
-  const response = await fetch(`${base}${route}`, { method, headers, body: body && JSON.stringify(body) });
-  const json = await response.json().catch(() => null);
-  return { status: response.status, json };
-}
-
-async function expectStatus(promise, status, what) {
-  const result = await promise;
-  if (result.status !== status) throw new Error(`${what}: expected ${status}, got ${result.status} ${JSON.stringify(result.json)}`);
-  return result.json;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -236,7 +236,7 @@ describe.each(databaseKinds)('the service API on the %s database', (kind) => {
     expect((await service('PATCH', `/verifications?${bulk}`, { body: { identifier: 'x', nope: 1 } })).status).toBe(422);
 
     // No where, or an empty one, is never a whole-table write.
-    for (const query of ['', `?${where([])}`, '?where=', '?other=1']) {
+    for (const query of ['', `?${where([])}`, '?where=', '?other=1', '?all=false', '?all=1', `?all=true&${bulk}`]) {
       const patch = await service('PATCH', `/verifications${query}`, { body: { value: 'everything' } });
       expect(patch.status, query).toBe(400);
       const remove = await service('DELETE', `/verifications${query}`);
@@ -249,6 +249,22 @@ describe.each(databaseKinds)('the service API on the %s database', (kind) => {
     expect(deleted.body).toEqual({ success: true, data: { count: 2 } });
     expect(await values()).toEqual({ 'keep:c': 'three' });
     expect((await service('DELETE', `/verifications?${bulk}`)).body.data).toEqual({ count: 0 });
+  });
+
+  it('writes every record only when asked in so many words: all=true', async () => {
+    for (const identifier of ['all:a', 'all:b']) {
+      expect((await service('POST', '/verifications', { body: { identifier, value: 'v', expiresAt: inOneDay() } })).status).toBe(201);
+    }
+    const total = (await service('GET', '/verifications?limit=1')).body.meta.total;
+    expect(total).toBeGreaterThanOrEqual(2);
+    const patched = await service('PATCH', '/verifications?all=true', { body: { value: 'everything' } });
+    expect(patched.body.data).toEqual({ count: total });
+    const removed = await service('DELETE', '/verifications?all=true');
+    expect(removed.body.data).toEqual({ count: total });
+    expect((await service('GET', '/verifications?limit=1')).body.meta.total).toBe(0);
+    // Not for a user.
+    expect((await person.api('DELETE', '/sessions?all=true')).status).toBe(403);
+    expect((await person.api('GET', '/sessions')).body.meta.total).toBeGreaterThan(0);
   });
 
   it('updates Users and memberships by filter, across organizations', async () => {
@@ -365,6 +381,63 @@ describe.each(databaseKinds)('the service API on the %s database', (kind) => {
     expect(self.status).toBe(422);
   });
 
+  it('embeds related records with join: one-to-one as an object, one-to-many as an array, in one request', async () => {
+    const [owner] = await users('join', [{ email: 'owner@example.com' }]);
+    const lonely = (await service('POST', '/Users', { body: { email: `join.lonely-${randomUUID()}@example.com`, name: 'Lonely' } })).body.data;
+    const token = randomBytes(16).toString('hex').slice(0, 32);
+    await service('POST', '/sessions', { body: { userId: owner!.id, token, expiresAt: inOneDay() } });
+    for (const providerId of ['credential', 'github']) {
+      await service('POST', '/accounts', { body: { userId: owner!.id, accountId: `${providerId}-${owner!.id}`, providerId, password: providerId === 'credential' ? '$2b$04$hash' : null } });
+    }
+    const join = (joins: unknown) => `join=${encodeURIComponent(JSON.stringify(joins))}`;
+
+    const session = await service('GET', `/sessions?${where([{ field: 'token', value: token }])}&limit=1&${join({ user: { entity: 'User', from: 'userId', to: 'id', relation: 'one-to-one' } })}`);
+    expect(session.status, JSON.stringify(session.body)).toBe(200);
+    const [row] = session.body.data;
+    expect(row).toMatchObject({ token, userId: owner!.id, user: { id: owner!.id, email: owner!.email, email_verified: false } });
+    // Embedded timestamps are formatted as the row's own.
+    expect(row.user.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(row.user.createdAt).toBe((await service('GET', `/Users/${owner!.id}`)).body.data.createdAt);
+
+    const withAccounts = await service('GET', `/Users?${where([{ field: 'id', operator: 'in', value: [owner!.id, lonely.id] }])}&sort=email&order=desc&${join({ account: { entity: 'account', from: 'id', to: 'userId' } })}`);
+    const byId = Object.fromEntries(withAccounts.body.data.map((user: { id: string }) => [user.id, user]));
+    // The trusted server reads the secret columns of embedded records too.
+    expect(byId[owner!.id].account.map((account: { providerId: string }) => account.providerId).sort()).toEqual(['credential', 'github']);
+    expect(byId[owner!.id].account.find((account: { providerId: string }) => account.providerId === 'credential').password).toBe('$2b$04$hash');
+    expect(byId[lonely.id].account).toEqual([]);
+    const limited = await service('GET', `/Users/?${where([{ field: 'id', value: owner!.id }])}&${join({ account: { entity: 'account', from: 'id', to: 'userId', limit: 1 } })}`);
+    expect(limited.body.data[0].account).toHaveLength(1);
+    // A one-to-one join with nothing to embed is null.
+    const orphan = await service('GET', `/Users?${where([{ field: 'id', value: lonely.id }])}&${join({ session: { entity: 'session', from: 'id', to: 'userId', relation: 'one-to-one' } })}`);
+    expect(orphan.body.data[0].session).toBeNull();
+  });
+
+  it('refuses a join it cannot do with a 400 naming it, and a user any join', async () => {
+    const join = (joins: string) => `/sessions?join=${encodeURIComponent(joins)}`;
+    const refused: [string, string][] = [
+      ['not JSON', '{user:'],
+      ['an array', '[{"entity":"User"}]'],
+      ['an unknown entity', '{"user":{"entity":"Project","from":"userId","to":"id"}}'],
+      ['an unknown from field', '{"user":{"entity":"User","from":"nope","to":"id"}}'],
+      ['an unknown to field', '{"user":{"entity":"User","from":"userId","to":"nope"}}'],
+      ['SQL in a field', '{"user":{"entity":"User","from":"userId\\" OR 1=1 --","to":"id"}}'],
+      ['SQL in the name', '{"u\\" FROM x; --":{"entity":"User","from":"userId","to":"id"}}'],
+      ['a name that is a field', '{"token":{"entity":"User","from":"userId","to":"id"}}'],
+      ['a bad relation', '{"user":{"entity":"User","from":"userId","to":"id","relation":"many-to-many"}}'],
+      ['a limit of 0', '{"user":{"entity":"User","from":"userId","to":"id","limit":0}}'],
+      ['a limit of 101', '{"user":{"entity":"User","from":"userId","to":"id","limit":101}}'],
+      ['an unknown key', '{"user":{"entity":"User","from":"userId","to":"id","where":"1=1"}}'],
+      ['six joins', JSON.stringify(Object.fromEntries(Array.from({ length: 6 }, (_, index) => [`u${index}`, { entity: 'User', from: 'userId', to: 'id' }])))],
+    ];
+    for (const [name, raw] of refused) {
+      const response = await service('GET', join(raw));
+      expect(response.status, `${name}: ${JSON.stringify(response.body)}`).toBe(400);
+      expect(response.body.error.details, name).toHaveProperty('join');
+    }
+    const byUser = await person.api('GET', join('{"user":{"entity":"User","from":"userId","to":"id"}}'));
+    expect(byUser.status).toBe(403);
+  });
+
   it('refuses a user session every part of it, and changes nothing', async () => {
     const before = (await service('GET', '/Users?limit=1')).body.meta.total;
     const filter = where([{ field: 'email', value: person.user.email }]);
@@ -415,13 +488,14 @@ describe.each(databaseKinds)('the service API on the %s database', (kind) => {
     const parameters = (path: string, method: string) =>
       document.paths[path][method].parameters.map((parameter: { name: string; required?: boolean }) => [parameter.name, parameter.required ?? false]);
     for (const path of ['/Users', '/accounts', '/sessions', '/verifications', '/Organizations', '/members']) {
-      expect(parameters(path, 'get'), path).toEqual(expect.arrayContaining([['where', false], ['offset', false]]));
+      expect(parameters(path, 'get'), path).toEqual(expect.arrayContaining([['where', false], ['offset', false], ['join', false]]));
       for (const method of ['patch', 'delete']) {
-        expect(parameters(path, method), `${method} ${path}`).toEqual([['where', true]]);
+        expect(parameters(path, method), `${method} ${path}`).toEqual([['where', false], ['all', false]]);
         expect(Object.keys(document.paths[path][method].responses), `${method} ${path}`).toEqual(expect.arrayContaining(['200', '400', '403']));
       }
     }
     expect(document.paths['/Projects'].get.parameters.map((parameter: { name: string }) => parameter.name)).not.toContain('where');
+    expect(document.paths['/Projects'].get.parameters.map((parameter: { name: string }) => parameter.name)).not.toContain('join');
     expect(document.paths['/Projects'].patch).toBeUndefined();
     // The secret fields are no filter or sort a user could use.
     const sessionParameters = document.paths['/sessions'].get.parameters as { name: string; schema: { enum?: string[] } }[];

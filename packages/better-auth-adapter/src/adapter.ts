@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createAdapterFactory, type CustomAdapter } from 'better-auth/adapters';
-import { collectionPathOf, fromBackendRecord, toBackendField, toBackendRecord } from './models.js';
+import { collectionPathOf, entityNameOf, fromBackendRecord, toBackendField, toBackendRecord } from './models.js';
 import { restClient, type RestClientOptions } from './rest.js';
 
 export interface AuthstrapAdapterOptions extends RestClientOptions {
@@ -14,10 +14,21 @@ export interface AuthstrapAdapterOptions extends RestClientOptions {
   personalOrganization?: boolean;
 }
 
+/**
+ * Whether a where looks a session up by a token shaped like a SHA-256 (64 hex digits). The
+ * backend keeps only that hash of its own sessions' tokens; such a value is never a token Better
+ * Auth issued (its tokens are 32 letters and digits), so it must not find a session: otherwise a
+ * hash read from a database leak would sign in (e.g. as a Bearer through the bearer plugin).
+ */
+function looksUpStoredHash(model: string, where: CleanedWhere[] | undefined): boolean {
+  return model === 'session' && (where ?? []).some((clause) => clause.field === 'token' && typeof clause.value === 'string' && /^[0-9a-f]{64}$/.test(clause.value));
+}
+
 /** The most rows the backend returns in one page. */
 const backendPageSize = 100;
 
 type CleanedWhere = Parameters<CustomAdapter['findOne']>[0]['where'][number];
+type JoinConfig = NonNullable<Parameters<CustomAdapter['findOne']>[0]['join']>;
 
 /**
  * Better Auth's database, kept in an authstrap backend: every call is one request (or, for lists
@@ -63,20 +74,59 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
           })),
         ),
       });
+      /** A write by filter; no clause at all means every row, which the backend takes only as `all=true`. */
+      const writeFilter = (model: string, where: CleanedWhere[] | undefined): Record<string, string> =>
+        where && where.length > 0 ? whereQuery(model, where) : { all: 'true' };
       const pathOf = (model: string) => collectionPathOf(getModelName(model));
       /** The id a where names, when it names exactly one record by id and nothing else. */
       const idOnly = (where: CleanedWhere[]) =>
         where.length === 1 && where[0]!.field === 'id' && where[0]!.operator === 'eq' && typeof where[0]!.value === 'string' ? where[0]!.value : undefined;
 
-      async function findMany(model: string, where: CleanedWhere[] | undefined, limit: number, offset = 0, sortBy?: { field: string; direction: 'asc' | 'desc' }) {
+      /**
+       * The backend's `join` parameter: each related model Better Auth asks for is embedded in
+       * the rows by the backend, in the same statement (Better Auth's `advanced.database.joins`).
+       */
+      const joinQuery = (model: string, join: JoinConfig | undefined): Record<string, string> => {
+        if (!join || Object.keys(join).length === 0) return {};
+        const joins = Object.fromEntries(
+          Object.entries(join).map(([name, config]) => [
+            name,
+            {
+              entity: entityNameOf(name),
+              from: toBackendField(model, config.on.from),
+              to: toBackendField(config.modelKey ?? name, config.on.to),
+              relation: config.relation === 'one-to-one' ? 'one-to-one' : 'one-to-many',
+              limit: Math.min(config.limit ?? backendPageSize, backendPageSize),
+            },
+          ]),
+        );
+        return { join: JSON.stringify(joins) };
+      };
+      /** A row of the backend with Better Auth's names, its embedded records too. */
+      const fromBackendRow = (model: string, row: Record<string, unknown>, join: JoinConfig | undefined) => {
+        const record = fromBackendRecord(model, row);
+        for (const [name, config] of Object.entries(join ?? {})) {
+          const related = record[name];
+          const joinedModel = config.modelKey ?? name;
+          record[name] = Array.isArray(related)
+            ? related.map((item: Record<string, unknown>) => fromBackendRecord(joinedModel, item))
+            : related && typeof related === 'object'
+              ? fromBackendRecord(joinedModel, related as Record<string, unknown>)
+              : null;
+        }
+        return record;
+      };
+
+      async function findMany(model: string, where: CleanedWhere[] | undefined, limit: number, offset = 0, sortBy?: { field: string; direction: 'asc' | 'desc' }, join?: JoinConfig) {
         const rows: Record<string, unknown>[] = [];
+        if (looksUpStoredHash(model, where)) return rows;
         // Pages of at most 100, until the limit Better Auth asked for (never the whole table).
         while (rows.length < limit) {
           const pageSize = Math.min(backendPageSize, limit - rows.length);
-          const query: Record<string, string> = { ...whereQuery(model, where), limit: String(pageSize), offset: String(offset + rows.length) };
+          const query: Record<string, string> = { ...whereQuery(model, where), ...joinQuery(model, join), limit: String(pageSize), offset: String(offset + rows.length) };
           if (sortBy) Object.assign(query, { sort: toBackendField(model, sortBy.field), order: sortBy.direction });
           const page = await rest.list<Record<string, unknown>>(pathOf(model), query);
-          rows.push(...page.rows.map((row) => fromBackendRecord(model, row)));
+          rows.push(...page.rows.map((row) => fromBackendRow(model, row, join)));
           if (page.rows.length < pageSize) break;
         }
         return rows;
@@ -90,16 +140,17 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
           return fromBackendRecord(model, created) as typeof data;
         },
 
-        async findOne({ model, where }) {
-          const [row] = await findMany(model, where, 1);
+        async findOne({ model, where, join }) {
+          const [row] = await findMany(model, where, 1, 0, undefined, join);
           return (row ?? null) as never;
         },
 
-        async findMany({ model, where, limit, offset, sortBy }) {
-          return (await findMany(model, where, limit ?? backendPageSize, offset ?? 0, sortBy)) as never[];
+        async findMany({ model, where, limit, offset, sortBy, join }) {
+          return (await findMany(model, where, limit ?? backendPageSize, offset ?? 0, sortBy, join)) as never[];
         },
 
         async count({ model, where }) {
+          if (looksUpStoredHash(model, where)) return 0;
           return (await rest.list(pathOf(model), { ...whereQuery(model, where), limit: '1' })).total;
         },
 
@@ -112,7 +163,7 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
         },
 
         async updateMany({ model, where, update }) {
-          return rest.updateMany(pathOf(model), whereQuery(model, where), toBackendRecord(model, update));
+          return rest.updateMany(pathOf(model), writeFilter(model, where), toBackendRecord(model, update));
         },
 
         async delete({ model, where }) {
@@ -121,7 +172,7 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
         },
 
         async deleteMany({ model, where }) {
-          return rest.removeMany(pathOf(model), whereQuery(model, where));
+          return rest.removeMany(pathOf(model), writeFilter(model, where));
         },
       } satisfies CustomAdapter;
     },

@@ -5,7 +5,7 @@ import { callerOf } from '../extensions/auth/auth.decorator.js';
 import type { Database, Queryable } from '../db/database.js';
 import { sendData, sendList } from '../http/envelope.js';
 import { forbidden, notFound } from '../http/errors.js';
-import { parseListQuery, parseWriteFilter, type ListPage, type ListQuery, type ListSpec, type WhereClause } from '../http/list-query.js';
+import { parseListQuery, parseWriteFilter, type JoinTarget, type ListPage, type ListQuery, type ListSpec, type WhereClause } from '../http/list-query.js';
 import { parseBody, parseId } from '../http/validate.js';
 import type { GeneratedDeps } from './deps.js';
 import { userListSpec, userServiceRepository } from './User/user.repository.js';
@@ -23,6 +23,8 @@ import { MemberServiceCreateInput, MemberServiceReplaceInput, MemberServiceUpdat
 
 /** The SQL one entity's trusted-server routes run: its `…ServiceRepository`. */
 interface ServiceRepository<Row, Create, Replace, Update> {
+  /** The columns it reads, secrets included. */
+  readonly selectList: string;
   list(db: Queryable, query: ListQuery): Promise<ListPage<Row>>;
   findById(db: Queryable, id: string): Promise<Row | null>;
   create(db: Queryable, input: Create): Promise<Row>;
@@ -52,13 +54,14 @@ interface ServiceApi<Row, Create extends z.ZodType, Replace extends z.ZodType, U
  */
 function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodType, Update extends z.ZodType>(
   db: Database,
+  joinTargets: Readonly<Record<string, JoinTarget>>,
   { entity, list, repository, createInput, replaceInput, updateInput, afterCreate }: ServiceApi<Row, Create, Replace, Update>,
 ): Router {
   const router = Router();
   router.use((req, _res, next) => (callerOf(req).kind === 'service' ? next() : next('router')));
 
   router.get('/', async (req, res) => {
-    sendList(res, await repository.list(db, parseListQuery(req.query, list, 'service')));
+    sendList(res, await repository.list(db, parseListQuery(req.query, list, 'service', joinTargets)));
   });
 
   router.post('/', async (req, res) => {
@@ -131,10 +134,20 @@ const withPersonalOrganization =
   (tx: Queryable, user: { id: string; name: string }, req: Request) =>
     req.query.personalOrganization === 'true' ? auth.createPersonalOrganization(tx, user) : Promise.resolve();
 
+/** The entities a trusted-server list may embed in its rows (`join`): the ones it manages. */
+const joinTargets: Readonly<Record<string, JoinTarget>> = {
+  User: { spec: userListSpec, selectList: userServiceRepository.selectList },
+  account: { spec: accountListSpec, selectList: accountServiceRepository.selectList },
+  session: { spec: sessionListSpec, selectList: sessionServiceRepository.selectList },
+  verification: { spec: verificationListSpec, selectList: verificationServiceRepository.selectList },
+  Organization: { spec: organizationListSpec, selectList: organizationServiceRepository.selectList },
+  member: { spec: memberListSpec, selectList: memberServiceRepository.selectList },
+};
+
 /** The trusted server's routes of every entity it manages, by entity. */
 export function serviceApiRouters({ db, auth }: GeneratedDeps) {
   return {
-    user: serviceApiRouter(db, {
+    user: serviceApiRouter(db, joinTargets, {
       entity: 'User',
       list: userListSpec,
       repository: userServiceRepository,
@@ -143,7 +156,7 @@ export function serviceApiRouters({ db, auth }: GeneratedDeps) {
       updateInput: UserServiceUpdateInput,
       afterCreate: withPersonalOrganization(auth),
     }),
-    account: serviceApiRouter(db, {
+    account: serviceApiRouter(db, joinTargets, {
       entity: 'account',
       list: accountListSpec,
       repository: accountServiceRepository,
@@ -151,7 +164,7 @@ export function serviceApiRouters({ db, auth }: GeneratedDeps) {
       replaceInput: AccountServiceReplaceInput,
       updateInput: AccountServiceUpdateInput,
     }),
-    session: serviceApiRouter(db, {
+    session: serviceApiRouter(db, joinTargets, {
       entity: 'session',
       list: sessionListSpec,
       repository: sessionServiceRepository,
@@ -159,7 +172,7 @@ export function serviceApiRouters({ db, auth }: GeneratedDeps) {
       replaceInput: SessionServiceReplaceInput,
       updateInput: SessionServiceUpdateInput,
     }),
-    verification: serviceApiRouter(db, {
+    verification: serviceApiRouter(db, joinTargets, {
       entity: 'verification',
       list: verificationListSpec,
       repository: verificationServiceRepository,
@@ -167,7 +180,7 @@ export function serviceApiRouters({ db, auth }: GeneratedDeps) {
       replaceInput: VerificationServiceReplaceInput,
       updateInput: VerificationServiceUpdateInput,
     }),
-    organization: serviceApiRouter(db, {
+    organization: serviceApiRouter(db, joinTargets, {
       entity: 'Organization',
       list: organizationListSpec,
       repository: organizationServiceRepository,
@@ -175,7 +188,7 @@ export function serviceApiRouters({ db, auth }: GeneratedDeps) {
       replaceInput: OrganizationServiceReplaceInput,
       updateInput: OrganizationServiceUpdateInput,
     }),
-    member: serviceApiRouter(db, {
+    member: serviceApiRouter(db, joinTargets, {
       entity: 'member',
       list: memberListSpec,
       repository: memberServiceRepository,

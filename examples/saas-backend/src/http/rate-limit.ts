@@ -6,7 +6,7 @@ import { RedisStore } from 'rate-limit-redis';
 import { createClient } from 'redis';
 import type { Config } from '../config.js';
 import { sendError } from './envelope.js';
-import { bearerToken, isServiceKeyRequest, sessionCookie } from './session-token.js';
+import { isServiceKeyRequest, sessionCredential } from './session-token.js';
 
 export interface RateLimits {
   /** Mounted at /api/auth: sign-up, sign-in, sign-out (10 an hour by default). */
@@ -181,7 +181,7 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
  * Redis), or the client IP for a request without one.
  */
 function dataClientKey(req: Request): string {
-  const token = bearerToken(req) ?? sessionCookie(req);
+  const token = sessionCredential(req);
   if (token) return `session:${createHash('sha256').update(token).digest('base64url')}`;
   return `ip:${ipKeyGenerator(req.ip ?? '')}`;
 }

@@ -88,10 +88,14 @@ const whereDescription =
   "connector AND (default) or OR: every AND clause must hold and, if there are OR clauses, one of them; mode 'insensitive' " +
   'compares text case-insensitively. Dates compare at millisecond precision.';
 
-function whereParameter(required: boolean) {
-  const where = z.string().meta({ description: whereDescription, example: '[{"field":"email","value":"ada@example.com"}]' });
-  return required ? where : where.optional();
-}
+const whereParameter = () => z.string().optional().meta({ description: whereDescription, example: '[{"field":"email","value":"ada@example.com"}]' });
+
+/** A write by filter: a where with at least one clause, or all=true (and no where) for every record. */
+const writeFilterQuery = () =>
+  z.object({
+    where: whereParameter().meta({ description: `Required unless all=true. ${whereDescription}` }),
+    all: z.enum(['true']).optional().meta({ description: 'Every record, on purpose: send all=true and no where' }),
+  });
 
 function listQuery({ list, serviceApi }: CrudRoutes) {
   const visible = Object.fromEntries(Object.entries(list.fields).filter(([, field]) => !field.secret));
@@ -105,7 +109,14 @@ function listQuery({ list, serviceApi }: CrudRoutes) {
     ...(serviceApi
       ? {
           offset: z.int().min(0).optional().meta({ description: 'Trusted server (service key) only: rows to skip, instead of page' }),
-          where: whereParameter(false),
+          where: whereParameter(),
+          join: z
+            .string()
+            .optional()
+            .meta({
+              description:
+                'Trusted server (service key) only: related records to embed in each row, as URL-encoded JSON: {"user": {"entity": "User", "from": "userId", "to": "id", "relation": "one-to-one"}}; one-to-many (the default) embeds up to `limit` (100) records',
+            }),
         }
       : {}),
     ...filterParameters(visible),
@@ -171,12 +182,12 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
     const serviceOnly = { 400: errorResponse('No where, or a malformed one'), 403: errorResponse('Not the service key') };
     registry.registerPath({
       method: 'patch', path: routes.path, tags, summary: `Update every ${routes.entity} a filter matches (service key only)`,
-      request: { query: z.object({ where: whereParameter(true) }), body: jsonBody(routes.serviceApi.updateInput) },
+      request: { query: writeFilterQuery(), body: jsonBody(routes.serviceApi.updateInput) },
       responses: { 200: count, ...serviceOnly, ...invalid },
     });
     registry.registerPath({
       method: 'delete', path: routes.path, tags, summary: `Delete every ${routes.entity} a filter matches (service key only)`,
-      request: { query: z.object({ where: whereParameter(true) }) },
+      request: { query: writeFilterQuery() },
       responses: { 200: count, ...serviceOnly },
     });
   }

@@ -54,6 +54,8 @@ export interface TestBackend {
 }
 
 export const serviceApiKey = 'test-service-key-0123456789abcdef0123456789';
+/** AUTH_SECRET of every test backend: Better Auth on the adapter signs its cookie with it too. */
+export const authSecret = 'test-auth-secret-0123456789abcdef0123456789';
 export const allowedOrigin = 'http://localhost:5173';
 
 /**
@@ -72,6 +74,7 @@ export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, 
     RATE_LIMIT_AUTH_MAX: '1000000',
     RATE_LIMIT_DATA_MAX: '1000000',
     SERVICE_API_KEY: serviceApiKey,
+    AUTH_SECRET: authSecret,
     ALLOWED_ORIGINS: allowedOrigin,
     ...(database ? { DATABASE_URL: database.url } : { EMBEDDED_DB_DIR: 'memory://' }),
     ...extraEnv,

@@ -3,33 +3,34 @@ import type { RequestHandler } from 'express';
 import type { Config } from '../../config.js';
 import type { AuthService } from '../../extensions/auth/auth.service.js';
 import { HttpError } from '../../http/errors.js';
-import { bearerToken, isServiceKeyRequest, sessionCookie, setSessionCookie } from '../../http/session-token.js';
+import { isServiceKeyRequest, presentedSession, setSessionCookie } from '../../http/session-token.js';
 import { isUuid } from '../../http/validate.js';
 
 /**
  * Resolves who is calling, before any generated route runs:
  * - `Authorization: Bearer <SERVICE_API_KEY>`: a trusted server (full access to the auth entities);
- * - `Authorization: Bearer <token>` or the `session` cookie: a user, with their role in the
- *   organization named by `x-organization-id`, all in one database round trip.
+ * - `Authorization: Bearer <token>`, the `session` cookie or Better Auth's session cookie: a user,
+ *   with their role in the organization named by `x-organization-id`, all in one database round
+ *   trip.
  * No credentials, or an expired, signed-out or forged session: 401.
  */
-export function authGuard({ auth, config }: { auth: AuthService; config: Pick<Config, 'serviceApiKey' | 'nodeEnv'> }): RequestHandler {
+export function authGuard({ auth, config }: { auth: AuthService; config: Pick<Config, 'serviceApiKey' | 'nodeEnv' | 'authSecret'> }): RequestHandler {
   return async (req, res, next) => {
     if (isServiceKeyRequest(req, config.serviceApiKey)) {
       req.caller = { kind: 'service' };
       next();
       return;
     }
-    const bearer = bearerToken(req);
-    const token = bearer ?? sessionCookie(req);
-    if (!token) {
+    const presented = presentedSession(req, config);
+    if (!presented) {
       throw new HttpError(401, 'UNAUTHORIZED', 'Sign in first: send the session cookie or an Authorization: Bearer token');
     }
     const header = req.header('x-organization-id');
-    const resolved = await auth.resolveSession(token, header && isUuid(header) ? header.toLowerCase() : undefined);
+    const resolved = await auth.resolveSession(presented.token, header && isUuid(header) ? header.toLowerCase() : undefined);
     if (!resolved) throw new HttpError(401, 'UNAUTHORIZED', 'Your session is invalid or has expired; sign in again');
-    // A renewed cookie session gets a fresh cookie; a bearer client keeps its token as it is.
-    if (resolved.renewed && !bearer) setSessionCookie(res, token, config);
+    // A renewed session gets a fresh `session` cookie if it came in one; a bearer client keeps its
+    // token as it is, and Better Auth renews its own cookie.
+    if (resolved.renewed && presented.via === 'cookie') setSessionCookie(res, presented.token, config);
     req.caller = { kind: 'user', user: resolved.user, session: resolved.session, membership: resolved.membership };
     next();
   };

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { sendData } from '../../http/envelope.js';
 import { HttpError } from '../../http/errors.js';
-import { bearerToken, clearSessionCookie, sessionCookie, setSessionCookie } from '../../http/session-token.js';
+import { clearSessionCookie, presentedSession, setSessionCookie } from '../../http/session-token.js';
 import { parseBody } from '../../http/validate.js';
 import { SignInInput, SignUpInput, type AuthService } from './auth.service.js';
 import { InvitationAnswerInput } from './invitations.js';
@@ -36,16 +36,16 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
   });
 
   router.post('/sign-out', async (req, res) => {
-    const token = bearerToken(req) ?? sessionCookie(req);
-    if (token) await auth.signOut(token);
+    const presented = presentedSession(req, config);
+    if (presented) await auth.signOut(presented.token);
     clearSessionCookie(res, config);
     sendData(res, { signedOut: true });
   });
 
   /** The signed-in user behind this request, or 401. */
   const signedInUser = async (req: Request) => {
-    const token = bearerToken(req) ?? sessionCookie(req);
-    const resolved = token ? await auth.resolveSession(token) : null;
+    const presented = presentedSession(req, config);
+    const resolved = presented ? await auth.resolveSession(presented.token) : null;
     if (!resolved) throw new HttpError(401, 'UNAUTHORIZED', 'Sign in first: send the session cookie or an Authorization: Bearer token');
     return resolved.user;
   };
@@ -64,10 +64,10 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
   }
 
   router.get('/get-session', async (req, res) => {
-    const token = bearerToken(req) ?? sessionCookie(req);
-    const resolved = token ? await auth.resolveSession(token) : null;
+    const presented = presentedSession(req, config);
+    const resolved = presented ? await auth.resolveSession(presented.token) : null;
     if (!resolved) throw new HttpError(401, 'UNAUTHORIZED', 'No valid session');
-    if (resolved.renewed && !bearerToken(req)) setSessionCookie(res, token!, config);
+    if (resolved.renewed && presented!.via === 'cookie') setSessionCookie(res, presented!.token, config);
     sendData(res, { session: resolved.session, user: resolved.user, organizations: await auth.organizationsOf(resolved.user.id) });
   });
 

@@ -117,6 +117,8 @@ const serviceUpdateColumns = {
  * SQL for the trusted server's Organization routes (src/generated/service-api.ts).
  */
 export const organizationServiceRepository = {
+  selectList: serviceSelectList,
+
   list(db: Queryable, query: ListQuery): Promise<ListPage<OrganizationServiceRecord>> {
     return listRows<OrganizationServiceRecord>(db, organizationListSpec, query, {}, [], serviceSelectList);
   },

@@ -129,6 +129,8 @@ const serviceUpdateColumns = {
  * SQL for the trusted server's User routes (src/generated/service-api.ts).
  */
 export const userServiceRepository = {
+  selectList: serviceSelectList,
+
   list(db: Queryable, query: ListQuery): Promise<ListPage<UserServiceRecord>> {
     return listRows<UserServiceRecord>(db, userListSpec, query, {}, [], serviceSelectList);
   },

@@ -164,6 +164,8 @@ const serviceUpdateColumns = {
  * SQL for the trusted server's account routes (src/generated/service-api.ts).
  */
 export const accountServiceRepository = {
+  selectList: serviceSelectList,
+
   list(db: Queryable, query: ListQuery): Promise<ListPage<AccountServiceRecord>> {
     return listRows<AccountServiceRecord>(db, accountListSpec, query, {}, [], serviceSelectList);
   },

@@ -135,6 +135,8 @@ const serviceUpdateColumns = {
  * manages every organization's records, so these statements are not scoped to one.
  */
 export const memberServiceRepository = {
+  selectList: serviceSelectList,
+
   list(db: Queryable, query: ListQuery): Promise<ListPage<MemberServiceRecord>> {
     return listRows<MemberServiceRecord>(db, memberListSpec, query, {}, [], serviceSelectList);
   },

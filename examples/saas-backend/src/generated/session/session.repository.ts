@@ -140,6 +140,8 @@ const serviceUpdateColumns = {
  * SQL for the trusted server's session routes (src/generated/service-api.ts).
  */
 export const sessionServiceRepository = {
+  selectList: serviceSelectList,
+
   list(db: Queryable, query: ListQuery): Promise<ListPage<SessionServiceRecord>> {
     return listRows<SessionServiceRecord>(db, sessionListSpec, query, {}, [], serviceSelectList);
   },

@@ -122,6 +122,8 @@ const serviceUpdateColumns = {
  * SQL for the trusted server's verification routes (src/generated/service-api.ts).
  */
 export const verificationServiceRepository = {
+  selectList: serviceSelectList,
+
   list(db: Queryable, query: ListQuery): Promise<ListPage<VerificationServiceRecord>> {
     return listRows<VerificationServiceRecord>(db, verificationListSpec, query, {}, [], serviceSelectList);
   },

@@ -2,7 +2,7 @@ import cors from 'cors';
 import type { Request, RequestHandler } from 'express';
 import type { Config } from '../config.js';
 import { forbidden } from './errors.js';
-import { bearerToken, sessionCookie } from './session-token.js';
+import { bearerToken, hasSessionCookie } from './session-token.js';
 
 /** Browsers may call with cookies only from the origins in ALLOWED_ORIGINS; there is no wildcard. */
 export function corsPolicy(config: Pick<Config, 'allowedOrigins'>): RequestHandler {
@@ -17,15 +17,16 @@ export function corsPolicy(config: Pick<Config, 'allowedOrigins'>): RequestHandl
 const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * CSRF: a state-changing request that a browser authenticates with the session cookie must come
- * from a page of an allowed origin (or this backend's own). Requests with a Bearer token cannot
- * be forged cross-site, and requests without the cookie have nothing to forge.
+ * CSRF: a state-changing request that a browser authenticates with a session cookie (ours or
+ * Better Auth's) must come from a page of an allowed origin (or this backend's own). Requests
+ * with a Bearer token cannot be forged cross-site, and requests without the cookie have nothing
+ * to forge.
  */
 export function csrfGuard(config: Pick<Config, 'allowedOrigins' | 'authUrl'>): RequestHandler {
   const trusted = new Set([...config.allowedOrigins, new URL(config.authUrl).origin]);
   const ownOrigin = (req: Request) => `${req.protocol}://${req.get('host')}`;
   return (req, _res, next) => {
-    if (safeMethods.has(req.method) || !sessionCookie(req) || bearerToken(req)) {
+    if (safeMethods.has(req.method) || !hasSessionCookie(req) || bearerToken(req)) {
       next();
       return;
     }

@@ -54,9 +54,9 @@ export const maxPageSize = 100;
 const maxInValues = 100;
 
 /** The list parameters that are not field filters; a field of the same name is filtered as `name[eq]`. */
-export const listParameters = ['page', 'limit', 'sort', 'order', 'search', 'createdAfter', 'where', 'offset'] as const;
+export const listParameters = ['page', 'limit', 'sort', 'order', 'search', 'createdAfter', 'where', 'offset', 'join'] as const;
 /** The list parameters only the trusted server may send. */
-const serviceParameters = ['where', 'offset'];
+const serviceParameters = ['where', 'offset', 'join'];
 
 /** Who is asking: a signed-in user, or the trusted server (the service key). */
 export type ListCaller = 'user' | 'service';
@@ -90,6 +90,7 @@ const listQuerySchema = z.object({
     .optional(),
   search: z.string().max(200, 'search is at most 200 characters').optional(),
   where: z.string().optional(),
+  join: z.string().optional(),
 });
 
 export interface FieldFilter {
@@ -99,11 +100,13 @@ export interface FieldFilter {
   value: unknown;
 }
 
-export type ListQuery = Omit<z.infer<typeof listQuerySchema>, 'where' | 'page'> & {
+export type ListQuery = Omit<z.infer<typeof listQuerySchema>, 'where' | 'page' | 'join'> & {
   page: number;
   sort: string;
   filters: FieldFilter[];
   where: WhereClause[];
+  /** Related records embedded in each row (the trusted server's `join`). */
+  joins?: Join[];
 };
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -188,7 +191,7 @@ function parseFilter(spec: ListSpec, fields: Readonly<Record<string, ListField>>
  * Reads the list parameters of a request; anything unknown or malformed is a 400 naming the
  * parameter. `where`, `offset` and the secret fields are the trusted server's: a user gets a 403.
  */
-export function parseListQuery(query: unknown, spec: ListSpec, caller: ListCaller = 'user'): ListQuery {
+export function parseListQuery(query: unknown, spec: ListSpec, caller: ListCaller = 'user', joinTargets: Readonly<Record<string, JoinTarget>> = {}): ListQuery {
   const raw = (query ?? {}) as Record<string, unknown>;
   const fields = fieldsFor(spec, caller);
   const listed: Record<string, string> = {};
@@ -206,7 +209,7 @@ export function parseListQuery(query: unknown, spec: ListSpec, caller: ListCalle
     const details = Object.fromEntries(parsed.error.issues.map((issue) => [String(issue.path[0] ?? 'query'), issue.message]));
     throw badRequest('Invalid list parameters', details);
   }
-  const { where, page, ...rest } = parsed.data;
+  const { where, page, join, ...rest } = parsed.data;
   if (page !== undefined && rest.offset !== undefined) throw badRequest('Give page or offset, not both', { offset: 'Remove page or offset' });
   const listQuery: ListQuery = {
     ...rest,
@@ -214,6 +217,7 @@ export function parseListQuery(query: unknown, spec: ListSpec, caller: ListCalle
     sort: parsed.data.sort ?? spec.defaultSort,
     filters,
     where: where === undefined ? [] : parseWhere(spec, fields, where),
+    joins: join === undefined ? undefined : parseJoins(spec, join, joinTargets),
   };
   if (!Object.hasOwn(fields, listQuery.sort)) {
     throw badRequest(`Cannot sort ${spec.entity} by "${listQuery.sort}"`, {
@@ -338,18 +342,106 @@ function parseWhere(spec: ListSpec, fields: Readonly<Record<string, ListField>>,
 }
 
 /**
+ * Joins: related records of other entities, embedded in each row of a trusted-server list, so
+ * that a Better Auth adapter reads a session and its user (or a user and their accounts) in one
+ * request and one statement:
+ *
+ *   ?join={"user": {"entity": "User", "from": "userId", "to": "id", "relation": "one-to-one"}}
+ *
+ * Each key names the property the related record(s) appear under; `from` is a field of this
+ * entity, `to` a field of `entity` (one of the entities the trusted server manages). one-to-one
+ * embeds the record or null; one-to-many (the default) an array of up to `limit` (default and at
+ * most 100) records, oldest first.
+ */
+export interface JoinTarget {
+  spec: ListSpec;
+  /** The columns the trusted server reads of it, secrets included. */
+  selectList: string;
+}
+
+export interface Join {
+  as: string;
+  target: JoinTarget;
+  fromColumn: string;
+  toColumn: string;
+  limit: number;
+  one: boolean;
+}
+
+const maxJoins = 5;
+const joinKeys = new Set(['entity', 'from', 'to', 'relation', 'limit']);
+
+function parseJoins(spec: ListSpec, raw: string, targets: Readonly<Record<string, JoinTarget>>): Join[] {
+  const invalid = (message: string) => badRequest(`Invalid join: ${message}`, { join: message });
+  let joins: unknown;
+  try {
+    joins = JSON.parse(raw);
+  } catch {
+    throw invalid('must be a JSON object, URL-encoded');
+  }
+  if (joins === null || typeof joins !== 'object' || Array.isArray(joins)) throw invalid('must be a JSON object of joins by name');
+  const entries = Object.entries(joins);
+  if (entries.length > maxJoins) throw invalid(`at most ${maxJoins} joins`);
+  return entries.map(([as, join]): Join => {
+    if (!/^[A-Za-z][A-Za-z0-9_]{0,62}$/.test(as) || Object.hasOwn(spec.fields, as)) {
+      throw invalid(`"${as.slice(0, 64)}" must be a name of letters, digits and _ that is not a field of ${spec.entity}`);
+    }
+    if (join === null || typeof join !== 'object' || Array.isArray(join)) throw invalid(`${as} must be an object`);
+    const { entity, from, to, relation = 'one-to-many', limit = maxPageSize } = join as Record<string, unknown>;
+    const unknownKey = Object.keys(join).find((key) => !joinKeys.has(key));
+    if (unknownKey !== undefined) throw invalid(`${as} has an unknown key; use entity, from, to, relation, limit`);
+    if (typeof entity !== 'string' || !Object.hasOwn(targets, entity)) throw invalid(`${as}: entity must be one of: ${Object.keys(targets).join(', ')}`);
+    const target = targets[entity]!;
+    if (typeof from !== 'string' || !Object.hasOwn(spec.fields, from)) throw invalid(`${as}: from must be a field of ${spec.entity}`);
+    if (typeof to !== 'string' || !Object.hasOwn(target.spec.fields, to)) throw invalid(`${as}: to must be a field of ${entity}`);
+    if (relation !== 'one-to-one' && relation !== 'one-to-many') throw invalid(`${as}: relation must be one-to-one or one-to-many`);
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxPageSize) throw invalid(`${as}: limit must be a whole number from 1 to ${maxPageSize}`);
+    const one = relation === 'one-to-one';
+    return { as, target, fromColumn: spec.fields[from]!.column, toColumn: target.spec.fields[to]!.column, limit: one ? 1 : limit, one };
+  });
+}
+
+/** The SELECT column that embeds one join's records as JSON, correlated with the listed row. */
+function joinColumnSql(table: string, join: Join): string {
+  const { spec, selectList } = join.target;
+  const related = `SELECT ${selectList} FROM ${quoteIdentifier(spec.table)} AS "~related" WHERE "~related".${quoteIdentifier(join.toColumn)} = ${quoteIdentifier(table)}.${quoteIdentifier(join.fromColumn)}`;
+  if (join.one) return `(SELECT row_to_json("~one") FROM (${related} LIMIT 1) AS "~one") AS ${quoteIdentifier(join.as)}`;
+  const oldestFirst = spec.createdAtColumn ? `${quoteIdentifier(spec.createdAtColumn)}, "id"` : '"id"';
+  return `(SELECT coalesce(json_agg("~many"), '[]'::json) FROM (${related} ORDER BY ${oldestFirst} LIMIT ${join.limit}) AS "~many") AS ${quoteIdentifier(join.as)}`;
+}
+
+/**
+ * JSON carries the embedded records' timestamps in PostgreSQL's own format (microseconds,
+ * +00:00); they are read as Dates, so they are sent as the row's own timestamps are.
+ */
+function readJoinedDates(row: Record<string, unknown>, joins: Join[]): void {
+  for (const join of joins) {
+    const datetimeFields = Object.entries(join.target.spec.fields).filter(([, field]) => field.type === 'datetime');
+    const value = row[join.as];
+    for (const record of (Array.isArray(value) ? value : value ? [value] : []) as Record<string, unknown>[]) {
+      for (const [name] of datetimeFields) if (typeof record[name] === 'string') record[name] = new Date(record[name] as string);
+    }
+  }
+}
+
+/**
  * The `where` of an update-many or delete-many: required and non-empty, so no request writes a
- * whole table by accident; no other parameter.
+ * whole table by accident. Every row is only ever written on purpose, with `?all=true` and no
+ * `where` (what a Better Auth adapter's `deleteMany` with an empty where means).
  */
 export function parseWriteFilter(query: unknown, spec: ListSpec): WhereClause[] {
   const raw = (query ?? {}) as Record<string, unknown>;
-  const other = Object.keys(raw).find((name) => name !== 'where');
-  if (other !== undefined) throw badRequest(`Unknown query parameter "${other.slice(0, 100)}" for a write by filter`, { [other.slice(0, 100)]: 'Only where is accepted' });
+  const other = Object.keys(raw).find((name) => name !== 'where' && name !== 'all');
+  if (other !== undefined) throw badRequest(`Unknown query parameter "${other.slice(0, 100)}" for a write by filter`, { [other.slice(0, 100)]: 'Only where (or all=true) is accepted' });
+  if (raw.all !== undefined) {
+    if (raw.all !== 'true' || raw.where !== undefined) throw badRequest('all=true writes every record and takes no where', { all: 'Send all=true alone, or a where without all' });
+    return [];
+  }
   if (typeof raw.where !== 'string') {
-    throw badRequest('A where filter is required to change or delete several records', { where: 'Give it once, as URL-encoded JSON' });
+    throw badRequest('A where filter is required to change or delete several records', { where: 'Give it once, as URL-encoded JSON (or all=true for every record)' });
   }
   const where = parseWhere(spec, fieldsFor(spec, 'service'), raw.where);
-  if (where.length === 0) throw badRequest('A where filter needs at least one clause', { where: 'An empty filter would match every record' });
+  if (where.length === 0) throw badRequest('A where filter needs at least one clause', { where: 'An empty filter would match every record; send all=true instead of where to mean that' });
   return where;
 }
 
@@ -462,15 +554,18 @@ export async function listRows<Row>(
   const orderBy = `ORDER BY ${quoteIdentifier(spec.fields[query.sort]!.column)} ${direction}, "id" ${direction}`;
   const offset = query.offset ?? (query.page - 1) * query.limit;
 
+  const joined = (query.joins ?? []).map((join) => `, ${joinColumnSql(spec.table, join)}`).join('');
+
   // The page and the total in one statement (one round trip): the count is an uncorrelated
   // subquery, which PostgreSQL runs once (an index-only count), beside the page read in sort order.
   const { rows } = await db.query<Row & { [totalColumn]?: number }>(
-    `SELECT ${selectList}, (SELECT count(*)::int ${from}) AS "${totalColumn}" ${from} ${orderBy} LIMIT ${query.limit} OFFSET ${offset}`,
+    `SELECT ${selectList}${joined}, (SELECT count(*)::int ${from}) AS "${totalColumn}" ${from} ${orderBy} LIMIT ${query.limit} OFFSET ${offset}`,
     params,
   );
   let total = rows[0]?.[totalColumn] ?? 0;
   // A copy without the total rather than `delete`, which would slow every later read of the row.
   const page = rows.map(({ [totalColumn]: _total, ...row }) => row as Row);
+  if (query.joins?.length) for (const row of page) readJoinedDates(row as Record<string, unknown>, query.joins);
   // A page past the end has no row to carry the total: only then is it counted on its own.
   if (rows.length === 0 && offset > 0) {
     const { rows: counted } = await db.query<{ total: number }>(`SELECT count(*)::int AS total ${from}`, params);

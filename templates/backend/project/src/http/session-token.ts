@@ -1,10 +1,20 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Config } from '../config.js';
 
-/** How a client presents its session: the `session` cookie, or `Authorization: Bearer <token>`. */
+/**
+ * How a client presents its session: `Authorization: Bearer <token>`, the `session` cookie, or
+ * the cookie Better Auth sets when it runs on this backend through @authstrap/better-auth-adapter
+ * (see docs/better-auth.md). This file is yours: the generator created it once.
+ */
 
 export const sessionCookieName = 'session';
+/**
+ * Better Auth's session cookie: `<prefix>.session_token`, with `__Secure-` in front when its
+ * base URL is https. Change the prefix here if you set `advanced.cookiePrefix` in Better Auth.
+ */
+const betterAuthCookiePrefix = 'better-auth';
+const betterAuthCookieNames = [`__Secure-${betterAuthCookiePrefix}.session_token`, `${betterAuthCookiePrefix}.session_token`];
 const sessionCookieMaxAgeMs = 7 * 24 * 60 * 60 * 1000;
 
 export function bearerToken(req: Request): string | undefined {
@@ -26,11 +36,11 @@ export function isServiceKeyRequest(req: Request, serviceApiKey: string | undefi
   return bearer !== undefined && serviceApiKey !== undefined && secretsEqual(bearer, serviceApiKey);
 }
 
-/** The `session` cookie's value, read without a cookie-parsing dependency. */
-export function sessionCookie(req: Request): string | undefined {
+/** A cookie's value, read without a cookie-parsing dependency. */
+function cookieValue(req: Request, name: string): string | undefined {
   for (const part of (req.header('cookie') ?? '').split(';')) {
     const separator = part.indexOf('=');
-    if (separator !== -1 && part.slice(0, separator).trim() === sessionCookieName) {
+    if (separator !== -1 && part.slice(0, separator).trim() === name) {
       const value = part.slice(separator + 1).trim();
       try {
         return value ? decodeURIComponent(value) : undefined;
@@ -41,6 +51,63 @@ export function sessionCookie(req: Request): string | undefined {
     }
   }
   return undefined;
+}
+
+/** The `session` cookie's value. */
+export const sessionCookie = (req: Request): string | undefined => cookieValue(req, sessionCookieName);
+
+/** Better Auth's signed session cookie, as sent (not verified). */
+const betterAuthCookie = (req: Request): string | undefined =>
+  betterAuthCookieNames.map((name) => cookieValue(req, name)).find((value) => value !== undefined);
+
+/** Whether the browser sent a session cookie (ours or Better Auth's): what CSRF is about. */
+export const hasSessionCookie = (req: Request): boolean => sessionCookie(req) !== undefined || betterAuthCookie(req) !== undefined;
+
+/** Whatever session credential a request carries, unverified: whom the data limiter counts. */
+export const sessionCredential = (req: Request): string | undefined => bearerToken(req) ?? sessionCookie(req) ?? betterAuthCookie(req);
+
+/** How the session was presented: only our own cookie is renewed by setting it again. */
+export type PresentedSession = { token: string; via: 'bearer' | 'cookie' | 'better-auth-cookie' };
+
+/**
+ * The session token a request presents, in this order: a Bearer, the `session` cookie, Better
+ * Auth's cookie. Better Auth's values are `<token>.<signature>`, the signature an HMAC-SHA256 of
+ * the token with AUTH_SECRET; one that does not verify presents nothing. A Bearer in that signed
+ * form (what Better Auth's bearer plugin hands out) is checked the same way.
+ */
+export function presentedSession(req: Request, config: Pick<Config, 'authSecret'>): PresentedSession | undefined {
+  const bearer = bearerToken(req);
+  if (bearer !== undefined) {
+    const token = bearer.includes('.') ? verifiedBetterAuthToken(bearer, config.authSecret) : bearer;
+    return token === undefined ? undefined : { token, via: 'bearer' };
+  }
+  const own = sessionCookie(req);
+  if (own !== undefined) return { token: own, via: 'cookie' };
+  const signed = betterAuthCookie(req);
+  const token = signed === undefined ? undefined : verifiedBetterAuthToken(signed, config.authSecret);
+  return token === undefined ? undefined : { token, via: 'better-auth-cookie' };
+}
+
+/** The token of a Better Auth signed value, or undefined when its signature is not AUTH_SECRET's. */
+function verifiedBetterAuthToken(signed: string, authSecret: string | undefined): string | undefined {
+  const dot = signed.lastIndexOf('.');
+  if (!authSecret || dot < 1) return undefined;
+  const token = signed.slice(0, dot);
+  // Better Auth signs in standard base64; its bearer plugin may hand the value out URL-safe.
+  const signature = Buffer.from(signed.slice(dot + 1).replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+  const expected = createHmac('sha256', authSecret).update(token).digest();
+  return signature.length === expected.length && timingSafeEqual(signature, expected) ? token : undefined;
+}
+
+/**
+ * The values a presented token may be stored as. Our own sessions keep only the token's SHA-256
+ * (64 hex digits). Better Auth's keep the token itself, as Better Auth does in a database of its
+ * own (docs/decisions.md says why). A token shaped like a SHA-256 is only ever compared hashed,
+ * so a stored hash read from a database leak never works as a token.
+ */
+export function storedTokenCandidates(token: string): string[] {
+  const hashed = hashToken(token);
+  return /^[0-9a-f]{64}$/.test(token) ? [hashed] : [hashed, token];
 }
 
 const cookieOptions = (config: Pick<Config, 'nodeEnv'>) => ({

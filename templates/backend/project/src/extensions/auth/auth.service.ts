@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Config } from '../../config.js';
 import type { Database, Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
-import { hashToken } from '../../http/session-token.js';
+import { hashToken, storedTokenCandidates } from '../../http/session-token.js';
 import { createInvitations, type SentInvitation } from './invitations.js';
 import { RoleSchema, type Role } from './roles.js';
 
@@ -15,6 +15,8 @@ import { RoleSchema, type Role } from './roles.js';
  * - Passwords are bcrypt hashes in `account.password` (providerId 'credential'), never in `User`.
  * - A session secret is 32 random bytes the client keeps (cookie `session` or a Bearer token);
  *   the database stores only its SHA-256, so a database leak yields no usable session.
+ * - Sessions that Better Auth created through the adapter are accepted too (see
+ *   storedTokenCandidates in http/session-token.ts).
  */
 
 const sessionLifetimeMs = 7 * 24 * 60 * 60 * 1000;
@@ -208,7 +210,7 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
     },
 
     async signOut(token: string): Promise<void> {
-      await db.query(`DELETE FROM "session" WHERE "token" = $1`, [hashToken(token)]);
+      await db.query(`DELETE FROM "session" WHERE "token" = ANY($1::text[])`, [storedTokenCandidates(token)]);
     },
 
     /**
@@ -222,8 +224,8 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
          FROM "session" s
          JOIN (SELECT ${userColumns('"User"')} FROM "User") u ON u."id" = s."userId"
          LEFT JOIN "member" m ON m."userId" = s."userId" AND m."organizationId" = $2
-         WHERE s."token" = $1 AND s."expiresAt" > now()`,
-        [hashToken(token), organizationId ?? null],
+         WHERE s."token" = ANY($1::text[]) AND s."expiresAt" > now()`,
+        [storedTokenCandidates(token), organizationId ?? null],
       );
       const row = rows[0];
       if (!row) return null;

@@ -1,0 +1,126 @@
+// What the benches share: child processes that are always stopped, free loopback ports, the
+// example backend started as production starts it, and a small JSON client for its API.
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+const repoDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const exampleDir = path.join(repoDir, 'examples', 'saas-backend');
+
+/** Every child a bench started and has not stopped yet: its cleanup stops them all. */
+export const children = new Set();
+
+export function startChild(name, command, args, options) {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.benchName = name;
+  child.output = '';
+  const keep = (chunk) => {
+    child.output = (child.output + chunk).slice(-20_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  child.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  children.add(child);
+  return child;
+}
+
+/** SIGTERM, then SIGKILL after 10 s; only the process this script started, by its handle. */
+export async function stopChild(child) {
+  if (!children.has(child)) return;
+  children.delete(child);
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls until `url` answers 200, for at most `seconds`. */
+export async function waitForOk(url, child, seconds = 30) {
+  const deadline = Date.now() + seconds * 1000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${child.benchName} exited (${child.exitCode}) before answering:\n${child.output}`);
+    try {
+      const response = await fetch(url);
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(200);
+  }
+  throw new Error(`${child.benchName} did not answer ${url} within ${seconds} s:\n${child.output}`);
+}
+
+let built = false;
+
+/**
+ * The example backend as production runs it: compiled once (npm run build), then `node
+ * dist/index.js` with NODE_ENV=production, on 127.0.0.1, bcrypt at cost 4 and the rate limits out
+ * of the way. `env` adds to (or blanks) the settings.
+ */
+export async function startExampleBackend({ dbUrl, env = {} }) {
+  const port = await freePort();
+  const fullEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME ?? os.homedir(),
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DATABASE_URL: dbUrl,
+    AUTH_SECRET: randomBytes(24).toString('base64url'),
+    AUTH_URL: `http://127.0.0.1:${port}`,
+    ALLOWED_ORIGINS: '',
+    LOG_LEVEL: 'warn',
+    BCRYPT_COST: '4',
+    RATE_LIMIT_API_MAX: '1000000000',
+    RATE_LIMIT_AUTH_MAX: '1000000000',
+    RATE_LIMIT_DATA_MAX: '1000000000',
+    SHUTDOWN_TIMEOUT_MS: '5000',
+    // Blank so that a developer's examples/saas-backend/.env cannot switch them on here.
+    REDIS_URL: '',
+    SERVICE_API_KEY: '',
+    TRUST_PROXY: '',
+    EMBEDDED_DB_DIR: '',
+    BODY_LIMIT: '',
+    ...env,
+  };
+  if (!built) {
+    execFileSync(process.execPath, [path.join(exampleDir, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: exampleDir, stdio: 'inherit' });
+    built = true;
+  }
+  const child = startChild('example backend', process.execPath, ['dist/index.js'], { cwd: exampleDir, env: fullEnv });
+  const base = `http://127.0.0.1:${port}`;
+  await waitForOk(`${base}/ready`, child, 60);
+  return { child, base };
+}
+
+export async function api(base, method, route, { token, organizationId, body } = {}) {
+  const headers = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (organizationId) headers['x-organization-id'] = organizationId;
+  if (body) headers['content-type'] = 'application/json';
+  const response = await fetch(`${base}${route}`, { method, headers, body: body && JSON.stringify(body) });
+  const json = await response.json().catch(() => null);
+  return { status: response.status, json };
+}
+
+export async function expectStatus(promise, status, what) {
+  const result = await promise;
+  if (result.status !== status) throw new Error(`${what}: expected ${status}, got ${result.status} ${JSON.stringify(result.json)}`);
+  return result.json;
+}
