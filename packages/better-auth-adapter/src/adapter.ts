@@ -24,6 +24,8 @@ function looksUpStoredHash(model: string, where: CleanedWhere[] | undefined): bo
   return model === 'session' && (where ?? []).some((clause) => clause.field === 'token' && typeof clause.value === 'string' && /^[0-9a-f]{64}$/.test(clause.value));
 }
 
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** The most rows the backend returns in one page. */
 const backendPageSize = 100;
 
@@ -61,7 +63,58 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
       supportsArrays: false,
       transaction: false,
     },
-    adapter: ({ getModelName }) => {
+    adapter: ({ getModelName, getDefaultModelName, getFieldAttributes }) => {
+      /** Whether a field holds an id: the id itself, or a reference to another model (uuids here). */
+      const isIdField = (model: string, field: string) => {
+        if (field === 'id') return true;
+        try {
+          return getFieldAttributes({ model: getDefaultModelName(model), field }).references !== undefined;
+        } catch {
+          return false;
+        }
+      };
+      /**
+       * Every id here is a uuid, and the backend refuses a where that compares an id with anything
+       * else (400). Better Auth looks records up by ids it did not make (a token, a made-up id in
+       * its tests), which simply match nothing: `eq` one is a clause that cannot hold, `in` drops
+       * the values that are not uuids, `ne`/`not_in` them always hold. Returns the clauses to
+       * send, or 'nothing' when no record can match.
+       */
+      const withUuidIds = (model: string, where: CleanedWhere[] | undefined): CleanedWhere[] | 'nothing' => {
+        /** A clause as sent, or whether it always or never holds. */
+        const settle = (clause: CleanedWhere): CleanedWhere | boolean => {
+          if (!isIdField(model, clause.field)) return clause;
+          const values: unknown[] = Array.isArray(clause.value) ? clause.value : [clause.value];
+          const uuids = values.filter((value) => typeof value !== 'string' || uuidPattern.test(value));
+          if (uuids.length === values.length) return clause;
+          switch (clause.operator ?? 'eq') {
+            case 'in':
+              return uuids.length > 0 ? { ...clause, value: uuids as never } : false;
+            case 'not_in':
+              return uuids.length > 0 ? { ...clause, value: uuids as never } : true;
+            case 'ne':
+              return true;
+            default:
+              return false;
+          }
+        };
+        const and: CleanedWhere[] = [];
+        const or: CleanedWhere[] = [];
+        let hasOr = false;
+        let orHolds = false;
+        for (const clause of where ?? []) {
+          const settled = settle(clause);
+          if (clause.connector === 'OR') {
+            hasOr = true;
+            if (settled === true) orHolds = true;
+            else if (settled !== false) or.push(settled);
+          } else if (settled === false) return 'nothing';
+          else if (settled !== true) and.push(settled);
+        }
+        if (orHolds || !hasOr) return and;
+        return or.length > 0 ? [...and, ...or] : 'nothing';
+      };
+
       /** The backend's `where` parameter: Better Auth's clauses with the backend's field names. */
       const whereQuery = (model: string, where: CleanedWhere[] | undefined): Record<string, string> => ({
         where: JSON.stringify(
@@ -75,12 +128,12 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
         ),
       });
       /** A write by filter; no clause at all means every row, which the backend takes only as `all=true`. */
-      const writeFilter = (model: string, where: CleanedWhere[] | undefined): Record<string, string> =>
-        where && where.length > 0 ? whereQuery(model, where) : { all: 'true' };
+      const writeFilter = (model: string, where: CleanedWhere[]): Record<string, string> =>
+        where.length > 0 ? whereQuery(model, where) : { all: 'true' };
       const pathOf = (model: string) => collectionPathOf(getModelName(model));
       /** The id a where names, when it names exactly one record by id and nothing else. */
       const idOnly = (where: CleanedWhere[]) =>
-        where.length === 1 && where[0]!.field === 'id' && where[0]!.operator === 'eq' && typeof where[0]!.value === 'string' ? where[0]!.value : undefined;
+        where.length === 1 && where[0]!.field === 'id' && where[0]!.operator === 'eq' && typeof where[0]!.value === 'string' && uuidPattern.test(where[0]!.value) ? where[0]!.value : undefined;
 
       /**
        * The backend's `join` parameter: each related model Better Auth asks for is embedded in
@@ -119,11 +172,12 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
 
       async function findMany(model: string, where: CleanedWhere[] | undefined, limit: number, offset = 0, sortBy?: { field: string; direction: 'asc' | 'desc' }, join?: JoinConfig) {
         const rows: Record<string, unknown>[] = [];
-        if (looksUpStoredHash(model, where)) return rows;
+        const clauses = withUuidIds(model, where);
+        if (clauses === 'nothing' || looksUpStoredHash(model, clauses)) return rows;
         // Pages of at most 100, until the limit Better Auth asked for (never the whole table).
         while (rows.length < limit) {
           const pageSize = Math.min(backendPageSize, limit - rows.length);
-          const query: Record<string, string> = { ...whereQuery(model, where), ...joinQuery(model, join), limit: String(pageSize), offset: String(offset + rows.length) };
+          const query: Record<string, string> = { ...whereQuery(model, clauses), ...joinQuery(model, join), limit: String(pageSize), offset: String(offset + rows.length) };
           if (sortBy) Object.assign(query, { sort: toBackendField(model, sortBy.field), order: sortBy.direction });
           const page = await rest.list<Record<string, unknown>>(pathOf(model), query);
           rows.push(...page.rows.map((row) => fromBackendRow(model, row, join)));
@@ -150,8 +204,9 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
         },
 
         async count({ model, where }) {
-          if (looksUpStoredHash(model, where)) return 0;
-          return (await rest.list(pathOf(model), { ...whereQuery(model, where), limit: '1' })).total;
+          const clauses = withUuidIds(model, where);
+          if (clauses === 'nothing' || looksUpStoredHash(model, clauses)) return 0;
+          return (await rest.list(pathOf(model), { ...whereQuery(model, clauses), limit: '1' })).total;
         },
 
         async update({ model, where, update }) {
@@ -163,7 +218,9 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
         },
 
         async updateMany({ model, where, update }) {
-          return rest.updateMany(pathOf(model), writeFilter(model, where), toBackendRecord(model, update));
+          const clauses = withUuidIds(model, where);
+          if (clauses === 'nothing') return 0;
+          return rest.updateMany(pathOf(model), writeFilter(model, clauses), toBackendRecord(model, update));
         },
 
         async delete({ model, where }) {
@@ -172,7 +229,9 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
         },
 
         async deleteMany({ model, where }) {
-          return rest.removeMany(pathOf(model), writeFilter(model, where));
+          const clauses = withUuidIds(model, where);
+          if (clauses === 'nothing') return 0;
+          return rest.removeMany(pathOf(model), writeFilter(model, clauses));
         },
       } satisfies CustomAdapter;
     },

@@ -42,7 +42,9 @@ export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: Re
       | undefined;
     if (!response.ok || !envelope?.success) {
       const error = envelope && !envelope.success ? envelope.error : undefined;
-      throw new AuthstrapRequestError(response.status, error?.code ?? 'UNKNOWN', `${method} ${url.pathname}: ${error?.message ?? response.statusText}`, error?.details);
+      // The details name the fields the backend refused: part of the message, where logs show it.
+      const details = error?.details ? ` (${Object.entries(error.details).map(([field, problem]) => `${field}: ${problem}`).join('; ')})` : '';
+      throw new AuthstrapRequestError(response.status, error?.code ?? 'UNKNOWN', `${method} ${url.pathname}: ${error?.message ?? response.statusText}${details}`, error?.details);
     }
     return envelope;
   }
