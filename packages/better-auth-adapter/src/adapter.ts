@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createAdapterFactory, type CustomAdapter } from 'better-auth/adapters';
 import { collectionPathOf, entityNameOf, fromBackendRecord, toBackendField, toBackendRecord } from './models.js';
+import { betterAuthSchema } from './schema.js';
 import { restClient, type RestClientOptions } from './rest.js';
 
 export interface AuthstrapAdapterOptions extends RestClientOptions {
@@ -13,6 +14,15 @@ export interface AuthstrapAdapterOptions extends RestClientOptions {
    */
   personalOrganization?: boolean;
 }
+
+/** Only the fields Better Auth selected (and the related records it joined), when it selected any. */
+const selected =
+  (select: string[] | undefined, join: JoinConfig | undefined) =>
+  (record: Record<string, unknown>): Record<string, unknown> => {
+    if (!select?.length) return record;
+    const kept = new Set([...select, ...Object.keys(join ?? {})]);
+    return Object.fromEntries(Object.entries(record).filter(([field]) => kept.has(field)));
+  };
 
 /**
  * Whether a where looks a session up by a token shaped like a SHA-256 (64 hex digits). The
@@ -63,12 +73,44 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
       supportsArrays: false,
       transaction: false,
     },
-    adapter: ({ getModelName, getDefaultModelName, getFieldAttributes }) => {
+    adapter: ({ getDefaultModelName, getDefaultFieldName, getFieldName, getFieldAttributes }) => {
+      // Better Auth hands the adapter its database names: a `modelName` or `fieldName` its options
+      // may have customised (`users`, `email_address`). The backend knows Better Auth's own keys
+      // (`user`, `email`), so its tables stay the same whatever the options call them.
+      const attempt = <T>(map: () => T, fallback: T): T => {
+        try {
+          return map();
+        } catch {
+          return fallback;
+        }
+      };
+      const modelKeyOf = (model: string) => attempt(() => getDefaultModelName(model), model);
+      const fieldKeyOf = (model: string, field: string) => attempt(() => getDefaultFieldName({ model: modelKeyOf(model), field }), field);
+      /** A Better Auth field, by its database name, as the backend names it. */
+      const backendField = (model: string, field: string) => toBackendField(modelKeyOf(model), fieldKeyOf(model, field));
+      /** A record for the backend. */
+      const backendRecord = (model: string, record: Record<string, unknown>) => {
+        const keyed: Record<string, unknown> = {};
+        for (const [field, value] of Object.entries(record)) keyed[fieldKeyOf(model, field)] = value;
+        return toBackendRecord(modelKeyOf(model), keyed);
+      };
+      /** Better Auth's `select` (its field keys) in the database names the records carry. */
+      const selectedFields = (model: string, select: string[] | undefined) =>
+        select?.map((field) => attempt(() => getFieldName({ model: modelKeyOf(model), field }), field));
+      /** A record from the backend with Better Auth's database names. */
+      const betterAuthRecord = (model: string, record: Record<string, unknown>) => {
+        const renamed: Record<string, unknown> = {};
+        for (const [key, value] of Object.entries(fromBackendRecord(modelKeyOf(model), record))) {
+          renamed[attempt(() => getFieldName({ model: modelKeyOf(model), field: key }), key)] = value;
+        }
+        return renamed;
+      };
+
       /** Whether a field holds an id: the id itself, or a reference to another model (uuids here). */
       const isIdField = (model: string, field: string) => {
         if (field === 'id') return true;
         try {
-          return getFieldAttributes({ model: getDefaultModelName(model), field }).references !== undefined;
+          return getFieldAttributes({ model: getDefaultModelName(model), field }).references?.field === 'id';
         } catch {
           return false;
         }
@@ -119,7 +161,7 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
       const whereQuery = (model: string, where: CleanedWhere[] | undefined): Record<string, string> => ({
         where: JSON.stringify(
           (where ?? []).map((clause) => ({
-            field: toBackendField(model, clause.field),
+            field: backendField(model, clause.field),
             operator: clause.operator,
             value: clause.value,
             connector: clause.connector,
@@ -130,7 +172,7 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
       /** A write by filter; no clause at all means every row, which the backend takes only as `all=true`. */
       const writeFilter = (model: string, where: CleanedWhere[]): Record<string, string> =>
         where.length > 0 ? whereQuery(model, where) : { all: 'true' };
-      const pathOf = (model: string) => collectionPathOf(getModelName(model));
+      const pathOf = (model: string) => collectionPathOf(modelKeyOf(model));
       /** The id a where names, when it names exactly one record by id and nothing else. */
       const idOnly = (where: CleanedWhere[]) =>
         where.length === 1 && where[0]!.field === 'id' && where[0]!.operator === 'eq' && typeof where[0]!.value === 'string' && uuidPattern.test(where[0]!.value) ? where[0]!.value : undefined;
@@ -145,9 +187,9 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
           Object.entries(join).map(([name, config]) => [
             name,
             {
-              entity: entityNameOf(name),
-              from: toBackendField(model, config.on.from),
-              to: toBackendField(config.modelKey ?? name, config.on.to),
+              entity: entityNameOf(modelKeyOf(name)),
+              from: backendField(model, config.on.from),
+              to: backendField(name, config.on.to),
               relation: config.relation === 'one-to-one' ? 'one-to-one' : 'one-to-many',
               limit: Math.min(config.limit ?? backendPageSize, backendPageSize),
             },
@@ -157,14 +199,18 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
       };
       /** A row of the backend with Better Auth's names, its embedded records too. */
       const fromBackendRow = (model: string, row: Record<string, unknown>, join: JoinConfig | undefined) => {
-        const record = fromBackendRecord(model, row);
-        for (const [name, config] of Object.entries(join ?? {})) {
-          const related = record[name];
-          const joinedModel = config.modelKey ?? name;
+        const own: Record<string, unknown> = { ...row };
+        const embedded: Record<string, unknown> = {};
+        for (const name of Object.keys(join ?? {})) {
+          embedded[name] = own[name];
+          delete own[name];
+        }
+        const record = betterAuthRecord(model, own);
+        for (const [name, related] of Object.entries(embedded)) {
           record[name] = Array.isArray(related)
-            ? related.map((item: Record<string, unknown>) => fromBackendRecord(joinedModel, item))
+            ? related.map((item: Record<string, unknown>) => betterAuthRecord(name, item))
             : related && typeof related === 'object'
-              ? fromBackendRecord(joinedModel, related as Record<string, unknown>)
+              ? betterAuthRecord(name, related as Record<string, unknown>)
               : null;
         }
         return record;
@@ -173,12 +219,12 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
       async function findMany(model: string, where: CleanedWhere[] | undefined, limit: number, offset = 0, sortBy?: { field: string; direction: 'asc' | 'desc' }, join?: JoinConfig) {
         const rows: Record<string, unknown>[] = [];
         const clauses = withUuidIds(model, where);
-        if (clauses === 'nothing' || looksUpStoredHash(model, clauses)) return rows;
+        if (clauses === 'nothing' || looksUpStoredHash(modelKeyOf(model), clauses)) return rows;
         // Pages of at most 100, until the limit Better Auth asked for (never the whole table).
         while (rows.length < limit) {
           const pageSize = Math.min(backendPageSize, limit - rows.length);
           const query: Record<string, string> = { ...whereQuery(model, clauses), ...joinQuery(model, join), limit: String(pageSize), offset: String(offset + rows.length) };
-          if (sortBy) Object.assign(query, { sort: toBackendField(model, sortBy.field), order: sortBy.direction });
+          if (sortBy) Object.assign(query, { sort: backendField(model, sortBy.field), order: sortBy.direction });
           const page = await rest.list<Record<string, unknown>>(pathOf(model), query);
           rows.push(...page.rows.map((row) => fromBackendRow(model, row, join)));
           if (page.rows.length < pageSize) break;
@@ -190,22 +236,25 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
         async create({ model, modelKey, data }) {
           const isUser = (modelKey ?? model) === 'user';
           const query: Record<string, string> = isUser && options.personalOrganization !== false ? { personalOrganization: 'true' } : {};
-          const created = await rest.create<Record<string, unknown>>(pathOf(model), toBackendRecord(model, data), query);
-          return fromBackendRecord(model, created) as typeof data;
+          // Every id in the backend is a uuid. Some plugins make their own (the organization
+          // plugin's invitations); those get a uuid instead, and Better Auth uses the id it gets back.
+          const record = typeof data.id === 'string' && !uuidPattern.test(data.id) ? { ...data, id: randomUUID() } : data;
+          const created = await rest.create<Record<string, unknown>>(pathOf(model), backendRecord(model, record), query);
+          return betterAuthRecord(model, created) as typeof data;
         },
 
-        async findOne({ model, where, join }) {
-          const [row] = await findMany(model, where, 1, 0, undefined, join);
+        async findOne({ model, where, join, select }) {
+          const [row] = (await findMany(model, where, 1, 0, undefined, join)).map(selected(selectedFields(model, select), join));
           return (row ?? null) as never;
         },
 
-        async findMany({ model, where, limit, offset, sortBy, join }) {
-          return (await findMany(model, where, limit ?? backendPageSize, offset ?? 0, sortBy, join)) as never[];
+        async findMany({ model, where, limit, offset, sortBy, join, select }) {
+          return (await findMany(model, where, limit ?? backendPageSize, offset ?? 0, sortBy, join)).map(selected(selectedFields(model, select), join)) as never[];
         },
 
         async count({ model, where }) {
           const clauses = withUuidIds(model, where);
-          if (clauses === 'nothing' || looksUpStoredHash(model, clauses)) return 0;
+          if (clauses === 'nothing' || looksUpStoredHash(modelKeyOf(model), clauses)) return 0;
           return (await rest.list(pathOf(model), { ...whereQuery(model, clauses), limit: '1' })).total;
         },
 
@@ -213,19 +262,28 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
           // By id: one request. Otherwise the first match, then that record.
           const id = idOnly(where) ?? ((await findMany(model, where, 1))[0]?.id as string | undefined);
           if (!id) return null;
-          const updated = await rest.update<Record<string, unknown>>(pathOf(model), id, toBackendRecord(model, update as Record<string, unknown>));
-          return (updated ? fromBackendRecord(model, updated) : null) as never;
+          const updated = await rest.update<Record<string, unknown>>(pathOf(model), id, backendRecord(model, update as Record<string, unknown>));
+          return (updated ? betterAuthRecord(model, updated) : null) as never;
         },
 
         async updateMany({ model, where, update }) {
           const clauses = withUuidIds(model, where);
           if (clauses === 'nothing') return 0;
-          return rest.updateMany(pathOf(model), writeFilter(model, clauses), toBackendRecord(model, update));
+          return rest.updateMany(pathOf(model), writeFilter(model, clauses), backendRecord(model, update));
         },
 
         async delete({ model, where }) {
           const id = idOnly(where) ?? ((await findMany(model, where, 1))[0]?.id as string | undefined);
           if (id) await rest.remove(pathOf(model), id);
+        },
+
+        /**
+         * `npx @better-auth/cli generate`: Better Auth's tables as authstrap entities, in
+         * better-auth.schema.json (or the file given), which `authstrap generate` reads beside
+         * authstrap.schema.ts. Run it in the backend's folder, or pass --output with that folder.
+         */
+        async createSchema({ file, tables }) {
+          return { path: file ?? 'better-auth.schema.json', code: `${JSON.stringify(betterAuthSchema(tables), null, 2)}\n`, overwrite: true };
         },
 
         async deleteMany({ model, where }) {

@@ -1,3 +1,4 @@
 export { authstrapAdapter, type AuthstrapAdapterOptions } from './adapter.js';
 export { authstrapPassword } from './password.js';
 export { AuthstrapRequestError } from './rest.js';
+export { betterAuthSchema, type AuthstrapSchemaPart } from './schema.js';

@@ -46,16 +46,23 @@ const entityNames: Record<string, string> = {
   member: 'member',
 };
 
-/** The authstrap entity a Better Auth model is kept in: built-in ones by name, others as named. */
-export const entityNameOf = (model: string): string => entityNames[model] ?? model;
+/**
+ * The authstrap entity a Better Auth model is kept in: built-in ones by name, others as named,
+ * with `_` and `-` words joined in camelCase (`one_to_one_table` -> `oneToOneTable`), since an
+ * entity name is letters and digits.
+ */
+export const entityNameOf = (model: string): string =>
+  entityNames[model] ?? model.replace(/[_-]+([A-Za-z0-9])/g, (_, letter: string) => letter.toUpperCase()).replace(/[_-]/g, '');
 
 /**
  * The collection path of an entity, as authstrap names it: the plural of a one-word name
  * (`/Users`, `/sessions`), kebab-case for several words (`twoFactor` -> `/two-factors`).
  */
 export function collectionPathOf(model: string): string {
+  // The same words as authstrap's schema/naming.ts finds, so both name the same path.
   const words = entityNameOf(model)
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
     .split(/[\s_-]+/)
     .filter(Boolean);
   const last = words.pop() ?? model;

@@ -123,6 +123,45 @@ describe('loadSchema', () => {
     expect(() => loadSchema(dir)).toThrow(/^authstrap\.schema\.ts:7:7: entity "Project": unknown key "nmae" \(allowed: /);
   });
 
+  describe('better-auth.schema.json beside it (written by the Better Auth adapter)', () => {
+    const project = (betterAuth: unknown, entities = `Project: { fields: { name: { type: 'string' } } }`) => {
+      const dir = tempDir();
+      fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), `export default { entities: { ${entities} } };\n`);
+      fs.writeFileSync(path.join(dir, 'better-auth.schema.json'), typeof betterAuth === 'string' ? betterAuth : JSON.stringify(betterAuth));
+      return dir;
+    };
+
+    it('adds its entities: extensions of the built-in ones and service-only entities of its own', () => {
+      const schema = loadSchema(
+        project(
+          {
+            entities: {
+              User: { fields: { plan: { type: 'text', nullable: true } } },
+              twoFactor: { serviceOnly: true, fields: { secret: { type: 'text' }, userId: { type: 'uuid', references: 'User', onDelete: 'cascade' } } },
+            },
+          },
+          `User: { fields: { nickname: { type: 'string', nullable: true } } }, Project: { fields: { name: { type: 'string' } } }`,
+        ),
+      );
+      const user = schema.entities.find((entity) => entity.name === 'User')!;
+      expect(user.fields.map((field) => field.name)).toEqual(expect.arrayContaining(['email', 'nickname', 'plan']));
+      const twoFactor = schema.entities.find((entity) => entity.name === 'twoFactor')!;
+      expect(twoFactor).toMatchObject({ serviceOnly: true, tenantScoped: false, path: '/two-factors' });
+      expect(schema.entities.map((entity) => entity.name)).toContain('Project');
+    });
+
+    it('refuses an entity or a field defined in both files, and a file that is not the adapter\'s JSON', () => {
+      expect(() => loadSchema(project({ entities: { Project: { fields: {} } } }))).toThrow(
+        'better-auth.schema.json: entity "Project": is also defined in authstrap.schema.ts; keep it in one of them',
+      );
+      expect(() =>
+        loadSchema(project({ entities: { User: { fields: { plan: { type: 'text', nullable: true } } } } }, `User: { fields: { plan: { type: 'string', nullable: true } } }`)),
+      ).toThrow('better-auth.schema.json: entity "User", field "plan": is also added in authstrap.schema.ts; keep it in one of them');
+      expect(() => loadSchema(project('{ not json'))).toThrow(/^better-auth\.schema\.json: not valid JSON .*npx @better-auth\/cli generate/);
+      expect(() => loadSchema(project({ tables: [] }))).toThrow('better-auth.schema.json: must be an object with "entities"');
+    });
+  });
+
   it('reports a missing key at the field or entity it belongs to', () => {
     const dir = tempDir();
     fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), `export default {\n  entities: {\n    Project: {\n      fields: {\n        status: { type: 'enum' },\n      },\n    },\n    Task: {},\n  },\n};\n`);

@@ -167,6 +167,53 @@ describe('validateSchema: problems name the entity and the field', () => {
     ]);
   });
 
+  it('extends a built-in entity named exactly: its fields gain yours, the built-in ones stay', () => {
+    const schema = validateSchema({
+      entities: { User: { fields: { plan: { type: 'enum', values: ['free', 'pro'], default: 'free' }, nickname: { type: 'string', nullable: true } }, indexes: [['plan']] } },
+    });
+    const user = entity(schema, 'User');
+    expect(user.builtin).toBe(true);
+    expect(user.tenantScoped).toBe(false);
+    expect(user.fields.map((field) => field.name)).toEqual(['id', 'email', 'name', 'email_verified', 'image', 'plan', 'nickname', 'createdAt', 'updatedAt']);
+    expect(user.indexes).toEqual([['plan']]);
+    expect(schema.entities.filter((candidate) => candidate.name === 'User')).toHaveLength(1);
+  });
+
+  it('refuses an extension that redefines a built-in field, adds a required field, or changes more than fields', () => {
+    expect(
+      problemsOf({
+        entities: {
+          User: { fields: { email: { type: 'string', nullable: true }, id: { type: 'uuid', nullable: true }, plan: { type: 'string' } } },
+          session: { tenantScoped: true, fields: {} },
+          account: 'no',
+        },
+      }),
+    ).toEqual([
+      'authstrap.schema.ts: entity "User" (built in; only fields and indexes can be added to it), field "email": is a built-in field; choose another name for yours',
+      'authstrap.schema.ts: entity "User" (built in; only fields and indexes can be added to it), field "id": is a built-in field; choose another name for yours',
+      'authstrap.schema.ts: entity "User" (built in; only fields and indexes can be added to it), field "plan": must be nullable or have a default: the backend creates these rows without it',
+      'authstrap.schema.ts: entity "account" (built in; only fields and indexes can be added to it): must be an object like { fields: { ... } }',
+      'authstrap.schema.ts: entity "session" (built in; only fields and indexes can be added to it): unknown key "tenantScoped" (allowed: fields, indexes)',
+    ]);
+  });
+
+  it('takes serviceOnly entities: global, with an organizationId of their own allowed; never tenant-scoped or without auth', () => {
+    const schema = validateSchema({
+      entities: { invitation: { serviceOnly: true, fields: { organizationId: { type: 'uuid', references: 'Organization', onDelete: 'cascade' }, email: { type: 'string' } } } },
+    });
+    expect(entity(schema, 'invitation')).toMatchObject({ serviceOnly: true, tenantScoped: false });
+    expect(entity(schema, 'invitation').fields.find((field) => field.name === 'organizationId')).toMatchObject({ system: false, references: { entity: 'Organization' } });
+    expect(problemsOf({ entities: { invitation: { serviceOnly: true, tenantScoped: true, fields: {} } } })).toEqual([
+      'authstrap.schema.ts: entity "invitation": is serviceOnly, so it cannot be tenant-scoped: the service key acts in no organization; set "tenantScoped": false',
+    ]);
+    expect(problemsOf({ auth: false, entities: { invitation: { serviceOnly: true, fields: {} } } })).toEqual([
+      'authstrap.schema.ts: entity "invitation": "serviceOnly" needs auth (the service key comes with it)',
+    ]);
+    expect(problemsOf({ entities: { Project: { fields: { organizationId: { type: 'uuid' } } } } })).toEqual([
+      'authstrap.schema.ts: entity "Project", field "organizationId": "organizationId" is added by authstrap to every entity that is tenant-scoped; remove it from "fields"',
+    ]);
+  });
+
   it('allows the built-in names when auth is off', () => {
     const schema = validateSchema({ auth: false, entities: { Account: { fields: {} }, users: { fields: {} } } });
     expect(schema.entities.map((candidate) => candidate.name)).toEqual(['Account', 'users']);

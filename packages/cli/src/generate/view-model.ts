@@ -10,6 +10,13 @@ const singleQuoted = (value: string) => `'${value.replace(/\\/g, '\\\\').replace
 const jsLiteral = (value: unknown): string => (typeof value === 'string' ? singleQuoted(value) : JSON.stringify(value));
 const quoteSql = (identifier: string) => `"${identifier}"`;
 
+/**
+ * Any JSON value but null (which `nullable` adds), one level deep: zod's own z.json() is
+ * recursive, and the OpenAPI generator recurses into it until the stack runs out at startup. A
+ * body parsed from JSON holds nothing else anyway.
+ */
+const jsonZod = 'z.union([z.string(), z.number(), z.boolean(), z.array(z.unknown()), z.record(z.string(), z.unknown())])';
+
 function zodInput(field: Field): string {
   let zod: string;
   switch (field.type) {
@@ -44,7 +51,7 @@ function zodInput(field: Field): string {
       zod = `z.enum([${field.values!.map(singleQuoted).join(', ')}])`;
       break;
     case 'json':
-      zod = 'z.json()';
+      zod = jsonZod;
       break;
   }
   if (field.nullable) zod += '.nullable()';
@@ -68,7 +75,7 @@ function zodOutput(field: Field): string {
     datetime: 'z.date()',
     uuid: 'z.uuid()',
     enum: field.values ? `z.enum([${field.values.map(singleQuoted).join(', ')}])` : 'z.string()',
-    json: 'z.json()',
+    json: jsonZod,
   };
   return base[field.type] + (field.nullable ? '.nullable()' : '');
 }
@@ -161,7 +168,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
   const selectListOf = (fields: Field[]) =>
     fields.map((field) => (field.column === field.name ? quoteSql(field.name) : `${quoteSql(field.column)} AS ${quoteSql(field.name)}`)).join(', ');
   const insertColumns = [
-    ...entity.fields.filter((field) => (field.name === 'id' && callerChosenId) || field.name === 'organizationId').map(columnPair),
+    ...entity.fields.filter((field) => (field.name === 'id' && callerChosenId) || (field.name === 'organizationId' && field.system)).map(columnPair),
     ...writable.map(columnPair),
   ];
   // A database adapter copies records as they are, timestamps included.
@@ -194,8 +201,8 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     tenantScoped: entity.tenantScoped,
     idType: entity.idType,
     callerChosenId,
-    serviceApi: auth && entity.builtin,
-    serviceOnly: auth && entity.builtin && serviceOnlyEntities.has(entity.name),
+    serviceApi: auth && (entity.builtin || entity.serviceOnly),
+    serviceOnly: auth && (entity.serviceOnly || (entity.builtin && serviceOnlyEntities.has(entity.name))),
     defaultSort: columnOf('createdAt') ? 'createdAt' : 'id',
     createdAtColumn: jsLiteral(columnOf('createdAt') ?? null),
     updatedAtColumn: jsLiteral(columnOf('updatedAt') ?? null),

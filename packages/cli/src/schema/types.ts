@@ -61,6 +61,12 @@ export interface FieldDefinition {
 export interface EntityDefinition {
   /** Rows belong to one organization (default true for your own entities). */
   tenantScoped?: boolean;
+  /**
+   * Only the trusted server (the service key) reads and writes it, with the service API (where,
+   * join, writes by filter, secrets); users get 403. For the tables of a Better Auth plugin.
+   * Never tenant-scoped.
+   */
+  serviceOnly?: boolean;
   /** A uuid field referencing the parent: routes are also nested as /<parents>/:parentId/<children>. */
   parent?: string;
   /** The existing table this entity maps to (default: the entity name). */
@@ -125,6 +131,8 @@ export interface Entity {
   /** REST path of the collection, e.g. `/Users`, `/user-settings`. */
   path: string;
   tenantScoped: boolean;
+  /** Served to the service key only (see EntityDefinition.serviceOnly). */
+  serviceOnly: boolean;
   idType: IdType;
   /** One of the entities authstrap brings (User, account, ..., Organization, member). */
   builtin: boolean;

@@ -15,7 +15,7 @@ import {
 const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const entityName = /^[A-Za-z][A-Za-z0-9]*$/;
 const schemaKeys = ['auth', 'entities'];
-const entityKeys = ['tenantScoped', 'parent', 'table', 'plural', 'idType', 'createdAt', 'updatedAt', 'description', 'fields', 'uniqueTogether', 'indexes', 'renamedFrom'];
+const entityKeys = ['tenantScoped', 'serviceOnly', 'parent', 'table', 'plural', 'idType', 'createdAt', 'updatedAt', 'description', 'fields', 'uniqueTogether', 'indexes', 'renamedFrom'];
 const fieldKeys = [
   'type', 'nullable', 'unique', 'default', 'minLength', 'maxLength', 'min', 'max', 'format',
   'lowercase', 'values', 'searchable', 'references', 'onDelete', 'secret', 'column', 'description', 'renamedFrom',
@@ -57,10 +57,16 @@ export function validateSchema(raw: unknown, fileName = 'authstrap.schema.ts', l
   }
 
   const definitions: [string, EntityDefinition, boolean][] = [];
-  if (auth) for (const [name, definition] of Object.entries(builtinEntities)) definitions.push([name, definition, true]);
+  if (auth) {
+    for (const [name, definition] of Object.entries(builtinEntities)) {
+      const extension = raw.entities[name];
+      definitions.push([name, extension === undefined ? definition : extendBuiltin(name, definition, extension, problem), true]);
+    }
+  }
   for (const [name, definition] of Object.entries(raw.entities)) {
     const where = `entity "${name}"`;
     const at = ['entities', name];
+    if (auth && Object.hasOwn(builtinEntities, name)) continue; // an extension, merged above
     if (!entityName.test(name)) {
       problem(where, 'an entity name is letters and digits, starting with a letter (e.g. "Project", "UserSetting")', at);
       continue;
@@ -106,6 +112,49 @@ export function validateSchema(raw: unknown, fileName = 'authstrap.schema.ts', l
   return { auth, entities };
 }
 
+/** What a schema may add to a built-in entity: fields of its own, and indexes. */
+const extensionKeys = ['fields', 'indexes'];
+
+/**
+ * A built-in entity named in `entities` is extended, not replaced: its fields gain the new ones
+ * (e.g. the additional fields a Better Auth configuration gives the user). The built-in fields
+ * stay as they are, and a new field must be nullable or have a default, because the backend's own
+ * sign-up and invitations create these rows without knowing it.
+ */
+function extendBuiltin(name: string, builtin: EntityDefinition, extension: unknown, problem: Problem): EntityDefinition {
+  const where = `entity "${name}" (built in; only fields and indexes can be added to it)`;
+  const at = ['entities', name];
+  if (!isObject(extension)) {
+    problem(where, 'must be an object like { fields: { ... } }', at);
+    return builtin;
+  }
+  unknownKeys(extension, extensionKeys, where, at, problem);
+  const fields = extension.fields ?? {};
+  if (!isObject(fields)) {
+    problem(where, '"fields" must be an object of field definitions', [...at, 'fields']);
+    return builtin;
+  }
+  const added: Record<string, FieldDefinition> = {};
+  for (const [fieldName, definition] of Object.entries(fields)) {
+    const fieldAt = [...at, 'fields', fieldName];
+    if (Object.hasOwn(builtin.fields, fieldName) || systemFieldNames.includes(fieldName)) {
+      problem(`${where}, field "${fieldName}"`, 'is a built-in field; choose another name for yours', fieldAt);
+      continue;
+    }
+    if (isObject(definition) && definition.nullable !== true && definition.default === undefined) {
+      problem(`${where}, field "${fieldName}"`, 'must be nullable or have a default: the backend creates these rows without it', fieldAt);
+      continue;
+    }
+    added[fieldName] = definition as unknown as FieldDefinition;
+  }
+  const indexes = extension.indexes === undefined ? [] : (extension.indexes as string[][]);
+  return {
+    ...builtin,
+    fields: { ...builtin.fields, ...added },
+    indexes: [...(builtin.indexes ?? []), ...(Array.isArray(indexes) ? indexes : [indexes])],
+  };
+}
+
 interface Context {
   auth: boolean;
   names: Set<string>;
@@ -118,10 +167,17 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
   const at = (key?: string) => (key === undefined ? ['entities', name] : ['entities', name, key]);
   unknownKeys(definition as unknown as Raw, entityKeys, where, at(), problem);
 
-  const tenantScoped = definition.tenantScoped ?? context.auth;
+  // A table only the trusted server uses (a Better Auth plugin's) belongs to no organization.
+  const tenantScoped = definition.tenantScoped ?? (context.auth && definition.serviceOnly !== true);
   if (typeof tenantScoped !== 'boolean') problem(where, '"tenantScoped" must be true or false', at('tenantScoped'));
   if (tenantScoped && !context.auth) {
     problem(where, 'is tenant-scoped but the schema has `auth: false`; tenants (organizations) come with auth', at('tenantScoped'));
+  }
+  const serviceOnly = definition.serviceOnly ?? false;
+  if (typeof serviceOnly !== 'boolean') problem(where, '"serviceOnly" must be true or false', at('serviceOnly'));
+  else if (serviceOnly && !context.auth) problem(where, '"serviceOnly" needs auth (the service key comes with it)', at('serviceOnly'));
+  else if (serviceOnly && definition.tenantScoped === true) {
+    problem(where, 'is serviceOnly, so it cannot be tenant-scoped: the service key acts in no organization; set "tenantScoped": false', at('tenantScoped'));
   }
   for (const key of ['table', 'plural', 'description'] as const) {
     if (definition[key] !== undefined && typeof definition[key] !== 'string') problem(where, `"${key}" must be a string`, at(key));
@@ -154,7 +210,7 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     problem(where, '"fields" must be an object of field definitions', at('fields'));
   } else {
     for (const [fieldName, fieldDefinition] of Object.entries(definition.fields)) {
-      const field = resolveField(name, fieldName, fieldDefinition, context);
+      const field = resolveField(name, fieldName, fieldDefinition, { ...context, tenantScoped: tenantScoped === true });
       if (field) fields.push(field);
     }
   }
@@ -195,6 +251,7 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     plural,
     path: collectionPath(name, plural),
     tenantScoped: tenantScoped === true,
+    serviceOnly: serviceOnly === true,
     idType,
     builtin,
     parent,
@@ -210,7 +267,7 @@ function systemField(name: string, type: 'uuid' | 'integer' | 'datetime'): Field
   return { name, column: name, type, nullable: false, unique: false, lowercase: false, searchable: false, secret: false, system: true };
 }
 
-function resolveField(entity: string, name: string, raw: unknown, context: Context): Field | undefined {
+function resolveField(entity: string, name: string, raw: unknown, context: Context & { tenantScoped: boolean }): Field | undefined {
   const { problem } = context;
   const where = `entity "${entity}", field "${name}"`;
   const at = (key?: string) => ['entities', entity, 'fields', name, ...(key === undefined ? [] : [key])];
@@ -218,7 +275,9 @@ function resolveField(entity: string, name: string, raw: unknown, context: Conte
     problem(where, 'a field name is letters, digits and underscores, not starting with a digit', at());
     return undefined;
   }
-  if (systemFieldNames.includes(name)) {
+  // A global entity may have an organizationId of its own (a reference, e.g. a Better Auth
+  // plugin's invitation); only a tenant-scoped one gets it from authstrap.
+  if (systemFieldNames.includes(name) && !(name === 'organizationId' && !context.tenantScoped)) {
     problem(where, `"${name}" is added by authstrap to every entity${name === 'organizationId' ? ' that is tenant-scoped' : ''}; remove it from "fields"`, at());
     return undefined;
   }
