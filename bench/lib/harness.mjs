@@ -50,8 +50,8 @@ export function freePort() {
   });
 }
 
-/** Polls until `url` answers 200, for at most `seconds`. */
-export async function waitForOk(url, child, seconds = 30) {
+/** Polls until `url` answers 200 (every `pollMs`), for at most `seconds`. */
+export async function waitForOk(url, child, seconds = 30, pollMs = 200) {
   const deadline = Date.now() + seconds * 1000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${child.benchName} exited (${child.exitCode}) before answering:\n${child.output}`);
@@ -61,7 +61,7 @@ export async function waitForOk(url, child, seconds = 30) {
     } catch {
       // not listening yet
     }
-    await sleep(200);
+    await sleep(pollMs);
   }
   throw new Error(`${child.benchName} did not answer ${url} within ${seconds} s:\n${child.output}`);
 }
@@ -71,9 +71,9 @@ let built = false;
 /**
  * The example backend as production runs it: compiled once (npm run build), then `node
  * dist/index.js` with NODE_ENV=production, on 127.0.0.1, bcrypt at cost 4 and the rate limits out
- * of the way. `env` adds to (or blanks) the settings.
+ * of the way. `env` adds to (or blanks) the settings; `readyPollMs` is how often /ready is tried.
  */
-export async function startExampleBackend({ dbUrl, env = {} }) {
+export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200 }) {
   const port = await freePort();
   const fullEnv = {
     PATH: process.env.PATH,
@@ -103,10 +103,12 @@ export async function startExampleBackend({ dbUrl, env = {} }) {
     execFileSync(process.execPath, [path.join(exampleDir, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: exampleDir, stdio: 'inherit' });
     built = true;
   }
+  const spawnedAt = performance.now();
   const child = startChild('example backend', process.execPath, ['dist/index.js'], { cwd: exampleDir, env: fullEnv });
   const base = `http://127.0.0.1:${port}`;
-  await waitForOk(`${base}/ready`, child, 60);
-  return { child, base };
+  await waitForOk(`${base}/ready`, child, 60, readyPollMs);
+  // From spawning the process to its first 200 from /ready (within one poll interval).
+  return { child, base, readyMs: Math.round(performance.now() - spawnedAt) };
 }
 
 export async function api(base, method, route, { token, organizationId, body } = {}) {
