@@ -107,14 +107,8 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
       };
 
       /** Whether a field holds an id: the id itself, or a reference to another model (uuids here). */
-      const isIdField = (model: string, field: string) => {
-        if (field === 'id') return true;
-        try {
-          return getFieldAttributes({ model: getDefaultModelName(model), field }).references?.field === 'id';
-        } catch {
-          return false;
-        }
-      };
+      const isIdField = (model: string, field: string) =>
+        field === 'id' || attempt(() => getFieldAttributes({ model: modelKeyOf(model), field }).references?.field === 'id', false);
       /**
        * Every id here is a uuid, and the backend refuses a where that compares an id with anything
        * else (400). Better Auth looks records up by ids it did not make (a token, a made-up id in

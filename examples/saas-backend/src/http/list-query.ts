@@ -290,14 +290,18 @@ function readJsonValue(field: ListField, value: unknown, anyText: boolean): unkn
   }
 }
 
+/** A query parameter holding JSON (`where`, `join`); `invalid` makes its 400. */
+function jsonParameter(raw: string, invalid: (message: string) => Error, expected: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    throw invalid(`must be ${expected}, URL-encoded`);
+  }
+}
+
 function parseWhere(spec: ListSpec, fields: Readonly<Record<string, ListField>>, raw: string): WhereClause[] {
   const invalid = (message: string) => badRequest(`Invalid where: ${message}`, { where: message });
-  let clauses: unknown;
-  try {
-    clauses = JSON.parse(raw);
-  } catch {
-    throw invalid('must be a JSON array of clauses, URL-encoded');
-  }
+  const clauses = jsonParameter(raw, invalid, 'a JSON array of clauses');
   if (!Array.isArray(clauses)) throw invalid('must be a JSON array of clauses');
   if (clauses.length > maxWhereClauses) throw invalid(`at most ${maxWhereClauses} clauses`);
   return clauses.map((clause: unknown, index): WhereClause => {
@@ -362,6 +366,8 @@ export interface JoinTarget {
 export interface Join {
   as: string;
   target: JoinTarget;
+  /** The related entity's timestamp fields, read back as Dates. */
+  datetimeFields: string[];
   fromColumn: string;
   toColumn: string;
   limit: number;
@@ -373,12 +379,7 @@ const joinKeys = new Set(['entity', 'from', 'to', 'relation', 'limit']);
 
 function parseJoins(spec: ListSpec, raw: string, targets: Readonly<Record<string, JoinTarget>>): Join[] {
   const invalid = (message: string) => badRequest(`Invalid join: ${message}`, { join: message });
-  let joins: unknown;
-  try {
-    joins = JSON.parse(raw);
-  } catch {
-    throw invalid('must be a JSON object, URL-encoded');
-  }
+  const joins = jsonParameter(raw, invalid, 'a JSON object');
   if (joins === null || typeof joins !== 'object' || Array.isArray(joins)) throw invalid('must be a JSON object of joins by name');
   const entries = Object.entries(joins);
   if (entries.length > maxJoins) throw invalid(`at most ${maxJoins} joins`);
@@ -397,7 +398,8 @@ function parseJoins(spec: ListSpec, raw: string, targets: Readonly<Record<string
     if (relation !== 'one-to-one' && relation !== 'one-to-many') throw invalid(`${as}: relation must be one-to-one or one-to-many`);
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxPageSize) throw invalid(`${as}: limit must be a whole number from 1 to ${maxPageSize}`);
     const one = relation === 'one-to-one';
-    return { as, target, fromColumn: spec.fields[from]!.column, toColumn: target.spec.fields[to]!.column, limit: one ? 1 : limit, one };
+    const datetimeFields = Object.keys(target.spec.fields).filter((name) => target.spec.fields[name]!.type === 'datetime');
+    return { as, target, datetimeFields, fromColumn: spec.fields[from]!.column, toColumn: target.spec.fields[to]!.column, limit: one ? 1 : limit, one };
   });
 }
 
@@ -416,10 +418,9 @@ function joinColumnSql(table: string, join: Join): string {
  */
 function readJoinedDates(row: Record<string, unknown>, joins: Join[]): void {
   for (const join of joins) {
-    const datetimeFields = Object.entries(join.target.spec.fields).filter(([, field]) => field.type === 'datetime');
     const value = row[join.as];
     for (const record of (Array.isArray(value) ? value : value ? [value] : []) as Record<string, unknown>[]) {
-      for (const [name] of datetimeFields) if (typeof record[name] === 'string') record[name] = new Date(record[name] as string);
+      for (const name of join.datetimeFields) if (typeof record[name] === 'string') record[name] = new Date(record[name] as string);
     }
   }
 }

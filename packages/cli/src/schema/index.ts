@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { builtinEntities } from './builtin.js';
 import { readSchemaSource, SchemaError, type Locate } from './read-literal.js';
-import { validateSchema } from './validate.js';
+import { isObject, validateSchema } from './validate.js';
 import type { Schema } from './types.js';
 
 export { SchemaError, type Locate, type SourceLocation } from './read-literal.js';
@@ -30,8 +30,6 @@ export function loadSchemaWithSource(projectDir: string): { schema: Schema; loca
   const { value, locate } = readSchemaSource(filePath);
   return { schema: validateSchema(withBetterAuthEntities(value, projectDir), schemaFileName, locate), locate };
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The schema's data with the entities of better-auth.schema.json added. A built-in entity named

@@ -29,7 +29,7 @@ export const reservedEntityNames = new Set(
 const systemFieldNames = ['id', 'createdAt', 'updatedAt', 'organizationId'];
 
 type Raw = Record<string, unknown>;
-const isObject = (value: unknown): value is Raw =>
+export const isObject = (value: unknown): value is Raw =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Reports a problem: where (`entity "Project", field "name"`), what, and the keys of the value at fault. */

@@ -36,21 +36,35 @@ export function isServiceKeyRequest(req: Request, serviceApiKey: string | undefi
   return bearer !== undefined && serviceApiKey !== undefined && secretsEqual(bearer, serviceApiKey);
 }
 
-/** A cookie's value, read without a cookie-parsing dependency. */
-function cookieValue(req: Request, name: string): string | undefined {
-  for (const part of (req.header('cookie') ?? '').split(';')) {
-    const separator = part.indexOf('=');
-    if (separator !== -1 && part.slice(0, separator).trim() === name) {
-      const value = part.slice(separator + 1).trim();
-      try {
-        return value ? decodeURIComponent(value) : undefined;
-      } catch {
-        // Not valid percent-encoding, so not a token we issued: as if there were no cookie.
-        return undefined;
-      }
+/**
+ * The request's cookies, name -> raw value (the first of a repeated name), read without a
+ * cookie-parsing dependency. Parsed once per request: the CSRF guard, the data limiter and the
+ * auth guard all look, for up to three names.
+ */
+const parsedCookies = new WeakMap<Request, Map<string, string>>();
+function cookiesOf(req: Request): Map<string, string> {
+  let cookies = parsedCookies.get(req);
+  if (!cookies) {
+    cookies = new Map();
+    for (const part of (req.header('cookie') ?? '').split(';')) {
+      const separator = part.indexOf('=');
+      const name = separator === -1 ? '' : part.slice(0, separator).trim();
+      if (name && !cookies.has(name)) cookies.set(name, part.slice(separator + 1).trim());
     }
+    parsedCookies.set(req, cookies);
   }
-  return undefined;
+  return cookies;
+}
+
+/** A cookie's value, percent-decoded; none when it is empty or not valid percent-encoding. */
+function cookieValue(req: Request, name: string): string | undefined {
+  const value = cookiesOf(req).get(name);
+  try {
+    return value ? decodeURIComponent(value) : undefined;
+  } catch {
+    // Not valid percent-encoding, so not a token anyone issued: as if there were no cookie.
+    return undefined;
+  }
 }
 
 /** The `session` cookie's value. */
