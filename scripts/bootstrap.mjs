@@ -1,5 +1,5 @@
 // Makes a fresh clone ready to run with only Node and npm: gets pnpm (into .tools/ with npm when
-// it is not installed), installs the workspace and builds the CLI. Safe to run repeatedly.
+// it is not installed), installs the workspace, builds the CLI and packs the adapter for it. Safe to run repeatedly.
 import { execSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -34,6 +34,8 @@ export function bootstrap() {
   const frozen = process.env.CI ? '--frozen-lockfile' : '';
   run(`pnpm install ${frozen} --prefer-offline --reporter=append-only`);
   run('pnpm --filter authstrap run build');
+  // The adapter package, packed for `authstrap setup --frontend` (it is not on the registry yet).
+  run('node packages/cli/scripts/vendor-adapter.mjs');
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) bootstrap();

@@ -44,7 +44,9 @@ program
   .option('--project-name <name>', 'name of the backend (and of its folder, unless --dir)')
   .option('--dir <dir>', 'folder to create it in (default: ./<project-name>)')
   .option('--backend-port <port>', 'port the backend listens on', undefined)
-  .option('--frontend-port <port>', 'port of the frontend allowed by CORS', undefined)
+  .option('--frontend [dir]', 'create a Next.js frontend in dir (default: <project-name>-web), or connect the Next.js app there; in an existing backend folder, only that')
+  .option('--frontend-port <port>', 'port of the frontend allowed by CORS (default: 3001 with --frontend, else 5173)', undefined)
+  .option('--dry-run', 'with --frontend in an existing backend: print the changes, write nothing')
   .option('--database-url <url>', 'a PostgreSQL database (created if missing)')
   .option('--db <kind>', '"embedded" (default) or "postgres" (with --database-url)')
   .option('--package-manager <name>', 'npm, pnpm, yarn or bun (default: the one running this)')
@@ -94,6 +96,7 @@ program
   .option('--database-url <url>', 'its PostgreSQL database (default: DATABASE_URL from .env)')
   .option('--service-key <key>', 'SERVICE_API_KEY, to remove the test users through the API (default: from .env)')
   .option('--dir <dir>', 'the project folder whose .env to read', '.')
+  .option('--frontend <url>', 'also check a frontend running Better Auth on the adapter: its page, sign-up and sign-in through it')
   .option('--json', jsonHelp)
   .option('--yes', yesHelp)
   .action(async (options) => {

@@ -35,7 +35,9 @@ describe('the packed authstrap package', () => {
     // tarball must leave them out by itself.
     const copy = path.join(root, 'repo/packages/cli');
     fs.cpSync(path.join(repoRoot, 'templates'), path.join(root, 'repo/templates'), { recursive: true });
-    for (const entry of ['package.json', 'dist', 'scripts', 'README.md', 'LICENSE', 'src', 'test']) {
+    // vendor/ holds the packed adapter (bootstrap made it); without the adapter's sources beside
+    // the copy, prepack keeps it.
+    for (const entry of ['package.json', 'dist', 'scripts', 'vendor', 'README.md', 'LICENSE', 'src', 'test']) {
       fs.cpSync(path.join(packageDir, entry), path.join(copy, entry), { recursive: true });
     }
     fs.mkdirSync(path.join(root, 'pack'));
@@ -62,6 +64,9 @@ describe('the packed authstrap package', () => {
     expect(packedFiles).toContain('LICENSE');
     expect(packedFiles).toContain('templates/backend/project/package.json.hbs');
     expect(packedFiles).toContain('templates/backend/starter/authstrap.schema.ts');
+    expect(packedFiles).toContain('templates/client/authstrap-client.ts.hbs');
+    expect(packedFiles).toContain('templates/frontend/auth/lib/auth.ts');
+    expect(packedFiles).toContain('vendor/authstrap-better-auth-adapter-2.0.2.tgz');
     expect(packedFiles.filter((file) => /(^|\/)test\/|\.test\.[cm]?[jt]s$/.test(file))).toEqual([]);
     expect(packedFiles.filter((file) => file.startsWith('src/') || file.startsWith('scripts/'))).toEqual([]);
   });
@@ -89,5 +94,13 @@ describe('the packed authstrap package', () => {
     const generate = run('npm', ['run', 'generate'], project, minutes(1));
     expect(generate.status, generate.output).toBe(0);
     expect(generate.output).toContain('up to date with authstrap.schema.ts');
-  }, minutes(11));
+
+    // A frontend for it: the adapter comes from the tarball's own vendor/ (it is not on the registry).
+    const frontend = run('npx', ['authstrap', 'setup', '--frontend', '../web', '--no-install'], project, minutes(2));
+    expect(frontend.status, frontend.output).toBe(0);
+    const adapter = JSON.parse(fs.readFileSync(path.join(userDir, 'web/package.json'), 'utf8')).dependencies['@authstrap/better-auth-adapter'];
+    expect(adapter).toBe(`file:${path.join(installedCli, 'vendor/authstrap-better-auth-adapter-2.0.2.tgz')}`);
+    expect(fs.existsSync(adapter.slice('file:'.length))).toBe(true);
+    expect(fs.existsSync(path.join(userDir, 'web/src/lib/authstrap-client.ts'))).toBe(true);
+  }, minutes(12));
 });

@@ -41,6 +41,7 @@ describe('renderProject', () => {
     generated: new Map([['index.ts.hbs', '{{#each mounts}}{{path}} -> {{handlers}}\n{{/each}}']]),
     entity: new Map([['schema.ts.hbs', '// {{pascal}} at {{path}}{{#if parent}}, nested at {{parent.routePath}}{{/if}}\n']]),
     builtin: new Map([['user.schema.ts', '// the built-in User file\n']]),
+    client: new Map(),
   };
   const render = (schema: Schema) => renderProject(schema, fixtureTemplates, { packageName: 'my-app' });
 

@@ -402,6 +402,8 @@ describe('authstrap setup in a terminal', () => {
       session.answer('tty-embedded');
       await session.waitFor('? Backend port');
       session.answer('4101');
+      await session.waitFor('? Next.js frontend');
+      session.answer(''); // none
       await session.waitFor('? Frontend port');
       session.answer('4102');
       await session.waitFor('❯ Embedded PostgreSQL');
@@ -438,6 +440,8 @@ describe('authstrap setup in a terminal', () => {
       session.answer('tty-app');
       await session.waitFor('? Backend port');
       session.answer('4201');
+      await session.waitFor('? Next.js frontend');
+      session.answer(''); // none
       await session.waitFor('? Frontend port');
       session.answer('4202');
       await session.waitFor('❯ Embedded PostgreSQL');

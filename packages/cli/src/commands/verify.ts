@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CliError } from '../cli-error.js';
 import { printJson } from '../ui/output.js';
+import { readUrlSettings } from '../doctor/project-state.js';
 import { projectDatabase, serverAnswers } from '../project/database.js';
 import { readProjectEnv } from '../project/env-file.js';
 import { formatCheck, summarizeChecks } from '../ui/report.js';
@@ -12,6 +13,8 @@ export interface VerifyCommandOptions {
   databaseUrl?: string;
   serviceKey?: string;
   dir?: string;
+  /** A frontend running Better Auth on the adapter, to check with the backend. */
+  frontend?: string;
   json?: boolean;
 }
 
@@ -33,6 +36,10 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
   const url = options.url ?? env.AUTH_URL ?? `http://localhost:${env.PORT || 3000}`;
   if (!/^https?:\/\/[^/]+/.test(url)) throw new CliError(`--url must be an http(s) URL like http://localhost:3000 (got "${url}")`, 2);
 
+  if (options.frontend !== undefined && !/^https?:\/\/[^/]+/.test(options.frontend)) {
+    throw new CliError(`--frontend must be the frontend's http(s) URL, like http://localhost:3001 (got "${options.frontend}")`, 2);
+  }
+
   const databaseUrl = options.databaseUrl ?? (env.DATABASE_URL || undefined);
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
     throw new CliError(`--database-url must look like postgresql://user:password@host:5432/database`, 2);
@@ -53,6 +60,8 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
     database,
     noDatabaseReason,
     serviceKey: options.serviceKey ?? (env.SERVICE_API_KEY || undefined),
+    frontendUrl: options.frontend,
+    urlSettings: isProject ? readUrlSettings(projectDir) : undefined,
     onResult: options.json ? undefined : (result) => console.log(formatCheck(result)),
   });
   if (options.json) printJson(report);

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { defaultOrganization } from '../generate/migration.js';
 import { databaseModel, literal, quote, type Table } from '../generate/table-model.js';
 import { schemaFileName } from '../schema/index.js';
+import { loopbackHostsCheck } from './checks/loopback-hosts.js';
 import type { LiveColumn, ProjectState } from './project-state.js';
 
 /**
@@ -36,7 +37,12 @@ export interface Finding {
 export interface DoctorCheck {
   id: string;
   title: string;
-  examine(state: ProjectState): Omit<Finding, 'id' | 'title'>;
+  /**
+   * `planned`: files as the repairs of the checks before this one leave them (path -> text). A
+   * check that repairs a file an earlier repair also changes starts from there, so that both
+   * land in one run (the later write wins).
+   */
+  examine(state: ProjectState, planned: Readonly<Record<string, string>>): Omit<Finding, 'id' | 'title'>;
 }
 
 const pass = (message: string) => ({ status: 'pass' as const, message });
@@ -312,6 +318,8 @@ export const doctorChecks: DoctorCheck[] = [
       };
     },
   },
+  // New checks live in checks/, one file each; after cors-origin, whose .env changes it builds on.
+  loopbackHostsCheck,
 ];
 
 /** Puts `app.use(generatedRouter(...))` back before the 404 handler, with its import. */
@@ -337,6 +345,9 @@ function isAdapterPackage(name: string, named: string[]): boolean {
 
 /** The lowest version a range allows: `^1.9.0` -> [1, 9, 0]; `latest`, `*` or a URL -> undefined. */
 function lowestVersion(range: string): number[] | undefined {
+  // A packed tarball (`file:.../authstrap-better-auth-adapter-2.0.2.tgz`, as setup --frontend installs it) names its version.
+  const tarball = /^file:.*-(\d+)\.(\d+)\.(\d+)\.tgz$/.exec(range.trim());
+  if (tarball) return [Number(tarball[1]), Number(tarball[2]), Number(tarball[3])];
   const match = /^\s*(?:[\^~]|>=|=)?\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(range);
   return match ? [Number(match[1]), Number(match[2] ?? 0), Number(match[3] ?? 0)] : undefined;
 }
@@ -347,5 +358,10 @@ function compareVersions(a: number[], b: number[]): number {
 }
 
 export function examineAll(state: ProjectState): Finding[] {
-  return doctorChecks.map((check) => ({ id: check.id, title: check.title, ...check.examine(state) }));
+  const planned: Record<string, string> = {};
+  return doctorChecks.map((check) => {
+    const finding: Finding = { id: check.id, title: check.title, ...check.examine(state, planned) };
+    for (const file of finding.repair?.files ?? []) planned[file.path] = file.after;
+    return finding;
+  });
 }

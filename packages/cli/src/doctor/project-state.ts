@@ -4,6 +4,7 @@ import { planSchemaEdit, type SchemaEditPlan } from '../add-auth/schema-edit.js'
 import { loadTemplates, planGenerate, type GeneratePlan } from '../generate/index.js';
 import { databaseModel, quote } from '../generate/table-model.js';
 import { readProjectEnv } from '../project/env-file.js';
+import type { EnvFileText } from '../project/loopback-hosts.js';
 import { loadSchema, schemaFileName, SchemaError, validateSchema, type Schema } from '../schema/index.js';
 import { readSchemaLiteral } from '../schema/read-literal.js';
 import type { DatabaseProbe } from '../verify/database.js';
@@ -30,8 +31,11 @@ export interface ProjectState {
   nameClash?: NameClash;
   /** Why the schema file could not even be parsed for clashes. */
   nameClashProblem?: string;
-  /** Frontends found next to the backend: their folder, dev-server origin and package.json (text too, for repairs). */
-  frontends: { dir: string; origin: string; packageJson: Record<string, any>; packageJsonText: string }[];
+  /**
+   * Frontends found next to the backend: their folder, dev-server origin, package.json (text
+   * too, for repairs) and env files (`.env.local`, `.env`, those that exist, by file name).
+   */
+  frontends: { dir: string; origin: string; packageJson: Record<string, any>; packageJsonText: string; envFiles: { name: string; text: string }[] }[];
   /** Package names `--adapter-package` says are the auth adapter (besides the ones recognised by name). */
   adapterPackages: string[];
   /** The live database, when it could be opened; facts gathered from it. */
@@ -76,22 +80,77 @@ function devServerOrigin(dir: string, packageJson: Record<string, any>): string 
     const port = viteConfig ? /port\s*:\s*(\d{2,5})/.exec(fs.readFileSync(viteConfig, 'utf8'))?.[1] : undefined;
     return `http://localhost:${port ?? 5173}`;
   }
-  if (dependencies.next) return 'http://localhost:3000';
+  if (dependencies.next) {
+    // `next dev --port 3001` (what setup --frontend writes) or `-p 3001`; Next's own default otherwise.
+    const port = /(?:--port|-p)[ =](\d{2,5})/.exec(packageJson.scripts?.dev ?? '')?.[1];
+    return `http://localhost:${port ?? 3000}`;
+  }
   return undefined;
+}
+
+/**
+ * The apps that hold a copy of the typed client (package.json's `authstrap.clients`, which
+ * setup --frontend writes): the nearest folder above each copy with a package.json.
+ */
+function clientFrontendDirs(projectDir: string): string[] {
+  let clients: unknown;
+  try {
+    clients = JSON.parse(fs.readFileSync(path.join(projectDir, 'package.json'), 'utf8')).authstrap?.clients;
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(clients)) return [];
+  const dirs: string[] = [];
+  for (const client of clients.filter((entry): entry is string => typeof entry === 'string')) {
+    let dir = path.dirname(path.resolve(projectDir, client));
+    for (let depth = 0; depth < 4 && dir !== path.dirname(dir); depth++, dir = path.dirname(dir)) {
+      if (fs.existsSync(path.join(dir, 'package.json'))) {
+        if (dir !== path.resolve(projectDir)) dirs.push(dir);
+        break;
+      }
+    }
+  }
+  return dirs;
 }
 
 export function findFrontends(projectDir: string, extra: string[] = []): ProjectState['frontends'] {
   const found: ProjectState['frontends'] = [];
-  for (const candidate of [...extra, ...frontendCandidates]) {
+  for (const candidate of [...extra, ...clientFrontendDirs(projectDir), ...frontendCandidates]) {
     const dir = path.resolve(projectDir, candidate);
     const file = path.join(dir, 'package.json');
     if (dir === path.resolve(projectDir) || !fs.existsSync(file) || found.some((frontend) => frontend.dir === dir)) continue;
     const packageJsonText = fs.readFileSync(file, 'utf8');
     const packageJson = JSON.parse(packageJsonText);
     const origin = devServerOrigin(dir, packageJson);
-    if (origin) found.push({ dir, origin, packageJson, packageJsonText });
+    if (origin) found.push({ dir, origin, packageJson, packageJsonText, envFiles: readFrontendEnvFiles(dir) });
   }
   return found;
+}
+
+/** Where a frontend keeps the addresses it uses (Next.js and Vite read both; `.env.local` wins). */
+const frontendEnvFileNames = ['.env.local', '.env'];
+
+function readFrontendEnvFiles(dir: string): { name: string; text: string }[] {
+  return frontendEnvFileNames.filter((name) => fs.existsSync(path.join(dir, name))).map((name) => ({ name, text: fs.readFileSync(path.join(dir, name), 'utf8') }));
+}
+
+/** The frontends' env files, by path relative to the backend project (`web/.env.local`). */
+export function frontendEnvTexts(projectDir: string, frontends: ProjectState['frontends']): EnvFileText[] {
+  return frontends.flatMap((frontend) => frontend.envFiles.map((file) => ({ path: path.relative(projectDir, path.join(frontend.dir, file.name)), text: file.text })));
+}
+
+/**
+ * The backend's .env and its frontends' env files (those found beside it, and `frontendDirs`),
+ * for `verify` and `setup` to look for a mix of localhost and 127.0.0.1. A frontend folder that
+ * cannot be read (a broken package.json) is left out rather than failing them.
+ */
+export function readUrlSettings(projectDir: string, frontendDirs: string[] = []): { backend: EnvFileText; frontends: EnvFileText[] } {
+  const backend = { path: '.env', text: readFileOr(path.join(projectDir, '.env')) };
+  try {
+    return { backend, frontends: frontendEnvTexts(projectDir, findFrontends(projectDir, frontendDirs)) };
+  } catch {
+    return { backend, frontends: [] };
+  }
 }
 
 export async function readProjectState(

@@ -2,11 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Schema } from '../schema/types.js';
 import { planWrites, readDiskState, type FileWrite } from './apply.js';
+import { clientOutputs, type ClientOutputs } from './client-outputs.js';
 import { generatedMigrationMark, planMigrations, snapshotPath, type MigrationsOptions, type MigrationsState } from './migrations-plan.js';
 import { renderProject } from './render.js';
 import type { Templates } from './templates.js';
 
 export { applyWrites, type FileWrite } from './apply.js';
+export { clientOutputs, clientPath, type ClientOutputs } from './client-outputs.js';
 export type { MigrationsState } from './migrations-plan.js';
 export { loadTemplates } from './templates.js';
 
@@ -40,6 +42,30 @@ export function packageNameFor(projectDir: string): string {
   return name || 'backend';
 }
 
+/**
+ * Where the typed client goes: client/authstrap-client.ts and the copies package.json lists. A
+ * copy's folder is created when missing, but its parent must exist: a mistyped path is not a tree
+ * of new folders.
+ */
+export function readClientOutputs(projectDir: string): ClientOutputs {
+  const file = path.join(projectDir, 'package.json');
+  let packageJson: unknown;
+  try {
+    packageJson = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    // No package.json yet (a new project), or one npm cannot read either: no copies to make.
+    packageJson = undefined;
+  }
+  const { paths, problems } = clientOutputs(packageJson);
+  for (const copy of paths.slice(1)) {
+    const parent = path.dirname(path.dirname(path.resolve(projectDir, copy)));
+    if (!fs.existsSync(parent)) {
+      problems.push(`package.json: the "authstrap.clients" entry ${JSON.stringify(copy)} is in a folder whose parent ${path.relative(projectDir, parent)} does not exist`);
+    }
+  }
+  return { paths, problems };
+}
+
 /** Reads the project, renders the schema and works out every write, without changing anything. */
 export function planGenerate(
   projectDir: string,
@@ -55,10 +81,13 @@ export function planGenerate(
     migrationsState?: MigrationsState;
   } = {},
 ): GeneratePlan {
+  const client = readClientOutputs(projectDir);
+  if (client.problems.length > 0) return { writes: [], problems: client.problems, notes: [] };
   const files = renderProject(schema, templates, {
     packageName: options.packageName ?? packageNameFor(projectDir),
     backendPort: options.backendPort,
     authstrapDependency: options.authstrapDependency,
+    clientPaths: client.paths,
   });
   const migrations = planMigrations(schema, options.migrationsState ?? readMigrationsState(projectDir), options);
   if (migrations.problems.length > 0) return { writes: [], problems: migrations.problems, notes: [] };

@@ -1,5 +1,7 @@
 import Handlebars from 'handlebars';
 import type { Schema } from '../schema/types.js';
+import { clientPath } from './client-outputs.js';
+import { clientView } from './client-view.js';
 import { backendDependencies, backendDevDependencies } from './dependency-versions.js';
 import type { Templates } from './templates.js';
 import { projectView } from './view-model.js';
@@ -23,6 +25,8 @@ export interface RenderOptions {
   backendPort?: number;
   /** How package.json asks for authstrap itself (default: the version of this CLI). */
   authstrapDependency?: string;
+  /** Where the typed client goes, relative to the project (default: `client/authstrap-client.ts` alone). */
+  clientPaths?: string[];
 }
 
 const handlebars = Handlebars.create();
@@ -72,6 +76,11 @@ export function renderProject(schema: Schema, templates: Templates, options: Ren
 
   for (const [templatePath, source] of templates.generated) {
     files.push({ path: `src/generated/${outputPath(templatePath)}`, contents: renderIfTemplate(templatePath, source, view), ownership: 'generated' });
+  }
+  const client = templates.client.get('authstrap-client.ts.hbs');
+  if (client !== undefined) {
+    const contents = render(client, clientView(schema));
+    for (const path of options.clientPaths ?? [clientPath]) files.push({ path, contents, ownership: 'generated' });
   }
   for (const entity of view.entities) {
     for (const [templatePath, source] of templates.entity) {

@@ -12,9 +12,11 @@ export interface Templates {
   entity: Map<string, string>;
   /** Routers of built-in entities whose rules differ from plain CRUD, by file name (`user.router.ts`). */
   builtin: Map<string, string>;
+  /** The typed client a frontend imports (`authstrap-client.ts.hbs`), from templates/client. */
+  client: Map<string, string>;
 }
 
-/** The folder holding `backend/`: shipped inside the package, or at the root of this repository. */
+/** The folder holding `backend/` and `client/`: shipped inside the package, or at the root of this repository. */
 export function templatesDir(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
   const candidates = [path.resolve(here, '../../templates'), path.resolve(here, '../../../../templates')];
@@ -23,7 +25,7 @@ export function templatesDir(): string {
   return found;
 }
 
-function readTree(root: string): Map<string, string> {
+export function readTree(root: string): Map<string, string> {
   const files = new Map<string, string>();
   const walk = (dir: string) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
@@ -49,5 +51,5 @@ export function loadTemplates(dir = templatesDir()): Templates {
       }
     }
   }
-  return { project: readTree(path.join(backend, 'project')), generated, entity, builtin };
+  return { project: readTree(path.join(backend, 'project')), generated, entity, builtin, client: readTree(path.join(dir, 'client')) };
 }

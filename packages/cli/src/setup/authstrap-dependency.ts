@@ -27,9 +27,9 @@ export function chooseAuthstrapDependency(cli: { version: string; packageDir: st
   return cli.published === false ? `file:${cli.packageDir}` : cli.version;
 }
 
-/** Asks the registry (as the user's npm is configured) whether it has authstrap@version. */
-export async function isPublished(packageVersion: string, timeoutMs = 15_000): Promise<boolean | undefined> {
-  const result = await execa('npm', ['view', `authstrap@${packageVersion}`, 'version', '--json'], { reject: false, timeout: timeoutMs, all: true });
+/** Asks the registry (as the user's npm is configured) whether it has `name@version`. */
+export async function isPublished(packageVersion: string, name = 'authstrap', timeoutMs = 15_000): Promise<boolean | undefined> {
+  const result = await execa('npm', ['view', `${name}@${packageVersion}`, 'version', '--json'], { reject: false, timeout: timeoutMs, all: true });
   if (result.exitCode === 0) return result.stdout.trim() !== ''; // an unknown version of a known package prints nothing
   return /\bE404\b/.test(result.all ?? '') ? false : undefined;
 }

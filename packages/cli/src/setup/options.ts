@@ -12,6 +12,8 @@ export interface SetupSettings {
   start: boolean;
   force: boolean;
   packageManager: PackageManager;
+  /** A Next.js frontend to create (a new or empty folder) or connect (an existing app). */
+  frontendDir?: string;
 }
 
 export const packageManagers = ['npm', 'pnpm', 'yarn', 'bun'] as const;
@@ -30,6 +32,10 @@ export interface SetupFlags {
   start?: boolean;
   force?: boolean;
   packageManager?: string;
+  /** `--frontend [dir]`: true without a folder (then `<project-name>-web` beside the backend). */
+  frontend?: string | boolean;
+  /** With --frontend in an existing backend: print what would change, change nothing. */
+  dryRun?: boolean;
   /** Print one JSON document on stdout (progress goes to stderr). */
   json?: boolean;
 }
@@ -68,7 +74,8 @@ export function resolveSetupSettings(flags: SetupFlags, context: { cwd: string; 
   }
 
   const backendPort = parsePort('--backend-port', flags.backendPort, 3000);
-  const frontendPort = parsePort('--frontend-port', flags.frontendPort, 5173);
+  // A Next.js frontend runs beside the backend's 3000; a frontend of your own is likely Vite's 5173.
+  const frontendPort = parsePort('--frontend-port', flags.frontendPort, flags.frontend ? 3001 : 5173);
   if (backendPort === frontendPort) throw new CliError(`--backend-port and --frontend-port must differ (both are ${backendPort})`, 2);
 
   if (flags.db !== undefined && flags.db !== 'embedded' && flags.db !== 'postgres') {
@@ -91,9 +98,13 @@ export function resolveSetupSettings(flags: SetupFlags, context: { cwd: string; 
     throw new CliError(`--package-manager must be one of ${packageManagers.join(', ')} (got "${flags.packageManager}")`, 2);
   }
 
+  const dir = path.resolve(context.cwd, flags.dir ?? projectName);
+  if (flags.dryRun) {
+    throw new CliError("--dry-run previews connecting a frontend to an existing backend: run `authstrap setup --frontend <dir> --dry-run` in the backend's folder", 2);
+  }
   return {
     projectName,
-    dir: path.resolve(context.cwd, flags.dir ?? projectName),
+    dir,
     backendPort,
     frontendPort,
     database,
@@ -101,5 +112,14 @@ export function resolveSetupSettings(flags: SetupFlags, context: { cwd: string; 
     start: flags.start !== false,
     force: flags.force === true,
     packageManager: (flags.packageManager as PackageManager | undefined) ?? detectPackageManager(context.userAgent),
+    frontendDir: frontendDirOf(flags.frontend, dir, projectName, context.cwd),
   };
+}
+
+/** `--frontend web` is relative to where setup runs; a bare `--frontend` is `<project-name>-web` beside the backend. */
+export function frontendDirOf(flag: string | boolean | undefined, backendDir: string, projectName: string, cwd: string): string | undefined {
+  if (flag === undefined || flag === false) return undefined;
+  const dir = flag === true ? path.join(path.dirname(backendDir), `${projectName}-web`) : path.resolve(cwd, flag);
+  if (dir === backendDir) throw new CliError(`--frontend ${flag} is the backend's own folder: give the frontend a folder of its own`, 2);
+  return dir;
 }

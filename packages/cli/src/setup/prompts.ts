@@ -16,7 +16,11 @@ export async function askForMissing(flags: SetupFlags): Promise<SetupFlags> {
   });
   const port = (value: string) => (/^\d+$/.test(value) && Number(value) >= 1 && Number(value) <= 65535) || 'a port from 1 to 65535';
   answers.backendPort ??= await input({ message: 'Backend port', default: '3000', validate: port });
-  answers.frontendPort ??= await input({ message: 'Frontend port (allowed by CORS)', default: '5173', validate: port });
+  if (answers.frontend === undefined) {
+    const folder = await input({ message: 'Next.js frontend: a new folder, or an existing app to connect (empty for none)', default: '' });
+    if (folder.trim()) answers.frontend = folder.trim();
+  }
+  answers.frontendPort ??= await input({ message: 'Frontend port (allowed by CORS)', default: answers.frontend ? '3001' : '5173', validate: port });
 
   if (answers.databaseUrl === undefined && answers.db === undefined) {
     answers.db = await select({

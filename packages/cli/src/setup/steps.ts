@@ -129,8 +129,7 @@ export function writeEnvFiles(settings: Pick<SetupSettings, 'dir' | 'backendPort
   fs.writeFileSync(path.join(settings.dir, '.env'), env, { mode: 0o600 });
 }
 
-export async function installDependencies(settings: Pick<SetupSettings, 'dir' | 'packageManager'>): Promise<string> {
-  const logFile = path.join(settings.dir, logDir, 'install.log');
+export async function installDependencies(settings: Pick<SetupSettings, 'dir' | 'packageManager'>, logFile = path.join(settings.dir, logDir, 'install.log')): Promise<string> {
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const result = await execa(settings.packageManager, ['install'], { cwd: settings.dir, all: true, reject: false, env: { CI: 'true' } });
   fs.writeFileSync(logFile, result.all || result.message || '');

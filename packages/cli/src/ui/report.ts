@@ -4,17 +4,18 @@ import type { CheckResult } from '../verify/index.js';
 
 /** Progress and results for people: spinners on a terminal, plain lines in logs and CI. */
 
-const symbols = { pass: chalk.green('✔'), fail: chalk.red('✘'), skip: chalk.yellow('–') } as const;
+const symbols = { pass: chalk.green('✔'), warn: chalk.yellow('⚠'), fail: chalk.red('✘'), skip: chalk.yellow('–') } as const;
 
 export function formatCheck(result: CheckResult): string {
   const line = `${symbols[result.status]} ${result.title} ${chalk.dim(`— ${result.message}`)}`;
-  return result.status === 'fail' && result.fix ? `${line}\n    ${chalk.cyan('→')} ${result.fix}` : line;
+  return (result.status === 'fail' || result.status === 'warn') && result.fix ? `${line}\n    ${chalk.cyan('→')} ${result.fix}` : line;
 }
 
 export function summarizeChecks(results: CheckResult[]): string {
   const count = (status: CheckResult['status']) => results.filter((result) => result.status === status).length;
   const parts = [`${count('pass')} passed`, `${count('fail')} failed`];
   if (count('skip')) parts.push(`${count('skip')} skipped`);
+  if (count('warn')) parts.push(`${count('warn')} warning${count('warn') === 1 ? '' : 's'}`);
   const limited = results.filter((result) => result.rateLimited).length;
   // The plain "N passed, N failed" stays first and alone on its part of the line: CI reads it.
   if (limited) return chalk.yellow(`${parts.join(', ')} (${limited} rate limited by the backend: run verify again later, nothing was found broken)`);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { findLoopbackMix, type EnvFileText } from '../project/loopback-hosts.js';
 import { validateSchema } from '../schema/validate.js';
 import type { DatabaseProbe } from './database.js';
 import type { HttpClient, Probe } from './http.js';
@@ -9,7 +10,8 @@ import type { HttpClient, Probe } from './http.js';
  * `authstrap fix` check that repairs that kind of breakage, where there is one.
  */
 
-export type CheckStatus = 'pass' | 'fail' | 'skip';
+/** `warn`: the backend works, but something around it will bite (never fails verify). */
+export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
 
 export interface CheckResult {
   id: string;
@@ -313,4 +315,15 @@ function sampleBody(schema: any, runId: string): Record<string, unknown> | undef
     else return undefined;
   }
   return body;
+}
+
+/**
+ * Not a probe of the backend: its .env and its frontends' env files. localhost mixed with
+ * 127.0.0.1 leaves the backend working and every browser request after sign-in a 401, so it is a
+ * warning, reported only when found.
+ */
+export function loopbackHostsWarning(settings: { backend: EnvFileText; frontends: EnvFileText[] }): CheckResult | undefined {
+  const mix = findLoopbackMix(settings.backend, settings.frontends);
+  if (!mix) return undefined;
+  return { id: 'loopback-hosts', title: 'Local URLs use one name for this machine', status: 'warn', message: mix.message, fix: `authstrap fix (check: loopback-hosts) uses localhost in ${mix.rewritten.join(', ')}` };
 }

@@ -11,6 +11,8 @@ export interface RequestOptions {
   body?: unknown;
   token?: string;
   organizationId?: string;
+  /** A `cookie` header: a session a browser would send (verify --frontend's Better Auth cookie). */
+  cookie?: string;
   /**
    * Sign-up, sign-in and the docs page: sent with the service key (when known), which the backend
    * does not count against the users' rate limits, so verify can run all day. The key changes
@@ -36,6 +38,7 @@ export function httpClient(baseUrl: string, options: { timeoutMs?: number; servi
     const bearer = options.token ?? (options.trusted ? serviceKey : undefined);
     if (bearer) headers.authorization = `Bearer ${bearer}`;
     if (options.organizationId) headers['x-organization-id'] = options.organizationId;
+    if (options.cookie) headers.cookie = options.cookie;
     const response = await fetch(new URL(pathname, baseUrl), {
       method,
       headers,

@@ -1,5 +1,7 @@
-import { checks, newRunId, type CheckResult, type VerifyContext } from './checks.js';
+import type { EnvFileText } from '../project/loopback-hosts.js';
+import { checks, loopbackHostsWarning, newRunId, type CheckResult, type VerifyContext } from './checks.js';
 import { openDatabase, type DatabaseTarget } from './database.js';
+import { frontendChecks } from './frontend.js';
 import { httpClient, RateLimitedError } from './http.js';
 
 export type { CheckResult } from './checks.js';
@@ -12,6 +14,10 @@ export interface VerifyOptions {
   /** Why there is no database target, shown on the skipped checks. */
   noDatabaseReason?: string;
   serviceKey?: string;
+  /** A frontend running Better Auth on the adapter: its page, sign-up and sign-in are checked too. */
+  frontendUrl?: string;
+  /** The project's .env and its frontends' env files, when verify runs in a project: read for a warning. */
+  urlSettings?: { backend: EnvFileText; frontends: EnvFileText[] };
   /** Runs between the HTTP checks and the database checks: setup stops an embedded backend here. */
   beforeDatabaseChecks?: () => Promise<void>;
   /** Each result as it is known, for progress output. */
@@ -68,6 +74,11 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyReport> {
     if (reachable) await runCheck(check);
     else record({ id: check.id, title: check.title, status: 'skip', message: `the server at ${options.url} does not answer` });
   }
+
+  if (reachable && options.frontendUrl) for (const result of await frontendChecks(context, options.frontendUrl, options.url)) record(result);
+
+  const loopbackWarning = options.urlSettings && loopbackHostsWarning(options.urlSettings);
+  if (loopbackWarning) record(loopbackWarning);
 
   await options.beforeDatabaseChecks?.();
 

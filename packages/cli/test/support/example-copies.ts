@@ -212,4 +212,4 @@ export function createResources({ adminUrl, name, dotEnv, backendEnv = {} }: Res
 }
 
 /** Every check of `authstrap fix`, in the order it reports them. */
-export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'credential-provider', 'cors-origin', 'nullability', 'not-null-rows', 'adapter-version'];
+export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'credential-provider', 'cors-origin', 'nullability', 'not-null-rows', 'adapter-version', 'loopback-hosts'];

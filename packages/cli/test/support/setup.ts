@@ -142,9 +142,10 @@ export interface StartedProject {
 
 /**
  * `npm start` in a project, as its README says, in a process group of its own (npm starts node
- * through a shell: killing npm alone could leave the backend running). Resolves once /ready is 200.
+ * through a shell: killing npm alone could leave the backend running). Resolves once `readyPath`
+ * (the backend's /ready; a frontend's page) answers 2xx.
  */
-export async function startWithNpm(dir: string, port: number, timeoutMs = 60_000): Promise<StartedProject> {
+export async function startWithNpm(dir: string, port: number, timeoutMs = 60_000, readyPath = '/ready'): Promise<StartedProject> {
   const child = spawn('npm', ['start'], { cwd: dir, env: userEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const pgid = child.pid!;
   let output = '';
@@ -183,7 +184,7 @@ export async function startWithNpm(dir: string, port: number, timeoutMs = 60_000
   const ready = await waitUntil(async () => {
     if (exited) return true;
     try {
-      return (await fetch(`http://127.0.0.1:${port}/ready`, { signal: AbortSignal.timeout(2000) })).ok;
+      return (await fetch(`http://127.0.0.1:${port}${readyPath}`, { signal: AbortSignal.timeout(2000) })).ok;
     } catch {
       return false;
     }

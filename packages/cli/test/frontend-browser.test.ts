@@ -1,0 +1,185 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot, tempDir } from './support/cli.js';
+import { freePort, runCliProcess, startWithNpm, userEnv, type StartedProject } from './support/setup.js';
+
+/**
+ * The whole product as a new user meets it: `authstrap setup --frontend` writes a backend and a
+ * Next.js app, both installed; the app is built and both are started as `npm start` does; then
+ * Debian's Chromium (never a downloaded browser) signs up, creates and lists records, switches
+ * organization, signs out and in, and a second user sees none of the first one's records.
+ * Screenshots of each page go to test-artifacts/frontend/.
+ */
+
+const chromiumPath = process.env.AUTHSTRAP_CHROMIUM ?? '/usr/bin/chromium';
+const screenshots = path.join(repoRoot, 'test-artifacts/frontend');
+
+describe('a generated frontend against a generated backend, in Chromium', () => {
+  let workspace: string;
+  let backendPort: number;
+  let frontendPort: number;
+  let backend: StartedProject | undefined;
+  let frontend: StartedProject | undefined;
+  let browser: Browser | undefined;
+  const app = (route = '/') => `http://localhost:${frontendPort}${route}`;
+
+  beforeAll(async () => {
+    if (!fs.existsSync(chromiumPath)) throw new Error(`${chromiumPath} is missing: apt-get install chromium (.ci/run does)`);
+    fs.mkdirSync(screenshots, { recursive: true });
+    workspace = tempDir('authstrap-frontend-');
+    backendPort = await freePort();
+    frontendPort = await freePort();
+    const setup = runCliProcess(
+      ['setup', '--yes', '--db', 'embedded', '--project-name', 'shop', '--frontend', '--backend-port', String(backendPort), '--frontend-port', String(frontendPort)],
+      { cwd: workspace, timeoutMs: 480_000 },
+    );
+    expect(setup.status, setup.output).toBe(0);
+    expect(setup.output).toContain('Write the frontend');
+    // The production build, as a deployment makes it (it type-checks the app too).
+    execFileSync('npm', ['run', 'build'], { cwd: path.join(workspace, 'shop-web'), env: userEnv(), stdio: 'pipe', timeout: 300_000 });
+    backend = await startWithNpm(path.join(workspace, 'shop'), backendPort);
+    frontend = await startWithNpm(path.join(workspace, 'shop-web'), frontendPort, 60_000, '/sign-in');
+    browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  }, 900_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await frontend?.stop();
+    await backend?.stop();
+    if (workspace) fs.rmSync(workspace, { recursive: true, force: true });
+  });
+
+  const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: true });
+
+  async function signUp(page: Page, name: string, email: string) {
+    await page.goto(app('/sign-up'));
+    await page.getByLabel('Name').fill(name);
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill('correct horse battery');
+    await page.getByRole('button', { name: 'Sign up' }).click();
+    await page.waitForURL(app('/projects'));
+  }
+
+  async function addProject(page: Page, name: string) {
+    const form = page.getByRole('form', { name: 'New project' });
+    await form.getByLabel('Name').fill(name);
+    await form.getByRole('button', { name: 'Add' }).click();
+    await expect.poll(() => page.getByRole('cell', { name, exact: true }).count()).toBe(1);
+  }
+
+  let adaOrganizations: string[] = [];
+  /** The organizations the backend's own get-session lists for the page's cookie. */
+  const organizationsSeenByBackend = (page: Page) =>
+    page.evaluate(async (url) => {
+      const body = await (await fetch(url, { credentials: 'include' })).json();
+      return (body.data.organizations as { id: string }[]).map((organization) => organization.id);
+    }, `http://localhost:${backendPort}/api/auth/get-session`);
+
+  const projectNames = async (page: Page) => (await page.locator('tbody tr td:first-child').allTextContents()).sort();
+
+  it('signs up, creates and lists records, switches organization, signs out and in again', async () => {
+    const context = await browser!.newContext();
+    const page = await context.newPage();
+
+    await page.goto(app('/'));
+    await expect.poll(() => page.getByRole('link', { name: 'create an account' }).count()).toBe(1);
+    await shoot(page, '1-home');
+
+    await page.goto(app('/sign-up'));
+    await shoot(page, '2-sign-up');
+    await signUp(page, 'Ada', 'ada@example.com');
+    // The personal organization, chosen for her, with her as its owner.
+    await expect.poll(() => page.getByLabel('Organization').locator('option:checked').textContent()).toContain('(owner)');
+    await expect.poll(() => page.getByText('No projects in').count()).toBe(1);
+
+    await addProject(page, 'Apollo');
+    await addProject(page, 'Gemini');
+    expect(await projectNames(page)).toEqual(['Apollo', 'Gemini']);
+    await expect.poll(() => page.getByText('2 in all').count()).toBe(1);
+    await shoot(page, '3-projects');
+
+    // A second organization: empty, then its own record; the first keeps its two.
+    await page.getByLabel('Organization').selectOption('new');
+    await page.getByLabel('New organization name').fill('Side Project Inc');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await expect.poll(() => page.getByLabel('Organization').locator('option:checked').textContent()).toContain('Side Project Inc');
+    await expect.poll(() => page.getByText('No projects in Side Project Inc yet').count()).toBe(1);
+    await addProject(page, 'Mercury');
+    expect(await projectNames(page)).toEqual(['Mercury']);
+    await shoot(page, '4-second-organization');
+
+    adaOrganizations = await organizationsSeenByBackend(page);
+    const personal = await page.getByLabel('Organization').locator('option', { hasText: '(owner)' }).first().getAttribute('value');
+    await page.getByLabel('Organization').selectOption(personal!);
+    await expect.poll(() => projectNames(page)).toEqual(['Apollo', 'Gemini']);
+
+    // A reload keeps the session and the organization.
+    await page.reload();
+    await expect.poll(() => projectNames(page)).toEqual(['Apollo', 'Gemini']);
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(app('/sign-in'));
+    await shoot(page, '5-signed-out');
+    // Signed out, the data page sends you to sign in.
+    await page.goto(app('/projects'));
+    await page.waitForURL(app('/sign-in'));
+
+    await page.getByLabel('E-mail').fill('ada@example.com');
+    await page.getByLabel('Password').fill('wrong horse battery');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    // Better Auth's message, shown in the form (Next's route announcer is an alert too: match the text).
+    await expect.poll(() => page.getByRole('alert').filter({ hasText: /invalid email or password/i }).count()).toBe(1);
+    await shoot(page, '6-wrong-password');
+
+    await page.getByLabel('Password').fill('correct horse battery');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(app('/projects'));
+    await expect.poll(() => projectNames(page)).toEqual(['Apollo', 'Gemini']);
+    await context.close();
+  }, 120_000);
+
+  it("a second user sees none of the first one's records, in the page or through the API", async () => {
+    const context = await browser!.newContext();
+    const page = await context.newPage();
+    await signUp(page, 'Bob', 'bob@example.com');
+    await expect.poll(() => page.getByText('No projects in').count()).toBe(1);
+    expect(await page.getByLabel('Organization').locator('option').allTextContents()).toEqual([expect.stringContaining('(owner)'), '+ New organization…']);
+    await shoot(page, '7-second-user');
+
+    // Bob's cookie against Ada's organizations, straight at the backend from his page: refused.
+    expect(adaOrganizations).toHaveLength(2);
+    for (const id of adaOrganizations) {
+      const answer = await page.evaluate(
+        async ({ url, id }) => {
+          const response = await fetch(url, { credentials: 'include', headers: { 'x-organization-id': id } });
+          return { status: response.status, body: await response.json() };
+        },
+        { url: `http://localhost:${backendPort}/Projects`, id },
+      );
+      expect(answer.status).toBe(403);
+      expect(answer.body).toMatchObject({ success: false });
+    }
+    await context.close();
+  }, 60_000);
+
+  it('verify --frontend signs up and in through the app, and the backend accepts its session', () => {
+    const backendDir = path.join(workspace, 'shop');
+    const verify = runCliProcess(['verify', '--frontend', app('')], { cwd: backendDir, timeoutMs: 120_000 });
+    expect(verify.status, verify.output).toBe(0);
+    expect(verify.output).toMatch(/✔ Frontend page loads/);
+    expect(verify.output).toMatch(/✔ Sign-up through the frontend, session accepted by the backend/);
+    expect(verify.output).toMatch(/✔ Sign-in through the frontend, session accepted by the backend/);
+
+    // The same app on 127.0.0.1 while the backend is on localhost: works for a script, not for a browser.
+    const mixed = runCliProcess(['verify', '--frontend', `http://127.0.0.1:${frontendPort}`], { cwd: backendDir, timeoutMs: 120_000 });
+    expect(mixed.output).toMatch(/⚠ Frontend and backend on the same site .*different sites/);
+
+    // Something that is not the frontend (the API itself): named, and verify fails.
+    const wrong = runCliProcess(['verify', '--frontend', `http://localhost:${backendPort}`], { cwd: backendDir, timeoutMs: 120_000 });
+    expect(wrong.status, wrong.output).toBe(1);
+    expect(wrong.output).toMatch(/✘ Frontend page loads/);
+  }, 300_000);
+});
