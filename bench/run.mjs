@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The "Measure" bench: how much the example backend's authenticated, tenant-scoped
-// GET /Projects?limit=20 costs next to a bare node:http + pg server running the same data query,
-// and how many SQL statements (and database round trips) one authenticated request makes.
+// GET /Projects?limit=20 costs next to (b) a bare node:http + pg server running the same data
+// query and (c) Better Auth on Express 5 doing the same work, and how many SQL statements (and
+// database round trips) one authenticated request makes on each.
 //
 //   node bench/run.mjs            (or: pnpm bench)
 //
@@ -68,6 +69,8 @@ if (wrkCheck.error) {
 const wrkVersion = `${wrkCheck.stdout}${wrkCheck.stderr}`.split('\n')[0].replace(/\s*Copyright.*$/, '').trim();
 if (!fs.existsSync(path.join(exampleDir, 'node_modules', 'pg'))) fail('examples/saas-backend has no node_modules: run `pnpm install` at the repository root first');
 const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
+if (!fs.existsSync(path.join(benchDir, 'better-auth-server', 'node_modules', 'better-auth'))) fail('bench/better-auth-server has no node_modules: run `pnpm install` at the repository root first');
+const betterAuthVersion = JSON.parse(fs.readFileSync(path.join(benchDir, 'better-auth-server', 'package.json'), 'utf8')).dependencies['better-auth'];
 
 // ---------------------------------------------------------------------------------------------
 // Processes, cleanup
@@ -120,6 +123,32 @@ async function startBare(organizationId, dbUrl) {
   const base = `http://127.0.0.1:${port}`;
   await waitForOk(`${base}${listPath}`, child, 30);
   return { child, base };
+}
+
+/** (c): Better Auth on Express 5 (bench/better-auth-server), its tables migrated at startup. */
+async function startBetterAuth(dbUrl) {
+  const port = await freePort();
+  const dir = path.join(benchDir, 'better-auth-server');
+  const child = startChild('better-auth server', process.execPath, [path.join(dir, 'server.mjs')], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, PORT: String(port), AUTH_SECRET: 'bench-better-auth-secret-0123456789abcdef', NODE_ENV: 'production' },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitForOk(`${base}/api/auth/ok`, child, 60);
+  return { child, base };
+}
+
+/** Signs the bench user up on (c) (same address as on the example) and returns its session cookie. */
+async function betterAuthCookie(base) {
+  const response = await fetch(`${base}/api/auth/sign-up/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: base },
+    body: JSON.stringify({ email: 'bench@example.com', name: 'Bench', password: 'bench-password-1' }),
+  });
+  if (!response.ok) throw new Error(`Better Auth sign-up: ${response.status} ${await response.text()}`);
+  const cookie = response.headers.getSetCookie().find((line) => line.startsWith('better-auth.session_token='));
+  if (!cookie) throw new Error('Better Auth set no session cookie');
+  return cookie.split(';')[0];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -260,6 +289,20 @@ async function main() {
   for (let index = 0; index < settings.countedRequests; index += 1) await expectStatus(api(bare.base, 'GET', listPath), 200, `bare GET ${listPath}`);
   const bareCount = perRequest(before, counter.snapshot(), settings.countedRequests);
   await stopChild(bare.child);
+
+  // (c) through the same counter: Better Auth's getSession, the membership, the page.
+  let betterAuth = await startBetterAuth(databaseUrl(counter.port));
+  const cookie = await betterAuthCookie(betterAuth.base);
+  const baHeaders = { cookie, 'x-organization-id': organizationId };
+  const baGet = () => fetch(`${betterAuth.base}${listPath}`, { headers: baHeaders }).then(async (response) => {
+    if (response.status !== 200) throw new Error(`(c) GET ${listPath}: ${response.status} ${await response.text()}`);
+    return response.json();
+  });
+  for (let index = 0; index < 20; index += 1) await baGet();
+  before = counter.snapshot();
+  for (let index = 0; index < settings.countedRequests; index += 1) await baGet();
+  const betterAuthCount = perRequest(before, counter.snapshot(), settings.countedRequests);
+  await stopChild(betterAuth.child);
   await counter.close();
   counter = undefined;
   // Both read the same rows (checked below, before the load); the example now reads the page and
@@ -276,6 +319,14 @@ async function main() {
   const sameRows = JSON.stringify(bareList.data.map((row) => row.id)) === JSON.stringify(exampleList.data.map((row) => row.id));
   if (!sameRows || bareList.meta.total !== exampleList.meta.total) throw new Error('the bare server does not return the same page as the example');
   const b = await measure('(b) bare node:http + pg', bare, {});
+
+  // 4. (c) Better Auth on Express 5, same database, same page, same session headers' worth of work.
+  betterAuth = await startBetterAuth(databaseUrl());
+  const betterAuthList = await baGet();
+  if (JSON.stringify(betterAuthList.data.map((row) => row.id)) !== JSON.stringify(exampleList.data.map((row) => row.id))) {
+    throw new Error('the Better Auth server does not return the same page as the example');
+  }
+  const c = await measure('(c) Better Auth on Express 5', betterAuth, baHeaders);
 
   const cpus = os.cpus();
   const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoDir, encoding: 'utf8' }).stdout.trim();
@@ -305,14 +356,20 @@ async function main() {
     },
     example: { what: `GET ${listPath} with Authorization: Bearer <session token> and x-organization-id`, ...a },
     bare: { what: `node:http + pg, same SQL (count + page), no auth (bench/bare-server.mjs)`, ...b },
+    betterAuth: {
+      what: `Better Auth ${betterAuthVersion} on Express 5: auth.api.getSession (cookie), the membership, then the same page and total (bench/better-auth-server)`,
+      ...c,
+    },
     ratio: {
       rps: Number((a.rps / b.rps).toFixed(3)),
       p99: Number((a.p99Ms / b.p99Ms).toFixed(3)),
+      rpsOverBetterAuth: Number((a.rps / c.rps).toFixed(3)),
     },
     statementsPerRequest: {
       method: 'wire-protocol count through a loopback proxy (bench/lib/pg-wire-counter.mjs), sequential requests after a warm-up',
       list: listCount,
       bareList: { what: 'the bare server: count, then the page', ...bareCount },
+      betterAuthList: { what: '(c): getSession, the membership, then the page with its total', ...betterAuthCount },
       create: { what: 'POST /Projects while seeding', ...createCount },
     },
   };
@@ -327,16 +384,29 @@ async function main() {
   const row = (label, r) => console.log(`${label.padEnd(28)} ${String(r.rps).padStart(6)}   ${r.p50Ms.toFixed(2).padStart(6)}   ${r.p99Ms.toFixed(2).padStart(6)}   ${r.committedTransactionsPerRequest}`);
   row('(a) example, authenticated', a);
   row('(b) bare node:http + pg', b);
-  console.log(`1-min load average before/after: (a) ${a.loadAverage1m.before}/${a.loadAverage1m.after}, (b) ${b.loadAverage1m.before}/${b.loadAverage1m.after}`);
-  console.log(`ratio a/b: rps ${results.ratio.rps}, p99 ${results.ratio.p99}`);
+  row('(c) Better Auth, Express 5', c);
+  console.log(`1-min load average before/after: (a) ${a.loadAverage1m.before}/${a.loadAverage1m.after}, (b) ${b.loadAverage1m.before}/${b.loadAverage1m.after}, (c) ${c.loadAverage1m.before}/${c.loadAverage1m.after}`);
+  console.log(`ratio a/b: rps ${results.ratio.rps}, p99 ${results.ratio.p99}; a/c: rps ${results.ratio.rpsOverBetterAuth}`);
   console.log('');
   console.log(`GET ${listPath} on the example, counted on the wire over ${listCount.requests} requests:`);
   console.log(`  ${listCount.statementsPerRequest} statements and ${listCount.roundTripsPerRequest} round trips per request`);
   for (const { sql, perRequest: times } of listCount.sql) console.log(`  ${times} x ${sql.length > 150 ? `${sql.slice(0, 150)}...` : sql}`);
   console.log(`bare server: ${bareCount.statementsPerRequest} statements, ${bareCount.roundTripsPerRequest} round trips per request (count, then the page)`);
+  console.log(`Better Auth (c): ${betterAuthCount.statementsPerRequest} statements, ${betterAuthCount.roundTripsPerRequest} round trips per request`);
+  for (const { sql, perRequest: times } of betterAuthCount.sql) console.log(`  ${times} x ${sql.length > 150 ? `${sql.slice(0, 150)}...` : sql}`);
   console.log(`POST /Projects: ${createCount.statementsPerRequest} statements, ${createCount.roundTripsPerRequest} round trips per request`);
   console.log('');
   console.log(`written to ${path.relative(process.cwd(), resultsFile) || resultsFile}`);
+
+  // The rest of the story: sign-in against the bcrypt bound, cold start and memory. BENCH_LIST_ONLY=1
+  // skips them (to repeat only the list comparison, as for a median of several runs).
+  if (process.env.BENCH_LIST_ONLY !== '1') {
+    for (const script of ['sign-in.mjs', 'startup.mjs']) {
+      console.log(`\n[bench] node bench/${script}`);
+      const run = spawnSync(process.execPath, [path.join(benchDir, script)], { stdio: 'inherit', env: process.env });
+      if (run.status !== 0) throw new Error(`bench/${script} failed (exit ${run.status})`);
+    }
+  }
 }
 
 try {

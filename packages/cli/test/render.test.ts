@@ -71,7 +71,8 @@ describe('renderProject', () => {
     expect(files.get('src/generated/Task/task.schema.ts')).toBe('// Task at /Tasks, nested at /Projects/:projectId/Tasks\n');
     // Global routers first, then tenant-scoped ones; a nested path before its collections. The
     // trusted server's API stands in front of each built-in entity's own router, before the scope
-    // guard (it acts across organizations); verification has no router for users at all.
+    // guard (it acts across organizations); verification has no router for users at all. Your own
+    // tenant-scoped entities stand behind tenantScoped (a read checks its caller in its statement).
     expect(files.get('src/generated/index.ts')).toBe(
       [
         '/Users -> signedIn, serviceApi.user, userRouter(deps)',
@@ -79,10 +80,10 @@ describe('renderProject', () => {
         '/sessions -> signedIn, serviceApi.session, sessionRouter(deps)',
         '/verifications -> signedIn, requires.serviceKey, serviceApi.verification',
         '/Organizations -> signedIn, serviceApi.organization, organizationRouter(deps)',
-        '/Projects/:projectId/Tasks -> signedIn, scopeGuard, taskNestedRouter(deps)',
+        '/Projects/:projectId/Tasks -> ...tenantScoped(deps, taskNestedRouter(deps))',
         '/members -> signedIn, serviceApi.member, scopeGuard, memberRouter(deps)',
-        '/Projects -> signedIn, scopeGuard, projectRouter(deps)',
-        '/Tasks -> signedIn, scopeGuard, taskRouter(deps)',
+        '/Projects -> ...tenantScoped(deps, projectRouter(deps))',
+        '/Tasks -> ...tenantScoped(deps, taskRouter(deps))',
         '',
       ].join('\n'),
     );

@@ -4,6 +4,7 @@ import { requires } from '../extensions/auth/auth.decorator.js';
 import type { GeneratedDeps } from './deps.js';
 import { authGuard } from './guards/auth.guard.js';
 import { scopeGuard } from './guards/scope.guard.js';
+import { tenantScoped } from './guards/tenant.guard.js';
 import { serviceApiRouters } from './service-api.js';
 import { userRouter } from './User/user.router.js';
 import { accountRouter } from './account/account.router.js';
@@ -16,7 +17,9 @@ import { taskNestedRouter, taskRouter } from './Task/task.router.js';
 /**
  * Every generated route, in one place, with what stands in front of it:
  * `signedIn` (the auth guard) resolves the caller, 401 without a valid session or service key;
- * `scopeGuard` resolves the organization from `x-organization-id` and the caller's role there.
+ * `scopeGuard` resolves the organization from `x-organization-id` and the caller's role there;
+ * `tenantScoped(deps, router)` says the same for your own entities, with a read's caller checked
+ * in the read's own statement (one round trip; see guards/tenant.guard.ts).
  * `serviceApi.<entity>` serves the trusted server (the service key) and passes everyone else on.
  */
 export function generatedRouter(deps: GeneratedDeps): Router {
@@ -29,10 +32,10 @@ export function generatedRouter(deps: GeneratedDeps): Router {
   router.use('/sessions', signedIn, serviceApi.session, sessionRouter(deps)); // session
   router.use('/verifications', signedIn, requires.serviceKey, serviceApi.verification); // verification
   router.use('/Organizations', signedIn, serviceApi.organization, organizationRouter(deps)); // Organization
-  router.use('/Projects/:projectId/Tasks', signedIn, scopeGuard, taskNestedRouter(deps)); // Task of one Project
+  router.use('/Projects/:projectId/Tasks', ...tenantScoped(deps, taskNestedRouter(deps))); // Task of one Project
   router.use('/members', signedIn, serviceApi.member, scopeGuard, memberRouter(deps)); // member
-  router.use('/Projects', signedIn, scopeGuard, projectRouter(deps)); // Project
-  router.use('/Tasks', signedIn, scopeGuard, taskRouter(deps)); // Task
+  router.use('/Projects', ...tenantScoped(deps, projectRouter(deps))); // Project
+  router.use('/Tasks', ...tenantScoped(deps, taskRouter(deps))); // Task
 
   return router;
 }

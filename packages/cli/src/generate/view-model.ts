@@ -247,6 +247,8 @@ function handlersOf(entity: EntityView, router: string, auth: boolean): string {
   if (!auth) return `${router}(deps)`;
   const serviceApi = entity.serviceApi ? `serviceApi.${entity.camel}, ` : '';
   if (entity.serviceOnly) return `signedIn, requires.serviceKey, serviceApi.${entity.camel}`;
+  // Your own tenant-scoped entities: a read checks its caller in its own statement (tenant.guard.ts).
+  if (entity.tenantScoped && !entity.builtin && !entity.serviceApi) return `...tenantScoped(deps, ${router}(deps))`;
   return `signedIn, ${serviceApi}${entity.tenantScoped ? 'scopeGuard, ' : ''}${router}(deps)`;
 }
 

@@ -169,6 +169,18 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
     return organizationId;
   }
 
+  /**
+   * Extends a session with less than `renewWhenLeftMs` left to the full lifetime again (one
+   * UPDATE, at most once a day per session). Returns the new expiry, or undefined when it was
+   * not due.
+   */
+  async function renewIfDue(session: { id: string; expiresAt: Date | string }): Promise<Date | undefined> {
+    if (new Date(session.expiresAt).getTime() - Date.now() >= renewWhenLeftMs) return undefined;
+    const expiresAt = new Date(Date.now() + sessionLifetimeMs);
+    await db.query(`UPDATE "session" SET "expiresAt" = $2, "updatedAt" = GREATEST(now(), "updatedAt") WHERE "id" = $1`, [session.id, expiresAt]);
+    return expiresAt;
+  }
+
   return {
     hashPassword,
     createPersonalOrganization,
@@ -236,14 +248,16 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
         membership: role && organizationId ? { organizationId, role } : undefined,
         renewed: false,
       };
-      if (new Date(session.expiresAt).getTime() - Date.now() < renewWhenLeftMs) {
-        const expiresAt = new Date(Date.now() + sessionLifetimeMs);
-        await db.query(`UPDATE "session" SET "expiresAt" = $2, "updatedAt" = GREATEST(now(), "updatedAt") WHERE "id" = $1`, [session.id, expiresAt]);
-        resolved.session = { ...session, expiresAt };
+      const renewedUntil = await renewIfDue(session);
+      if (renewedUntil) {
+        resolved.session = { ...session, expiresAt: renewedUntil };
         resolved.renewed = true;
       }
       return resolved;
     },
+
+    /** See renewIfDue above: the tenant guard renews a session its statement read. */
+    renewIfDue,
 
     /** The organizations a user belongs to, with the role in each. */
     async organizationsOf(userId: string) {

@@ -6,6 +6,7 @@ import { notFound } from '../../http/errors.js';
 import { parseListQuery } from '../../http/list-query.js';
 import { parseBody, parseId } from '../../http/validate.js';
 import { organizationOf } from '../guards/scope.guard.js';
+import { asMember } from '../guards/tenant.guard.js';
 import { projectListSpec, projectRepository } from './project.repository.js';
 import {
   ProjectCreateInput,
@@ -13,13 +14,16 @@ import {
   ProjectUpdateInput,
 } from './project.schema.js';
 
-/** /Projects: mounted behind the scope guard, which resolves the organization. */
+/**
+ * /Projects: mounted behind tenantScoped, which resolves the organization. A read
+ * passes `asMember(db, req)`, so that its statement also checks the caller (one round trip).
+ */
 export function projectRouter({ db }: { db: Database }): Router {
   const router = Router();
 
   router.get('/', async (req, res) => {
     const query = parseListQuery(req.query, projectListSpec);
-    sendList(res, await projectRepository.list(db, organizationOf(req), query));
+    sendList(res, await projectRepository.list(asMember(db, req), organizationOf(req), query));
   });
 
   router.post('/', async (req, res) => {
@@ -29,7 +33,7 @@ export function projectRouter({ db }: { db: Database }): Router {
 
   router.get('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
-    const record = await projectRepository.findById(db, organizationOf(req), id);
+    const record = await projectRepository.findById(asMember(db, req), organizationOf(req), id);
     if (!record) throw notFound('Project', id);
     sendData(res, record);
   });

@@ -11,6 +11,15 @@ import { isUuid } from '../../http/validate.js';
  * the same query as the session, so this costs no database round trip.
  */
 export function scopeOf(req: Request): { organizationId: string; role: Role } {
+  const organizationId = organizationHeader(req);
+  const caller = req.caller;
+  if (caller?.kind !== 'user') throw forbidden('Acting inside an organization needs a signed-in member, not the service key');
+  if (!caller.membership || caller.membership.organizationId !== organizationId) throw notAMember();
+  return caller.membership;
+}
+
+/** The organization `x-organization-id` names (lowercased); missing or not a uuid is a 400. */
+export function organizationHeader(req: Request): string {
   const header = req.header('x-organization-id');
   if (!header) {
     throw badRequest('The x-organization-id header is required', {
@@ -20,13 +29,10 @@ export function scopeOf(req: Request): { organizationId: string; role: Role } {
   if (!isUuid(header)) {
     throw badRequest('The x-organization-id header must be an organization id (a uuid)', { 'x-organization-id': 'Not a uuid' });
   }
-  const caller = req.caller;
-  if (caller?.kind !== 'user') throw forbidden('Acting inside an organization needs a signed-in member, not the service key');
-  if (!caller.membership || caller.membership.organizationId !== header.toLowerCase()) {
-    throw forbidden('You are not a member of this organization');
-  }
-  return caller.membership;
+  return header.toLowerCase();
 }
+
+export const notAMember = () => forbidden('You are not a member of this organization');
 
 /** Mounted in front of every tenant-scoped router: sets `req.organizationId` and `req.role`. */
 export const scopeGuard: RequestHandler = (req, _res, next) => {

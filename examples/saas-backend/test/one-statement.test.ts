@@ -1,0 +1,174 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { perRequest, startWireCounter, type WireCounter } from '../../../bench/lib/pg-wire-counter.mjs';
+import { addMember, apiClient, createThrowawayDatabase, databaseKinds, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+
+/**
+ * A read of your own tenant-scoped entities checks its caller in its own statement
+ * (guards/tenant.guard.ts): the session and the membership are looked up in a CTE in front of the
+ * page. These are the answers that must not change for it, whatever the timing: an expired or
+ * signed-out session, a revoked membership, another organization, an empty page, a page past the
+ * end, and the guards' order (401 before 403 before 400 before 404).
+ */
+
+const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
+
+describe.each(databaseKinds)('reads that check their caller in their own statement, %s database', (kind) => {
+  let backend: TestBackend;
+  let ada: SignedUp;
+  let bob: SignedUp;
+  let projectId: string;
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+    ada = await signUp(backend.url, 'ada@example.com');
+    bob = await signUp(backend.url, 'bob@example.com');
+    for (const name of ['Apollo', 'Gemini', 'Mercury']) {
+      const created = await ada.api('POST', '/Projects', { body: { name } });
+      projectId = created.body.data.id;
+    }
+    await ada.api('POST', `/Projects/${projectId}/Tasks`, { body: { title: 'Launch' } });
+  });
+  afterAll(() => backend?.stop());
+
+  it('gives a member the page and its total, an empty page, and a page past the end', async () => {
+    const page = await ada.api('GET', '/Projects?limit=2&sort=name&order=asc');
+    expect(page.status).toBe(200);
+    expect(page.body.data.map((project: { name: string }) => project.name)).toEqual(['Apollo', 'Gemini']);
+    expect(page.body.meta).toEqual({ page: 1, limit: 2, total: 3, totalPages: 2 });
+
+    const last = await ada.api('GET', '/Projects?limit=2&page=2&sort=name&order=asc');
+    expect(last.body.data.map((project: { name: string }) => project.name)).toEqual(['Mercury']);
+
+    const pastTheEnd = await ada.api('GET', '/Projects?limit=2&page=9');
+    expect(pastTheEnd.status).toBe(200);
+    expect(pastTheEnd.body).toEqual({ success: true, data: [], meta: { page: 9, limit: 2, total: 3, totalPages: 2 } });
+
+    const empty = await bob.api('GET', '/Projects');
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual({ success: true, data: [], meta: { page: 1, limit: 20, total: 0, totalPages: 0 } });
+
+    const filteredToNothing = await ada.api('GET', '/Projects?name=Nothing');
+    expect(filteredToNothing.body.meta.total).toBe(0);
+  });
+
+  it('reads one record, a nested list, and answers 404 for what is not there', async () => {
+    expect((await ada.api('GET', `/Projects/${projectId}`)).body.data.name).toBe('Mercury');
+    expect((await ada.api('GET', `/Projects/${projectId}/Tasks`)).body.data.map((task: { title: string }) => task.title)).toEqual(['Launch']);
+    const missing = '00000000-0000-4000-8000-000000000000';
+    expect((await ada.api('GET', `/Projects/${missing}`)).status).toBe(404);
+    expect((await ada.api('GET', `/Projects/${missing}/Tasks`)).status).toBe(404);
+    // Another organization's record is not there either, for a member of that other one.
+    expect((await bob.api('GET', `/Projects/${projectId}`)).status).toBe(404);
+  });
+
+  it('refuses another organization with 403 and reads none of its rows', async () => {
+    for (const path of ['/Projects', `/Projects/${projectId}`, `/Projects/${projectId}/Tasks`, '/Tasks']) {
+      const answer = await bob.api('GET', path, { organizationId: ada.organizationId });
+      expect(answer.status, path).toBe(403);
+      expect(answer.body).toEqual({ success: false, error: { code: 'FORBIDDEN', message: 'You are not a member of this organization' } });
+    }
+    // An organization that does not exist is the same answer.
+    expect((await ada.api('GET', '/Projects', { organizationId: '00000000-0000-4000-8000-000000000001' })).status).toBe(403);
+  });
+
+  it('refuses a member whose membership was revoked, from the next read on', async () => {
+    const cy = await addMember(backend.url, ada, 'cy@example.com', 'member');
+    const asCy = apiClient(backend.url, { token: cy.token, organizationId: ada.organizationId });
+    expect((await asCy('GET', '/Projects')).body.meta.total).toBe(3);
+    const members = await ada.api('GET', '/members');
+    const cyRow = members.body.data.find((row: { userId: string }) => row.userId === cy.user.id);
+    expect((await ada.api('DELETE', `/members/${cyRow.id}`)).status).toBe(204);
+    expect((await asCy('GET', '/Projects')).status).toBe(403);
+    expect((await asCy('GET', `/Projects/${projectId}`)).status).toBe(403);
+  });
+
+  it('refuses expired, signed-out and unknown sessions with 401', async () => {
+    const dee = await signUp(backend.url, 'dee@example.com');
+    await backend.running.db.query(`UPDATE "session" SET "expiresAt" = now() - interval '1 second' WHERE "token" = $1`, [sha256(dee.token)]);
+    for (const path of ['/Projects', `/Projects/${projectId}`, `/Projects/${projectId}/Tasks`]) {
+      const answer = await dee.api('GET', path);
+      expect(answer.status, path).toBe(401);
+      expect(answer.body.error.code).toBe('UNAUTHORIZED');
+    }
+    const eve = await signUp(backend.url, 'eve@example.com');
+    expect((await eve.api('POST', '/api/auth/sign-out')).status).toBe(200);
+    expect((await eve.api('GET', '/Projects')).status).toBe(401);
+    expect((await apiClient(backend.url, { token: 'not-a-session', organizationId: ada.organizationId })('GET', '/Projects')).status).toBe(401);
+    // A stored hash is never a token, on this path too.
+    const stored = await backend.running.db.query<{ token: string }>(`SELECT "token" FROM "session" WHERE "userId" = $1`, [ada.user.id]);
+    expect((await apiClient(backend.url, { token: stored.rows[0]!.token, organizationId: ada.organizationId })('GET', '/Projects')).status).toBe(401);
+  });
+
+  it('keeps the guards order: 401, then 403, then 400, then 404', async () => {
+    const nobody = apiClient(backend.url, { token: 'not-a-session', organizationId: ada.organizationId });
+    const outsider = apiClient(backend.url, { token: bob.token, organizationId: ada.organizationId });
+    const badQuery = '/Projects?sort=nonexistent';
+    expect((await nobody('GET', badQuery)).status).toBe(401);
+    expect((await outsider('GET', badQuery)).status).toBe(403);
+    expect((await ada.api('GET', badQuery)).status).toBe(400);
+    expect((await nobody('GET', '/Projects/not-a-uuid')).status).toBe(401);
+    expect((await outsider('GET', '/Projects/not-a-uuid')).status).toBe(403);
+    // A malformed id is a record that is not there (validate.ts), found before any statement.
+    expect((await ada.api('GET', '/Projects/not-a-uuid')).status).toBe(404);
+    expect((await nobody('GET', '/Projects/x/y/z')).status).toBe(401);
+    expect((await outsider('GET', '/Projects/x/y/z')).status).toBe(403);
+    expect((await ada.api('GET', '/Projects/x/y/z')).status).toBe(404);
+    // Without a usable header the guards' own order: 401 for no session, 400 for a member.
+    expect((await apiClient(backend.url, { token: 'not-a-session' })('GET', '/Projects')).status).toBe(401);
+    expect((await apiClient(backend.url, { token: ada.token })('GET', '/Projects')).status).toBe(400);
+    expect((await apiClient(backend.url, { token: ada.token })('GET', '/Projects', { headers: { 'x-organization-id': 'nope' } })).status).toBe(400);
+    // The service key acts in no organization.
+    expect((await apiClient(backend.url, { token: serviceApiKey, organizationId: ada.organizationId })('GET', '/Projects')).status).toBe(403);
+  });
+
+  it('renews a session that is due on a read, and sends a cookie session its cookie again', async () => {
+    const fay = await signUp(backend.url, 'fay@example.com');
+    await backend.running.db.query(`UPDATE "session" SET "expiresAt" = now() + interval '1 day' WHERE "token" = $1`, [sha256(fay.token)]);
+    const read = await apiClient(backend.url)('GET', '/Projects', { organizationId: fay.organizationId, headers: { cookie: `session=${fay.token}` } });
+    expect(read.status).toBe(200);
+    expect(read.headers.get('set-cookie')).toContain(`session=${fay.token}`);
+    const { rows } = await backend.running.db.query<{ expiresAt: Date }>(`SELECT "expiresAt" FROM "session" WHERE "token" = $1`, [sha256(fay.token)]);
+    expect(new Date(rows[0]!.expiresAt).getTime()).toBeGreaterThan(Date.now() + 6 * 24 * 60 * 60 * 1000);
+    // Not due: no cookie.
+    expect((await apiClient(backend.url)('GET', '/Projects', { organizationId: fay.organizationId, headers: { cookie: `session=${fay.token}` } })).headers.get('set-cookie')).toBeNull();
+  });
+});
+
+/** Counted on the wire (bench/lib/pg-wire-counter.mjs between the backend and PostgreSQL). */
+describe.runIf(databaseKinds.includes('postgres' as never))('round trips per request, PostgreSQL', () => {
+  let database: Awaited<ReturnType<typeof createThrowawayDatabase>>;
+  let counter: WireCounter;
+  let backend: TestBackend;
+  let ada: SignedUp;
+  let projectId: string;
+
+  beforeAll(async () => {
+    database = await createThrowawayDatabase();
+    const target = new URL(database.url);
+    counter = await startWireCounter({ upstreamHost: target.hostname, upstreamPort: Number(target.port || 5432) });
+    target.host = `127.0.0.1:${counter.port}`;
+    backend = await startBackend('embedded', { DATABASE_URL: target.toString() });
+    ada = await signUp(backend.url, 'ada@example.com');
+    projectId = (await ada.api('POST', '/Projects', { body: { name: 'Apollo' } })).body.data.id;
+  });
+  afterAll(async () => {
+    await backend?.stop();
+    await counter?.close();
+    await database?.drop();
+  });
+
+  async function roundTrips(method: string, path: string, body?: unknown) {
+    const before = counter.snapshot();
+    const answer = await ada.api(method, path, body === undefined ? {} : { body });
+    expect(answer.status, path).toBeLessThan(300);
+    return perRequest(before, counter.snapshot(), 1).roundTrips;
+  }
+
+  it('is 1 for a list with its total and for a read by id, 2 for a nested list and for a write', async () => {
+    expect(await roundTrips('GET', '/Projects?limit=20')).toBe(1);
+    expect(await roundTrips('GET', `/Projects/${projectId}`)).toBe(1);
+    expect(await roundTrips('GET', `/Projects/${projectId}/Tasks`)).toBe(2);
+    expect(await roundTrips('POST', '/Projects', { name: 'Gemini' })).toBe(2);
+  });
+});
