@@ -10,7 +10,7 @@
 // role must be allowed to CREATE DATABASE) and `pnpm install` done. Everything it starts listens on
 // 127.0.0.1 and every load run is bounded in time. It creates a throwaway database and drops it.
 // Writes bench/results/latest.json.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { api, children, expectStatus, freePort, startChild, startExampleBackend, stopChild, waitForOk } from './lib/harness.mjs';
+import { api, children, expectStatus, freePort, runWrk, startChild, startExampleBackend, stopChild, waitForOk } from './lib/harness.mjs';
 import { perRequest, startWireCounter } from './lib/pg-wire-counter.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
@@ -177,32 +177,11 @@ const statsSettleMs = 11_000;
 // ---------------------------------------------------------------------------------------------
 // wrk
 
-function runWrk(base, headers, seconds) {
+function listLoad(base, headers, seconds) {
   const args = ['-t', String(settings.threads), '-c', String(settings.connections), '-d', `${seconds}s`, '--timeout', '5s', '-s', path.join(benchDir, 'wrk-report.lua')];
   for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
   args.push(`${base}${listPath}`);
-  return new Promise((resolve, reject) => {
-    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      const line = output.split('\n').find((text) => text.startsWith('BENCH_JSON '));
-      if (code !== 0 || !line) {
-        reject(new Error(`wrk failed (exit ${code}):\n${output}`));
-        return;
-      }
-      const result = JSON.parse(line.slice('BENCH_JSON '.length));
-      const errors = Object.values(result.errors).reduce((sum, count) => sum + count, 0);
-      if (errors > 0 || result.requests === 0) {
-        reject(new Error(`wrk saw errors, so the figures would not mean anything: ${JSON.stringify(result.errors)}\n${output}`));
-        return;
-      }
-      resolve(result);
-    });
-  });
+  return runWrk(args, seconds);
 }
 
 /** Warm-up (discarded), then the measured run; commits counted across both. */
@@ -211,9 +190,9 @@ async function measure(name, server, headers) {
   const loadBefore = os.loadavg()[0];
   const commitsBefore = await xactCommit();
   log(`${name}: warm-up ${settings.warmupSeconds} s`);
-  const warmup = await runWrk(server.base, headers, settings.warmupSeconds);
+  const warmup = await listLoad(server.base, headers, settings.warmupSeconds);
   log(`${name}: measuring ${settings.durationSeconds} s (${settings.threads} threads, ${settings.connections} connections)`);
-  const result = await runWrk(server.base, headers, settings.durationSeconds);
+  const result = await listLoad(server.base, headers, settings.durationSeconds);
   const loadAfter = os.loadavg()[0];
   await stopChild(server.child);
   await waitForNoBackends();

@@ -11,14 +11,13 @@
 //
 // Settings: BENCH_PG_URL, BENCH_BCRYPT_COST (10), BENCH_SIGN_IN_CONNECTIONS (4),
 // BENCH_SIGN_IN_SECONDS (10), BENCH_WARMUP_SECONDS (3). Writes bench/results/sign-in.json.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, children, exampleDir, expectStatus, startExampleBackend, stopChild } from './lib/harness.mjs';
+import { api, children, exampleDir, expectStatus, runWrk, startExampleBackend, stopChild } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'sign-in.json');
@@ -55,22 +54,7 @@ async function bcryptBound(seconds) {
 function wrkSignIn(base, seconds) {
   const args = ['-t', '2', '-c', String(settings.connections), '-d', `${seconds}s`, '--timeout', '10s', '-s', path.join(benchDir, 'wrk-sign-in.lua'), `${base}/api/auth/sign-in/email`];
   const env = { ...process.env, BENCH_SIGN_IN_BODY: JSON.stringify({ email: 'bench@example.com', password }), BENCH_REPORT_LUA: path.join(benchDir, 'wrk-report.lua') };
-  return new Promise((resolve, reject) => {
-    const child = spawn('wrk', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      const line = output.split('\n').find((text) => text.startsWith('BENCH_JSON '));
-      if (code !== 0 || !line) return reject(new Error(`wrk failed (exit ${code}):\n${output}`));
-      const result = JSON.parse(line.slice('BENCH_JSON '.length));
-      const errors = Object.values(result.errors).reduce((sum, count) => sum + count, 0);
-      if (errors > 0) return reject(new Error(`wrk saw errors (${JSON.stringify(result.errors)}): every sign-in must succeed`));
-      resolve(result);
-    });
-  });
+  return runWrk(args, seconds, env);
 }
 
 const admin = new pg.Client({ connectionString: settings.pgUrl });

@@ -126,3 +126,27 @@ export async function expectStatus(promise, status, what) {
   if (result.status !== status) throw new Error(`${what}: expected ${status}, got ${result.status} ${JSON.stringify(result.json)}`);
   return result.json;
 }
+
+/**
+ * Runs wrk with `args` (its `-s` script reports through wrk-report.lua), killed 30 s after its
+ * `seconds` at the latest. Resolves wrk's figures; any socket error, timeout or non-2xx fails it,
+ * since the figures would not mean anything then.
+ */
+export function runWrk(args, seconds, env = process.env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('wrk', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      const line = output.split('\n').find((text) => text.startsWith('BENCH_JSON '));
+      if (code !== 0 || !line) return reject(new Error(`wrk failed (exit ${code}):\n${output}`));
+      const result = JSON.parse(line.slice('BENCH_JSON '.length));
+      const errors = Object.values(result.errors).reduce((sum, count) => sum + count, 0);
+      if (errors > 0 || result.requests === 0) return reject(new Error(`wrk saw errors, so the figures would not mean anything: ${JSON.stringify(result.errors)}\n${output}`));
+      resolve(result);
+    });
+  });
+}
