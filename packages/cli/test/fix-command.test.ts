@@ -115,7 +115,7 @@ const scenarios: Scenario[] = [
   }),
   scenario('module-wiring: src/generated/index.ts lacks the /Tasks mount', 'module-wiring', '--- a/src/generated/index.ts', async (cycle, extra) => {
     const dir = copyOfExample();
-    breakFile(dir, 'src/generated/index.ts', "  router.use('/Tasks', signedIn, scopeGuard, taskRouter(deps)); // Task\n");
+    breakFile(dir, 'src/generated/index.ts', "  router.use('/Tasks', ...tenantScoped(deps, taskRouter(deps))); // Task\n");
     await fixCycle(cycle, dir, []);
     extra.repairedFileMatchesExample = fs.readFileSync(path.join(dir, 'src/generated/index.ts'), 'utf8') === original('src/generated/index.ts');
     const backend = await startBackend(dir);
