@@ -71,9 +71,10 @@ let built = false;
 /**
  * The example backend as production runs it: compiled once (npm run build), then `node
  * dist/index.js` with NODE_ENV=production, on 127.0.0.1, bcrypt at cost 4 and the rate limits out
- * of the way. `env` adds to (or blanks) the settings; `readyPollMs` is how often /ready is tried.
+ * of the way. `env` adds to (or blanks) the settings; `readyPollMs` is how often /ready is tried;
+ * `entry` is the compiled entry point (a patched copy of dist/, for bench/middleware-cost.mjs).
  */
-export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200 }) {
+export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js' }) {
   const port = await freePort();
   const fullEnv = {
     PATH: process.env.PATH,
@@ -104,7 +105,7 @@ export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200 }
     built = true;
   }
   const spawnedAt = performance.now();
-  const child = startChild('example backend', process.execPath, ['dist/index.js'], { cwd: exampleDir, env: fullEnv });
+  const child = startChild('example backend', process.execPath, [entry], { cwd: exampleDir, env: fullEnv });
   const base = `http://127.0.0.1:${port}`;
   await waitForOk(`${base}/ready`, child, 60, readyPollMs);
   // From spawning the process to its first 200 from /ready (within one poll interval).

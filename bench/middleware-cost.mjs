@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+// What each piece of the example's per-request pipeline costs under the list load: the compiled
+// example, then copies of it with one middleware taken out of src/app.ts's pipeline at a time
+// (and all of them at once), each loaded like (a) in run.mjs. The copies are patched builds in
+// examples/saas-backend/dist-bench/ (removed at the end); nothing in the project changes.
+//
+//   node bench/middleware-cost.mjs
+//
+// Settings: BENCH_PG_URL, BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8). Needs wrk.
+// Writes bench/results/middleware-cost.json.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { api, children, exampleDir, expectStatus, runWrk, startExampleBackend, stopChild } from './lib/harness.mjs';
+
+const benchDir = path.dirname(fileURLToPath(import.meta.url));
+const resultsFile = path.join(benchDir, 'results', 'middleware-cost.json');
+const pgUrl = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
+const listPath = '/Projects?limit=20';
+const patchedDir = path.join(exampleDir, 'dist-bench');
+
+/** The lines of dist/app.js each variant leaves out (as tsc writes them). */
+const pieces = {
+  'request logger (pino-http)': [/^\s*app\.use\(requestLogger\(logger\)\);$/m],
+  helmet: [/^\s*app\.use\(helmet\(\{[\s\S]*?\}\)\);$/m],
+  cors: [/^\s*app\.use\(corsPolicy\(config\)\);$/m],
+  'rate limits (/api and data)': [/^\s*app\.use\('\/api', rateLimits\.api\);$/m, /^\s*app\.use\(rateLimits\.data\);$/m],
+  'CSRF guard': [/^\s*app\.use\(csrfGuard\(config\)\);$/m],
+  'JSON body parser': [/^\s*app\.use\(express\.json\(.*\)\);$/m],
+};
+const variants = [['everything', []], ...Object.entries(pieces), ['all of the above', Object.values(pieces).flat()]];
+
+function buildVariant(patterns) {
+  fs.rmSync(patchedDir, { recursive: true, force: true });
+  fs.cpSync(path.join(exampleDir, 'dist'), patchedDir, { recursive: true });
+  const appFile = path.join(patchedDir, 'app.js');
+  let source = fs.readFileSync(appFile, 'utf8');
+  for (const pattern of patterns) {
+    if (!pattern.test(source)) throw new Error(`dist/app.js no longer has ${pattern}: update bench/middleware-cost.mjs`);
+    source = source.replace(pattern, '');
+  }
+  fs.writeFileSync(appFile, source);
+}
+
+const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
+const admin = new pg.Client({ connectionString: pgUrl });
+const databaseName = `authstrap_bench_mw_${process.pid}_${randomBytes(3).toString('hex')}`;
+try {
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${databaseName}"`);
+  const url = new URL(pgUrl);
+  url.pathname = `/${databaseName}`;
+  const dbUrl = url.toString();
+
+  // Seed once, through the full backend (which also builds dist/).
+  let backend = await startExampleBackend({ dbUrl });
+  const signUp = await expectStatus(api(backend.base, 'POST', '/api/auth/sign-up/email', { body: { email: 'bench@example.com', name: 'Bench', password: 'bench-password-1' } }), 201, 'sign-up');
+  const token = signUp.data.token;
+  const organizationId = (await expectStatus(api(backend.base, 'GET', '/api/auth/get-session', { token }), 200, 'get-session')).data.organizations[0].id;
+  for (let index = 1; index <= 50; index += 1) await expectStatus(api(backend.base, 'POST', '/Projects', { token, organizationId, body: { name: `Project ${index}` } }), 201, 'POST /Projects');
+  await stopChild(backend.child);
+
+  const results = [];
+  for (const [name, patterns] of variants) {
+    buildVariant(patterns);
+    backend = await startExampleBackend({ dbUrl, entry: 'dist-bench/index.js' });
+    await expectStatus(api(backend.base, 'GET', listPath, { token, organizationId }), 200, `${name}: GET ${listPath}`);
+    const load = (duration) =>
+      runWrk(['-t', '2', '-c', '20', '-d', `${duration}s`, '--timeout', '5s', '-s', path.join(benchDir, 'wrk-report.lua'), '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${backend.base}${listPath}`], duration);
+    await load(warmupSeconds);
+    const measured = await load(seconds);
+    await stopChild(backend.child);
+    results.push({ without: name, rps: Math.round(measured.rps), p50Ms: measured.latencyUs.p50 / 1000, p99Ms: measured.latencyUs.p99 / 1000 });
+    console.log(`[bench] without ${name}: ${Math.round(measured.rps)} rps, p99 ${(measured.latencyUs.p99 / 1000).toFixed(1)} ms`);
+  }
+  const base = results[0].rps;
+  console.log('\n  taken out                        rps    gain');
+  for (const result of results) console.log(`  ${result.without.padEnd(30)} ${String(result.rps).padStart(6)}   ${result === results[0] ? '' : `${(((result.rps - base) / base) * 100).toFixed(1)} %`}`);
+  fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
+  fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), warmupSeconds, seconds, results }, null, 2)}\n`);
+} finally {
+  for (const child of children) await stopChild(child);
+  fs.rmSync(patchedDir, { recursive: true, force: true });
+  await admin.query(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => {});
+  await admin.end().catch(() => {});
+}
