@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { defaultOrganization } from '../generate/migration.js';
 import { databaseModel, literal, quote, type Table } from '../generate/table-model.js';
+import { allowedOrigins, withEnvValue } from '../project/env-file.js';
 import { schemaFileName } from '../schema/index.js';
 import { loopbackHostsCheck } from './checks/loopback-hosts.js';
 import type { LiveColumn, ProjectState } from './project-state.js';
@@ -193,7 +194,7 @@ export const doctorChecks: DoctorCheck[] = [
     examine(state) {
       const envFile = state.files['.env'] ?? '';
       if (!envFile) return warn('no .env: ALLOWED_ORIGINS is not set, so no browser origin may call the API');
-      const origins = (state.env.ALLOWED_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean);
+      const origins = allowedOrigins(state.env);
       const wanted = [...new Set(state.frontends.map((frontend) => frontend.origin))];
       const missing = wanted.filter((origin) => !origins.includes(origin));
       const wildcard = origins.includes('*');
@@ -203,7 +204,7 @@ export const doctorChecks: DoctorCheck[] = [
           : pass(`ALLOWED_ORIGINS=${origins.join(',')}${wanted.length ? ` (frontends: ${state.frontends.map((frontend) => path.relative(state.dir, frontend.dir) || '.').join(', ')})` : ''}`);
       }
       const fixed = [...origins.filter((origin) => origin !== '*'), ...missing].join(',');
-      const after = /^ALLOWED_ORIGINS=.*$/m.test(envFile) ? envFile.replace(/^ALLOWED_ORIGINS=.*$/m, `ALLOWED_ORIGINS=${fixed}`) : `${envFile.replace(/\n?$/, '\n')}ALLOWED_ORIGINS=${fixed}\n`;
+      const after = withEnvValue(envFile, 'ALLOWED_ORIGINS', fixed);
       const reasons = [
         ...(wildcard ? ['"*" cannot be used with cookies (browsers refuse credentials for a wildcard)'] : []),
         ...(missing.length ? [`the frontend origin ${missing.join(', ')} is not in ALLOWED_ORIGINS`] : []),

@@ -1,6 +1,6 @@
-import Handlebars from 'handlebars';
 import { CliError } from '../cli-error.js';
 import type { FileChange } from '../doctor/checks.js';
+import { byCodeUnit, outputPath, renderIfTemplate, sortedEntries } from '../generate/render.js';
 import type { Schema } from '../schema/types.js';
 import type { FrontendTemplates } from './templates.js';
 import { frontendEntityView, pageEntity } from './view.js';
@@ -48,10 +48,6 @@ export const adapterPackageName = '@authstrap/better-auth-adapter';
 
 /** Where the typed client goes, relative to the source root (`src/` or the app's root). */
 export const clientFile = 'lib/authstrap-client.ts';
-
-const handlebars = Handlebars.create();
-handlebars.registerHelper('eq', (a: unknown, b: unknown) => a === b);
-const render = (source: string, data: object) => handlebars.compile(source, { noEscape: true })(data);
 
 /** The frontend's own origin, e.g. http://localhost:3001: what the backend's CORS must allow. */
 export const frontendOrigin = (port: number) => `http://localhost:${port}`;
@@ -117,23 +113,14 @@ export function withAuthDependencies(packageJsonText: string, adapterDependency:
   const missing = Object.entries(wanted).filter(([name]) => !has(name));
   if (missing.length === 0) return packageJsonText;
   const dependencies = { ...packageJson.dependencies, ...Object.fromEntries(missing) };
-  packageJson.dependencies = Object.fromEntries(Object.entries(dependencies).sort(([a], [b]) => (a < b ? -1 : 1)));
+  packageJson.dependencies = Object.fromEntries(Object.entries(dependencies).sort(([a], [b]) => byCodeUnit(a, b)));
   const indent = /^\{\n([ \t]+)"/.exec(packageJsonText)?.[1] ?? '  ';
   return `${JSON.stringify(packageJson, null, indent)}\n`;
 }
 
-const sortedEntries = (versions: Record<string, string>) =>
-  Object.entries(versions)
-    .sort(([a], [b]) => (a < b ? -1 : 1))
-    .map(([name, version]) => ({ name, version }));
-
 /** Template path -> app path: `_gitignore` -> `.gitignore`, `_entity` -> the entity's route, no `.hbs`. */
 function appPath(templatePath: string, entity: { route: string; fileBase: string }): string {
-  return templatePath
-    .replace(/(^|\/)_gitignore$/, '$1.gitignore')
-    .replace('/_entity/', `/${entity.route}/`)
-    .replace('/_entity-panel.', `/${entity.fileBase}-panel.`)
-    .replace(/\.hbs$/, '');
+  return outputPath(templatePath).replace('/_entity/', `/${entity.route}/`).replace('/_entity-panel.', `/${entity.fileBase}-panel.`);
 }
 
 /**
@@ -158,11 +145,11 @@ export function planNewFrontend(schema: Schema, templates: FrontendTemplates, op
   };
   const files: FileChange[] = [];
   for (const [templatePath, source] of templates.app) {
-    files.push({ path: appPath(templatePath, view), before: '', after: templatePath.endsWith('.hbs') ? render(source, data) : source });
+    files.push({ path: appPath(templatePath, view), before: '', after: renderIfTemplate(templatePath, source, data) });
   }
   for (const [templatePath, source] of templates.auth) files.push({ path: `src/${templatePath}`, before: '', after: source });
   files.push({ path: '.env.local', before: '', after: mergeEnvLocal('', frontendEnvEntries(options), options.backend.relativeDir) });
-  return files.sort((a, b) => (a.path < b.path ? -1 : 1));
+  return files.sort((a, b) => byCodeUnit(a.path, b.path));
 }
 
 /** An existing Next.js app, as read from disk (see existing-app.ts). */

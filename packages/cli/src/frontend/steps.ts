@@ -3,8 +3,8 @@ import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { CliError } from '../cli-error.js';
 import type { FileChange } from '../doctor/checks.js';
-import { applyWrites, loadTemplates, planGenerate } from '../generate/index.js';
-import { parseEnv } from '../project/env-file.js';
+import { applyWrites, loadTemplates, packageNameFor, planGenerate } from '../generate/index.js';
+import { allowedOrigins, parseEnv, withEnvValue } from '../project/env-file.js';
 import { loadSchemaWithSource } from '../schema/index.js';
 import { adapterDependency } from './adapter-dependency.js';
 import { inspectFrontendFolder } from './existing-app.js';
@@ -50,12 +50,8 @@ function backendChanges(backendDir: string, origin: string, clientPath: string):
   const changes: FileChange[] = [];
   const envFile = path.join(backendDir, '.env');
   const env = read(envFile);
-  const origins = (parseEnv(env).ALLOWED_ORIGINS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
-  if (!origins.includes(origin)) {
-    const line = `ALLOWED_ORIGINS=${[...origins, origin].join(',')}`;
-    const after = /^ALLOWED_ORIGINS=.*$/m.test(env) ? env.replace(/^ALLOWED_ORIGINS=.*$/m, line) : `${env.replace(/\n?$/, '\n')}${line}\n`;
-    changes.push({ path: envFile, before: env, after });
-  }
+  const origins = allowedOrigins(parseEnv(env));
+  if (!origins.includes(origin)) changes.push({ path: envFile, before: env, after: withEnvValue(env, 'ALLOWED_ORIGINS', [...origins, origin].join(',')) });
   const packageFile = path.join(backendDir, 'package.json');
   const packageText = read(packageFile);
   const packageJson = JSON.parse(packageText);
@@ -75,7 +71,7 @@ export async function planFrontendSetup(options: { backendDir: string; frontendD
   const { schema } = loadSchemaWithSource(backendDir);
   const backend = backendLink(backendDir, frontendDir, parseEnv(read(path.join(backendDir, '.env'))));
   const adapter = await adapterDependency();
-  const common = { packageName: options.packageName ?? path.basename(frontendDir).toLowerCase().replace(/[^a-z0-9._-]+/g, '-'), port, backend, adapterDependency: adapter.spec };
+  const common = { packageName: options.packageName ?? packageNameFor(frontendDir), port, backend, adapterDependency: adapter.spec };
 
   const inFrontend = (changes: FileChange[]) => changes.map((change) => ({ ...change, path: path.join(frontendDir, change.path) }));
   let changes: FileChange[];

@@ -33,7 +33,8 @@ const handlebars = Handlebars.create();
 handlebars.registerHelper('eq', (a: unknown, b: unknown) => a === b);
 
 const compiled = new Map<string, Handlebars.TemplateDelegate>();
-function render(source: string, data: object): string {
+/** A Handlebars template (with the `eq` helper) rendered with `data`; compiled once per source. */
+export function render(source: string, data: object): string {
   let template = compiled.get(source);
   if (!template) {
     template = handlebars.compile(source, { noEscape: true });
@@ -43,17 +44,17 @@ function render(source: string, data: object): string {
 }
 
 /** Template file name -> project file name: `_gitignore` -> `.gitignore`, `x.ts.hbs` -> `x.ts`. */
-function outputPath(templatePath: string): string {
+export function outputPath(templatePath: string): string {
   return templatePath.replace(/(^|\/)_gitignore$/, '$1.gitignore').replace(/\.hbs$/, '');
 }
 
-const renderIfTemplate = (templatePath: string, source: string, data: object) =>
+export const renderIfTemplate = (templatePath: string, source: string, data: object) =>
   templatePath.endsWith('.hbs') ? render(source, data) : source;
 
 /** Sorts by code unit, not `localeCompare`: the machine's locale must not change the bytes. */
-const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+export const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-const sortedEntries = (versions: Record<string, string>) =>
+export const sortedEntries = (versions: Record<string, string>) =>
   Object.entries(versions)
     .sort(([a], [b]) => byCodeUnit(a, b))
     .map(([name, version]) => ({ name, version }));

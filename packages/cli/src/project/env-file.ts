@@ -19,6 +19,15 @@ export function parseEnv(text: string): Record<string, string> {
   return values;
 }
 
+/** The origins in ALLOWED_ORIGINS (comma-separated), without blanks. */
+export const allowedOrigins = (env: Record<string, string>) => (env.ALLOWED_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean);
+
+/** The .env text with `key=value`: its line replaced where there is one, appended otherwise. */
+export function withEnvValue(text: string, key: string, value: string): string {
+  const line = new RegExp(`^${key}=.*$`, 'm');
+  return line.test(text) ? text.replace(line, () => `${key}=${value}`) : `${text.replace(/\n?$/, '\n')}${key}=${value}\n`;
+}
+
 /** The project's .env as a map; empty when there is none. */
 export function readProjectEnv(projectDir: string): Record<string, string> {
   const file = path.join(projectDir, '.env');

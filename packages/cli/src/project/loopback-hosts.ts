@@ -41,7 +41,7 @@ export interface LoopbackMix {
  * The name a URL uses for this machine, or undefined when it names another one. `0.0.0.0` is
  * where a server listens, not an address to browse to; a URL that uses it is another site again.
  */
-function loopbackHostOf(url: string): string | undefined {
+export function loopbackHostOf(url: string): string | undefined {
   let parsed: URL;
   try {
     parsed = new URL(url);

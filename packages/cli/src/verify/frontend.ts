@@ -1,3 +1,4 @@
+import { loopbackHostOf } from '../project/loopback-hosts.js';
 import type { CheckResult, VerifyContext } from './checks.js';
 
 /**
@@ -12,8 +13,6 @@ export function sessionCookieOf(response: Response): string | undefined {
   const line = response.headers.getSetCookie().find((cookie) => /^(__Secure-)?better-auth\.session_token=/.test(cookie));
   return line?.split(';')[0];
 }
-
-const isLoopback = (host: string) => host === 'localhost' || host === '127.0.0.1' || host === '[::1]';
 
 type Outcome = Omit<CheckResult, 'id' | 'title'>;
 
@@ -42,7 +41,8 @@ export async function frontendChecks(context: VerifyContext, frontendUrl: string
   const html = (page.headers.get('content-type') ?? '').includes('text/html');
   record('frontend-page', 'Frontend page loads', page.ok && html ? { status: 'pass', message: `${frontend.href} answers ${page.status} with a page` } : { status: 'fail', message: `${frontend.href} answers ${page.status} ${page.headers.get('content-type') ?? ''}` });
 
-  if (isLoopback(frontend.hostname) && isLoopback(backend.hostname) && frontend.hostname !== backend.hostname) {
+  const [frontendHost, backendHost] = [loopbackHostOf(frontend.href), loopbackHostOf(backend.href)];
+  if (frontendHost && backendHost && frontendHost !== backendHost) {
     record('frontend-same-site', 'Frontend and backend on the same site', {
       status: 'warn',
       message: `the frontend is on ${frontend.hostname} and the backend on ${backend.hostname}: browsers treat them as different sites and drop the session cookie; use localhost for both`,

@@ -26,9 +26,9 @@ import { notAMember, organizationHeader, scopeGuard } from './scope.guard.js';
 export function tenantScoped(deps: { db: Queryable; auth: AuthService; config: Pick<Config, 'serviceApiKey' | 'nodeEnv' | 'authSecret'> }, router: Router) {
   /** A user's read: the check waits for the route's statement. */
   const deferForReads: RequestHandler = (req, res, next) => {
-    const presented = deferrable(req, deps.config);
-    if (presented) {
-      const organizationId = organizationHeader(req);
+    const deferred = deferrable(req, deps.config);
+    if (deferred) {
+      const { presented, organizationId } = deferred;
       req.organizationId = organizationId;
       req.pendingMember = {
         organizationId,
@@ -61,17 +61,19 @@ export function tenantScoped(deps: { db: Queryable; auth: AuthService; config: P
   return [deferForReads, unlessDeferred(authGuard(deps)), unlessDeferred(scopeGuard), router, settleUnanswered, settleBeforeError];
 }
 
-/** The session of a user's read that can be checked in the route's statement; none otherwise. */
-function deferrable(req: Request, config: Pick<Config, 'serviceApiKey' | 'authSecret'>): PresentedSession | undefined {
+/** The session and organization of a user's read that can be checked in the route's statement; none otherwise. */
+function deferrable(req: Request, config: Pick<Config, 'serviceApiKey' | 'authSecret'>): { presented: PresentedSession; organizationId: string } | undefined {
   if (req.method !== 'GET' && req.method !== 'HEAD') return undefined;
   if (isServiceKeyRequest(req, config.serviceApiKey)) return undefined;
   // Without a valid header the guards' own order decides (401 before 400): no deferring.
+  let organizationId: string;
   try {
-    organizationHeader(req);
+    organizationId = organizationHeader(req);
   } catch {
     return undefined;
   }
-  return presentedSession(req, config);
+  const presented = presentedSession(req, config);
+  return presented && { presented, organizationId };
 }
 
 /** Who is calling, as the statement's caller check found them. */
