@@ -74,7 +74,7 @@ let built = false;
  * of the way. `env` adds to (or blanks) the settings; `readyPollMs` is how often /ready is tried;
  * `entry` is the compiled entry point (a patched copy of dist/, for bench/middleware-cost.mjs).
  */
-export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js' }) {
+export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js', nodeArgs = [] }) {
   const port = await freePort();
   const fullEnv = {
     PATH: process.env.PATH,
@@ -105,7 +105,7 @@ export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, 
     built = true;
   }
   const spawnedAt = performance.now();
-  const child = startChild('example backend', process.execPath, [entry], { cwd: exampleDir, env: fullEnv });
+  const child = startChild('example backend', process.execPath, [...nodeArgs, entry], { cwd: exampleDir, env: fullEnv });
   const base = `http://127.0.0.1:${port}`;
   await waitForOk(`${base}/ready`, child, 60, readyPollMs);
   // From spawning the process to its first 200 from /ready (within one poll interval).

@@ -43,6 +43,8 @@ export interface Config {
   };
   /** Bounds on every wait for PostgreSQL: a stalled server gives 503s, never hung requests. */
   databaseTimeouts: { connectMs: number; queryMs: number };
+  /** Statements are prepared once per connection and then run by name (off for a pooler that cannot keep them). */
+  databasePreparedStatements: boolean;
 }
 
 export class ConfigError extends Error {
@@ -93,6 +95,7 @@ const environmentSchema = z.object({
   RATE_LIMIT_REDIS_TIMEOUT_MS: count(10, 10_000),
   DATABASE_CONNECT_TIMEOUT_MS: count(100, 600_000),
   DATABASE_QUERY_TIMEOUT_MS: count(100, 3_600_000),
+  DATABASE_PREPARED_STATEMENTS: optional(z.enum(['true', 'false'], { error: 'must be true or false' })),
   RATE_LIMIT_PREFIX: optional(z.string().regex(/^\S+$/, 'must be a key prefix without spaces, like authstrap:rl:')),
 });
 
@@ -175,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       connectMs: values.DATABASE_CONNECT_TIMEOUT_MS ?? 5000,
       queryMs: values.DATABASE_QUERY_TIMEOUT_MS ?? 5000,
     },
+    databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS !== 'false',
   };
 }
 

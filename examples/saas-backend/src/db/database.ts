@@ -47,10 +47,14 @@ export const hasSqlState = (error: unknown): error is { code: string; detail?: s
 /** Driver errors without a SQLSTATE (timeouts, "Connection terminated unexpectedly", refused connections). */
 const asUnavailable = (error: unknown): unknown => (hasSqlState(error) ? error : new DatabaseUnavailableError(error));
 
-export type DatabaseSettings = Pick<Config, 'databaseUrl' | 'embeddedDbDir' | 'projectDir' | 'databaseTimeouts'>;
+export type DatabaseSettings = Pick<Config, 'databaseUrl' | 'embeddedDbDir' | 'projectDir' | 'databaseTimeouts'> &
+  Partial<Pick<Config, 'databasePreparedStatements'>>;
 
 export async function openDatabase(config: DatabaseSettings): Promise<Database> {
-  if (config.databaseUrl) return openPostgres(config.databaseUrl, config.databaseTimeouts);
+  if (config.databaseUrl) {
+    const statements = config.databasePreparedStatements === false ? unprepared : preparedStatementNames();
+    return openPostgres(config.databaseUrl, config.databaseTimeouts, statements);
+  }
   const dataDir =
     config.embeddedDbDir === 'memory://' ? 'memory://' : path.resolve(config.projectDir, config.embeddedDbDir);
   return openEmbedded(dataDir);
@@ -67,7 +71,48 @@ const typeParsers = {
     oid === int8Oid && format !== 'binary' ? int8AsNumber : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
-function openPostgres(connectionString: string, timeouts: Config['databaseTimeouts']): Database {
+/**
+ * Names for prepared statements, one per distinct SQL text. A named statement is parsed and
+ * planned once per connection and afterwards only executed: on a list read that is most of what
+ * PostgreSQL spends (bench/README.md). The routes' SQL differs only by which filters and sort a
+ * request uses, so few texts recur; past `limit` distinct texts, the rest run unprepared, so
+ * neither this map nor PostgreSQL's memory per connection grows without bound.
+ * DATABASE_PREPARED_STATEMENTS=false turns it off, for a pooler that hands each statement to
+ * any connection (PgBouncer in transaction mode without max_prepared_statements).
+ */
+export interface StatementNames {
+  nameFor(text: string): string | undefined;
+  /** The statement's prepared form no longer fits its tables: later runs get a new name, so a fresh plan. */
+  forget(text: string): void;
+}
+
+export function preparedStatementNames(limit = 500): StatementNames {
+  const names = new Map<string, string>();
+  let issued = 0;
+  return {
+    nameFor(text) {
+      let name = names.get(text);
+      if (name === undefined && names.size < limit) {
+        name = `authstrap_${++issued}`;
+        names.set(text, name);
+      }
+      return name;
+    },
+    forget: (text) => void names.delete(text),
+  };
+}
+
+const unprepared: StatementNames = { nameFor: () => undefined, forget: () => {} };
+
+/**
+ * PostgreSQL refuses to run a prepared statement whose result columns changed since it was
+ * prepared ("cached plan must not change result type"): a `SELECT *` after another process
+ * added a column. Nothing ran, so the statement may simply be prepared again.
+ */
+const isStalePlan = (error: unknown) =>
+  hasSqlState(error) && error.code === '0A000' && /cached plan must not change result type/.test(String((error as Error).message));
+
+function openPostgres(connectionString: string, timeouts: Config['databaseTimeouts'], statements: StatementNames): Database {
   const pool = new pg.Pool({
     connectionString,
     max: 10,
@@ -97,15 +142,25 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
     kind: 'postgres',
     async query<Row>(text: string, params?: unknown[]) {
       // pool.query drops a client that failed, so a timed-out connection is not reused.
-      return toResult<Row>(await pool.query(text, params).catch((error) => Promise.reject(asUnavailable(error))));
+      const run = () => pool.query({ text, values: params, name: statements.nameFor(text) });
+      const result = await run()
+        .catch((error) => {
+          if (!isStalePlan(error)) throw error;
+          statements.forget(text);
+          return run();
+        })
+        .catch((error) => Promise.reject(asUnavailable(error)));
+      return toResult<Row>(result);
     },
     async transaction(work) {
       const client = await pool.connect().catch((error) => Promise.reject(asUnavailable(error)));
       let failure: unknown;
       const run = async <Row>(text: string, params?: unknown[]) => {
         try {
-          return toResult<Row>(await client.query(text, params));
+          return toResult<Row>(await client.query({ text, values: params, name: statements.nameFor(text) }));
         } catch (error) {
+          // Inside a transaction the failed statement cannot be retried; the next transaction prepares it anew.
+          if (isStalePlan(error)) statements.forget(text);
           failure ??= error;
           throw asUnavailable(error);
         }

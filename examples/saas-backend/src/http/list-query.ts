@@ -560,8 +560,9 @@ export async function listRows<Row>(
   // The page and the total in one statement (one round trip): the count is an uncorrelated
   // subquery, which PostgreSQL runs once (an index-only count), beside the page read in sort order.
   const { rows } = await db.query<Row & { [totalColumn]?: number }>(
-    `SELECT ${selectList}${joined}, (SELECT count(*)::int ${from}) AS "${totalColumn}" ${from} ${orderBy} LIMIT ${query.limit} OFFSET ${offset}`,
-    params,
+    // The page's bounds are parameters too: every page of a list is one prepared statement.
+    `SELECT ${selectList}${joined}, (SELECT count(*)::int ${from}) AS "${totalColumn}" ${from} ${orderBy} LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+    [...params, query.limit, offset],
   );
   let total = rows[0]?.[totalColumn] ?? 0;
   // A copy without the total rather than `delete`, which would slow every later read of the row.
