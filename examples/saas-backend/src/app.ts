@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import express, { type Express } from 'express';
-import helmet from 'helmet';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
@@ -15,6 +14,7 @@ import { sendData, sendError } from './http/envelope.js';
 import { errorHandler, refuseInvalidUtf8, unknownRoute } from './http/errors.js';
 import type { RateLimits } from './http/rate-limit.js';
 import { requestLogger } from './logger.js';
+import { securityHeaders } from './http/security-headers.js';
 import { docsRouter } from './openapi/docs.js';
 
 export interface AppDependencies {
@@ -37,9 +37,12 @@ export function createApp({ config, db, logger, rateLimits }: AppDependencies): 
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
 
+  // No ETag: hashing every response body costs more than the rare conditional request saves.
+  app.set('etag', false);
+
   app.use(requestLogger(logger));
   app.use(
-    helmet({
+    securityHeaders({
       contentSecurityPolicy: {
         // Everything the docs page needs is served from here; nothing is loaded from elsewhere.
         directives: { 'upgrade-insecure-requests': config.nodeEnv === 'production' ? [] : null },

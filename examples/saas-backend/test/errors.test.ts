@@ -77,6 +77,22 @@ describe.each(databaseKinds)('errors and protocol on the %s database', (kind) =>
     expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('puts the security headers on every response, and no ETag or X-Powered-By', async () => {
+    for (const path of ['/health', '/Projects', '/nothing-here', '/api/docs/openapi.json', '/api/docs/']) {
+      const { headers } = await api('GET', path);
+      expect(headers.get('content-security-policy'), path).toContain("default-src 'self'");
+      expect(headers.get('content-security-policy'), path).not.toContain('upgrade-insecure-requests');
+      expect(headers.get('x-content-type-options'), path).toBe('nosniff');
+      expect(headers.get('x-frame-options'), path).toBe('SAMEORIGIN');
+      // HTTPS-only hints are for production, where HTTPS is served.
+      expect(headers.get('strict-transport-security'), path).toBeNull();
+      expect(headers.get('cross-origin-opener-policy'), path).toBe('same-origin');
+      expect(headers.get('vary'), path).toContain('Origin');
+      expect(headers.get('x-powered-by'), path).toBeNull();
+      expect(headers.get('etag'), path).toBeNull();
+    }
+  });
+
   it('answers health and readiness', async () => {
     expect((await api('GET', '/health')).body).toEqual({ success: true, data: { status: 'ok' } });
     expect((await api('GET', '/ready')).body).toEqual({ success: true, data: { status: 'ready', database: kind } });

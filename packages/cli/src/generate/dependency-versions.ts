@@ -14,7 +14,6 @@ export const backendDependencies = {
   helmet: '^8.1.0',
   pg: '^8.16.3',
   pino: '^10.1.0',
-  'pino-http': '^11.0.0',
   'rate-limit-redis': '^6.0.1',
   redis: '^5.9.0',
   'swagger-ui-express': '^5.0.1',

@@ -6,12 +6,19 @@ import { bearerToken, hasSessionCookie } from './session-token.js';
 
 /** Browsers may call with cookies only from the origins in ALLOWED_ORIGINS; there is no wildcard. */
 export function corsPolicy(config: Pick<Config, 'allowedOrigins'>): RequestHandler {
-  return cors({
+  const policy = cors({
     origin: config.allowedOrigins,
     credentials: true,
     exposedHeaders: ['x-request-id', 'RateLimit', 'RateLimit-Policy', 'Retry-After'],
     maxAge: 600,
   });
+  // A request without an Origin header is not a browser's cross-origin one: no CORS header
+  // applies to it. `Vary: Origin` still tells caches that another origin may get another answer.
+  return (req, res, next) => {
+    if (req.headers.origin !== undefined) return policy(req, res, next);
+    res.vary('Origin');
+    next();
+  };
 }
 
 const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
