@@ -25,8 +25,8 @@ const patchedDir = path.join(exampleDir, 'dist-bench');
 
 /** The lines of dist/app.js each variant leaves out (as tsc writes them). */
 const pieces = {
-  'request logger (pino-http)': [/^\s*app\.use\(requestLogger\(logger\)\);$/m],
-  helmet: [/^\s*app\.use\(helmet\(\{[\s\S]*?\}\)\);$/m],
+  'request logger': [/^\s*app\.use\(requestLogger\(logger\)\);$/m],
+  'security headers (helmet)': [/^\s*app\.use\(securityHeaders\(\{[\s\S]*?\}\)\);$/m],
   cors: [/^\s*app\.use\(corsPolicy\(config\)\);$/m],
   'rate limits (/api and data)': [/^\s*app\.use\('\/api', rateLimits\.api\);$/m, /^\s*app\.use\(rateLimits\.data\);$/m],
   'CSRF guard': [/^\s*app\.use\(csrfGuard\(config\)\);$/m],

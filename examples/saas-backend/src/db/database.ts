@@ -110,7 +110,7 @@ const unprepared: StatementNames = { nameFor: () => undefined, forget: () => {} 
  * added a column. Nothing ran, so the statement may simply be prepared again.
  */
 const isStalePlan = (error: unknown) =>
-  hasSqlState(error) && error.code === '0A000' && /cached plan must not change result type/.test(String((error as Error).message));
+  hasSqlState(error) && error.code === '0A000' && /cached plan must not change result type/.test(String((error as { message?: unknown }).message));
 
 function openPostgres(connectionString: string, timeouts: Config['databaseTimeouts'], statements: StatementNames): Database {
   const pool = new pg.Pool({
