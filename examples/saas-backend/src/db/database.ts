@@ -199,6 +199,14 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
   };
 }
 
+/**
+ * Timestamps are read by `pg`'s own parser on the embedded database too, so both databases give
+ * the same Date for every value (PGlite's reads the year 0001 as 2001 and a BC date as invalid).
+ */
+const embeddedParsers = Object.fromEntries(
+  [pg.types.builtins.TIMESTAMPTZ, pg.types.builtins.TIMESTAMP].map((oid) => [oid, (text: string) => pg.types.getTypeParser(oid, 'text')(text)]),
+);
+
 async function openEmbedded(dataDir: string): Promise<Database> {
   // Loaded only when used, so a PostgreSQL deployment never loads the WebAssembly build.
   const { PGlite } = await import('@electric-sql/pglite');
@@ -208,7 +216,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   let db: InstanceType<typeof PGlite>;
   try {
     if (dataDir !== 'memory://') fs.mkdirSync(dataDir, { recursive: true });
-    db = await PGlite.create(dataDir);
+    db = await PGlite.create(dataDir, { parsers: embeddedParsers });
   } catch (error) {
     lock?.release();
     throw error;

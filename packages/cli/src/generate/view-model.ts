@@ -135,6 +135,12 @@ export interface EntityView {
   serviceSelectList: string;
   serviceInsertColumns: { field: string; column: string }[];
   serviceUpdateColumns: { field: string; column: string }[];
+  /**
+   * selectList with each value as its JSON, as a template literal's body (timestamps through
+   * isoTimestamp), when PostgreSQL's JSON of every visible column is exactly what the API sends
+   * (see jsonExact); reads then send PostgreSQL's JSON as it is.
+   */
+  jsonSelectList?: string;
   /** The fields a list sorts and filters by (secret ones marked), with the code of their `ListField` description. */
   listFields: { field: string; spec: string }[];
   searchColumns: string[];
@@ -154,6 +160,33 @@ export interface EntityView {
     /** `/Projects/{projectId}/Tasks` */
     openApiPath: string;
   };
+}
+
+/**
+ * Field types whose PostgreSQL JSON is byte for byte what `pg` and JSON.stringify make of them,
+ * in the columns authstrap creates (table-model.ts). Not `number` (float8 prints 1e+21 where
+ * JavaScript prints 1e21) and not `json` (jsonb's own spacing).
+ */
+const jsonExactTypes = new Set<Field['type']>(['string', 'text', 'enum', 'integer', 'boolean', 'uuid', 'datetime']);
+
+/** PostgreSQL may write this entity's JSON: a table authstrap created, holding only json-exact types. */
+function jsonExact(entity: Entity, visible: Field[]): boolean {
+  return (
+    !entity.builtin &&
+    !entity.serviceOnly &&
+    !entity.existingTable &&
+    visible.every((field) => jsonExactTypes.has(field.type) && /^\w+$/.test(field.column))
+  );
+}
+
+/** The SELECT list as JSON values: `"id", ${isoTimestamp('"createdAt"')} AS "createdAt"`. */
+function jsonSelectListOf(fields: Field[]): string {
+  return fields
+    .map((field) => {
+      if (field.type === 'datetime') return `\${isoTimestamp('${quoteSql(field.column)}')} AS ${quoteSql(field.name)}`;
+      return field.column === field.name ? quoteSql(field.name) : `${quoteSql(field.column)} AS ${quoteSql(field.name)}`;
+    })
+    .join(', ');
 }
 
 /** Built-in entities whose routes only the trusted server (the service key) may use. */
@@ -217,6 +250,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
       .filter((field) => field.nullable || (field.default !== undefined && field.default !== 'now'))
       .map((field) => ({ name: field.name, value: jsLiteral(field.default ?? null) })),
     selectList: selectListOf(visible),
+    jsonSelectList: jsonExact(entity, visible) ? jsonSelectListOf(visible) : undefined,
     insertColumns,
     updateColumns: writable.map(columnPair),
     serviceSelectList: selectListOf(entity.fields),

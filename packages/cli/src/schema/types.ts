@@ -143,6 +143,11 @@ export interface Entity {
   indexes: string[][];
   /** The table's old name (see EntityDefinition.renamedFrom). */
   renamedFrom?: string;
+  /**
+   * Mapped to a table named in the schema (`table:`), such as one add-auth found: its columns may
+   * have other types than the ones authstrap gives a table it creates.
+   */
+  existingTable?: true;
 }
 
 export interface Schema {

@@ -260,6 +260,7 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     uniqueTogether: fieldLists('uniqueTogether'),
     indexes: fieldLists('indexes'),
     ...(definition.renamedFrom !== undefined ? { renamedFrom: definition.renamedFrom } : {}),
+    ...(definition.table !== undefined ? { existingTable: true as const } : {}),
   };
 }
 

@@ -98,3 +98,22 @@ export function updateStatement(
     params,
   };
 }
+
+/**
+ * A timestamptz column as the text `JSON.stringify` gives the `Date` that `pg` reads from it
+ * (`2026-11-24T15:30:43.123Z`: UTC, milliseconds cut, not rounded), for JSON that PostgreSQL
+ * writes itself. Years outside 1-9999 follow JavaScript too (`0000`, `-000043`, `+010000`), and
+ * what a `Date` cannot hold (infinity, past the year 275760) is null, as `JSON.stringify` makes it.
+ */
+export function isoTimestamp(column: string): string {
+  const utc = `${column} AT TIME ZONE 'UTC'`;
+  // JavaScript counts 1 BC as year 0 and writes years past 9999 with a sign and six digits.
+  const jsYear = `extract(year FROM ${utc})::int + CASE WHEN ${column} < '0001-01-01 00:00:00+00' THEN 1 ELSE 0 END`;
+  const signedYear = `CASE WHEN y > 9999 THEN '+' || lpad(y::text, 6, '0') WHEN y < 0 THEN '-' || lpad((-y)::text, 6, '0') ELSE lpad(y::text, 4, '0') END`;
+  return `CASE WHEN NOT isfinite(${column}) OR ${column} > '275760-09-13 00:00:00+00' THEN NULL
+    WHEN ${column} >= '0001-01-01 00:00:00+00' AND ${column} < '10000-01-01 00:00:00+00' THEN to_char(${utc}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+    ELSE (SELECT ${signedYear} FROM (SELECT ${jsYear} AS y) AS "~year") || to_char(${utc}, '-MM-DD"T"HH24:MI:SS.MS"Z"') END`;
+}
+
+/** One row as a JSON object of `jsonSelectList`'s columns, in their order (`{"id":"...","name":"..."}`). */
+export const rowJson = (jsonSelectList: string): string => `(SELECT row_to_json("~row") FROM (SELECT ${jsonSelectList}) AS "~row")`;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/database.js';
-import { setClause, quoteIdentifier, type ColumnMap } from '../db/sql.js';
+import { rowJson, setClause, quoteIdentifier, type ColumnMap } from '../db/sql.js';
 import { badRequest, forbidden } from './errors.js';
 
 /**
@@ -47,6 +47,12 @@ export interface ListSpec {
   defaultSort: string;
   /** The column `createdAfter` filters on; null for a table without a creation time. */
   createdAtColumn: string | null;
+  /**
+   * The SELECT list with every value as its JSON (timestamps as ISO 8601 text), for reads whose
+   * JSON PostgreSQL writes itself (listJson). Absent where PostgreSQL's JSON could differ from
+   * what `pg` and JSON.stringify make of a value (numbers, json fields, a table authstrap did not create).
+   */
+  jsonSelectList?: string;
 }
 
 export const defaultPageSize = 20;
@@ -453,7 +459,20 @@ export function escapeLike(term: string): string {
 
 export interface ListPage<Row> {
   rows: Row[];
-  meta: { page: number; limit: number; total: number; totalPages: number };
+  meta: ListMeta;
+}
+
+export interface ListMeta {
+  page: number;
+  limit: number;
+  total: number;
+  totalPages: number;
+}
+
+/** A page as PostgreSQL wrote it: `json` is the rows' JSON array, ready to send. */
+export interface JsonPage {
+  json: string;
+  meta: ListMeta;
 }
 
 /** A condition beyond equality, e.g. `"id" IN (SELECT "userId" FROM "member" WHERE ...)`. */
@@ -533,13 +552,33 @@ function whereSql(spec: ListSpec, filter: RowFilter, scope: Record<string, strin
   return conditions.length ? ` WHERE ${conditions.join(' AND ')}` : '';
 }
 
+/** The column that carries the total beside each row of a page; no field can be called that. */
+const totalColumn = '~total';
+
+/** The parts of a page's statement: FROM and WHERE (values in `params`), ORDER BY, and where the page starts. */
+function pageStatement(spec: ListSpec, query: ListQuery, scope: Record<string, string>, extraConditions: Condition[]) {
+  const params: unknown[] = [];
+  const from = `FROM ${quoteIdentifier(spec.table)}${whereSql(spec, query, scope, extraConditions, params)}`;
+  const direction = query.order === 'asc' ? 'ASC' : 'DESC';
+  // "id" breaks ties so that rows with equal sort values never move between pages.
+  const orderBy = `ORDER BY ${quoteIdentifier(spec.fields[query.sort]!.column)} ${direction}, "id" ${direction}`;
+  const offset = query.offset ?? (query.page - 1) * query.limit;
+  // The page's bounds are parameters too: every page of a list is one prepared statement.
+  const bounds = `LIMIT $${params.length + 1} OFFSET $${params.length + 2}`;
+  return { from, orderBy, bounds, params, pagedParams: [...params, query.limit, offset], offset };
+}
+
+const listMeta = (query: ListQuery, offset: number, total: number): ListMeta => ({
+  page: Math.floor(offset / query.limit) + 1,
+  limit: query.limit,
+  total,
+  totalPages: Math.ceil(total / query.limit),
+});
+
 /**
  * Runs the count and the page query. `scope` and `extraConditions` always apply (see whereSql);
  * `selectList` is the entity's own unless the caller may read more (the trusted server's secrets).
  */
-/** The column that carries the total beside each row of a page; no field can be called that. */
-const totalColumn = '~total';
-
 export async function listRows<Row>(
   db: Queryable,
   spec: ListSpec,
@@ -548,21 +587,14 @@ export async function listRows<Row>(
   extraConditions: Condition[] = [],
   selectList: string = spec.selectList,
 ): Promise<ListPage<Row>> {
-  const params: unknown[] = [];
-  const from = `FROM ${quoteIdentifier(spec.table)}${whereSql(spec, query, scope, extraConditions, params)}`;
-  const direction = query.order === 'asc' ? 'ASC' : 'DESC';
-  // "id" breaks ties so that rows with equal sort values never move between pages.
-  const orderBy = `ORDER BY ${quoteIdentifier(spec.fields[query.sort]!.column)} ${direction}, "id" ${direction}`;
-  const offset = query.offset ?? (query.page - 1) * query.limit;
-
+  const { from, orderBy, bounds, params, pagedParams, offset } = pageStatement(spec, query, scope, extraConditions);
   const joined = (query.joins ?? []).map((join) => `, ${joinColumnSql(spec.table, join)}`).join('');
 
   // The page and the total in one statement (one round trip): the count is an uncorrelated
   // subquery, which PostgreSQL runs once (an index-only count), beside the page read in sort order.
   const { rows } = await db.query<Row & { [totalColumn]?: number }>(
-    // The page's bounds are parameters too: every page of a list is one prepared statement.
-    `SELECT ${selectList}${joined}, (SELECT count(*)::int ${from}) AS "${totalColumn}" ${from} ${orderBy} LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-    [...params, query.limit, offset],
+    `SELECT ${selectList}${joined}, (SELECT count(*)::int ${from}) AS "${totalColumn}" ${from} ${orderBy} ${bounds}`,
+    pagedParams,
   );
   let total = rows[0]?.[totalColumn] ?? 0;
   // A copy without the total rather than `delete`, which would slow every later read of the row.
@@ -574,10 +606,25 @@ export async function listRows<Row>(
     total = counted[0]?.total ?? 0;
   }
 
-  return {
-    rows: page,
-    meta: { page: Math.floor(offset / query.limit) + 1, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) },
-  };
+  return { rows: page, meta: listMeta(query, offset, total) };
+}
+
+/**
+ * listRows for a page that goes out as it is: PostgreSQL writes the rows' JSON array itself
+ * (spec.jsonSelectList), so no value is parsed into an object only to be serialized again.
+ * One row comes back, the total beside the page, so a page past the end needs no second count.
+ * The array is built from the page in its sort order: ARRAY(subquery) keeps the subquery's ORDER BY.
+ */
+export async function listJson(db: Queryable, spec: ListSpec, query: ListQuery, scope: Record<string, string>): Promise<JsonPage> {
+  if (!spec.jsonSelectList) throw new Error(`${spec.entity} has no JSON select list: use listRows`);
+  const { from, orderBy, bounds, pagedParams, offset } = pageStatement(spec, query, scope, []);
+  const { rows } = await db.query<{ total: number; json: string }>(
+    `SELECT (SELECT count(*)::int ${from}) AS "total",
+       array_to_json(ARRAY(SELECT ${rowJson(spec.jsonSelectList)} ${from} ${orderBy} ${bounds}))::text AS "json"`,
+    pagedParams,
+  );
+  const { total, json } = rows[0]!;
+  return { json, meta: listMeta(query, offset, total) };
 }
 
 /** UPDATE every row matching `where` (the trusted server's update-many); returns how many changed. */
