@@ -1,0 +1,104 @@
+#!/usr/bin/env node
+// Where a list request's CPU goes: the compiled example (a) and the bare server (b) under the list
+// load of run.mjs, each with the CPU time its Node process and PostgreSQL (all `postgres`
+// processes) spent per request, read from /proc (Linux only). The rps figures of run.mjs say how
+// fast; these say which process to look at. BENCH_CPU_PROFILE=<dir> also writes a V8 CPU profile
+// of (a) there (open it in Chrome DevTools' Performance panel).
+//
+//   node bench/cpu-per-request.mjs      # about a minute; needs wrk
+//
+// Settings: BENCH_PG_URL, BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8).
+// Writes bench/results/cpu-per-request.json.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { api, exampleDir, expectStatus, freePort, runWrk, startChild, startExampleBackend, stopChild, waitForOk } from './lib/harness.mjs';
+
+const benchDir = path.dirname(fileURLToPath(import.meta.url));
+const resultsFile = path.join(benchDir, 'results', 'cpu-per-request.json');
+const pgUrl = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
+const profileDir = process.env.BENCH_CPU_PROFILE;
+const listPath = '/Projects?limit=20';
+
+if (!fs.existsSync('/proc/self/stat')) {
+  console.error('bench: cpu-per-request.mjs reads /proc, so it runs on Linux only');
+  process.exit(2);
+}
+
+/** utime + stime of one process, in clock ticks (100 per second on Linux). */
+function cpuTicks(pid) {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0; // the process ended in between
+  }
+}
+
+/** CPU ticks so far of the given Node process and of every PostgreSQL process. */
+function snapshot(nodePid) {
+  const postgresPids = execFileSync('pgrep', ['-x', 'postgres'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+  return { node: cpuTicks(nodePid), postgres: postgresPids.reduce((sum, pid) => sum + cpuTicks(pid), 0) };
+}
+
+/** Loads one server and reports rps, latency and CPU microseconds per request. */
+async function measure(name, pid, url, headers) {
+  const args = ['-t', '2', '-c', '20', '--timeout', '5s', '-s', path.join(benchDir, 'wrk-report.lua'), ...headers.flatMap((header) => ['-H', header]), url];
+  await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds);
+  const before = snapshot(pid);
+  const result = await runWrk(['-d', `${seconds}s`, ...args], seconds);
+  const after = snapshot(pid);
+  const microsecondsPerRequest = (ticks) => Math.round((ticks * 10_000) / result.requests);
+  const measured = {
+    name,
+    rps: Math.round(result.rps),
+    p50Ms: result.latencyUs.p50 / 1000,
+    p99Ms: result.latencyUs.p99 / 1000,
+    nodeCpuUsPerRequest: microsecondsPerRequest(after.node - before.node),
+    postgresCpuUsPerRequest: microsecondsPerRequest(after.postgres - before.postgres),
+  };
+  console.log(`[bench] ${name}: ${measured.rps} rps, p99 ${measured.p99Ms} ms; CPU per request: Node ${measured.nodeCpuUsPerRequest} µs, PostgreSQL ${measured.postgresCpuUsPerRequest} µs`);
+  return measured;
+}
+
+const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
+const admin = new pg.Client({ connectionString: pgUrl });
+const databaseName = `authstrap_bench_cpu_${process.pid}_${randomBytes(3).toString('hex')}`;
+try {
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${databaseName}"`);
+  const url = new URL(pgUrl);
+  url.pathname = `/${databaseName}`;
+  const dbUrl = url.toString();
+
+  // Seed through the API, as run.mjs does, then restart (with the profiler, when asked).
+  let backend = await startExampleBackend({ dbUrl });
+  const signUp = await expectStatus(api(backend.base, 'POST', '/api/auth/sign-up/email', { body: { email: 'bench@example.com', name: 'Bench', password: 'bench-password-1' } }), 201, 'sign-up');
+  const token = signUp.data.token;
+  const organizationId = (await expectStatus(api(backend.base, 'GET', '/api/auth/get-session', { token }), 200, 'get-session')).data.organizations[0].id;
+  for (let index = 1; index <= 50; index += 1) await expectStatus(api(backend.base, 'POST', '/Projects', { token, organizationId, body: { name: `Project ${index}` } }), 201, 'POST /Projects');
+  await stopChild(backend.child);
+  backend = await startExampleBackend({ dbUrl, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [] });
+  const example = await measure('(a) example', backend.child.pid, `${backend.base}${listPath}`, [`Authorization: Bearer ${token}`, `x-organization-id: ${organizationId}`]);
+  await stopChild(backend.child);
+
+  const port = await freePort();
+  const bare = startChild('bare server', process.execPath, [path.join(benchDir, 'bare-server.mjs')], {
+    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, ORG_ID: organizationId, PORT: String(port) },
+  });
+  await waitForOk(`http://127.0.0.1:${port}${listPath}`, bare, 30);
+  const bareResult = await measure('(b) bare server', bare.pid, `http://127.0.0.1:${port}${listPath}`, []);
+  await stopChild(bare);
+
+  fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
+  fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), warmupSeconds, seconds, results: [example, bareResult] }, null, 2)}\n`);
+  console.log(`written to ${path.relative(process.cwd(), resultsFile)}${profileDir ? `; CPU profile of (a) in ${profileDir}` : ''}`);
+} finally {
+  await admin.query(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => {});
+  await admin.end().catch(() => {});
+}
