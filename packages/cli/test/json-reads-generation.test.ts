@@ -56,7 +56,7 @@ describe('reads whose JSON PostgreSQL writes', () => {
     expect(router('Board', 'board')).toContain('sendJsonList(res, await boardRepository.listJson(asMember(db, req), organizationOf(req), query));');
     expect(router('Alias', 'alias')).toContain('sendJsonList(res, await aliasRepository.listJson(db, query, { tagId }));');
     expect(router('Reading', 'reading')).toContain('sendList(res, await readingRepository.list(asMember(db, req), organizationOf(req), query));');
-    for (const [folder, file] of [['Event', 'event'], ['Legacy', 'legacy']]) expect(router(folder, file)).not.toContain('Json');
+    for (const [folder, file] of [['Event', 'event'], ['Legacy', 'legacy']] as const) expect(router(folder, file)).not.toContain('Json');
 
     // The example's installed packages serve this project's imports.
     fs.symlinkSync(path.join(exampleDir, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
