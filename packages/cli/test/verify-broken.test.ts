@@ -85,8 +85,9 @@ describe.runIf(adminUrl)('authstrap verify against running backends', () => {
     breakFile(
       listIgnoresTenant,
       'src/generated/Project/project.repository.ts',
-      'return listRows<Project>(db, projectListSpec, query, { organizationId });',
-      'return listRows<Project>(db, projectListSpec, query, {});',
+      // The list route's read (PostgreSQL writes its JSON: listJson).
+      'return listJson(db, projectListSpec, query, { organizationId });',
+      'return listJson(db, projectListSpec, query, {});',
     );
 
     const missingTable = copyOfExample();
