@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { updateStatement } from '../src/db/sql.js';
+import { insertStatement, onlyIf, updateStatement } from '../src/db/sql.js';
 import { databaseKinds, postgresAdminUrl, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
 
 describe.each(databaseKinds)('generic routes on the %s database', (kind) => {
@@ -154,6 +154,36 @@ describe.runIf(postgresAdminUrl)('updatedAt under concurrent updates', () => {
       }
     } finally {
       await backend.stop();
+    }
+  });
+});
+
+describe('onlyIf: a write that changes nothing unless a condition holds (src/db/sql.ts)', () => {
+  const condition = 'EXISTS (SELECT FROM "caller")';
+  it('guards the INSERT, UPDATE and DELETE shapes the repositories send', () => {
+    const insert = insertStatement('Project', { name: 'A', organizationId: 'o' }, { name: 'name', organizationId: 'organizationId' }, '"id"');
+    expect(onlyIf(insert.text, condition)).toBe(`INSERT INTO "Project" ("name", "organizationId") SELECT $1, $2 WHERE ${condition} RETURNING "id"`);
+    const update = updateStatement('Project', { name: 'B' }, { name: 'name' }, { id: 'i', organizationId: 'o' }, '"id"', 'updatedAt');
+    expect(onlyIf(update.text, condition)).toBe(
+      `UPDATE "Project" SET "name" = $1, "updatedAt" = GREATEST(now(), "updatedAt") WHERE ${condition} AND "id" = $2 AND "organizationId" = $3 RETURNING "id"`,
+    );
+    const emptyPatch = updateStatement('Project', {}, { name: 'name' }, { id: 'i' }, '"id"', null);
+    expect(onlyIf(emptyPatch.text, condition)).toBe(`UPDATE "Project" SET "id" = "id" WHERE ${condition} AND "id" = $1 RETURNING "id"`);
+    expect(onlyIf('DELETE FROM "Project" WHERE "id" = $1 AND "organizationId" = $2 RETURNING "id"', condition)).toBe(
+      `DELETE FROM "Project" WHERE ${condition} AND "id" = $1 AND "organizationId" = $2 RETURNING "id"`,
+    );
+  });
+
+  it('refuses any other statement, which must then check on its own first', () => {
+    for (const text of [
+      'INSERT INTO "Project" DEFAULT VALUES RETURNING "id"',
+      'INSERT INTO "Project" ("name") VALUES ((SELECT 1)) RETURNING "id"',
+      'UPDATE "Project" SET "name" = (SELECT 1) WHERE "id" = $1',
+      'DELETE FROM "Project" WHERE "id" = $1 OR true',
+      'DELETE FROM "Project"',
+      'SELECT 1',
+    ]) {
+      expect(onlyIf(text, condition), text).toBeUndefined();
     }
   });
 });

@@ -122,6 +122,42 @@ describe.each(databaseKinds)('reads that check their caller in their own stateme
     expect((await apiClient(backend.url, { token: serviceApiKey, organizationId: ada.organizationId })('GET', '/Projects')).status).toBe(403);
   });
 
+  it('lets a member write in one statement, and a write by anyone else changes nothing', async () => {
+    const projects = async () => (await backend.running.db.query<{ name: string }>('SELECT "name" FROM "Project" WHERE "organizationId" = $1 ORDER BY "name"', [ada.organizationId])).rows.map((row) => row.name);
+    const before = await projects();
+    const dee = await signUp(backend.url, 'dee-writes@example.com');
+    await backend.running.db.query(`UPDATE "session" SET "expiresAt" = now() - interval '1 second' WHERE "token" = $1`, [sha256(dee.token)]);
+    const expired = apiClient(backend.url, { token: dee.token, organizationId: ada.organizationId });
+    const outsider = apiClient(backend.url, { token: bob.token, organizationId: ada.organizationId });
+    for (const [caller, status] of [[expired, 401], [outsider, 403]] as const) {
+      expect((await caller('POST', '/Projects', { body: { name: 'Intruder' } })).status).toBe(status);
+      expect((await caller('PUT', `/Projects/${projectId}`, { body: { name: 'Intruder' } })).status).toBe(status);
+      expect((await caller('PATCH', `/Projects/${projectId}`, { body: { name: 'Intruder' } })).status).toBe(status);
+      expect((await caller('DELETE', `/Projects/${projectId}`)).status).toBe(status);
+      expect((await caller('POST', `/Projects/${projectId}/Tasks`, { body: { title: 'Intruder' } })).status).toBe(status);
+      // A body that would not pass validation: still 401 or 403 first.
+      expect((await caller('POST', '/Projects', { body: { name: '' } })).status).toBe(status);
+      // A reference to another organization's record, which the statement would refuse: the caller's answer first.
+      expect((await caller('POST', '/Tasks', { body: { title: 'Intruder', projectId: '00000000-0000-4000-8000-000000000000' } })).status).toBe(status);
+    }
+    expect(await projects()).toEqual(before);
+    const tasks = await backend.running.db.query('SELECT 1 FROM "Task" WHERE "title" = $1', ['Intruder']);
+    expect(tasks.rowCount).toBe(0);
+
+    const created = await ada.api('POST', '/Projects', { body: { name: 'Voyager' } });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id;
+    expect((await ada.api('PATCH', `/Projects/${id}`, { body: { description: 'far' } })).body.data).toMatchObject({ name: 'Voyager', description: 'far' });
+    expect((await ada.api('PUT', `/Projects/${id}`, { body: { name: 'Voyager 2' } })).body.data).toMatchObject({ name: 'Voyager 2', description: null });
+    expect((await ada.api('PATCH', '/Projects/00000000-0000-4000-8000-000000000000', { body: { name: 'Nothing' } })).status).toBe(404);
+    expect((await ada.api('POST', '/Tasks', { body: { title: 'Orphan', projectId: '00000000-0000-4000-8000-000000000000' } })).status).toBeGreaterThanOrEqual(400);
+    expect((await ada.api('DELETE', `/Projects/${id}`)).status).toBe(204);
+    expect((await ada.api('DELETE', `/Projects/${id}`)).status).toBe(404);
+    // Another organization's record is not there for a write either.
+    expect((await bob.api('DELETE', `/Projects/${projectId}`)).status).toBe(404);
+    expect(await projects()).toEqual(before);
+  });
+
   it('renews a session that is due on a read, and sends a cookie session its cookie again', async () => {
     const fay = await signUp(backend.url, 'fay@example.com');
     await backend.running.db.query(`UPDATE "session" SET "expiresAt" = now() + interval '1 day' WHERE "token" = $1`, [sha256(fay.token)]);
@@ -165,12 +201,18 @@ describe.runIf(databaseKinds.includes('postgres' as never))('round trips per req
     return perRequest(before, counter.snapshot(), 1).roundTrips;
   }
 
-  it('is 1 for a list with its total (also past the end) and for a read by id, 2 for a nested list and for a write', async () => {
+  it('is 1 for a list with its total (also past the end), a read by id and a write; 2 under a parent', async () => {
     expect(await roundTrips('GET', '/Projects?limit=20')).toBe(1);
     // PostgreSQL writes the page's JSON with the total beside it: a page with no rows needs no second count.
     expect(await roundTrips('GET', '/Projects?limit=20&page=50')).toBe(1);
     expect(await roundTrips('GET', `/Projects/${projectId}`)).toBe(1);
+    expect(await roundTrips('POST', '/Projects', { name: 'Gemini' })).toBe(1);
+    expect(await roundTrips('PATCH', `/Projects/${projectId}`, { description: 'Moon' })).toBe(1);
+    expect(await roundTrips('PUT', `/Projects/${projectId}`, { name: 'Apollo' })).toBe(1);
+    // The parent is checked (with the caller) first, then the list or the insert.
     expect(await roundTrips('GET', `/Projects/${projectId}/Tasks`)).toBe(2);
-    expect(await roundTrips('POST', '/Projects', { name: 'Gemini' })).toBe(2);
+    expect(await roundTrips('POST', `/Projects/${projectId}/Tasks`, { title: 'Launch' })).toBe(2);
+    const doomed = (await ada.api('POST', '/Projects', { body: { name: 'Doomed' } })).body.data.id;
+    expect(await roundTrips('DELETE', `/Projects/${doomed}`)).toBe(1);
   });
 });

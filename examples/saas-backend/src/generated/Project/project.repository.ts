@@ -119,7 +119,7 @@ export const projectRepository = {
 
   /** True when a row was deleted. */
   async remove(db: Queryable, organizationId: string, id: string): Promise<boolean> {
-    const { rowCount } = await db.query(`DELETE FROM "Project" WHERE "id" = $1 AND "organizationId" = $2`, [
+    const { rowCount } = await db.query(`DELETE FROM "Project" WHERE "id" = $1 AND "organizationId" = $2 RETURNING "id"`, [
       id,
       organizationId,
     ]);

@@ -15,7 +15,7 @@ import {
 } from './project.schema.js';
 
 /**
- * /Projects: mounted behind tenantScoped, which resolves the organization. A read
+ * /Projects: mounted behind tenantScoped, which resolves the organization. Each route
  * passes `asMember(db, req)`, so that its statement also checks the caller (one round trip).
  */
 export function projectRouter({ db }: { db: Database }): Router {
@@ -28,7 +28,7 @@ export function projectRouter({ db }: { db: Database }): Router {
 
   router.post('/', async (req, res) => {
     const input = parseBody('Project', ProjectCreateInput, req);
-    sendData(res, await projectRepository.create(db, organizationOf(req), input), 201);
+    sendData(res, await projectRepository.create(asMember(db, req), organizationOf(req), input), 201);
   });
 
   router.get('/:id', async (req, res) => {
@@ -41,7 +41,7 @@ export function projectRouter({ db }: { db: Database }): Router {
   router.put('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
     const input = parseBody('Project', ProjectReplaceInput, req);
-    const record = await projectRepository.replace(db, organizationOf(req), id, input);
+    const record = await projectRepository.replace(asMember(db, req), organizationOf(req), id, input);
     if (!record) throw notFound('Project', id);
     sendData(res, record);
   });
@@ -49,14 +49,14 @@ export function projectRouter({ db }: { db: Database }): Router {
   router.patch('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
     const patch = parseBody('Project', ProjectUpdateInput, req);
-    const record = await projectRepository.update(db, organizationOf(req), id, patch);
+    const record = await projectRepository.update(asMember(db, req), organizationOf(req), id, patch);
     if (!record) throw notFound('Project', id);
     sendData(res, record);
   });
 
   router.delete('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
-    if (!(await projectRepository.remove(db, organizationOf(req), id))) throw notFound('Project', id);
+    if (!(await projectRepository.remove(asMember(db, req), organizationOf(req), id))) throw notFound('Project', id);
     res.status(204).end();
   });
 

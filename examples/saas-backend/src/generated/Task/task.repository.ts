@@ -128,7 +128,7 @@ export const taskRepository = {
 
   /** True when a row was deleted. */
   async remove(db: Queryable, organizationId: string, id: string): Promise<boolean> {
-    const { rowCount } = await db.query(`DELETE FROM "Task" WHERE "id" = $1 AND "organizationId" = $2`, [
+    const { rowCount } = await db.query(`DELETE FROM "Task" WHERE "id" = $1 AND "organizationId" = $2 RETURNING "id"`, [
       id,
       organizationId,
     ]);

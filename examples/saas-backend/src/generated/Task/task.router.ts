@@ -17,7 +17,7 @@ import {
 } from './task.schema.js';
 
 /**
- * /Tasks: mounted behind tenantScoped, which resolves the organization. A read
+ * /Tasks: mounted behind tenantScoped, which resolves the organization. Each route
  * passes `asMember(db, req)`, so that its statement also checks the caller (one round trip).
  */
 export function taskRouter({ db }: { db: Database }): Router {
@@ -30,7 +30,7 @@ export function taskRouter({ db }: { db: Database }): Router {
 
   router.post('/', async (req, res) => {
     const input = parseBody('Task', TaskCreateInput, req);
-    sendData(res, await taskRepository.create(db, organizationOf(req), input), 201);
+    sendData(res, await taskRepository.create(asMember(db, req), organizationOf(req), input), 201);
   });
 
   router.get('/:id', async (req, res) => {
@@ -43,7 +43,7 @@ export function taskRouter({ db }: { db: Database }): Router {
   router.put('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
     const input = parseBody('Task', TaskReplaceInput, req);
-    const record = await taskRepository.replace(db, organizationOf(req), id, input);
+    const record = await taskRepository.replace(asMember(db, req), organizationOf(req), id, input);
     if (!record) throw notFound('Task', id);
     sendData(res, record);
   });
@@ -51,14 +51,14 @@ export function taskRouter({ db }: { db: Database }): Router {
   router.patch('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
     const patch = parseBody('Task', TaskUpdateInput, req);
-    const record = await taskRepository.update(db, organizationOf(req), id, patch);
+    const record = await taskRepository.update(asMember(db, req), organizationOf(req), id, patch);
     if (!record) throw notFound('Task', id);
     sendData(res, record);
   });
 
   router.delete('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
-    if (!(await taskRepository.remove(db, organizationOf(req), id))) throw notFound('Task', id);
+    if (!(await taskRepository.remove(asMember(db, req), organizationOf(req), id))) throw notFound('Task', id);
     res.status(204).end();
   });
 
@@ -86,9 +86,10 @@ export function taskNestedRouter({ db }: { db: Database }): Router {
 
   router.post('/', async (req, res) => {
     const organizationId = organizationOf(req);
-    const projectId = await parentId(db, req, organizationId);
+    const member = asMember(db, req);
+    const projectId = await parentId(member, req, organizationId);
     const input = parseBody('Task', TaskNestedCreateInput, req);
-    sendData(res, await taskRepository.create(db, organizationId, { ...input, projectId }), 201);
+    sendData(res, await taskRepository.create(member, organizationId, { ...input, projectId }), 201);
   });
 
   return router;

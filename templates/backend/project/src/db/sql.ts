@@ -117,3 +117,30 @@ export function isoTimestamp(column: string): string {
 
 /** One row as a JSON object of `jsonSelectList`'s columns, in their order (`{"id":"...","name":"..."}`). */
 export const rowJson = (jsonSelectList: string): string => `(SELECT row_to_json("~row") FROM (SELECT ${jsonSelectList}) AS "~row")`;
+
+/**
+ * The same write, changing nothing unless `condition` holds, for the shapes built here:
+ *   INSERT INTO t (a, b) VALUES ($1, $2) ...  ->  INSERT INTO t (a, b) SELECT $1, $2 WHERE <condition> ...
+ *   UPDATE t SET ... WHERE k = $3 ...         ->  UPDATE t SET ... WHERE <condition> AND k = $3 ...
+ *   DELETE FROM t WHERE k = $1 ...            ->  DELETE FROM t WHERE <condition> AND k = $1 ...
+ * (an INSERT's parameters still take their columns' types). Undefined for any other statement,
+ * and the caller must then check the condition on its own first. guards/tenant.guard.ts uses it to
+ * put the caller check in a write's own statement.
+ */
+export function onlyIf(text: string, condition: string): string | undefined {
+  const insert = insertShape.exec(text);
+  if (insert) return `${insert[1]} SELECT ${insert[2]} WHERE ${condition}${insert[3] ?? ''}`;
+  const change = updateOrDeleteShape.exec(text);
+  if (change) return `${change[1]} WHERE ${condition} AND ${change[2]}`;
+  return undefined;
+}
+
+// The statements insertStatement, updateStatement and the repositories' DELETE write, exactly.
+const name = '"(?:[^"]|"")+"';
+const equalsParam = `${name} = \\$\\d+`;
+const assignment = `${name} = (?:\\$\\d+|GREATEST\\(now\\(\\), ${name}\\)|"id")`;
+const returning = '( RETURNING [\\s\\S]*)?';
+const insertShape = new RegExp(`^(INSERT INTO ${name} \\(${name}(?:, ${name})*\\)) VALUES \\((\\$\\d+(?:, \\$\\d+)*)\\)${returning}$`);
+const updateOrDeleteShape = new RegExp(
+  `^(UPDATE ${name} SET ${assignment}(?:, ${assignment})*|DELETE FROM ${name}) WHERE (${equalsParam}(?: AND ${equalsParam})*${returning})$`,
+);
