@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Where a list request's CPU goes: the compiled example (a) and the bare server (b) under the list
-// load of run.mjs, each with the CPU time its Node process and PostgreSQL (all `postgres`
+// Where a list request's CPU goes: the compiled example (a), the bare server (b) and the Express
+// floor (d, bench/express-floor.mjs: (a)'s own list statement on Express 5 with nothing else) under
+// the list load of run.mjs, each with the CPU time its Node process and PostgreSQL (all `postgres`
 // processes) spent per request, read from /proc (Linux only). The rps figures of run.mjs say how
 // fast; these say which process to look at. BENCH_CPU_PROFILE=<dir> also writes a V8 CPU profile
 // of (a) there (open it in Chrome DevTools' Performance panel).
@@ -84,7 +85,9 @@ try {
   for (let index = 1; index <= 50; index += 1) await expectStatus(api(backend.base, 'POST', '/Projects', { token, organizationId, body: { name: `Project ${index}` } }), 201, 'POST /Projects');
   await stopChild(backend.child);
   backend = await startExampleBackend({ dbUrl, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [] });
-  const example = await measure('(a) example', backend.child.pid, `${backend.base}${listPath}`, [`Authorization: Bearer ${token}`, `x-organization-id: ${organizationId}`]);
+  const exampleHeaders = [`Authorization: Bearer ${token}`, `x-organization-id: ${organizationId}`];
+  const exampleBody = await (await fetch(`${backend.base}${listPath}`, { headers: { authorization: `Bearer ${token}`, 'x-organization-id': organizationId } })).text();
+  const example = await measure('(a) example', backend.child.pid, `${backend.base}${listPath}`, exampleHeaders);
   await stopChild(backend.child);
 
   const port = await freePort();
@@ -95,8 +98,19 @@ try {
   const bareResult = await measure('(b) bare server', bare.pid, `http://127.0.0.1:${port}${listPath}`, []);
   await stopChild(bare);
 
+  // (d) must answer exactly what (a) answered, or the comparison means nothing.
+  const floorPort = await freePort();
+  const floor = startChild('express floor', process.execPath, [path.join(benchDir, 'express-floor.mjs')], {
+    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, ORG_ID: organizationId, PORT: String(floorPort) },
+  });
+  await waitForOk(`http://127.0.0.1:${floorPort}${listPath}`, floor, 30);
+  const floorBody = await (await fetch(`http://127.0.0.1:${floorPort}${listPath}`)).text();
+  if (floorBody !== exampleBody) throw new Error(`the Express floor's body differs from the example's:\n${floorBody.slice(0, 300)}\n${exampleBody.slice(0, 300)}`);
+  const floorResult = await measure('(d) Express floor', floor.pid, `http://127.0.0.1:${floorPort}${listPath}`, []);
+  await stopChild(floor);
+
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
-  fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), warmupSeconds, seconds, results: [example, bareResult] }, null, 2)}\n`);
+  fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), warmupSeconds, seconds, results: [example, bareResult, floorResult] }, null, 2)}\n`);
   console.log(`written to ${path.relative(process.cwd(), resultsFile)}${profileDir ? `; CPU profile of (a) in ${profileDir}` : ''}`);
 } finally {
   await admin.query(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => {});
