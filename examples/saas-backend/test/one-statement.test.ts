@@ -158,6 +158,46 @@ describe.each(databaseKinds)('reads that check their caller in their own stateme
     expect(await projects()).toEqual(before);
   });
 
+  it('checks a nested route\'s parent with the caller: 401, 403, then 404, then 400 or 422, and writes nothing under a missing parent', async () => {
+    const missing = '00000000-0000-4000-8000-000000000000';
+    const bobsProject = (await bob.api('POST', '/Projects', { body: { name: 'Bob\'s' } })).body.data.id;
+    const gus = await signUp(backend.url, 'gus-nested@example.com');
+    await backend.running.db.query(`UPDATE "session" SET "expiresAt" = now() - interval '1 second' WHERE "token" = $1`, [sha256(gus.token)]);
+    const expired = apiClient(backend.url, { token: gus.token, organizationId: ada.organizationId });
+    const outsider = apiClient(backend.url, { token: bob.token, organizationId: ada.organizationId });
+    const tasks = async () => (await backend.running.db.query('SELECT "title" FROM "Task" ORDER BY "title"')).rows;
+    const before = await tasks();
+
+    for (const parent of [projectId, missing, bobsProject, 'not-a-uuid']) {
+      for (const [caller, status] of [[expired, 401], [outsider, 403]] as const) {
+        expect((await caller('GET', `/Projects/${parent}/Tasks`)).status, parent).toBe(status);
+        expect((await caller('GET', `/Projects/${parent}/Tasks?sort=nonexistent`)).status, parent).toBe(status);
+        expect((await caller('POST', `/Projects/${parent}/Tasks`, { body: { title: 'Intruder' } })).status, parent).toBe(status);
+        expect((await caller('POST', `/Projects/${parent}/Tasks`, { body: {} })).status, parent).toBe(status);
+      }
+    }
+    // A member: another organization's project, or none, is not there, whatever the query or body.
+    for (const parent of [missing, bobsProject, 'not-a-uuid']) {
+      expect((await ada.api('GET', `/Projects/${parent}/Tasks`)).status, parent).toBe(404);
+      expect((await ada.api('GET', `/Projects/${parent}/Tasks?sort=nonexistent`)).status, parent).toBe(404);
+      expect((await ada.api('POST', `/Projects/${parent}/Tasks`, { body: { title: 'Misplaced' } })).status, parent).toBe(404);
+      expect((await ada.api('POST', `/Projects/${parent}/Tasks`, { body: {} })).status, parent).toBe(404);
+    }
+    expect(await tasks()).toEqual(before);
+
+    // Under a project that is there: the route's own answers.
+    expect((await ada.api('GET', `/Projects/${projectId}/Tasks?sort=nonexistent`)).status).toBe(400);
+    expect((await ada.api('POST', `/Projects/${projectId}/Tasks`, { body: {} })).status).toBe(422);
+    const created = await ada.api('POST', `/Projects/${projectId}/Tasks`, { body: { title: 'Countdown' } });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({ title: 'Countdown', projectId, organizationId: ada.organizationId });
+    const listed = await ada.api('GET', `/Projects/${projectId}/Tasks?sort=title&order=asc`);
+    expect(listed.body.data.map((task: { title: string }) => task.title)).toEqual(['Countdown', 'Launch']);
+    expect(listed.body.meta.total).toBe(2);
+    // Bob's own project, for Bob: there, and empty.
+    expect((await bob.api('GET', `/Projects/${bobsProject}/Tasks`)).body).toEqual({ success: true, data: [], meta: { page: 1, limit: 20, total: 0, totalPages: 0 } });
+  });
+
   it('renews a session that is due on a read, and sends a cookie session its cookie again', async () => {
     const fay = await signUp(backend.url, 'fay@example.com');
     await backend.running.db.query(`UPDATE "session" SET "expiresAt" = now() + interval '1 day' WHERE "token" = $1`, [sha256(fay.token)]);
@@ -194,14 +234,15 @@ describe.runIf(databaseKinds.includes('postgres' as never))('round trips per req
     await database?.drop();
   });
 
-  async function roundTrips(method: string, path: string, body?: unknown) {
+  async function roundTrips(method: string, path: string, body?: unknown, status?: number) {
     const before = counter.snapshot();
     const answer = await ada.api(method, path, body === undefined ? {} : { body });
-    expect(answer.status, path).toBeLessThan(300);
+    if (status === undefined) expect(answer.status, path).toBeLessThan(300);
+    else expect(answer.status, path).toBe(status);
     return perRequest(before, counter.snapshot(), 1).roundTrips;
   }
 
-  it('is 1 for a list with its total (also past the end), a read by id and a write; 2 under a parent', async () => {
+  it('is 1 for a list with its total (also past the end), a read by id and a write, also under a parent', async () => {
     expect(await roundTrips('GET', '/Projects?limit=20')).toBe(1);
     // PostgreSQL writes the page's JSON with the total beside it: a page with no rows needs no second count.
     expect(await roundTrips('GET', '/Projects?limit=20&page=50')).toBe(1);
@@ -209,9 +250,13 @@ describe.runIf(databaseKinds.includes('postgres' as never))('round trips per req
     expect(await roundTrips('POST', '/Projects', { name: 'Gemini' })).toBe(1);
     expect(await roundTrips('PATCH', `/Projects/${projectId}`, { description: 'Moon' })).toBe(1);
     expect(await roundTrips('PUT', `/Projects/${projectId}`, { name: 'Apollo' })).toBe(1);
-    // The parent is checked (with the caller) first, then the list or the insert.
-    expect(await roundTrips('GET', `/Projects/${projectId}/Tasks`)).toBe(2);
-    expect(await roundTrips('POST', `/Projects/${projectId}/Tasks`, { title: 'Launch' })).toBe(2);
+    // The parent is checked in the same statement as the caller and the list or the insert.
+    expect(await roundTrips('GET', `/Projects/${projectId}/Tasks`)).toBe(1);
+    expect(await roundTrips('POST', `/Projects/${projectId}/Tasks`, { title: 'Launch' })).toBe(1);
+    // A parent that is not there is found out in that statement too: the insert is not even tried.
+    const missing = '00000000-0000-4000-8000-000000000000';
+    expect(await roundTrips('GET', `/Projects/${missing}/Tasks`, undefined, 404)).toBe(1);
+    expect(await roundTrips('POST', `/Projects/${missing}/Tasks`, { title: 'Lost' }, 404)).toBe(1);
     const doomed = (await ada.api('POST', '/Projects', { body: { name: 'Doomed' } })).body.data.id;
     expect(await roundTrips('DELETE', `/Projects/${doomed}`)).toBe(1);
   });

@@ -22,6 +22,9 @@ const schemaFile = {
     Alias: { tenantScoped: false, parent: 'tagId', fields: { tagId: { type: 'uuid' as const, references: 'Tag' }, label: { type: 'string' as const } } },
     // A float prints differently (1e+21 against 1e21), jsonb has its own spacing: objects as before.
     Reading: { fields: { value: { type: 'number' as const } } },
+    // Tenant-scoped, nested under another tenant-scoped entity, objects (a float): the parent is
+    // checked in the route's statement all the same.
+    Sample: { parent: 'readingId', fields: { readingId: { type: 'uuid' as const, references: 'Reading' }, value: { type: 'number' as const } } },
     Event: { tenantScoped: false, fields: { payload: { type: 'json' as const } } },
     // A table named in the schema may have other column types than authstrap's (add-auth's tables).
     Legacy: { tenantScoped: false, table: 'legacy_things', fields: { name: { type: 'string' as const } } },
@@ -56,6 +59,8 @@ describe('reads whose JSON PostgreSQL writes', () => {
     expect(router('Board', 'board')).toContain('sendJsonList(res, await boardRepository.listJson(asMember(db, req), organizationOf(req), query));');
     expect(router('Alias', 'alias')).toContain('sendJsonList(res, await aliasRepository.listJson(db, query, { tagId }));');
     expect(router('Reading', 'reading')).toContain('sendList(res, await readingRepository.list(asMember(db, req), organizationOf(req), query));');
+    expect(router('Sample', 'sample')).toContain('sendList(res, await sampleRepository.list(member, organizationId, query, { readingId: parent.id }));');
+    expect(router('Sample', 'sample')).toContain('const member = asMember(db, req, parent);');
     for (const [folder, file] of [['Event', 'event'], ['Legacy', 'legacy']] as const) expect(router(folder, file)).not.toContain('Json');
 
     // The example's installed packages serve this project's imports.

@@ -154,6 +154,8 @@ export interface EntityView {
     camel: string;
     folder: string;
     fileBase: string;
+    /** The parent's table, where a nested route checks that it is there. */
+    table: string;
     idType: Entity['idType'];
     /** `/Projects/:projectId/Tasks` */
     routePath: string;
@@ -216,6 +218,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
       camel: camelCase(parentEntity.name),
       folder: parentEntity.name,
       fileBase: kebabCase(parentEntity.name),
+      table: parentEntity.table,
       idType: parentEntity.idType,
       routePath: `${parentEntity.path}/:${entity.parent.field}${entity.path}`,
       openApiPath: `${parentEntity.path}/{${entity.parent.field}}${entity.path}`,

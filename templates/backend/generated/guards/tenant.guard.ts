@@ -2,9 +2,9 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Router } from 'express';
 import type { Config } from '../../config.js';
 import { hasSqlState, type Queryable, type QueryResult } from '../../db/database.js';
-import { onlyIf } from '../../db/sql.js';
+import { onlyIf, quoteIdentifier } from '../../db/sql.js';
 import type { AuthService, Role } from '../../extensions/auth/auth.service.js';
-import { HttpError } from '../../http/errors.js';
+import { HttpError, notFound } from '../../http/errors.js';
 import { isServiceKeyRequest, presentedSession, setSessionCookie, storedTokenCandidates, type PresentedSession } from '../../http/session-token.js';
 import { authGuard } from './auth.guard.js';
 import { notAMember, organizationHeader, scopeGuard } from './scope.guard.js';
@@ -96,9 +96,12 @@ declare global {
   }
 }
 
-/** The session (unexpired) behind the presented token, and its user's role in the organization. */
-const callerCheck = (organizationParam: string, tokensParam: string) =>
-  `SELECT s."id" AS "sessionId", floor(extract(epoch FROM s."expiresAt") * 1000)::float8 AS "expiresAtMs", m."role"
+/**
+ * The session (unexpired) behind the presented token, and its user's role in the organization;
+ * with `parentFound`, also whether a nested route's parent is there.
+ */
+const callerCheck = (organizationParam: string, tokensParam: string, parentFound?: string) =>
+  `SELECT s."id" AS "sessionId", floor(extract(epoch FROM s."expiresAt") * 1000)::float8 AS "expiresAtMs", m."role"${parentFound ? `, ${parentFound} AS "parentFound"` : ''}
    FROM "session" s LEFT JOIN "member" m ON m."userId" = s."userId" AND m."organizationId" = ${organizationParam}
    WHERE s."token" = ANY(${tokensParam}::text[]) AND s."expiresAt" > now()
    LIMIT 1`;
@@ -112,12 +115,42 @@ async function settleAlone(db: Queryable, req: Request) {
   await pending.settle(rows[0]);
 }
 
-/** The caller is a member: the condition a write must meet to change anything. */
-const callerIsMember = 'EXISTS (SELECT FROM "caller" WHERE "caller"."role" IS NOT NULL)';
+/**
+ * A nested route's parent (the Project of /Projects/:projectId/Tasks): it must be a record of the
+ * organization, or the whole path is unknown (404).
+ */
+export interface ParentRecord {
+  entity: string;
+  table: string;
+  id: string;
+  organizationId: string;
+}
+
+const parentExists = (parent: ParentRecord, idParam: string, organizationParam: string) =>
+  `EXISTS (SELECT FROM ${quoteIdentifier(parent.table)} WHERE "id" = ${idParam} AND "organizationId" = ${organizationParam})`;
+
+/** The database as `asMember` hands it to a route. */
+export interface MemberDatabase extends Queryable {
+  /** Checks the caller, and the parent, now if no statement has checked them yet. */
+  checkNow(): Promise<void>;
+}
+
+/**
+ * What a nested route parses (its query string, its body): when that fails, the caller and the
+ * parent are checked first, so that 401, 403 and the parent's 404 still come before a 400 or 422.
+ */
+export async function parsedAfterChecks<T>(member: MemberDatabase, parse: () => T): Promise<T> {
+  try {
+    return parse();
+  } catch (error) {
+    await member.checkNow();
+    throw error;
+  }
+}
 
 /**
  * The database as this request may use it. While tenantScoped has not checked the caller yet,
- * the first statement checks them too, as a CTE in front of it:
+ * the first statement checks them too (and a nested route's `parent`), as a CTE in front of it:
  *
  *   WITH caller AS (<session + membership>)
  *   SELECT caller.*, work.* FROM caller LEFT JOIN LATERAL (<the route's SELECT>) work ON <member>
@@ -127,50 +160,75 @@ const callerIsMember = 'EXISTS (SELECT FROM "caller" WHERE "caller"."role" IS NO
  *   WITH caller AS (<session + membership>), written AS (<the route's INSERT/UPDATE/DELETE, guarded>)
  *   SELECT caller.*, work.* FROM caller LEFT JOIN LATERAL (SELECT * FROM written) work ON <member>
  *
- * No caller row: 401; a caller who is not a member: 403 (and nothing was read or written);
+ * No caller row: 401; a caller who is not a member: 403 (and nothing was read or written); a
+ * nested route's parent that is not in the organization: 404 (nothing read or written either);
  * otherwise the route gets its rows, in their order, as if it had run its statement alone.
  * Later statements go straight to the database. Anywhere else this is `db` itself.
  */
-export function asMember(db: Queryable, req: Request): Queryable {
+export function asMember(db: Queryable, req: Request, parent?: ParentRecord): MemberDatabase {
+  let parentChecked = parent === undefined;
+  /** The parent in a statement of its own (the service key's requests, and the rare cases above). */
+  const checkParentAlone = async () => {
+    if (parentChecked || !parent) return;
+    parentChecked = true;
+    const { rows } = await db.query<{ found: boolean }>(`SELECT ${parentExists(parent, '$1', '$2')} AS "found"`, [parent.id, parent.organizationId]);
+    if (!rows[0]?.found) throw notFound(parent.entity, parent.id);
+  };
   return {
     async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
       const pending = req.pendingMember;
+      const withParent = !parentChecked && parent ? parent : undefined;
+      const organization = `$${params.length + 1}`;
+      const tokens = `$${params.length + 2}`;
+      // The caller is a member (and the parent is there): what the route's rows are read under,
+      // and the condition a write must meet to change anything.
+      const allowed = `"caller"."role" IS NOT NULL${withParent ? ' AND "caller"."parentFound"' : ''}`;
       const read = /^\s*(SELECT|WITH)\b/i.test(text);
-      const write = read ? undefined : onlyIf(text, callerIsMember);
+      const write = read ? undefined : onlyIf(text, `EXISTS (SELECT FROM "caller" WHERE ${allowed})`);
       if (!pending || (!read && !write)) {
         // Nothing to check, or a statement that cannot carry the check: the caller on their own first.
         await settleAlone(db, req);
+        await checkParentAlone();
         return db.query<Row>(text, params);
       }
       req.pendingMember = undefined;
-      const organization = `$${params.length + 1}`;
-      const tokens = `$${params.length + 2}`;
       const work = write ? '"written"' : `(${text})`;
+      const parentFound = withParent && parentExists(withParent, `$${params.length + 3}`, organization);
       let rows: Record<string, unknown>[];
       try {
         ({ rows } = await db.query<Record<string, unknown>>(
-          `WITH "caller" AS (${callerCheck(organization, tokens)})${write ? `, "written" AS (${write})` : ''}
-           SELECT "caller"."sessionId" AS "caller.sessionId", "caller"."expiresAtMs" AS "caller.expiresAtMs", "caller"."role" AS "caller.role", "work".*
-           FROM "caller" LEFT JOIN LATERAL (SELECT row_number() OVER () AS "caller.row", "work".* FROM ${work} "work") "work" ON "caller"."role" IS NOT NULL
+          `WITH "caller" AS (${callerCheck(organization, tokens, parentFound)})${write ? `, "written" AS (${write})` : ''}
+           SELECT "caller"."sessionId" AS "caller.sessionId", "caller"."expiresAtMs" AS "caller.expiresAtMs", "caller"."role" AS "caller.role",${withParent ? ' "caller"."parentFound" AS "caller.parentFound",' : ''} "work".*
+           FROM "caller" LEFT JOIN LATERAL (SELECT row_number() OVER () AS "caller.row", "work".* FROM ${work} "work") "work" ON ${allowed}
            ORDER BY "work"."caller.row"`,
-          [...params, pending.organizationId, pending.tokens],
+          withParent ? [...params, pending.organizationId, pending.tokens, withParent.id] : [...params, pending.organizationId, pending.tokens],
         ));
       } catch (error) {
         // PostgreSQL refused the statement (a conflict, a broken reference): the caller's 401 or
-        // 403 comes first. An unavailable database is answered 503 at once, without another wait.
+        // 403 comes first, then the parent's 404. An unavailable database is answered 503 at
+        // once, without another wait.
         if (hasSqlState(error)) {
           req.pendingMember = pending;
           await settleAlone(db, req);
+          await checkParentAlone();
         }
         throw error;
       }
       const first = rows[0];
       await pending.settle(first && { sessionId: first['caller.sessionId'] as string, expiresAtMs: first['caller.expiresAtMs'] as number, role: first['caller.role'] as Role | null });
+      if (withParent) {
+        parentChecked = true;
+        if (first?.['caller.parentFound'] !== true) throw notFound(withParent.entity, withParent.id);
+      }
       // A member with no matching rows gets one caller row with the route's columns empty.
       const workRows = rows
         .filter((row) => row['caller.row'] !== null)
-        .map(({ 'caller.sessionId': _session, 'caller.expiresAtMs': _expires, 'caller.role': _role, 'caller.row': _row, ...row }) => row as Row);
+        .map(({ 'caller.sessionId': _session, 'caller.expiresAtMs': _expires, 'caller.role': _role, 'caller.parentFound': _parent, 'caller.row': _row, ...row }) => row as Row);
       return { rows: workRows, rowCount: workRows.length };
+    },
+    async checkNow() {
+      await settleAlone(db, req);
+      await checkParentAlone();
     },
   };
 }
