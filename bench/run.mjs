@@ -125,6 +125,18 @@ async function startBare(organizationId, dbUrl) {
   return { child, base };
 }
 
+/** (d): the Express floor (bench/express-floor.mjs): (a)'s own list statement on Express 5, nothing else. */
+async function startExpressFloor(organizationId, dbUrl) {
+  const port = await freePort();
+  const child = startChild('express floor', process.execPath, [path.join(benchDir, 'express-floor.mjs')], {
+    cwd: benchDir,
+    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, ORG_ID: organizationId, PORT: String(port) },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitForOk(`${base}${listPath}`, child, 30);
+  return { child, base };
+}
+
 /** (c): Better Auth on Express 5 (bench/better-auth-server), its tables migrated at startup. */
 async function startBetterAuth(dbUrl) {
   const port = await freePort();
@@ -290,6 +302,7 @@ async function main() {
   // 2. The example, straight to PostgreSQL: throughput and p99.
   example = await startExample(databaseUrl());
   const exampleList = await expectStatus(api(example.base, 'GET', listPath, auth), 200, `GET ${listPath}`);
+  const exampleBody = await (await fetch(`${example.base}${listPath}`, { headers: { authorization: `Bearer ${token}`, 'x-organization-id': organizationId } })).text();
   const a = await measure('(a) example backend', example, { Authorization: `Bearer ${token}`, 'x-organization-id': organizationId });
 
   // 3. The bare server, same database, same query, no auth.
@@ -298,6 +311,12 @@ async function main() {
   const sameRows = JSON.stringify(bareList.data.map((row) => row.id)) === JSON.stringify(exampleList.data.map((row) => row.id));
   if (!sameRows || bareList.meta.total !== exampleList.meta.total) throw new Error('the bare server does not return the same page as the example');
   const b = await measure('(b) bare node:http + pg', bare, {});
+
+  // 3b. (d) the Express floor: it must answer (a)'s bytes exactly, or a/d means nothing.
+  const floor = await startExpressFloor(organizationId, databaseUrl());
+  const floorBody = await (await fetch(`${floor.base}${listPath}`)).text();
+  if (floorBody !== exampleBody) throw new Error('the Express floor does not answer what the example answers');
+  const d = await measure('(d) Express floor', floor, {});
 
   // 4. (c) Better Auth on Express 5, same database, same page, same session headers' worth of work.
   betterAuth = await startBetterAuth(databaseUrl());
@@ -335,6 +354,7 @@ async function main() {
     },
     example: { what: `GET ${listPath} with Authorization: Bearer <session token> and x-organization-id`, ...a },
     bare: { what: `node:http + pg, same SQL (count + page), no auth (bench/bare-server.mjs)`, ...b },
+    expressFloor: { what: `Express 5 + pg running (a)'s own list statement, built once; no auth, no middleware (bench/express-floor.mjs)`, ...d },
     betterAuth: {
       what: `Better Auth ${betterAuthVersion} on Express 5: auth.api.getSession (cookie), the membership, then the same page and total (bench/better-auth-server)`,
       ...c,
@@ -343,6 +363,9 @@ async function main() {
       rps: Number((a.rps / b.rps).toFixed(3)),
       p99: Number((a.p99Ms / b.p99Ms).toFixed(3)),
       rpsOverBetterAuth: Number((a.rps / c.rps).toFixed(3)),
+      // What authstrap's pipeline costs (a/d), and what Express with the JSON statement costs (d/b).
+      rpsOverExpressFloor: Number((a.rps / d.rps).toFixed(3)),
+      expressFloorOverBare: Number((d.rps / b.rps).toFixed(3)),
     },
     statementsPerRequest: {
       method: 'wire-protocol count through a loopback proxy (bench/lib/pg-wire-counter.mjs), sequential requests after a warm-up',
@@ -364,8 +387,9 @@ async function main() {
   row('(a) example, authenticated', a);
   row('(b) bare node:http + pg', b);
   row('(c) Better Auth, Express 5', c);
-  console.log(`1-min load average before/after: (a) ${a.loadAverage1m.before}/${a.loadAverage1m.after}, (b) ${b.loadAverage1m.before}/${b.loadAverage1m.after}, (c) ${c.loadAverage1m.before}/${c.loadAverage1m.after}`);
-  console.log(`ratio a/b: rps ${results.ratio.rps}, p99 ${results.ratio.p99}; a/c: rps ${results.ratio.rpsOverBetterAuth}`);
+  row('(d) Express floor', d);
+  console.log(`1-min load average before/after: (a) ${a.loadAverage1m.before}/${a.loadAverage1m.after}, (b) ${b.loadAverage1m.before}/${b.loadAverage1m.after}, (c) ${c.loadAverage1m.before}/${c.loadAverage1m.after}, (d) ${d.loadAverage1m.before}/${d.loadAverage1m.after}`);
+  console.log(`ratio a/b: rps ${results.ratio.rps}, p99 ${results.ratio.p99}; a/c: rps ${results.ratio.rpsOverBetterAuth}; a/d: rps ${results.ratio.rpsOverExpressFloor}; d/b: rps ${results.ratio.expressFloorOverBare}`);
   console.log('');
   console.log(`GET ${listPath} on the example, counted on the wire over ${listCount.requests} requests:`);
   console.log(`  ${listCount.statementsPerRequest} statements and ${listCount.roundTripsPerRequest} round trips per request`);
