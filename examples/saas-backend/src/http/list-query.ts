@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/database.js';
-import { rowJson, setClause, quoteIdentifier, type ColumnMap } from '../db/sql.js';
+import { setClause, quoteIdentifier, type ColumnMap } from '../db/sql.js';
 import { badRequest, forbidden } from './errors.js';
 
 /**
@@ -555,13 +555,16 @@ function whereSql(spec: ListSpec, filter: RowFilter, scope: Record<string, strin
 /** The column that carries the total beside each row of a page; no field can be called that. */
 const totalColumn = '~total';
 
-/** The parts of a page's statement: FROM and WHERE (values in `params`), ORDER BY, and where the page starts. */
+/**
+ * The parts of a page's statement: FROM and WHERE (values in `params`), ORDER BY (of the table,
+ * or of a subquery's rows given its alias and a dot), and where the page starts.
+ */
 function pageStatement(spec: ListSpec, query: ListQuery, scope: Record<string, string>, extraConditions: Condition[]) {
   const params: unknown[] = [];
   const from = `FROM ${quoteIdentifier(spec.table)}${whereSql(spec, query, scope, extraConditions, params)}`;
   const direction = query.order === 'asc' ? 'ASC' : 'DESC';
   // "id" breaks ties so that rows with equal sort values never move between pages.
-  const orderBy = `ORDER BY ${quoteIdentifier(spec.fields[query.sort]!.column)} ${direction}, "id" ${direction}`;
+  const orderBy = (of = '') => `ORDER BY ${of}${quoteIdentifier(spec.fields[query.sort]!.column)} ${direction}, ${of}"id" ${direction}`;
   const offset = query.offset ?? (query.page - 1) * query.limit;
   // The page's bounds are parameters too: every page of a list is one prepared statement.
   const bounds = `LIMIT $${params.length + 1} OFFSET $${params.length + 2}`;
@@ -593,7 +596,7 @@ export async function listRows<Row>(
   // The page and the total in one statement (one round trip): the count is an uncorrelated
   // subquery, which PostgreSQL runs once (an index-only count), beside the page read in sort order.
   const { rows } = await db.query<Row & { [totalColumn]?: number }>(
-    `SELECT ${selectList}${joined}, (SELECT count(*)::int ${from}) AS "${totalColumn}" ${from} ${orderBy} ${bounds}`,
+    `SELECT ${selectList}${joined}, (SELECT count(*)::int ${from}) AS "${totalColumn}" ${from} ${orderBy()} ${bounds}`,
     pagedParams,
   );
   let total = rows[0]?.[totalColumn] ?? 0;
@@ -613,14 +616,18 @@ export async function listRows<Row>(
  * listRows for a page that goes out as it is: PostgreSQL writes the rows' JSON array itself
  * (spec.jsonSelectList), so no value is parsed into an object only to be serialized again.
  * One row comes back, the total beside the page, so a page past the end needs no second count.
- * The array is built from the page in its sort order: ARRAY(subquery) keeps the subquery's ORDER BY.
+ * The page is read first and only its rows are written as JSON, each in the same plan node as
+ * its read (a subquery per row costs more: bench/README.md). ARRAY(subquery) keeps the order of
+ * the subquery's ORDER BY, which repeats the page's, so PostgreSQL does not sort again.
  */
 export async function listJson(db: Queryable, spec: ListSpec, query: ListQuery, scope: Record<string, string>): Promise<JsonPage> {
   if (!spec.jsonSelectList) throw new Error(`${spec.entity} has no JSON select list: use listRows`);
   const { from, orderBy, bounds, pagedParams, offset } = pageStatement(spec, query, scope, []);
   const { rows } = await db.query<{ total: number; json: string }>(
     `SELECT (SELECT count(*)::int ${from}) AS "total",
-       array_to_json(ARRAY(SELECT ${rowJson(spec.jsonSelectList)} ${from} ${orderBy} ${bounds}))::text AS "json"`,
+       array_to_json(ARRAY(
+         SELECT row_to_json("~row") FROM (SELECT * ${from} ${orderBy()} ${bounds}) AS "~page", LATERAL (SELECT ${spec.jsonSelectList}) AS "~row"
+         ${orderBy('"~page".')}))::text AS "json"`,
     pagedParams,
   );
   const { total, json } = rows[0]!;
