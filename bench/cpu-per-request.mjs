@@ -62,8 +62,12 @@ async function measure(name, pid, url, headers) {
     p99Ms: result.latencyUs.p99 / 1000,
     nodeCpuUsPerRequest: microsecondsPerRequest(after.node - before.node),
     postgresCpuUsPerRequest: microsecondsPerRequest(after.postgres - before.postgres),
+    // Node runs JavaScript on one thread: near 100 % of a core, that thread is what bounds the rps.
+    nodeBusyPercentOfOneCore: Math.round((after.node - before.node) / seconds),
   };
-  console.log(`[bench] ${name}: ${measured.rps} rps, p99 ${measured.p99Ms} ms; CPU per request: Node ${measured.nodeCpuUsPerRequest} µs, PostgreSQL ${measured.postgresCpuUsPerRequest} µs`);
+  console.log(
+    `[bench] ${name}: ${measured.rps} rps, p99 ${measured.p99Ms} ms; CPU per request: Node ${measured.nodeCpuUsPerRequest} µs, PostgreSQL ${measured.postgresCpuUsPerRequest} µs; Node busy ${measured.nodeBusyPercentOfOneCore} % of one core`,
+  );
   return measured;
 }
 

@@ -30,11 +30,20 @@ export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
 }
 
-/** Whether the request authenticates with the service key (a trusted server, not a user). */
+/**
+ * Whether the request authenticates with the service key (a trusted server, not a user). The
+ * rate limiter and the guards all ask, so the answer (two SHA-256s) is kept for the request.
+ */
 export function isServiceKeyRequest(req: Request, serviceApiKey: string | undefined): boolean {
   const bearer = bearerToken(req);
-  return bearer !== undefined && serviceApiKey !== undefined && secretsEqual(bearer, serviceApiKey);
+  if (bearer === undefined || serviceApiKey === undefined) return false;
+  const kept = serviceKeyAnswers.get(req);
+  if (kept !== undefined && kept.serviceApiKey === serviceApiKey) return kept.answer;
+  const answer = secretsEqual(bearer, serviceApiKey);
+  serviceKeyAnswers.set(req, { serviceApiKey, answer });
+  return answer;
 }
+const serviceKeyAnswers = new WeakMap<Request, { serviceApiKey: string; answer: boolean }>();
 
 /**
  * The request's cookies, name -> raw value (the first of a repeated name), read without a
