@@ -50,7 +50,7 @@ function snapshot(nodePid) {
 /** Loads one server and reports rps, latency and CPU microseconds per request. */
 async function measure(name, pid, url, headers) {
   const args = ['-t', '2', '-c', '20', '--timeout', '5s', '-s', path.join(benchDir, 'wrk-report.lua'), ...headers.flatMap((header) => ['-H', header]), url];
-  await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds);
+  const warmup = await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds);
   const before = snapshot(pid);
   const result = await runWrk(['-d', `${seconds}s`, ...args], seconds);
   const after = snapshot(pid);
@@ -64,6 +64,8 @@ async function measure(name, pid, url, headers) {
     postgresCpuUsPerRequest: microsecondsPerRequest(after.postgres - before.postgres),
     // Node runs JavaScript on one thread: near 100 % of a core, that thread is what bounds the rps.
     nodeBusyPercentOfOneCore: Math.round((after.node - before.node) / seconds),
+    // All the process answered, warm-up included: what its CPU profile covers.
+    requestsAnswered: warmup.requests + result.requests,
   };
   console.log(
     `[bench] ${name}: ${measured.rps} rps, p99 ${measured.p99Ms} ms; CPU per request: Node ${measured.nodeCpuUsPerRequest} µs, PostgreSQL ${measured.postgresCpuUsPerRequest} µs; Node busy ${measured.nodeBusyPercentOfOneCore} % of one core`,
@@ -115,7 +117,8 @@ try {
 
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
   fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), warmupSeconds, seconds, results: [example, bareResult, floorResult] }, null, 2)}\n`);
-  console.log(`written to ${path.relative(process.cwd(), resultsFile)}${profileDir ? `; CPU profile of (a) in ${profileDir}` : ''}`);
+  console.log(`written to ${path.relative(process.cwd(), resultsFile)}`);
+  if (profileDir) console.log(`CPU profile of (a) in ${profileDir}; read it with: node bench/profile-summary.mjs <its .cpuprofile> ${example.requestsAnswered}`);
 } finally {
   await admin.query(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => {});
   await admin.end().catch(() => {});

@@ -30,7 +30,7 @@ const pieces = {
   cors: [/^\s*app\.use\(corsPolicy\(config\)\);$/m],
   'rate limits (/api and data)': [/^\s*app\.use\('\/api', rateLimits\.api\);$/m, /^\s*app\.use\(rateLimits\.data\);$/m],
   'CSRF guard': [/^\s*app\.use\(csrfGuard\(config\)\);$/m],
-  'JSON body parser': [/^\s*app\.use\(express\.json\(.*\)\);$/m],
+  'JSON body parser': [/^\s*app\.use\(whenBodySent\(express\.json\(.*\)\)\);$/m],
 };
 const variants = [['nothing (the full pipeline)', []], ...Object.entries(pieces), ['all of the above', Object.values(pieces).flat()]];
 

@@ -156,6 +156,8 @@ function hostileCases(projectId: string): HostileCase[] {
     { name: 'many cookies', path: '/Projects', anonymous: true, headers: { cookie: Array.from({ length: 300 }, (_, n) => `c${n}=${n}`).join('; ') } },
     { name: 'headers past the size limit', path: '/Projects', headers: { 'x-filler': 'x'.repeat(20_000) } },
     { name: 'content-length and transfer-encoding', rawHead: 'smuggle' },
+    // No Content-Length at all: the JSON parser must still read it (whenBodySent lets it through).
+    { name: 'JSON body in chunks, without a length', rawHead: 'chunked', ok: true },
     { name: 'content-length larger than the body', rawHead: 'short-body' },
     { name: 'negative content-length', rawHead: 'negative-length' },
     { name: 'space in the request line', rawHead: 'space-in-path' },
@@ -216,6 +218,10 @@ function oddHead(kind: string, port: number, token: string, organizationId: stri
       return { head: `GET /Projects HTTP/1.1\r\n${host}Authorization: Bearer ${token}\r\nx-organization-id: ${organizationId}\r\nx-organization-id: ${organizationId}\r\nConnection: close\r\n\r\n` };
     case 'smuggle':
       return { head: `POST /Projects HTTP/1.1\r\n${host}${auth}Content-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`, body: Buffer.from('0\r\n\r\n') };
+    case 'chunked': {
+      const halves = ['{"name":', '"Chunked"}'].map((half) => `${Buffer.byteLength(half).toString(16)}\r\n${half}\r\n`);
+      return { head: `POST /Projects HTTP/1.1\r\n${host}${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`, body: Buffer.from(`${halves.join('')}0\r\n\r\n`) };
+    }
     case 'short-body':
       return { head: `POST /Projects HTTP/1.1\r\n${host}${auth}Content-Type: application/json\r\nContent-Length: 100\r\nConnection: close\r\n\r\n`, body: Buffer.from('{"name":"x"}') };
     case 'negative-length':
@@ -291,6 +297,6 @@ describe.each(databaseKinds)('hostile input on the %s database', (kind) => {
     expect((await fetch(`${backend.url}/ready`)).status).toBe(200);
     const list = await owner.api('GET', '/Projects?limit=100&sort=name&order=asc');
     expect(list.status).toBe(200);
-    expect(list.body.data.map((project: { name: string }) => project.name)).toEqual(['Duplicate', 'Target', 'With BOM', 'Zipped']);
+    expect(list.body.data.map((project: { name: string }) => project.name)).toEqual(['Chunked', 'Duplicate', 'Target', 'With BOM', 'Zipped']);
   });
 });

@@ -83,6 +83,16 @@ export function refuseInvalidUtf8(_req: unknown, _res: unknown, body: Buffer): v
   if (!isUtf8(body)) throw new HttpError(400, 'BAD_REQUEST', 'The request body is not valid UTF-8');
 }
 
+/**
+ * Hands a request to `parser` (express.json) only when its headers announce a body, which is
+ * what the parser itself checks first; a GET goes straight on, without the parser's other
+ * per-request work (bench/README.md).
+ */
+export const whenBodySent =
+  (parser: RequestHandler): RequestHandler =>
+  (req, res, next) =>
+    req.headers['transfer-encoding'] === undefined && req.headers['content-length'] === undefined ? next() : parser(req, res, next);
+
 /** body-parser's errors carry a `type`; each becomes a 4xx with a plain message. */
 function fromBodyParserError(error: { type?: string; status?: number; limit?: number }): HttpError | undefined {
   switch (error.type) {

@@ -11,7 +11,7 @@ import { generatedRouter } from './generated/index.js';
 import { buildOpenApiDocument } from './generated/openapi.js';
 import { corsPolicy, csrfGuard } from './http/cors.js';
 import { sendData, sendError } from './http/envelope.js';
-import { errorHandler, refuseInvalidUtf8, unknownRoute } from './http/errors.js';
+import { errorHandler, refuseInvalidUtf8, unknownRoute, whenBodySent } from './http/errors.js';
 import type { RateLimits } from './http/rate-limit.js';
 import { requestLogger } from './logger.js';
 import { securityHeaders } from './http/security-headers.js';
@@ -74,7 +74,7 @@ export function createApp({ config, db, logger, rateLimits }: AppDependencies): 
   app.use('/api/docs', docsRouter(document));
 
   app.use(csrfGuard(config));
-  app.use(express.json({ limit: config.bodyLimit, verify: refuseInvalidUtf8 }));
+  app.use(whenBodySent(express.json({ limit: config.bodyLimit, verify: refuseInvalidUtf8 })));
   app.use('/api/auth', authRouter({ auth, config }));
   app.use(extensionRouter({ config, db }));
   app.use(generatedRouter({ db, auth, config }));
