@@ -11,16 +11,13 @@
 // Settings: BENCH_PG_URL, BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8).
 // Writes bench/results/cpu-per-request.json.
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, exampleDir, expectStatus, freePort, runWrk, startChild, startExampleBackend, stopChild, waitForOk } from './lib/harness.mjs';
+import { cpuTicks, freePort, runWrk, seedProjects, startChild, startExampleBackend, stopChild, throwawayDatabase, waitForOk } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'cpu-per-request.json');
-const pgUrl = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
 const profileDir = process.env.BENCH_CPU_PROFILE;
@@ -29,16 +26,6 @@ const listPath = '/Projects?limit=20';
 if (!fs.existsSync('/proc/self/stat')) {
   console.error('bench: cpu-per-request.mjs reads /proc, so it runs on Linux only');
   process.exit(2);
-}
-
-/** utime + stime of one process, in clock ticks (100 per second on Linux). */
-function cpuTicks(pid) {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0; // the process ended in between
-  }
 }
 
 /** CPU ticks so far of the given Node process and of every PostgreSQL process. */
@@ -73,22 +60,12 @@ async function measure(name, pid, url, headers) {
   return measured;
 }
 
-const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
-const admin = new pg.Client({ connectionString: pgUrl });
-const databaseName = `authstrap_bench_cpu_${process.pid}_${randomBytes(3).toString('hex')}`;
+const database = await throwawayDatabase('cpu');
+const dbUrl = database.url;
 try {
-  await admin.connect();
-  await admin.query(`CREATE DATABASE "${databaseName}"`);
-  const url = new URL(pgUrl);
-  url.pathname = `/${databaseName}`;
-  const dbUrl = url.toString();
-
   // Seed through the API, as run.mjs does, then restart (with the profiler, when asked).
   let backend = await startExampleBackend({ dbUrl });
-  const signUp = await expectStatus(api(backend.base, 'POST', '/api/auth/sign-up/email', { body: { email: 'bench@example.com', name: 'Bench', password: 'bench-password-1' } }), 201, 'sign-up');
-  const token = signUp.data.token;
-  const organizationId = (await expectStatus(api(backend.base, 'GET', '/api/auth/get-session', { token }), 200, 'get-session')).data.organizations[0].id;
-  for (let index = 1; index <= 50; index += 1) await expectStatus(api(backend.base, 'POST', '/Projects', { token, organizationId, body: { name: `Project ${index}` } }), 201, 'POST /Projects');
+  const { token, organizationId } = await seedProjects(backend.base);
   await stopChild(backend.child);
   backend = await startExampleBackend({ dbUrl, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [] });
   const exampleHeaders = [`Authorization: Bearer ${token}`, `x-organization-id: ${organizationId}`];
@@ -120,6 +97,5 @@ try {
   console.log(`written to ${path.relative(process.cwd(), resultsFile)}`);
   if (profileDir) console.log(`CPU profile of (a) in ${profileDir}; read it with: node bench/profile-summary.mjs <its .cpuprofile> ${example.requestsAnswered}`);
 } finally {
-  await admin.query(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => {});
-  await admin.end().catch(() => {});
+  await database.drop();
 }

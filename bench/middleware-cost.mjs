@@ -1,23 +1,21 @@
 #!/usr/bin/env node
 // What each piece of the example's per-request pipeline costs under the list load: the compiled
 // example, then copies of it with one middleware taken out of src/app.ts's pipeline at a time
-// (and all of them at once), each loaded like (a) in run.mjs. The copies are patched builds in
-// examples/saas-backend/dist-bench/ (removed at the end); nothing in the project changes.
+// (then all of them at once, then the empty router of your own routes), each loaded like (a) in
+// run.mjs. The copies are patched builds in examples/saas-backend/dist-bench/ (removed at the
+// end); nothing in the project changes.
 //
 //   node bench/middleware-cost.mjs
 //
 // Settings: BENCH_PG_URL, BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8). Needs wrk.
 // Writes bench/results/middleware-cost.json.
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, children, exampleDir, expectStatus, runWrk, startExampleBackend, stopChild } from './lib/harness.mjs';
+import { api, children, exampleDir, expectStatus, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'middleware-cost.json');
-const pgUrl = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
 const listPath = '/Projects?limit=20';
@@ -32,7 +30,18 @@ const pieces = {
   'CSRF guard': [/^\s*app\.use\(csrfGuard\(config\)\);$/m],
   'JSON body parser': [/^\s*app\.use\(whenBodySent\(express\.json\(.*\)\)\);$/m],
 };
-const variants = [['nothing (the full pipeline)', []], ...Object.entries(pieces), ['all of the above', Object.values(pieces).flat()]];
+/**
+ * Not a middleware: your routes' router (src/extensions), empty in the example. A request that no
+ * route of it matches leaves it through `setImmediate` (Express's router does that when it runs
+ * out of layers), and that turn of the event loop pays for itself under load (bench/README.md).
+ */
+const extensionRouter = [/^\s*app\.use\(extensionRouter\(\{ config, db \}\)\);$/m];
+const variants = [
+  ['nothing (the full pipeline)', []],
+  ...Object.entries(pieces),
+  ['all of the above', Object.values(pieces).flat()],
+  ['your routes (an empty router)', extensionRouter],
+];
 
 function buildVariant(patterns) {
   fs.rmSync(patchedDir, { recursive: true, force: true });
@@ -46,22 +55,12 @@ function buildVariant(patterns) {
   fs.writeFileSync(appFile, source);
 }
 
-const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
-const admin = new pg.Client({ connectionString: pgUrl });
-const databaseName = `authstrap_bench_mw_${process.pid}_${randomBytes(3).toString('hex')}`;
+const database = await throwawayDatabase('mw');
+const dbUrl = database.url;
 try {
-  await admin.connect();
-  await admin.query(`CREATE DATABASE "${databaseName}"`);
-  const url = new URL(pgUrl);
-  url.pathname = `/${databaseName}`;
-  const dbUrl = url.toString();
-
   // Seed once, through the full backend (which also builds dist/).
   let backend = await startExampleBackend({ dbUrl });
-  const signUp = await expectStatus(api(backend.base, 'POST', '/api/auth/sign-up/email', { body: { email: 'bench@example.com', name: 'Bench', password: 'bench-password-1' } }), 201, 'sign-up');
-  const token = signUp.data.token;
-  const organizationId = (await expectStatus(api(backend.base, 'GET', '/api/auth/get-session', { token }), 200, 'get-session')).data.organizations[0].id;
-  for (let index = 1; index <= 50; index += 1) await expectStatus(api(backend.base, 'POST', '/Projects', { token, organizationId, body: { name: `Project ${index}` } }), 201, 'POST /Projects');
+  const { token, organizationId } = await seedProjects(backend.base);
   await stopChild(backend.child);
 
   const results = [];
@@ -85,6 +84,5 @@ try {
 } finally {
   for (const child of children) await stopChild(child);
   fs.rmSync(patchedDir, { recursive: true, force: true });
-  await admin.query(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => {});
-  await admin.end().catch(() => {});
+  await database.drop();
 }

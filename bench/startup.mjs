@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { api, children, exampleDir, expectStatus, startExampleBackend, stopChild } from './lib/harness.mjs';
+import { api, children, exampleDir, expectStatus, seedProjects, startExampleBackend, stopChild } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'startup.json');
@@ -95,10 +95,7 @@ async function coldStarts(kind, newDatabase) {
 
 async function memoryAfterRequests() {
   const backend = await timedStart(await freshDatabaseUrl());
-  const signUp = await expectStatus(api(backend.base, 'POST', '/api/auth/sign-up/email', { body: { email: 'rss@example.com', name: 'Rss', password: 'bench-password-1' } }), 201, 'sign-up');
-  const token = signUp.data.token;
-  const organizationId = (await expectStatus(api(backend.base, 'GET', '/api/auth/get-session', { token }), 200, 'get-session')).data.organizations[0].id;
-  for (let index = 1; index <= 50; index += 1) await expectStatus(api(backend.base, 'POST', '/Projects', { token, organizationId, body: { name: `Project ${index}` } }), 201, 'POST /Projects');
+  const { token, organizationId } = await seedProjects(backend.base, { email: 'rss@example.com', name: 'Rss' });
   const before = rssMiB(backend.child.pid);
   let sent = 0;
   const started = Date.now();

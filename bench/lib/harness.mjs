@@ -1,7 +1,10 @@
-// What the benches share: child processes that are always stopped, free loopback ports, the
-// example backend started as production starts it, and a small JSON client for its API.
+// What the benches share: child processes that are always stopped, free loopback ports, throwaway
+// databases, the example backend started as production starts it and seeded through its API,
+// and a small JSON client for that API.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -150,4 +153,59 @@ export function runWrk(args, seconds, env = process.env) {
       resolve(result);
     });
   });
+}
+
+/**
+ * The list load's data, through the API of a running example: one user (whose sign-up creates
+ * their organization and session) and `projects` projects in that organization. Resolves what
+ * the load sends: the session token and the organization id.
+ */
+export async function seedProjects(base, { email = 'bench@example.com', name = 'Bench', projects = 50 } = {}) {
+  const signUp = await expectStatus(api(base, 'POST', '/api/auth/sign-up/email', { body: { email, name, password: 'bench-password-1' } }), 201, 'sign-up');
+  const token = signUp.data.token;
+  const organizationId = (await expectStatus(api(base, 'GET', '/api/auth/get-session', { token }), 200, 'get-session')).data.organizations[0].id;
+  for (let index = 1; index <= projects; index += 1) {
+    await expectStatus(api(base, 'POST', '/Projects', { token, organizationId, body: { name: `Project ${index}` } }), 201, 'POST /Projects');
+  }
+  return { token, organizationId };
+}
+
+/** utime + stime of one process so far, in clock ticks (100 per second on Linux; reads /proc). */
+export function cpuTicks(pid) {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0; // the process ended in between
+  }
+}
+
+/** The PostgreSQL the benches create their databases in (a role that may CREATE DATABASE). */
+export const benchPgUrl = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+
+/**
+ * A new, empty database `authstrap_bench_<label>_<pid>_<random>` next to BENCH_PG_URL's: resolves
+ * its URL and `drop()`, which removes it (also while connections are open) and never throws, for
+ * a `finally`.
+ */
+export async function throwawayDatabase(label) {
+  const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
+  const admin = new pg.Client({ connectionString: benchPgUrl });
+  const name = `authstrap_bench_${label}_${process.pid}_${randomBytes(3).toString('hex')}`;
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } catch (error) {
+    await admin.end().catch(() => {});
+    throw error;
+  }
+  const url = new URL(benchPgUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch((error) => console.error(`bench: could not drop ${name}: ${error.message}`));
+      await admin.end().catch(() => {});
+    },
+  };
 }
