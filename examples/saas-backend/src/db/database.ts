@@ -3,6 +3,7 @@ import path from 'node:path';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import { lockEmbeddedDatabase } from './embedded-lock.js';
+import { createsNewDatabase, dropInitdbTemplate, initdbTemplateFile, keepInitdbTemplate, readInitdbTemplate } from './embedded-template.js';
 
 /** The result of one statement: the rows it returned and how many rows it touched. */
 export interface QueryResult<Row> {
@@ -207,6 +208,36 @@ const embeddedParsers = Object.fromEntries(
   [pg.types.builtins.TIMESTAMPTZ, pg.types.builtins.TIMESTAMP].map((oid) => [oid, (text: string) => pg.types.getTypeParser(oid, 'text')(text)]),
 );
 
+/**
+ * Opens the embedded database, creating it when `dataDir` holds none. A new one is loaded from the
+ * initialised copy kept in the user's cache when there is one, which skips PGlite's `initdb`, and
+ * otherwise leaves that copy behind for the next (embedded-template.ts).
+ */
+async function createEmbedded(PGlite: typeof import('@electric-sql/pglite').PGlite, dataDir: string) {
+  const options = { parsers: embeddedParsers };
+  if (!createsNewDatabase(dataDir)) return PGlite.create(dataDir, options);
+  const emptyFolder = () => {
+    if (dataDir === 'memory://') return;
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    fs.mkdirSync(dataDir, { recursive: true });
+  };
+  emptyFolder();
+  const templateFile = initdbTemplateFile();
+  const template = readInitdbTemplate(templateFile);
+  if (template) {
+    try {
+      return await PGlite.create(dataDir, { ...options, loadDataDir: template });
+    } catch {
+      // A damaged copy: drop it and what it left in the folder, and create the database the long way.
+      dropInitdbTemplate(templateFile);
+      emptyFolder();
+    }
+  }
+  const db = await PGlite.create(dataDir, options);
+  await keepInitdbTemplate(templateFile, () => db.dumpDataDir('none'));
+  return db;
+}
+
 async function openEmbedded(dataDir: string): Promise<Database> {
   // Loaded only when used, so a PostgreSQL deployment never loads the WebAssembly build.
   const { PGlite } = await import('@electric-sql/pglite');
@@ -215,8 +246,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   const lock = dataDir === 'memory://' ? undefined : lockEmbeddedDatabase(dataDir);
   let db: InstanceType<typeof PGlite>;
   try {
-    if (dataDir !== 'memory://') fs.mkdirSync(dataDir, { recursive: true });
-    db = await PGlite.create(dataDir, { parsers: embeddedParsers });
+    db = await createEmbedded(PGlite, dataDir);
   } catch (error) {
     lock?.release();
     throw error;
