@@ -74,6 +74,7 @@ const cases: WrongInput[] = [
   { name: 'verify: a --dir that does not exist', args: () => ['verify', '--dir', 'nowhere'], exit: 2, names: () => /--dir nowhere does not exist/ },
   { name: 'verify: a malformed --url', args: () => ['verify', '--url', 'ftp://example.com'], exit: 2, names: () => /--url/ },
   { name: 'verify: a malformed --database-url', args: () => ['verify', '--dir', 'proj', '--database-url', 'nope'], exit: 2, names: () => /--database-url/ },
+  { name: 'verify: no backend and no embedded database yet (checks skipped, no folder made)', args: () => ['verify', '--dir', 'proj', '--url', 'http://127.0.0.1:1'], exit: 1, names: () => /embedded database in \.data\/pglite does not exist yet: start the backend once/ },
   { name: 'verify: nothing answers at --url', args: () => ['verify', '--json', '--url', 'http://127.0.0.1:1', '--database-url', unreachableDatabase], exit: 1, names: () => /http:\/\/127\.0\.0\.1:1/ },
   // generate
   { name: 'generate: an unknown flag', args: () => ['generate', 'proj', '--yes', '--bogus'], exit: 2, names: () => /--bogus/ },

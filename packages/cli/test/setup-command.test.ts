@@ -18,6 +18,7 @@ import {
   startWithNpm,
   TmuxSession,
   type StartedProject,
+  userEnv,
 } from './support/setup.js';
 
 /**
@@ -93,7 +94,13 @@ describe('authstrap setup, non-interactive', () => {
     const dir = path.join(root, 'install-test');
     const port = await freePort();
 
-    const setup = runCliProcess(['setup', '--yes', '--project-name', 'install-test', '--dir', dir, '--backend-port', String(port)], { cwd: root, timeoutMs: 180_000 });
+    // A cache folder of its own: the new embedded database leaves its initialised copy there.
+    const cacheHome = path.join(root, 'cache');
+    const setup = runCliProcess(['setup', '--yes', '--project-name', 'install-test', '--dir', dir, '--backend-port', String(port)], {
+      cwd: root,
+      timeoutMs: 180_000,
+      env: userEnv({ XDG_CACHE_HOME: cacheHome }),
+    });
     console.log(`setup with npm install: ${(setup.ms / 1000).toFixed(1)} s`);
     expect(setup.status, setup.output).toBe(0);
     expect(setup.stdout).toContain('Install dependencies (npm)');
@@ -105,6 +112,7 @@ describe('authstrap setup, non-interactive', () => {
     expect(setup.output).not.toMatch(stackTrace);
     expect(fs.existsSync(path.join(dir, 'node_modules/.bin/tsx'))).toBe(true);
     expect(fs.existsSync(path.join(dir, 'package-lock.json'))).toBe(true); // npm, not pnpm, installed
+    expect(fs.readdirSync(path.join(cacheHome, 'authstrap'))).toEqual([expect.stringMatching(/^pglite-[\w.+-]+-initdb\.tar$/)]);
     // Setup stopped the backend it started.
     expect(await nothingListensOn(port)).toBe(true);
 

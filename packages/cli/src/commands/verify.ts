@@ -50,7 +50,13 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
   else if (fs.existsSync(path.join(projectDir, 'authstrap.schema.ts'))) {
     // An embedded database belongs to the one process that has it open.
     noDatabaseReason = 'the embedded database is held by the running backend; stop it to check its tables, or use PostgreSQL';
-    if (!(await serverAnswers(url))) database = projectDatabase(projectDir, env);
+    if (!(await serverAnswers(url))) {
+      const embedded = projectDatabase(projectDir, env);
+      // Opening a folder that is not there would create an empty database (or fail on its parent).
+      if (embedded.kind === 'embedded' && !fs.existsSync(embedded.dir)) {
+        noDatabaseReason = `the embedded database in ${path.relative(projectDir, embedded.dir) || embedded.dir} does not exist yet: start the backend once (npm run dev) to create it`;
+      } else database = embedded;
+    }
   } else {
     noDatabaseReason = 'no database given: pass --database-url';
   }

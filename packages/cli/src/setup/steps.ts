@@ -166,9 +166,14 @@ export async function buildBackend(dir: string): Promise<string> {
   return 'dist/';
 }
 
+function pick(env: NodeJS.ProcessEnv, names: string[]): Record<string, string> {
+  return Object.fromEntries(names.flatMap((name) => (env[name] ? [[name, env[name]]] : [])));
+}
+
 /**
  * Starts the project as `npm start` does (the compiled `dist/index.js`: build it first) and waits until /ready answers. Its environment holds
- * only what a shell needs, so that .env decides, as it will when the user starts it.
+ * only what a shell needs, so that .env decides, as it will when the user starts it. HOME and XDG_CACHE_HOME are passed on: a new
+ * embedded database keeps its initialised copy in the user's cache folder (the project's src/db/embedded-template.ts).
  */
 export async function startBackend(settings: Pick<SetupSettings, 'dir' | 'backendPort'>, timeoutMs = 90_000): Promise<{ backend: RunningBackend; migrations: string }> {
   const logFile = path.join(settings.dir, logDir, 'backend.log');
@@ -176,7 +181,7 @@ export async function startBackend(settings: Pick<SetupSettings, 'dir' | 'backen
   const log = fs.createWriteStream(logFile);
   const child: ResultPromise = execa(process.execPath, ['--enable-source-maps', 'dist/index.js'], {
     cwd: settings.dir,
-    env: { LOG_LEVEL: 'info' },
+    env: { LOG_LEVEL: 'info', ...pick(process.env, ['HOME', 'XDG_CACHE_HOME']) },
     extendEnv: false,
     reject: false,
     all: true,
