@@ -6,7 +6,7 @@ import { printJson } from '../ui/output.js';
 import { applyRepairs, describeRepairs } from '../doctor/apply.js';
 import { examineAll, type Finding } from '../doctor/checks.js';
 import { readProjectState } from '../doctor/project-state.js';
-import { projectDatabase, serverAnswers } from '../project/database.js';
+import { embeddedDatabaseHolder, projectDatabase, serverAnswers } from '../project/database.js';
 import { maskPassword, readProjectEnv } from '../project/env-file.js';
 import { openDatabase, type DatabaseProbe } from '../verify/database.js';
 
@@ -90,6 +90,8 @@ async function openProjectDatabase(projectDir: string, databaseUrl: string | und
     if (!fs.existsSync(target.dir)) return { note: 'the embedded database does not exist yet' };
     const port = env.PORT || '3000';
     if (await serverAnswers(`http://127.0.0.1:${port}`, 1000)) return { note: `the embedded database is held by the backend on port ${port}; stop it to check the database` };
+    const holder = embeddedDatabaseHolder(target.dir);
+    if (holder) return { note: `the embedded database is held by process ${holder.pid} (a backend not on port ${port}); stop it to check the database` };
     return { db: await openDatabase(target) };
   } catch (error) {
     return { note: `cannot open the database: ${(error as Error).message}` };

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { CliError } from '../cli-error.js';
 import { printJson } from '../ui/output.js';
 import { readUrlSettings } from '../doctor/project-state.js';
-import { projectDatabase, serverAnswers } from '../project/database.js';
+import { embeddedDatabaseHolder, projectDatabase, serverAnswers } from '../project/database.js';
 import { readProjectEnv } from '../project/env-file.js';
 import { formatCheck, summarizeChecks } from '../ui/report.js';
 import { runVerify, type DatabaseTarget, type VerifyReport } from '../verify/index.js';
@@ -51,11 +51,10 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
     // An embedded database belongs to the one process that has it open.
     noDatabaseReason = 'the embedded database is held by the running backend; stop it to check its tables, or use PostgreSQL';
     if (!(await serverAnswers(url))) {
-      const embedded = projectDatabase(projectDir, env);
-      // Opening a folder that is not there would create an empty database (or fail on its parent).
-      if (embedded.kind === 'embedded' && !fs.existsSync(embedded.dir)) {
-        noDatabaseReason = `the embedded database in ${path.relative(projectDir, embedded.dir) || embedded.dir} does not exist yet: start the backend once (npm run dev) to create it`;
-      } else database = embedded;
+      const target = projectDatabase(projectDir, env);
+      const unavailable = target.kind === 'embedded' ? embeddedUnavailable(projectDir, target.dir, url) : undefined;
+      if (unavailable) noDatabaseReason = unavailable;
+      else database = target;
     }
   } else {
     noDatabaseReason = 'no database given: pass --database-url';
@@ -76,4 +75,14 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
     if (report.leftBehind) console.log(`Note: ${report.leftBehind}`);
   }
   return report;
+}
+
+/** Why verify must not open the embedded folder: it is not there yet, or another backend holds it. */
+function embeddedUnavailable(projectDir: string, dir: string, url: string): string | undefined {
+  const folder = path.relative(projectDir, dir) || dir;
+  // Opening a folder that is not there would create an empty database (or fail on its parent).
+  if (!fs.existsSync(dir)) return `the embedded database in ${folder} does not exist yet: start the backend once (npm run dev) to create it`;
+  const holder = embeddedDatabaseHolder(dir);
+  if (holder) return `the embedded database in ${folder} is held by process ${holder.pid} (a backend not on ${url}); stop it to check its tables`;
+  return undefined;
 }

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { DatabaseTarget } from '../verify/database.js';
 
@@ -16,4 +18,28 @@ export async function serverAnswers(url: string, timeoutMs = 2000): Promise<bool
     () => true,
     () => false,
   );
+}
+
+/**
+ * The process holding an embedded database folder, from the lock file the backend keeps beside it
+ * (`.data/pglite.lock` for `.data/pglite`, the project's src/db/embedded-lock.ts). A backend on
+ * another port than .env's answers no `serverAnswers`, but still holds its lock: opening the folder
+ * then would make two processes write one database. A lock whose process is gone is not a holder.
+ */
+export function embeddedDatabaseHolder(dir: string): { pid: number } | undefined {
+  let owner: { pid?: unknown; hostname?: unknown };
+  try {
+    owner = JSON.parse(fs.readFileSync(`${dir.replace(/[\\/]+$/, '')}.lock`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof owner.pid !== 'number' || !Number.isSafeInteger(owner.pid)) return undefined;
+  // A lock from another machine (a shared folder) is taken as held: its process cannot be asked.
+  if (owner.hostname !== os.hostname()) return { pid: owner.pid };
+  try {
+    process.kill(owner.pid, 0);
+    return { pid: owner.pid };
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? { pid: owner.pid } : undefined;
+  }
 }
