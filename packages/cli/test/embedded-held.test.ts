@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embeddedDatabaseHolder } from '../src/project/database.js';
 import { tempDir } from './support/cli.js';
 import { freePort, listing, runCliProcess } from './support/setup.js';
@@ -13,6 +13,16 @@ import { freePort, listing, runCliProcess } from './support/setup.js';
  * another port still holds its lock, and opening the folder then would make two processes write
  * one database. They leave such a folder alone and say which process holds it.
  */
+
+const made: string[] = [];
+function madeDir(prefix: string): string {
+  const dir = tempDir(prefix);
+  made.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
 
 function writeLock(dataDir: string, owner: { pid: number; hostname: string }) {
   fs.writeFileSync(`${dataDir}.lock`, `${JSON.stringify({ ...owner, startedAt: new Date().toISOString() })}\n`);
@@ -26,7 +36,7 @@ function goneProcessId(): number {
 describe('embeddedDatabaseHolder', () => {
   let dir: string;
   beforeAll(() => {
-    dir = path.join(tempDir('authstrap-held-'), 'pglite');
+    dir = path.join(madeDir('authstrap-held-'), 'pglite');
     fs.mkdirSync(dir);
   });
 
@@ -52,7 +62,7 @@ describe('verify and fix on an embedded database another process holds', () => {
   let project: string;
   let dataDir: string;
   beforeAll(async () => {
-    const root = tempDir('authstrap-held-project-');
+    const root = madeDir('authstrap-held-project-');
     // A port nothing listens on, so that the project's own port check finds no backend.
     const setup = runCliProcess(['setup', '--yes', '--project-name', 'held', '--backend-port', String(await freePort()), '--no-install', '--no-start'], { cwd: root });
     expect(setup.status, setup.output).toBe(0);
