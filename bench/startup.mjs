@@ -76,8 +76,10 @@ function rssMiB(pid) {
 }
 
 /** Starts the backend on `database` and times spawn -> first 200 from /ready (polled every 5 ms). */
-async function timedStart(database, cacheHome = newCacheHome()) {
-  const env = database.startsWith('postgres') ? { DATABASE_URL: database } : { DATABASE_URL: '', EMBEDDED_DB_DIR: database, XDG_CACHE_HOME: cacheHome };
+async function timedStart(database, cacheHome) {
+  const env = database.startsWith('postgres')
+    ? { DATABASE_URL: database }
+    : { DATABASE_URL: '', EMBEDDED_DB_DIR: database, XDG_CACHE_HOME: cacheHome ?? newCacheHome() };
   const backend = await startExampleBackend({ dbUrl: env.DATABASE_URL, env: { ...env, SERVICE_API_KEY: '' }, readyPollMs: 5 });
   return { ...backend, readyMs: backend.readyMs, rssAtReadyMiB: rssMiB(backend.child.pid) };
 }

@@ -76,8 +76,9 @@ export async function keepInitdbTemplate(file: string | undefined, dump: () => P
   if (!file) return;
   const partial = `${file}.${randomUUID()}.partial`;
   try {
-    const tar = Buffer.from(await (await dump()).arrayBuffer());
+    // The folder first: a cache that cannot be written costs no 40 MB dump.
     fs.mkdirSync(path.dirname(file), { recursive: true });
+    const tar = Buffer.from(await (await dump()).arrayBuffer());
     fs.writeFileSync(partial, tar);
     fs.renameSync(partial, file);
   } catch {

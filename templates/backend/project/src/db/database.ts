@@ -216,12 +216,8 @@ const embeddedParsers = Object.fromEntries(
 async function createEmbedded(PGlite: typeof import('@electric-sql/pglite').PGlite, dataDir: string) {
   const options = { parsers: embeddedParsers };
   if (!createsNewDatabase(dataDir)) return PGlite.create(dataDir, options);
-  const emptyFolder = () => {
-    if (dataDir === 'memory://') return;
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    fs.mkdirSync(dataDir, { recursive: true });
-  };
-  emptyFolder();
+  const onDisk = dataDir !== 'memory://';
+  if (onDisk) fs.mkdirSync(dataDir, { recursive: true });
   const templateFile = initdbTemplateFile();
   const template = readInitdbTemplate(templateFile);
   if (template) {
@@ -230,7 +226,10 @@ async function createEmbedded(PGlite: typeof import('@electric-sql/pglite').PGli
     } catch {
       // A damaged copy: drop it and what it left in the folder, and create the database the long way.
       dropInitdbTemplate(templateFile);
-      emptyFolder();
+      if (onDisk) {
+        fs.rmSync(dataDir, { recursive: true, force: true });
+        fs.mkdirSync(dataDir, { recursive: true });
+      }
     }
   }
   const db = await PGlite.create(dataDir, options);
