@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import http, { type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { createApp } from './app.js';
+import { appPrototypes } from './http/app-prototypes.js';
 import { loadConfig, maskUrlPassword, type Config } from './config.js';
 import { DatabaseUnavailableError, openDatabase, type Database } from './db/database.js';
 import { EmbeddedDatabaseLockedError } from './db/embedded-lock.js';
@@ -44,16 +45,17 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     );
   }
 
-  const gate = requestGate();
-  const server = http.createServer(
-    {
-      requestTimeout: config.requestTimeoutMs,
-      headersTimeout: Math.min(config.requestTimeoutMs, 20_000),
-      // How often Node looks for requests past those timeouts.
-      connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs / 2),
-    },
-    gate.handle,
-  );
+  // Requests and responses made as the app's, so Express need not change them (http/app-prototypes.ts).
+  const prototypes = appPrototypes();
+  const server = http.createServer({
+    IncomingMessage: prototypes.IncomingMessage,
+    ServerResponse: prototypes.ServerResponse,
+    requestTimeout: config.requestTimeoutMs,
+    headersTimeout: Math.min(config.requestTimeoutMs, 20_000),
+    // How often Node looks for requests past those timeouts.
+    connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs / 2),
+  });
+  const gate = requestGate(server);
   server.on('clientError', answerUnparsableRequest);
   await listen(server, config);
 
@@ -93,7 +95,9 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     return abort(new StartupError(`Cannot connect to Redis at ${maskUrlPassword(config.redisUrl ?? '')}: ${(error as Error).message}. Check REDIS_URL in .env.`));
   }
 
-  gate.open(createApp({ config, db, logger, rateLimits }));
+  const app = createApp({ config, db, logger, rateLimits });
+  prototypes.adopt(app);
+  gate.open(app);
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;
   logger.info({ url, database: db.kind }, `listening on ${url}`);
@@ -140,7 +144,7 @@ function listen(server: http.Server, config: Config): Promise<void> {
  */
 function answerUnparsableRequest(error: NodeJS.ErrnoException, socket: Duplex): void {
   // As Node itself does: answer unless part of an answer is already on this connection.
-  const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  const inFlight = (socket as Connection)._httpMessage;
   if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
@@ -158,14 +162,23 @@ function answerUnparsableRequest(error: NodeJS.ErrnoException, socket: Duplex): 
   );
 }
 
+/** A connection, with the answer Node is writing on it (Node's own field; none between requests). */
+type Connection = Duplex & { _httpMessage?: http.ServerResponse | null };
+
 /**
  * What stands before the app: while starting and once stopping, every request gets a 503 (and,
  * when stopping, `Connection: close`, so keep-alive clients go elsewhere); in between, the app.
+ *
+ * Stopping also closes the connections of the answers in flight, once each is sent. They are found
+ * through the open connections, not by keeping every response in a set: a set that each request
+ * enters and leaves kept whole requests alive past V8's young-generation collections, which then
+ * spent a large part of each request's CPU time copying them (bench/README.md, "Requests born
+ * with the app's prototypes").
  */
-function requestGate() {
+function requestGate(server: http.Server) {
   let app: ((req: http.IncomingMessage, res: http.ServerResponse) => void) | undefined;
   let closed = false;
-  const inFlight = new Set<http.ServerResponse>();
+  const connections = new Set<Socket>();
 
   const unavailable = (res: http.ServerResponse, message: string) => {
     res.statusCode = 503;
@@ -175,23 +188,28 @@ function requestGate() {
     res.end(JSON.stringify({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message } }));
   };
 
+  server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (closed) return unavailable(res, 'The server is shutting down; try again');
+    if (!app) return unavailable(res, 'The server is starting; try again in a moment');
+    app(req, res);
+  });
+
   return {
-    handle(req: http.IncomingMessage, res: http.ServerResponse) {
-      if (closed) return unavailable(res, 'The server is shutting down; try again');
-      if (!app) return unavailable(res, 'The server is starting; try again in a moment');
-      inFlight.add(res);
-      res.once('close', () => inFlight.delete(res));
-      app(req, res);
-    },
     open(handler: (req: http.IncomingMessage, res: http.ServerResponse) => void) {
       app = handler;
     },
     close() {
       closed = true;
-      for (const res of inFlight) {
+      for (const socket of connections) {
+        const res = (socket as Connection)._httpMessage;
+        if (!res) continue;
         if (!res.headersSent) res.setHeader('connection', 'close');
         // An answer already on its way keeps its headers; its connection is ended once it is done.
-        else res.once('finish', () => res.socket?.end());
+        else res.once('finish', () => socket.end());
       }
     },
   };

@@ -222,8 +222,10 @@ describe('SIGTERM', () => {
     await Promise.all(Array.from({ length: 4 }, () => send(agent, url, { method: 'GET', path: '/Projects', headers: authorized })));
     expect(agent.freeSockets[`${url.hostname}:${url.port}:`]?.length).toBeGreaterThan(0);
 
+    // In flight on connections of their own, which their clients would keep open.
+    const inFlightAgent = new http.Agent({ keepAlive: true, maxSockets: 3 });
     const inFlight = Array.from({ length: 3 }, (_, n) =>
-      send(new http.Agent(), url, {
+      send(inFlightAgent, url, {
         method: 'POST',
         path: '/api/auth/sign-up/email',
         headers: { 'content-type': 'application/json' },
@@ -246,9 +248,11 @@ describe('SIGTERM', () => {
         expect(['ECONNRESET', 'ECONNREFUSED', 'EPIPE']).toContain(result.error);
       }
     }
-    for (const result of await Promise.all(inFlight)) expect(result.status).toBe(201);
+    // Answered, and told that their connections close with the answer.
+    for (const result of await Promise.all(inFlight)) expect(result).toEqual({ status: 201, connection: 'close' });
     expect(await backend.exited).toBe(0);
     agent.destroy();
+    inFlightAgent.destroy();
   });
 
   it('to `npm start` (the compiled server) stops the server and frees the port', async () => {
