@@ -4,7 +4,10 @@
 // the same envelope, byte for byte. No auth, no caller check, no middleware, no query parsing per
 // request. So (a) / (d) is what the pipeline itself costs (guards, middleware, the caller CTE,
 // building the SQL per request), and (d) / (b) is what Express and the JSON statement cost.
+// The server is made as (a)'s is, with the app's prototypes (src/http/app-prototypes.ts): without
+// them the floor would carry a cost that (a) no longer pays (bench/README.md).
 // Env: DATABASE_URL, ORG_ID, PORT (127.0.0.1 only). Needs the example built (dist/).
+import http from 'node:http';
 import { createRequire } from 'node:module';
 
 const exampleUrl = new URL('../examples/saas-backend/', import.meta.url);
@@ -12,6 +15,7 @@ const requireFromExample = createRequire(new URL('package.json', exampleUrl));
 const pg = requireFromExample('pg');
 const express = requireFromExample('express');
 const { parseListQuery } = await import(new URL('dist/http/list-query.js', exampleUrl).href);
+const { appPrototypes } = await import(new URL('dist/http/app-prototypes.js', exampleUrl).href);
 const { projectListSpec, projectRepository } = await import(new URL('dist/generated/Project/project.repository.js', exampleUrl).href);
 
 const organizationId = process.env.ORG_ID;
@@ -47,7 +51,10 @@ app.get('/Projects', async (_req, res) => {
   }
 });
 
-const server = app.listen(Number(process.env.PORT), '127.0.0.1', () => console.log(`express floor on ${server.address().port}`));
+const prototypes = appPrototypes();
+prototypes.adopt(app);
+const server = http.createServer({ IncomingMessage: prototypes.IncomingMessage, ServerResponse: prototypes.ServerResponse }, app);
+server.listen(Number(process.env.PORT), '127.0.0.1', () => console.log(`express floor on ${server.address().port}`));
 for (const signal of ['SIGTERM', 'SIGINT']) {
   process.once(signal, () => server.close(() => pool.end().then(() => process.exit(0))));
 }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { apiClient, createThrowawayDatabase, postgresAdminUrl, redisUrl, signUp, startBackend, type TestBackend } from './support/backend.js';
+import { DatabaseUnavailableError, openDatabase } from '../src/db/database.js';
+import { apiClient, createThrowawayDatabase, postgresAdminUrl, projectDir, redisUrl, signUp, startBackend, type TestBackend } from './support/backend.js';
 import { faultProxy, type FaultProxy } from './support/fault-proxy.js';
 import { spawnBackend } from './support/process.js';
 
@@ -94,6 +95,71 @@ describe.runIf(postgresAdminUrl)('PostgreSQL that stops answering', () => {
     expect(ms).toBeLessThan(queryTimeoutMs);
     proxy.resume();
     expect((await owner.api('GET', '/Projects')).status).toBe(200);
+  });
+});
+
+describe.runIf(postgresAdminUrl)('the read deadline of a pooled connection (src/db/database.ts, readDeadlines)', () => {
+  const statementMs = 300;
+  const deadlineMs = statementMs + 250;
+
+  async function databaseBehindProxy() {
+    const database = await createThrowawayDatabase();
+    const proxy = await faultProxy(database.url);
+    const db = await openDatabase({
+      databaseUrl: proxy.url,
+      embeddedDbDir: '',
+      projectDir,
+      databaseTimeouts: { connectMs: 1000, queryMs: statementMs },
+      databasePreparedStatements: true,
+    });
+    cleanups.push(async () => {
+      proxy.resume();
+      await db.close();
+      await proxy.close();
+      await database.drop();
+    });
+    const backendPid = async () => (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS "pid"')).rows[0]?.pid;
+    return { db, proxy, backendPid };
+  }
+
+  it('keeps a connection that sat idle in the pool past the deadline', async () => {
+    const { backendPid } = await databaseBehindProxy();
+    const first = await backendPid();
+    await new Promise((resolve) => setTimeout(resolve, deadlineMs * 3));
+    expect(await backendPid()).toBe(first);
+  });
+
+  it('leaves a slow statement to the statement timeout, which comes first', async () => {
+    const { db } = await databaseBehindProxy();
+    // PostgreSQL's cancel (SQLSTATE 57014), not the deadline's ended connection (DatabaseUnavailableError).
+    await expect(db.query('SELECT pg_sleep(2)')).rejects.toMatchObject({ code: '57014' });
+  });
+
+  it('counts from the start of each statement of a transaction, not from the transaction start', async () => {
+    const { db, backendPid } = await databaseBehindProxy();
+    const first = await backendPid();
+    // Three statements of 200 ms: each well inside the deadline, together past it.
+    const started = performance.now();
+    await db.transaction(async (tx) => {
+      for (let n = 0; n < 3; n += 1) await tx.query('SELECT pg_sleep(0.2)');
+    });
+    expect(performance.now() - started).toBeGreaterThan(deadlineMs);
+    expect(await backendPid()).toBe(first);
+  });
+
+  it('ends the connection of a statement whose answer does not come by the deadline; the next statement gets a new one', async () => {
+    const { db, proxy, backendPid } = await databaseBehindProxy();
+    const first = await backendPid();
+    proxy.stall();
+    const started = performance.now();
+    await expect(db.query('SELECT 1')).rejects.toBeInstanceOf(DatabaseUnavailableError);
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(deadlineMs - 20);
+    expect(waited).toBeLessThan(deadlineMs + 1000);
+    proxy.resume();
+    const second = await backendPid();
+    expect(second).toBeTypeOf('number');
+    expect(second).not.toBe(first);
   });
 });
 

@@ -126,12 +126,12 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
     // ... a statement PostgreSQL runs too long (it cancels it and the connection stays usable) ...
     statement_timeout: timeouts.queryMs,
     idle_in_transaction_session_timeout: timeouts.queryMs * 2,
-    // ... and an answer that never arrives (the server or the network stopped): a little longer
-    // than the statement timeout, so that a merely slow statement is cancelled by the server first.
-    query_timeout: timeouts.queryMs + 250,
+    // ... and an answer that never arrives (the server or the network stopped): readDeadlines below.
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  // A little longer than the statement timeout, so that a merely slow statement is cancelled by the server first.
+  const deadlines = readDeadlines(pool, timeouts.queryMs + 250);
   const toResult = <Row>(result: pg.QueryResult): QueryResult<Row> => ({
     rows: result.rows as Row[],
     rowCount: result.rowCount ?? 0,
@@ -158,6 +158,7 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
       let failure: unknown;
       const run = async <Row>(text: string, params?: unknown[]) => {
         try {
+          deadlines.statementStarts(client);
           return toResult<Row>(await client.query({ text, values: params, name: statements.nameFor(text) }));
         } catch (error) {
           // Inside a transaction the failed statement cannot be retried; the next transaction prepares it anew.
@@ -198,6 +199,43 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
     },
     close: () => pool.end(),
   };
+}
+
+/**
+ * Ends a pooled connection whose statement has waited `limitMs` for its answer (PostgreSQL or the
+ * network stopped answering): the statement fails (a 503), the pool drops the connection and makes
+ * a new one for the next. What `pg`'s `query_timeout` does, but with one timer per connection,
+ * armed again each time the connection is handed out or starts a statement, instead of a new timer
+ * and callback per statement: those kept statements' objects alive past V8's young-generation
+ * collections, which slowed every request down (bench/README.md).
+ */
+function readDeadlines(pool: pg.Pool, limitMs: number) {
+  /** Per connection: its timer, and whether a statement of it is waiting (it is out of the pool). */
+  const watches = new WeakMap<pg.PoolClient, { timer: ReturnType<typeof setTimeout>; waiting: boolean }>();
+  pool.on('connect', (client) => {
+    const watch = {
+      waiting: false,
+      // It fires `limitMs` after the last statement started. A connection back in the pool is idle,
+      // not stalled; ending one with a statement in flight makes `pg` destroy its socket.
+      timer: setTimeout(() => {
+        if (watch.waiting) client.end().catch(() => {});
+      }, limitMs).unref(),
+    };
+    watches.set(client, watch);
+    client.once('end', () => clearTimeout(watch.timer));
+  });
+  const statementStarts = (client: pg.PoolClient) => {
+    const watch = watches.get(client);
+    if (!watch) return;
+    watch.waiting = true;
+    watch.timer.refresh();
+  };
+  pool.on('acquire', statementStarts);
+  pool.on('release', (_error, client) => {
+    const watch = watches.get(client);
+    if (watch) watch.waiting = false;
+  });
+  return { statementStarts };
 }
 
 /**
