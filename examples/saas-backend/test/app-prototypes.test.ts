@@ -37,17 +37,30 @@ describe('appPrototypes', () => {
     const url = await listen(server);
     try {
       expect(await (await fetch(`${url}/before`)).text()).toBe('plain');
-      expect(seen[0]?.before).toEqual([http.IncomingMessage.prototype, http.ServerResponse.prototype]);
+      // Node's own classes, extended by nothing: no Express method or `app` yet.
+      const [request, response] = seen[0]!.before;
+      expect(Object.getPrototypeOf(request)).toBe(http.IncomingMessage.prototype);
+      expect(Object.getPrototypeOf(response)).toBe(http.ServerResponse.prototype);
+      expect(['app' in request, 'app' in response]).toEqual([false, false]);
 
       const app = express();
       app.get('/after', (req, res) => res.status(201).json({ query: req.query, header: req.get('x-probe'), isRequest: req instanceof http.IncomingMessage }));
       prototypes.adopt(app);
+      // What an app adds to its response after that reaches every response, as in any Express app.
+      (app.response as unknown as { teapot(this: express.Response): void }).teapot = function () {
+        this.status(418).send('short and stout');
+      };
+      app.get('/teapot', (_req, res) => (res as unknown as { teapot(): void }).teapot());
       handler = app;
-      const response = await fetch(`${url}/after?a=1`, { headers: { 'x-probe': 'yes' } });
-      expect(response.status).toBe(201);
-      expect(await response.json()).toEqual({ query: { a: '1' }, header: 'yes', isRequest: true });
-      expect(seen[1]?.before).toEqual([app.request, app.response]);
-      expect(seen[1]?.after).toEqual([app.request, app.response]);
+      const answer = await fetch(`${url}/after?a=1`, { headers: { 'x-probe': 'yes' } });
+      expect(answer.status).toBe(201);
+      expect(await answer.json()).toEqual({ query: { a: '1' }, header: 'yes', isRequest: true });
+      expect(seen[1]?.before[0]).toBe(app.request);
+      expect(seen[1]?.before[1]).toBe(app.response);
+      expect(seen[1]?.after?.[0]).toBe(app.request);
+      expect(seen[1]?.after?.[1]).toBe(app.response);
+      const teapot = await fetch(`${url}/teapot`);
+      expect([teapot.status, await teapot.text()]).toEqual([418, 'short and stout']);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
