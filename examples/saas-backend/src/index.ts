@@ -2,6 +2,8 @@
  * The entry point: `npm start` runs it compiled (`npm run build` first), `npm run dev` with tsx.
  * Starts the backend and stops it cleanly on SIGTERM or Ctrl-C.
  */
+// First, so that V8 runs everything after it with these settings.
+import './v8-flags.js';
 import path from 'node:path';
 import { ConfigError } from './config.js';
 import { startServer, StartupError } from './server.js';

@@ -105,6 +105,15 @@ describe('startup and shutdown of the backend process', () => {
     expect(await backend.exited).toBe(0);
   });
 
+  it("starts with its V8 settings (src/v8-flags.ts), all of which this Node's V8 knows", async () => {
+    const backend = spawnBackend({ EMBEDDED_DB_DIR: 'memory://' });
+    await backend.listening;
+    backend.child.kill('SIGTERM');
+    expect(await backend.exited).toBe(0);
+    // V8 reports a flag it does not know on stderr and carries on without it.
+    expect(backend.output()).not.toMatch(/unrecognized flag/i);
+  });
+
   it('keeps the embedded database in its folder across restarts', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'authstrap-pglite-'));
     try {
