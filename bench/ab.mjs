@@ -16,7 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { children, cpuTicks, exampleDir, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
+import { children, cpuTicks, exampleDir, listLoadArgs, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'ab.json');
@@ -64,7 +64,7 @@ try {
     for (const side of pair % 2 === 0 ? ['A', 'B'] : ['B', 'A']) {
       const backend = await startExampleBackend({ dbUrl, entry: entries[side] });
       bodies[side] = await (await fetch(`${backend.base}${listPath}`, { headers: { authorization: `Bearer ${token}`, 'x-organization-id': organizationId } })).text();
-      const args = ['-t', '2', '-c', '20', '--timeout', '5s', '-s', path.join(benchDir, 'wrk-report.lua'), '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${backend.base}${listPath}`];
+      const args = listLoadArgs(backend.base, { token, organizationId });
       await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds);
       const ticksBefore = cpuTicks(backend.child.pid);
       const result = await runWrk(['-d', `${seconds}s`, ...args], seconds);

@@ -15,7 +15,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { children, exampleDir, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
+import { children, exampleDir, listLoadArgs, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'gc.json');
@@ -23,7 +23,6 @@ const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
 const extraFlags = (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const entry = process.argv[2] ? path.relative(exampleDir, path.resolve(process.argv[2])) : 'dist/index.js';
-const listPath = '/Projects?limit=20';
 
 if (process.argv[2] && (entry.startsWith('..') || path.isAbsolute(entry) || !fs.existsSync(path.join(exampleDir, entry)))) {
   console.error(`bench: ${process.argv[2]} must be a compiled index.js inside examples/saas-backend (it imports that folder's node_modules)`);
@@ -72,7 +71,7 @@ try {
     }
   });
 
-  const args = ['-t', '2', '-c', '20', '--timeout', '5s', '-s', path.join(benchDir, 'wrk-report.lua'), '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${backend.base}${listPath}`];
+  const args = listLoadArgs(backend.base, { token, organizationId });
   await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds);
   recording = true;
   const load = await runWrk(['-d', `${seconds}s`, ...args], seconds);

@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, children, exampleDir, expectStatus, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
+import { api, children, exampleDir, expectStatus, listLoadArgs, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'middleware-cost.json');
@@ -69,7 +69,7 @@ try {
     backend = await startExampleBackend({ dbUrl, entry: 'dist-bench/index.js' });
     await expectStatus(api(backend.base, 'GET', listPath, { token, organizationId }), 200, `${name}: GET ${listPath}`);
     const load = (duration) =>
-      runWrk(['-t', '2', '-c', '20', '-d', `${duration}s`, '--timeout', '5s', '-s', path.join(benchDir, 'wrk-report.lua'), '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${backend.base}${listPath}`], duration);
+      runWrk(['-d', `${duration}s`, ...listLoadArgs(backend.base, { token, organizationId })], duration);
     await load(warmupSeconds);
     const measured = await load(seconds);
     await stopChild(backend.child);

@@ -156,6 +156,16 @@ export function runWrk(args, seconds, env = process.env) {
 }
 
 /**
+ * wrk's arguments for (a)'s list load as the benches run it: `GET /Projects?limit=20` with the
+ * session and organization headers, 2 threads, 20 connections, reported by wrk-report.lua. The
+ * caller adds `-d <seconds>s`.
+ */
+export function listLoadArgs(base, { token, organizationId }) {
+  const report = path.join(repoDir, 'bench', 'wrk-report.lua');
+  return ['-t', '2', '-c', '20', '--timeout', '5s', '-s', report, '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${base}/Projects?limit=20`];
+}
+
+/**
  * The list load's data, through the API of a running example: one user (whose sign-up creates
  * their organization and session) and `projects` projects in that organization. Resolves what
  * the load sends: the session token and the organization id.

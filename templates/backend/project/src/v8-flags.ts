@@ -9,8 +9,9 @@
  * among others): each request then left about 400 bytes for full collections, one every two
  * seconds under load, and each of those pauses every request in flight. Without it: about 35
  * bytes, no full collection, 6 % more requests per second and the slowest 1 % a fifth faster
- * (bench/README.md, "Pretenuring"). What does live long (the app, its schemas, the pool) is made
- * at start-up, where one more copy of it costs nothing that matters.
+ * (bench/README.md, "A hidden class per request, and pretenuring"). What does live long (the
+ * app, its schemas, the pool) is made at start-up, where one more copy of it costs nothing that
+ * matters.
  *
  * A Node whose V8 no longer knows the flag says so on stderr and goes on, without the gain.
  */
