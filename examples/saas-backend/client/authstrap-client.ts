@@ -77,13 +77,12 @@ export interface UserListParams extends ListParams {
   filter?: UserFilter;
 }
 
-/** The body of POST /Users: a new address becomes a user of the organization (a password lets them sign in). */
+/** The body of POST /Users: an invitation mailed to the address (the person chooses their password when accepting). */
 export interface NewUserInput {
   email: string;
-  name: string;
-  password?: string;
-  image?: string | null;
-  /** Default 'member'; only an owner adds an owner. */
+  /** Greets them in the invitation. */
+  name?: string;
+  /** Default 'member'; only an owner invites an owner. */
   role?: Role;
 }
 
@@ -94,14 +93,14 @@ export interface UserSelfUpdateInput {
 }
 
 /**
- * /Users: the people of the organization set with setOrganization(). Owners and admins add and
- * remove them; a user changes only their own name and image.
+ * /Users: the people of the organization set with setOrganization(). Owners and admins invite
+ * and remove them; a user changes only their own name and image.
  */
 export interface UserApi {
   list(params?: UserListParams): Promise<ListResult<User>>;
   get(id: string): Promise<User>;
-  /** An address that already has an account is invited instead (it joins only by accepting): tell them apart by `token`. */
-  create(input: NewUserInput): Promise<User | SentInvitation>;
+  /** Mails an invitation; the same answer whether the address has an account or not. Nobody joins without accepting. */
+  create(input: NewUserInput): Promise<SentInvitation>;
   replace(id: string, input: UserSelfUpdateInput): Promise<User>;
   update(id: string, patch: UserSelfUpdateInput): Promise<User>;
   /** Removes the user from the organization; their account stays. */
@@ -266,14 +265,13 @@ export interface MemberListParams extends ListParams {
 /** A member's role in an organization: owners and admins manage people, members work on the data. */
 export type Role = Member['role'];
 
-/** An invitation to join an organization, as the inviter gets it: pass `token` on to the person invited. */
+/** An invitation to join an organization, as the inviter gets it: its secret went by mail to the address only. */
 export interface SentInvitation {
   id: string;
   email: string;
   organizationId: string;
   role: Role;
   expiresAt: string;
-  token: string;
 }
 
 /**
@@ -438,6 +436,17 @@ export interface SignedIn {
   token: string;
 }
 
+/** A sign-up: `token` is null when the address must be confirmed before signing in (REQUIRE_EMAIL_VERIFICATION). */
+export interface SignedUp {
+  user: User;
+  token: string | null;
+}
+
+/** One of the signed-in user's sessions; `current` is the one of this client. */
+export interface OwnSession extends Session {
+  current: boolean;
+}
+
 /** The signed-in user, their session and the organizations they belong to. */
 export interface CurrentSession {
   session: Session;
@@ -453,19 +462,50 @@ export interface PendingInvitation {
   expiresAt: string;
 }
 
-/** /api/auth: sign-up, sign-in, sign-out, the current session and invitations. */
+/** Joining an organization by an invitation. */
+export interface Joined {
+  organization: { id: string; name: string; slug: string };
+  role: Role;
+}
+
+/**
+ * /api/auth: sign-up, sign-in, sign-out and the current session; the account flows (confirming
+ * the address, resetting and changing the password and the address, one's sessions, deleting the
+ * account); invitations. Every `token` argument is the secret from a link the backend mailed.
+ */
 export interface AuthApi {
-  /** Creates the user with a personal organization they own, and signs them in. */
-  signUp(input: SignUpInput): Promise<SignedIn>;
-  /** A wrong e-mail address or password is an AuthstrapError with code 'UNAUTHORIZED'. */
+  /** Creates the user with a personal organization they own, mails a link to confirm the address, and signs them in (unless the address must be confirmed first: `token` null). */
+  signUp(input: SignUpInput): Promise<SignedUp>;
+  /** A wrong e-mail address or password is an AuthstrapError with code 'UNAUTHORIZED'; an unconfirmed address (when required) 'EMAIL_NOT_VERIFIED'. */
   signIn(input: SignInInput): Promise<SignedIn>;
   /** Ends the session (the cookie's or the token's) and forgets the token. */
   signOut(): Promise<void>;
   /** The current session, or null when signed out. */
   getSession(): Promise<CurrentSession | null>;
-  invitations(): Promise<PendingInvitation[]>;
-  /** Joins the organization of the invitation with this secret. */
-  acceptInvitation(token: string): Promise<{ organization: { id: string; name: string; slug: string }; role: Role }>;
+  /** Confirms an address with the token of the link from the sign-up mail. */
+  verifyEmail(token: string): Promise<{ user: User }>;
+  /** Sends the confirmation link again (the same answer for any address). */
+  sendVerificationEmail(email: string): Promise<{ message: string }>;
+  /** Mails a link to reset the password (the same answer for any address). */
+  forgotPassword(email: string): Promise<{ message: string }>;
+  /** Sets a new password with the reset link's token; every session of the user ends. */
+  resetPassword(token: string, newPassword: string): Promise<{ passwordReset: true }>;
+  /** The user's other sessions end; this one stays. A wrong current password: code 'INVALID_PASSWORD'. */
+  changePassword(currentPassword: string, newPassword: string): Promise<{ passwordChanged: true }>;
+  /** Mails a confirmation link to the new address; the old one is told. */
+  changeEmail(newEmail: string): Promise<{ message: string }>;
+  confirmEmailChange(token: string): Promise<{ user: User }>;
+  /** The signed-in user's sessions, newest first. */
+  sessions(): Promise<OwnSession[]>;
+  revokeSession(id: string): Promise<void>;
+  revokeOtherSessions(): Promise<{ revoked: number }>;
+  /** Deletes the account (its password, when it has one); a 409 names an organization it is the only owner of. */
+  deleteAccount(password?: string): Promise<{ deleted: true }>;
+  invitations(params?: { page?: number; limit?: number }): Promise<ListResult<PendingInvitation>>;
+  /** Joins the organization of the invitation with this secret, as the signed-in user. */
+  acceptInvitation(token: string): Promise<Joined>;
+  /** Accepts without an account: it is made (its address confirmed by the link) and signed in. */
+  acceptInvitationAsNewUser(input: { token: string; email: string; name: string; password: string }): Promise<Joined & SignedIn>;
   declineInvitation(token: string): Promise<{ declined: true; organizationId: string }>;
 }
 
@@ -618,8 +658,8 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
   }
 
   /** Signing in or up keeps the token, so that the next calls are signed in without cookies (in server code) too. */
-  const remember = (signedIn: SignedIn) => {
-    token = signedIn.token;
+  const remember = <Answer extends { token: string | null }>(signedIn: Answer) => {
+    if (signedIn.token) token = signedIn.token;
     return signedIn;
   };
   const users = records<User>('/Users');
@@ -635,7 +675,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       token = value;
     },
     auth: {
-      signUp: async (input) => remember(await data<SignedIn>('POST', '/api/auth/sign-up/email', input)),
+      signUp: async (input) => remember(await data<SignedUp>('POST', '/api/auth/sign-up/email', input)),
       signIn: async (input) => remember(await data<SignedIn>('POST', '/api/auth/sign-in/email', input)),
       async signOut() {
         try {
@@ -652,11 +692,30 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
           throw error;
         }
       },
-      invitations: () => data<PendingInvitation[]>('GET', '/api/auth/invitations'),
+      verifyEmail: (secret) => data('POST', '/api/auth/verify-email', { token: secret }),
+      sendVerificationEmail: (email) => data('POST', '/api/auth/send-verification-email', { email }),
+      forgotPassword: (email) => data('POST', '/api/auth/forgot-password', { email }),
+      resetPassword: (secret, newPassword) => data('POST', '/api/auth/reset-password', { token: secret, newPassword }),
+      changePassword: (currentPassword, newPassword) => data('POST', '/api/auth/change-password', { currentPassword, newPassword }),
+      changeEmail: (newEmail) => data('POST', '/api/auth/change-email', { newEmail }),
+      confirmEmailChange: (secret) => data('POST', '/api/auth/change-email/confirm', { token: secret }),
+      sessions: () => data<OwnSession[]>('GET', '/api/auth/sessions'),
+      revokeSession: (id) => data<void>('DELETE', `/api/auth/sessions/${encodeURIComponent(id)}`),
+      revokeOtherSessions: () => data('POST', '/api/auth/sessions/revoke-others'),
+      async deleteAccount(password) {
+        const deleted = await data<{ deleted: true }>('POST', '/api/auth/delete-account', password === undefined ? {} : { password });
+        token = undefined;
+        return deleted;
+      },
+      async invitations(params = {}) {
+        const { data: rows, meta } = await send<PendingInvitation[]>('GET', `/api/auth/invitations${listQuery(params)}`);
+        return { data: rows, meta: meta! };
+      },
       acceptInvitation: (secret) => data('POST', '/api/auth/invitations/accept', { token: secret }),
+      acceptInvitationAsNewUser: async (input) => remember(await data<Joined & SignedIn>('POST', '/api/auth/invitations/accept', input)),
       declineInvitation: (secret) => data('POST', '/api/auth/invitations/decline', { token: secret }),
     },
-    User: { ...users, create: (input) => data<User | SentInvitation>('POST', '/Users', input) },
+    User: { ...users, create: (input) => data<SentInvitation>('POST', '/Users', input) },
     account: { list: accounts.list, get: accounts.get },
     session: { list: sessions.list, get: sessions.get, delete: sessions.delete },
     member: { ...members, create: (input) => data<SentInvitation>('POST', '/members', input) },

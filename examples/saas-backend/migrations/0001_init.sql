@@ -123,3 +123,19 @@ CREATE INDEX "Task_organizationId_createdAt_idx" ON "Task" ("organizationId", "c
 CREATE INDEX "Task_dueAt_idx" ON "Task" ("dueAt");
 
 CREATE INDEX "Task_projectId_idx" ON "Task" ("projectId");
+
+CREATE TABLE "authstrap_outbox" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "channel" text NOT NULL,
+  "payload" jsonb NOT NULL,
+  "status" text NOT NULL DEFAULT 'pending',
+  "attempts" integer NOT NULL DEFAULT 0,
+  "nextAttemptAt" timestamptz NOT NULL DEFAULT now(),
+  "lockedUntil" timestamptz,
+  "lastError" text,
+  "sentAt" timestamptz,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_outbox_status_check" CHECK ("status" IN ('pending', 'sent', 'failed'))
+);
+
+CREATE INDEX "authstrap_outbox_status_nextAttemptAt_idx" ON "authstrap_outbox" ("status", "nextAttemptAt");

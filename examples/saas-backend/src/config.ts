@@ -45,6 +45,25 @@ export interface Config {
   databaseTimeouts: { connectMs: number; queryMs: number };
   /** Statements are prepared once per connection and then run by name (off for a pooler that cannot keep them). */
   databasePreparedStatements: boolean;
+  mail: MailSettings;
+  /** An unverified address may not sign in (the default in production); sign-in sends a fresh link instead. */
+  requireEmailVerification: boolean;
+  /** Limits on invitations, so that an organization cannot be used to send mail to anyone in bulk. */
+  invitations: { pendingMax: number; perInviterPerHour: number };
+  /** The outbox's workers (src/outbox/outbox.ts): how often they look, and how they retry. */
+  outbox: { pollMs: number; retryMs: number; maxAttempts: number };
+}
+
+export interface MailSettings {
+  /** `smtp://user:password@host:587` or `smtps://...:465`; without it, mail goes to `folder`. */
+  smtpUrl?: string;
+  /** Where mail goes when there is no SMTP server (development, the demo), relative to the project. */
+  folder: string;
+  from: string;
+  /** The frontend's address: links in mail point at its pages (/verify-email, /reset-password, ...). */
+  appUrl: string;
+  /** One delivery attempt, connection to last byte; a stalled server costs at most this, then a retry. */
+  timeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -96,6 +115,17 @@ const environmentSchema = z.object({
   DATABASE_CONNECT_TIMEOUT_MS: count(100, 600_000),
   DATABASE_QUERY_TIMEOUT_MS: count(100, 3_600_000),
   DATABASE_PREPARED_STATEMENTS: optional(z.enum(['true', 'false'], { error: 'must be true or false' })),
+  SMTP_URL: optional(z.string().regex(/^smtps?:\/\/.+/, 'must look like smtp://user:password@smtp.example.com:587 (or smtps://... for port 465)')),
+  EMAIL_FROM: optional(z.string().min(3)),
+  APP_URL: optional(z.url({ protocol: /^https?$/, error: 'must be a URL like http://localhost:5173 (your frontend)' })),
+  MAIL_OUTBOX_DIR: optional(z.string()),
+  SMTP_TIMEOUT_MS: count(100, 600_000),
+  REQUIRE_EMAIL_VERIFICATION: optional(z.enum(['true', 'false'], { error: 'must be true or false' })),
+  INVITATIONS_PENDING_MAX: count(1),
+  INVITATIONS_PER_HOUR: count(1),
+  OUTBOX_POLL_MS: count(10, 600_000),
+  OUTBOX_RETRY_MS: count(10, maxTimerMs),
+  OUTBOX_MAX_ATTEMPTS: count(1, 100),
   RATE_LIMIT_PREFIX: optional(z.string().regex(/^\S+$/, 'must be a key prefix without spaces, like authstrap:rl:')),
 });
 
@@ -142,6 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
   }
   const allowedOrigins = parseOrigins(values.ALLOWED_ORIGINS, problems);
   if (problems.length > 0) throw new ConfigError(problems);
+  const authUrl = values.AUTH_URL ?? `http://localhost:${port}`;
 
   return {
     nodeEnv,
@@ -150,7 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     databaseUrl: values.DATABASE_URL,
     embeddedDbDir: values.EMBEDDED_DB_DIR ?? '.data/pglite',
     authSecret: values.AUTH_SECRET,
-    authUrl: values.AUTH_URL ?? `http://localhost:${port}`,
+    authUrl,
     allowedOrigins,
     logLevel: values.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
     bodyLimit: values.BODY_LIMIT ?? '100kb',
@@ -179,6 +210,27 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       queryMs: values.DATABASE_QUERY_TIMEOUT_MS ?? 5000,
     },
     databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS !== 'false',
+    mail: {
+      smtpUrl: values.SMTP_URL,
+      folder: values.MAIL_OUTBOX_DIR ?? '.data/mail',
+      from: values.EMAIL_FROM ?? `no-reply@${new URL(authUrl).hostname}`,
+      // Links go to the frontend: APP_URL, else the first allowed origin (the frontend in development).
+      appUrl: (values.APP_URL ?? allowedOrigins[0] ?? authUrl).replace(/\/+$/, ''),
+      timeoutMs: values.SMTP_TIMEOUT_MS ?? 10_000,
+    },
+    // Production proves every address before it signs in; development and tests let people in
+    // at once (the link is still sent, and shown in the log).
+    requireEmailVerification: (values.REQUIRE_EMAIL_VERIFICATION ?? String(nodeEnv === 'production')) === 'true',
+    invitations: {
+      pendingMax: values.INVITATIONS_PENDING_MAX ?? 100,
+      perInviterPerHour: values.INVITATIONS_PER_HOUR ?? 20,
+    },
+    outbox: {
+      pollMs: values.OUTBOX_POLL_MS ?? 1000,
+      // 10 s, 20 s, 40 s, ... at most an hour apart: 20 attempts span about 11 hours of outage.
+      retryMs: values.OUTBOX_RETRY_MS ?? 10_000,
+      maxAttempts: values.OUTBOX_MAX_ATTEMPTS ?? 20,
+    },
   };
 }
 

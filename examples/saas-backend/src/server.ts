@@ -11,12 +11,16 @@ import { EmbeddedDatabaseLockedError } from './db/embedded-lock.js';
 import { migrate } from './db/migrate.js';
 import { createRateLimits, type RateLimits } from './http/rate-limit.js';
 import { createLogger } from './logger.js';
+import { mailChannel } from './mail/mail.js';
+import { createOutbox, type Outbox } from './outbox/outbox.js';
 
 export interface RunningServer {
   url: string;
   config: Config;
   db: Database;
   server: Server;
+  /** Mail waiting to be sent, and the worker that sends it. */
+  outbox: Outbox;
   /** Stops taking requests, lets in-flight ones finish, then closes the database. */
   stop(): Promise<void>;
 }
@@ -42,6 +46,12 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     logger.warn(
       `production is running on the embedded database in ${config.embeddedDbDir}: one process, no replicas, no backups. ` +
         'Set DATABASE_URL to a PostgreSQL server.',
+    );
+  }
+  if (config.nodeEnv === 'production' && !config.mail.smtpUrl) {
+    logger.warn(
+      `production has no SMTP_URL: mail (address confirmations, password resets, invitations) is written to ${config.mail.folder} and never sent. ` +
+        'Set SMTP_URL to your mail provider.',
     );
   }
 
@@ -95,9 +105,12 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     return abort(new StartupError(`Cannot connect to Redis at ${maskUrlPassword(config.redisUrl ?? '')}: ${(error as Error).message}. Check REDIS_URL in .env.`));
   }
 
-  const app = createApp({ config, db, logger, rateLimits });
+  // Every instance runs a worker: whichever claims a message first sends it (outbox/outbox.ts).
+  const outbox = createOutbox({ db, logger, settings: config.outbox, channels: [mailChannel(config.mail, { ...config, logger })] });
+  const app = createApp({ config, db, logger, rateLimits, outbox });
   prototypes.adopt(app);
   gate.open(app);
+  outbox.start();
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;
   logger.info({ url, database: db.kind }, `listening on ${url}`);
@@ -115,11 +128,13 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       deadline.unref();
       await closed;
       clearTimeout(deadline);
+      // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
+      await outbox.stop();
       await rateLimits.close();
       await db.close();
     })());
 
-  return { url, config, db, server, stop };
+  return { url, config, db, server, outbox, stop };
 }
 
 /** Binds the port, or explains in one line why it cannot. */

@@ -154,7 +154,8 @@ describe('the session cookie', () => {
   });
 
   it('is Secure in production, also when sign-out clears it', async () => {
-    const backend = await startBackend('embedded', { NODE_ENV: 'production', AUTH_SECRET: 'a-production-secret-of-more-than-32-characters' });
+    // Signing up straight in: production's confirmation of the address first is identity.test.ts's.
+    const backend = await startBackend('embedded', { NODE_ENV: 'production', AUTH_SECRET: 'a-production-secret-of-more-than-32-characters', REQUIRE_EMAIL_VERIFICATION: 'false' });
     try {
       const attributes = await signIn(backend.url, 'secure@example.com');
       expect(attributes).toMatchObject({ httponly: true, samesite: 'Lax', path: '/', 'max-age': '604800', secure: true });

@@ -3,6 +3,7 @@ import {
   addMember,
   apiClient,
   databaseKinds,
+  invitationTokenFor,
   serviceApiKey,
   signUp,
   startBackend,
@@ -71,7 +72,7 @@ describe.each(databaseKinds)('roles and the auth entities on the %s database', (
       const memberRow = (await membership(owner, member.user.id))!;
       const newcomer = email('newcomer');
       const attempts: [string, string, unknown?][] = [
-        ['POST', '/Users', { email: newcomer, name: 'Newcomer', password }],
+        ['POST', '/Users', { email: newcomer, name: 'Newcomer' }],
         ['DELETE', `/Users/${admin.user.id}`],
         ['POST', '/members', { email: outsider.user.email }],
         ['PATCH', `/members/${adminRow.id}`, { role: 'member' }],
@@ -102,16 +103,20 @@ describe.each(databaseKinds)('roles and the auth entities on the %s database', (
       const { owner, admin, organizationId } = await team();
       const ownerRow = (await membership(owner, owner.user.id))!;
 
-      // Creating users and inviting people as members or admins works.
-      const created = await admin.api('POST', '/Users', { body: { email: email('hired'), name: 'Hired', password } });
+      // Inviting new addresses (POST /Users) and people with accounts (POST /members) as members or admins works.
+      const hired = email('hired');
+      expect((await admin.api('POST', '/Users', { body: { email: hired, name: 'Hired' } })).status).toBe(202);
+      const hiredToken = await invitationTokenFor(backend.url, hired, 0);
+      const created = await anonymous()('POST', '/api/auth/invitations/accept', { body: { token: hiredToken, email: hired, name: 'Hired', password } });
       expect(created.status).toBe(201);
-      expect((await membership(owner, created.body.data.id))!.role).toBe('member');
+      const hiredId = created.body.data.user.id;
+      expect((await membership(owner, hiredId))!.role).toBe('member');
       const invitee = await signUp(backend.url, email('invitee'));
       const invitation = await admin.api('POST', '/members', { body: { email: invitee.user.email, role: 'admin' } });
-      expect(invitation.status).toBe(201);
+      expect(invitation.status).toBe(202);
       expect(invitation.body.data).toMatchObject({ email: invitee.user.email, organizationId, role: 'admin' });
       expect(await membership(owner, invitee.user.id)).toBeUndefined();
-      const accepted = await invitee.api('POST', '/api/auth/invitations/accept', { body: { token: invitation.body.data.token } });
+      const accepted = await invitee.api('POST', '/api/auth/invitations/accept', { body: { token: await invitationTokenFor(backend.url, invitee.user.email, 0) } });
       expect(accepted.status).toBe(200);
       const invited = { body: { data: (await membership(owner, invitee.user.id))! } };
       expect(invited.body.data.role).toBe('admin');
@@ -123,7 +128,7 @@ describe.each(databaseKinds)('roles and the auth entities on the %s database', (
 
       // Anything that makes or unmakes an owner does not.
       const ownerAttempts: [string, string, unknown?][] = [
-        ['POST', '/Users', { email: email('boss'), name: 'Boss', password, role: 'owner' }],
+        ['POST', '/Users', { email: email('boss'), name: 'Boss', role: 'owner' }],
         ['POST', '/members', { email: outsider.user.email, role: 'owner' }],
         ['PATCH', `/members/${invited.body.data.id}`, { role: 'owner' }],
         ['PUT', `/members/${invited.body.data.id}`, { role: 'owner' }],
@@ -142,9 +147,9 @@ describe.each(databaseKinds)('roles and the auth entities on the %s database', (
 
       // Removing non-owners works, by member row or by user.
       expect((await admin.api('DELETE', `/members/${invited.body.data.id}`)).status).toBe(204);
-      expect((await admin.api('DELETE', `/Users/${created.body.data.id}`)).status).toBe(204);
+      expect((await admin.api('DELETE', `/Users/${hiredId}`)).status).toBe(204);
       expect(await membership(owner, invitee.user.id)).toBeUndefined();
-      expect(await membership(owner, created.body.data.id)).toBeUndefined();
+      expect(await membership(owner, hiredId)).toBeUndefined();
 
       // An admin renames the organization but does not delete it.
       const renamed = await admin.api('PATCH', `/organizations/${organizationId}`, { body: { name: 'Renamed by admin' } });
@@ -230,31 +235,39 @@ describe.each(databaseKinds)('roles and the auth entities on the %s database', (
   });
 
   describe('/Users', () => {
-    it('lets an owner create a user with a password account and a membership, and remove them again', async () => {
+    it('makes POST /Users by an owner an invitation: an account exists only once its address accepts from the mail', async () => {
       const { owner, organizationId } = await team();
       const address = email('created');
-      const created = await owner.api('POST', '/Users', { body: { email: address.toUpperCase(), name: 'Created User', password, role: 'admin' } });
-      expect(created.status).toBe(201);
-      expect(created.body.data).toMatchObject({ email: address, name: 'Created User', email_verified: false, image: null });
-      expectNoSecrets(created);
-      const userId = created.body.data.id;
+      const before = backend.mailbox.to(address).length;
+      const invited = await owner.api('POST', '/Users', { body: { email: address.toUpperCase(), name: 'Created User', role: 'admin' } });
+      expect(invited.status).toBe(202);
+      expect(invited.body.data).toEqual({ id: expect.any(String), email: address, organizationId, role: 'admin', expiresAt: expect.any(String) });
+      // Nothing exists for the address yet: no user, no sign-in.
+      expect((await asService()('GET', `/Users?email=${address}`)).body.data).toEqual([]);
+      expect((await signIn(address)).status).toBe(401);
 
-      // A credential account, so the new user signs in with the password the owner chose.
+      // Its owner follows the mailed link and chooses a password: the account, its address proven, the role.
+      const token = await invitationTokenFor(backend.url, address, before);
+      const accepted = await anonymous()('POST', '/api/auth/invitations/accept', { body: { token, email: address, name: 'Created User', password } });
+      expect(accepted.status).toBe(201);
+      expect(accepted.body.data).toMatchObject({ user: { email: address, name: 'Created User', email_verified: true }, organization: { id: organizationId }, role: 'admin', token: expect.any(String) });
+      const userId = accepted.body.data.user.id;
       const accounts = await asService()('GET', `/accounts?userId=${userId}`);
-      const account = accounts.body.data.find((row: { userId: string }) => row.userId === userId);
-      expect(account).toMatchObject({ providerId: 'credential', accountId: userId });
+      expect(accounts.body.data).toEqual([expect.objectContaining({ providerId: 'credential', accountId: userId })]);
       const signedIn = await signIn(address);
       expect(signedIn.status).toBe(200);
-      expect(signedIn.body.data.user.id).toBe(userId);
-      const session = await sessionOf(signedIn.body.data.token);
-      expect(session.organizations).toEqual([expect.objectContaining({ id: organizationId, role: 'admin' })]);
+      const organizations = (await sessionOf(signedIn.body.data.token)).organizations;
+      expect(organizations).toContainEqual(expect.objectContaining({ id: organizationId, role: 'admin' }));
+      // ... and, as at sign-up, an organization of their own.
+      expect(organizations).toContainEqual(expect.objectContaining({ role: 'owner' }));
       expect(await usersOf(owner)).toContain(userId);
-      expect((await owner.api('GET', `/Users/${userId}`)).body.data.email).toBe(address);
+      // The link is used up.
+      expect((await anonymous()('POST', '/api/auth/invitations/accept', { body: { token, email: address, name: 'Twin', password } })).status).toBe(404);
 
-      // The address has an account now: a second POST invites it instead of creating or attaching anyone.
-      const again = await owner.api('POST', '/Users', { body: { email: address, name: 'Twin', password } });
+      // A second POST for the address answers exactly as the first did.
+      const again = await owner.api('POST', '/Users', { body: { email: address, name: 'Twin' } });
       expect(again.status).toBe(202);
-      expect(again.body.data).toMatchObject({ email: address, organizationId, role: 'member', token: expect.any(String) });
+      expect(Object.keys(again.body.data).sort()).toEqual(Object.keys(invited.body.data).sort());
 
       // DELETE takes them out of the organization; the user and their password stay.
       const removed = await owner.api('DELETE', `/Users/${userId}`);
@@ -267,17 +280,31 @@ describe.each(databaseKinds)('roles and the auth entities on the %s database', (
       expect(stillThere.body.data.email).toBe(address);
       const signedInAgain = await signIn(address);
       expect(signedInAgain.status).toBe(200);
-      expect((await sessionOf(signedInAgain.body.data.token)).organizations).toEqual([]);
+      expect((await sessionOf(signedInAgain.body.data.token)).organizations.map((o: { id: string }) => o.id)).not.toContain(organizationId);
     });
 
-    it('creates a user without a password account when no password is given', async () => {
+    it("never makes an account for an address nobody proved: its real owner signs up afterwards as usual", async () => {
       const { owner } = await team();
-      const address = email('nopassword');
-      const created = await owner.api('POST', '/Users', { body: { email: address, name: 'No Password' } });
-      expect(created.status).toBe(201);
-      const accounts = await asService()('GET', `/accounts?limit=100`);
-      expect(accounts.body.data.filter((row: { userId: string }) => row.userId === created.body.data.id)).toEqual([]);
-      expect((await signIn(address)).status).toBe(401);
+      const victim = email('victim');
+      // A signed-in squatter (any user owns their personal organization) tries to take the address.
+      const squatter = await signUp(backend.url, email('squatter'));
+      for (let attempt = 0; attempt < 3; attempt++) {
+        expect((await squatter.api('POST', '/Users', { body: { email: victim, name: 'Not Mine' } })).status).toBe(202);
+      }
+      expect((await owner.api('POST', '/Users', { body: { email: victim, name: 'Not Mine' } })).status).toBe(202);
+      expect((await asService()('GET', `/Users?email=${victim}`)).body.data).toEqual([]);
+      // The squatter never sees the secret, so cannot make the account through the invitation either.
+      const guessed = await anonymous()('POST', '/api/auth/invitations/accept', { body: { token: 'x'.repeat(43), email: victim, name: 'Not Mine', password } });
+      expect(guessed.status).toBe(404);
+
+      const real = await anonymous()('POST', '/api/auth/sign-up/email', { body: { email: victim, name: 'Real Owner', password } });
+      expect(real.status).toBe(201);
+      expect(real.body.data.user.email).toBe(victim);
+      // Their own organization only: the invitations wait for their answer.
+      const organizations = (await sessionOf(real.body.data.token)).organizations;
+      expect(organizations).toEqual([expect.objectContaining({ role: 'owner' })]);
+      const pending = await anonymous()('GET', '/api/auth/invitations', { token: real.body.data.token });
+      expect(pending.body.meta.total).toBe(2);
     });
 
     it('lists exactly the members of the organization in the header', async () => {

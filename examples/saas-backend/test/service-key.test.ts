@@ -192,7 +192,7 @@ describe.each(databaseKinds)('the service key on the %s database', (kind) => {
     expect(created.status).toBe(201);
     expect(created.body.data).toMatchObject({ id, identifier: 'email-verification:a@example.com' });
     expect((await service('GET', `/verifications/${id}`)).body.data).toEqual(created.body.data);
-    const list = await service('GET', '/verifications');
+    const list = await service('GET', '/verifications?identifier[in]=email-verification:a@example.com,other');
     expect(list.body.data.map((row: { id: string }) => row.id)).toEqual([id]);
 
     const replaced = await service('PUT', `/verifications/${id}`, { body: { identifier: 'reset:a@example.com', value: 'v-456', expiresAt: inOneDay() } });

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthstrapError, createAuthstrapClient, type AuthstrapClient, type Project } from '../client/authstrap-client.js';
 import { allowedOrigin, databaseKinds, startBackend, type TestBackend } from './support/backend.js';
+import { tokenOf } from './support/mailbox.js';
 
 // The typed client that `authstrap generate` writes to client/authstrap-client.ts, against the
 // example backend listening on a loopback port: in token mode, as server code uses it, and with
@@ -57,6 +58,34 @@ describe.each(databaseKinds)('the generated typed client on the %s database', (k
   });
   afterAll(() => backend?.stop());
 
+  it('runs the account flows with the secrets from the mail: reset, invitation as a new user, sessions, deletion', async () => {
+    const client = createAuthstrapClient({ baseUrl: backend.url });
+    await client.auth.signUp({ email: 'flows@example.com', password, name: 'Flows' });
+    expect((await client.auth.verifyEmail(tokenOf(await backend.mailbox.next('flows@example.com', /Confirm/)))).user.email_verified).toBe(true);
+
+    const anonymous = createAuthstrapClient({ baseUrl: backend.url });
+    expect(await anonymous.auth.forgotPassword('flows@example.com')).toEqual(await anonymous.auth.forgotPassword('nobody@example.com'));
+    await anonymous.auth.resetPassword(tokenOf(await backend.mailbox.next('flows@example.com', /Reset/)), 'a brand new password');
+    expect(await client.auth.getSession()).toBeNull();
+    await client.auth.signIn({ email: 'flows@example.com', password: 'a brand new password' });
+
+    // An invitation to an address without an account, accepted from the mail as a new user.
+    client.setOrganization((await client.auth.getSession())!.organizations[0]!.id);
+    const sent = await client.User.create({ email: 'joiner@example.com', role: 'admin' });
+    expect(sent).not.toHaveProperty('token');
+    const joiner = createAuthstrapClient({ baseUrl: backend.url });
+    const joined = await joiner.auth.acceptInvitationAsNewUser({ token: tokenOf(await backend.mailbox.next('joiner@example.com', /invited/)), email: 'joiner@example.com', name: 'Joiner', password });
+    expect(joined).toMatchObject({ role: 'admin', user: { email_verified: true } });
+    expect((await joiner.auth.getSession())!.user.email).toBe('joiner@example.com');
+    expect((await joiner.auth.invitations()).meta.total).toBe(0);
+
+    const sessions = await joiner.auth.sessions();
+    expect(sessions.map((session) => session.current)).toEqual([true]);
+    expect((await failure(joiner.auth.changePassword('not my password', 'another new password'))).code).toBe('INVALID_PASSWORD');
+    expect(await joiner.auth.deleteAccount(password)).toEqual({ deleted: true });
+    expect(await joiner.auth.getSession()).toBeNull();
+  });
+
   it('signs up, out and back in, keeping the token for the calls that follow', async () => {
     const client = createAuthstrapClient({ baseUrl: `${backend.url}/` });
     const signedUp = await client.auth.signUp({ email: 'grace@example.com', password, name: 'Grace' });
@@ -71,7 +100,7 @@ describe.each(databaseKinds)('the generated typed client on the %s database', (k
     const signedOut = await failure(client.Organization.list());
     expect(signedOut).toMatchObject({ status: 401, code: 'UNAUTHORIZED' });
     // The session ended at the backend too, not only in this client.
-    const oldToken = createAuthstrapClient({ baseUrl: backend.url, token: signedUp.token });
+    const oldToken = createAuthstrapClient({ baseUrl: backend.url, token: signedUp.token! });
     expect(await oldToken.auth.getSession()).toBeNull();
 
     const wrong = await failure(client.auth.signIn({ email: 'grace@example.com', password: 'not the password' }));

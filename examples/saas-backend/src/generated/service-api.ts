@@ -5,7 +5,7 @@ import { callerOf } from '../extensions/auth/auth.decorator.js';
 import type { Database, Queryable } from '../db/database.js';
 import { sendData, sendList } from '../http/envelope.js';
 import { forbidden, notFound } from '../http/errors.js';
-import { parseListQuery, parseWriteFilter, type JoinTarget, type ListPage, type ListQuery, type ListSpec, type WhereClause } from '../http/list-query.js';
+import { idsMatching, parseListQuery, parseWriteFilter, type JoinTarget, type ListPage, type ListQuery, type ListSpec, type WhereClause } from '../http/list-query.js';
 import { parseBody, parseId } from '../http/validate.js';
 import type { GeneratedDeps } from './deps.js';
 import { userListSpec, userServiceRepository } from './User/user.repository.js';
@@ -44,6 +44,8 @@ interface ServiceApi<Row, Create extends z.ZodType, Replace extends z.ZodType, U
   updateInput: Update;
   /** More work in the same transaction as a create, when the request asks for it. */
   afterCreate?: (tx: Queryable, created: Row, req: Request) => Promise<unknown>;
+  /** How records are deleted when it is more than a DELETE (users: never an organization's last owner): how many were. */
+  removeMany?: (tx: Queryable, ids: string[]) => Promise<number>;
 }
 
 /**
@@ -55,7 +57,7 @@ interface ServiceApi<Row, Create extends z.ZodType, Replace extends z.ZodType, U
 function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodType, Update extends z.ZodType>(
   db: Database,
   joinTargets: Readonly<Record<string, JoinTarget>>,
-  { entity, list, repository, createInput, replaceInput, updateInput, afterCreate }: ServiceApi<Row, Create, Replace, Update>,
+  { entity, list, repository, createInput, replaceInput, updateInput, afterCreate, removeMany }: ServiceApi<Row, Create, Replace, Update>,
 ): Router {
   const router = Router();
   router.use((req, _res, next) => (callerOf(req).kind === 'service' ? next() : next('router')));
@@ -86,7 +88,11 @@ function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodTy
   });
 
   router.delete('/', async (req, res) => {
-    sendData(res, { count: await repository.deleteMatching(db, parseWriteFilter(req.query, list)) });
+    const where = parseWriteFilter(req.query, list);
+    const count = removeMany
+      ? await db.transaction(async (tx) => removeMany(tx, await idsMatching(tx, list, where)))
+      : await repository.deleteMatching(db, where);
+    sendData(res, { count });
   });
 
   router.get('/:id', async (req, res) => {
@@ -112,7 +118,8 @@ function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodTy
 
   router.delete('/:id', async (req, res) => {
     const id = parseId(entity, req.params.id);
-    if (!(await repository.remove(db, id))) throw notFound(entity, id);
+    const removed = removeMany ? (await db.transaction((tx) => removeMany(tx, [id]))) > 0 : await repository.remove(db, id);
+    if (!removed) throw notFound(entity, id);
     res.status(204).end();
   });
 
@@ -155,6 +162,8 @@ export function serviceApiRouters({ db, auth }: GeneratedDeps) {
       replaceInput: UserServiceReplaceInput,
       updateInput: UserServiceUpdateInput,
       afterCreate: withPersonalOrganization(auth),
+      // Better Auth's deleteUser comes here: the same rule as a user deleting their own account.
+      removeMany: auth.deleteUsers,
     }),
     account: serviceApiRouter(db, joinTargets, {
       entity: 'account',

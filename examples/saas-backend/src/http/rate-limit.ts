@@ -11,7 +11,7 @@ import { isServiceKeyRequest, sessionCredential } from './session-token.js';
 export interface RateLimits {
   /** Mounted at /api/auth: sign-up, sign-in, sign-out (10 an hour by default). */
   auth: RequestHandler;
-  /** Mounted at /api: everything else there, including get-session (100 per 15 minutes); not the docs page. */
+  /** Mounted at /api: everything else there, including the signed-in reads of /api/auth (100 per 15 minutes); not the docs page. */
   api: RequestHandler;
   /**
    * The generated data routes and your own ones outside /api, and the docs page: a generous
@@ -23,9 +23,14 @@ export interface RateLimits {
 
 /** `/auth/get-session/` -> `/auth/get-session`: routing ignores case and a trailing slash, so must we. */
 const normalise = (path: string) => path.toLowerCase().replace(/\/+$/, '');
-/** HEAD is answered by the GET route, so it is the same request without a body. */
-const isGetSession = (method: string, pathUnderApi: string) =>
-  (method === 'GET' || method === 'HEAD') && normalise(pathUnderApi) === '/auth/get-session';
+/**
+ * The signed-in user's reads under /api/auth (their session, sessions and invitations): an app
+ * asks for them on every page, and they guess no password and send no mail, so they count under
+ * /api, not under the strict limit. HEAD is answered by the GET route, so it is the same request.
+ */
+const signedInReads = new Set(['/auth/get-session', '/auth/sessions', '/auth/invitations']);
+const isSignedInRead = (method: string, pathUnderApi: string) =>
+  (method === 'GET' || method === 'HEAD') && signedInReads.has(normalise(pathUnderApi));
 /** `/auth` itself and everything below it: the requests the /api/auth limiter counts. */
 const isUnderAuth = (pathUnderApi: string) => {
   const path = normalise(pathUnderApi);
@@ -150,17 +155,17 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
       limit: config.rateLimits.authMax,
       message: 'Too many login attempts',
       prefix: `${prefix}auth:`,
-      skip: (req) => isGetSession(req.method, `/auth${req.path}`),
+      skip: (req) => isSignedInRead(req.method, `/auth${req.path}`),
     }),
     api: limiter({
       windowMs: config.rateLimits.apiWindowMs,
       limit: config.rateLimits.apiMax,
       message: 'Too many requests',
       prefix: `${prefix}api:`,
-      // Requests to /api/auth are the stricter limiter's, except get-session; `/api/auth` itself
+      // Requests to /api/auth are the stricter limiter's, except the signed-in reads; `/api/auth` itself
       // (no trailing part) is mounted there too, so it must not be counted twice. The docs page
       // loads about eight files: they are the data limiter's, not the API budget of the app.
-      skip: (req) => (isUnderAuth(req.path) && !isGetSession(req.method, req.path)) || isDocs(req.path),
+      skip: (req) => (isUnderAuth(req.path) && !isSignedInRead(req.method, req.path)) || isDocs(req.path),
     }),
     data: limiter({
       windowMs: config.rateLimits.dataWindowMs,

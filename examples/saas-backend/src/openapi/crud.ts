@@ -26,8 +26,12 @@ export interface CrudRoutes {
   updateInput: z.ZodType;
   /** Sorting, filters and search: the same description the list query reads. */
   list: ListSpec;
-  /** A create that is not a plain insert (POST /members sends an invitation): its own body and answer. */
-  create?: { summary: string; input: z.ZodType; output: z.ZodType };
+  /**
+   * A create that is not a plain insert (a user's POST /members and POST /Users send an
+   * invitation): its own body and answer. With the service API, the service key's plain insert
+   * (201) is documented beside it.
+   */
+  create?: { summary: string; input: z.ZodType; output: z.ZodType; status: number };
   /** Also reachable as `/<parents>/{parentId}/<children>`. */
   nested?: { path: string; parentParam: string; parentEntity: string; createInput: z.ZodType };
   /** On the entities the trusted server (the service key) manages: the body of its update-many. */
@@ -150,11 +154,20 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
     request: { query: listQuery(routes), ...scoped },
     responses: { 200: listResponse, ...scopedErrors },
   });
-  const create = routes.create ?? { summary: `Create a ${routes.entity}`, input: routes.createInput, output: routes.output };
+  const plainCreate = { summary: `Create ${/^[aeiou]/i.test(routes.entity) ? 'an' : 'a'} ${routes.entity}`, input: routes.createInput, output: routes.output, status: 201 };
+  const create = routes.create ?? plainCreate;
+  const serviceCreate = routes.create && routes.serviceApi ? plainCreate : undefined;
   registry.registerPath({
     method: 'post', path: routes.path, tags, summary: create.summary,
-    request: { body: jsonBody(create.input), ...scoped },
-    responses: { 201: dataEnvelope(create.summary, create.output), ...scopedErrors, 409: errorResponse('Conflicts with an existing record'), ...invalid },
+    description: serviceCreate ? `With the service key: ${serviceCreate.summary.toLowerCase()} directly (201), from the second body shape.` : undefined,
+    request: { body: jsonBody(serviceCreate ? z.union([create.input, serviceCreate.input]) : create.input), ...scoped },
+    responses: {
+      [create.status]: dataEnvelope(create.summary, create.output),
+      ...(serviceCreate ? { 201: dataEnvelope(`Created (service key)`, serviceCreate.output) } : {}),
+      ...scopedErrors,
+      409: errorResponse('Conflicts with an existing record'),
+      ...invalid,
+    },
   });
   registry.registerPath({
     method: 'get', path: itemPath, tags, summary: `Read a ${routes.entity}`, description: serviceNote || undefined,

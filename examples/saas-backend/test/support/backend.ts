@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { startMailbox, tokenOf, type Mailbox } from './mailbox.js';
 
 export const projectDir = path.resolve(import.meta.dirname, '../..');
 
@@ -50,7 +51,17 @@ export async function createThrowawayDatabase(): Promise<{ url: string; drop(): 
 export interface TestBackend {
   url: string;
   running: RunningServer;
+  /** The SMTP server this backend's mail goes to (SMTP_URL), unless the test chose its own. */
+  mailbox: Mailbox;
   stop(): Promise<void>;
+}
+
+/** Each test backend's mailbox, by its URL: helpers that get a backend's URL read its mail. */
+const mailboxes = new Map<string, Mailbox>();
+export function mailboxOf(baseUrl: string): Mailbox {
+  const mailbox = mailboxes.get(new URL(baseUrl).origin);
+  if (!mailbox) throw new Error(`no test mailbox for ${baseUrl}: start the backend with startBackend`);
+  return mailbox;
 }
 
 export const serviceApiKey = 'test-service-key-0123456789abcdef0123456789';
@@ -64,6 +75,7 @@ export const allowedOrigin = 'http://localhost:5173';
  */
 export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, string> = {}): Promise<TestBackend> {
   const database = kind === 'postgres' ? await createThrowawayDatabase() : undefined;
+  const mailbox = await startMailbox();
   const env = {
     NODE_ENV: 'test',
     HOST: '127.0.0.1',
@@ -77,14 +89,22 @@ export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, 
     AUTH_SECRET: authSecret,
     ALLOWED_ORIGINS: allowedOrigin,
     ...(database ? { DATABASE_URL: database.url } : { EMBEDDED_DB_DIR: 'memory://' }),
+    SMTP_URL: mailbox.url,
+    SMTP_TIMEOUT_MS: '3000',
+    OUTBOX_POLL_MS: '100',
+    OUTBOX_RETRY_MS: '200',
     ...extraEnv,
   };
   const running = await startServer({ projectDir, env });
+  mailboxes.set(new URL(running.url).origin, mailbox);
   return {
     url: running.url,
     running,
+    mailbox,
     async stop() {
       await running.stop();
+      mailboxes.delete(new URL(running.url).origin);
+      await mailbox.close();
       await database?.drop();
     },
   };
@@ -135,6 +155,8 @@ export function apiClient(baseUrl: string, defaults: Pick<RequestOptions, 'token
 export type Api = ReturnType<typeof apiClient>;
 
 export interface SignedUp {
+  /** The backend this user signed up on. */
+  baseUrl: string;
   user: { id: string; email: string; name: string };
   token: string;
   /** The personal organization sign-up created, with this user as owner. */
@@ -151,14 +173,28 @@ export async function signUp(baseUrl: string, email: string, password = 'correct
   const { user, token } = response.body.data;
   const session = await anonymous('GET', '/api/auth/get-session', { token });
   const organizationId = session.body.data.organizations[0].id;
-  return { user, token, organizationId, api: apiClient(baseUrl, { token, organizationId }) };
+  return { baseUrl, user, token, organizationId, api: apiClient(baseUrl, { token, organizationId }) };
 }
 
-/** The owner invites `member` to their organization with `role`, and `member` accepts. */
+/** The secret of the first invitation mailed to `email` after the first `sentAfter` messages to it. */
+export async function invitationTokenFor(baseUrl: string, email: string, sentAfter: number): Promise<string> {
+  const mailbox = mailboxOf(baseUrl);
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const mail = mailbox.to(email).slice(sentAfter).find((candidate) => /invited to join/.test(candidate.subject));
+    if (mail) return tokenOf(mail);
+    if (Date.now() > deadline) throw new Error(`no invitation mailed to ${email}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The owner invites `member` to their organization with `role`, and `member` accepts with the mailed secret. */
 export async function joinOrganization(owner: SignedUp, member: SignedUp, role: 'owner' | 'admin' | 'member'): Promise<void> {
+  const before = mailboxOf(owner.baseUrl).to(member.user.email).length;
   const invited = await owner.api('POST', '/members', { body: { email: member.user.email, role } });
-  if (invited.status !== 201) throw new Error(`invite failed: ${JSON.stringify(invited.body)}`);
-  const accepted = await member.api('POST', '/api/auth/invitations/accept', { body: { token: invited.body.data.token } });
+  if (invited.status !== 202) throw new Error(`invite failed: ${JSON.stringify(invited.body)}`);
+  const token = await invitationTokenFor(owner.baseUrl, member.user.email, before);
+  const accepted = await member.api('POST', '/api/auth/invitations/accept', { body: { token } });
   if (accepted.status !== 200) throw new Error(`accept failed: ${JSON.stringify(accepted.body)}`);
 }
 

@@ -12,6 +12,8 @@ export const backendDependencies = {
   express: '^5.2.1',
   'express-rate-limit': '^8.7.0',
   helmet: '^8.1.0',
+  // Mail over SMTP (src/mail/mailer.ts); without SMTP_URL, mail goes to a folder.
+  nodemailer: '^8.0.9',
   pg: '^8.16.3',
   pino: '^10.1.0',
   'rate-limit-redis': '^6.0.1',
@@ -30,6 +32,7 @@ export const backendDevDependencies = {
   '@types/cors': '^2.8.19',
   '@types/express': '^5.0.5',
   '@types/node': '^20.19.0',
+  '@types/nodemailer': '^8.0.2',
   '@types/pg': '^8.15.6',
   '@types/swagger-ui-express': '^4.1.8',
   // `npm run dev` runs the TypeScript directly; production runs what `npm run build` compiled.

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Entity, Field, Schema } from '../schema/types.js';
+import { systemTables } from './system-tables.js';
 
 /**
  * The database as the schema describes it: tables, columns and named constraints. Migrations
@@ -157,5 +158,7 @@ export function databaseModel(schema: Schema): DatabaseModel {
       if (target && entity.tenantScoped && target.tenantScoped && !field.system) referencedWithTenant.add(target.name);
     }
   }
-  return { tables: schema.entities.map((entity) => tableOf(entity, entities, referencedWithTenant)) };
+  const entityTables = schema.entities.map((entity) => tableOf(entity, entities, referencedWithTenant));
+  // The backend's own tables (the outbox) come with auth, whose flows write to them.
+  return { tables: schema.auth ? [...entityTables, ...systemTables] : entityTables };
 }

@@ -146,7 +146,7 @@ export interface EntityView {
   searchColumns: string[];
   /** The built-in User: the trusted server may create it with a personal organization. */
   isUser: boolean;
-  /** A create route documented apart from the plain insert (POST /members invites), as code. */
+  /** A create route documented apart from the plain insert (POST /members and POST /Users invite), as code. */
   openApiCreate?: string;
   parent?: {
     field: string;
@@ -190,6 +190,9 @@ function jsonSelectListOf(fields: Field[]): string {
     })
     .join(', ');
 }
+
+/** Built-in entities whose POST by a user is an invitation, with its OpenAPI description (invitations.ts). */
+const invitationCreateRoutes: Record<string, string> = { member: 'invitationCreateRoute', User: 'userInvitationRoute' };
 
 /** Built-in entities whose routes only the trusted server (the service key) may use. */
 const serviceOnlyEntities = new Set(['verification']);
@@ -261,7 +264,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     serviceUpdateColumns: [...writable.map(columnPair), ...timestamps],
     listFields: entity.fields.filter((field) => field.type !== 'json').map((field) => ({ field: field.name, spec: listFieldSpec(field) })),
     searchColumns: entity.fields.filter((field) => field.searchable).map((field) => field.column),
-    openApiCreate: entity.builtin && entity.name === 'member' ? 'invitationCreateRoute' : undefined,
+    openApiCreate: entity.builtin ? invitationCreateRoutes[entity.name] : undefined,
     isUser: entity.builtin && entity.name === 'User',
     parent,
   };

@@ -1,3 +1,4 @@
+import { systemTables } from '../generate/system-tables.js';
 import type { DatabaseModel } from '../generate/table-model.js';
 import { builtinEntityNames } from '../schema/builtin.js';
 import { camelCase, pascalCase } from '../schema/naming.js';
@@ -21,7 +22,7 @@ export interface IntrospectedSchema {
 }
 
 /** Tables the tool itself manages; finding one means the database is authstrap's already. */
-export const authstrapTables = ['authstrap_migrations', ...builtinEntityNames];
+export const authstrapTables = ['authstrap_migrations', ...systemTables.map((table) => table.name), ...builtinEntityNames];
 
 const integerTypes = new Set(['int2', 'int4', 'int8']);
 const fieldTypeOf: Record<string, FieldType> = {

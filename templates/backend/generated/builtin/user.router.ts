@@ -2,7 +2,7 @@
 import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { assertRole, userOf } from '../../extensions/auth/auth.decorator.js';
-import { NewMemberInput } from '../../extensions/auth/auth.service.js';
+import { NewMemberInput } from '../../extensions/auth/invitations.js';
 import { sendData, sendList } from '../../http/envelope.js';
 import { forbidden, notFound } from '../../http/errors.js';
 import { listRows, parseListQuery, type Condition } from '../../http/list-query.js';
@@ -24,9 +24,10 @@ const membersOf = (organizationId: string): Condition => ({
 
 /**
  * /Users for signed-in users: the organization's people. Listing needs `x-organization-id` and
- * shows its members; owners and admins add (POST: a new address becomes a user here, one that has
- * an account gets an invitation) and remove (DELETE) them. A user changes only their own name and
- * image. The service key is served by service-api.ts before this router.
+ * shows its members; owners and admins invite (POST: an invitation mailed to the address, never an
+ * account for it, the same 202 whether it has one or not) and remove (DELETE) them. A user changes
+ * only their own name and image. The service key is served by service-api.ts before this router:
+ * only it creates accounts directly.
  */
 export function userRouter({ db, auth }: GeneratedDeps): Router {
   const router = Router();
@@ -42,10 +43,8 @@ export function userRouter({ db, auth }: GeneratedDeps): Router {
     assertRole(role, ['owner', 'admin']);
     const input = parseBody('User', NewMemberInput, req);
     if (input.role === 'owner') assertRole(role, ['owner']);
-    const outcome = await auth.createMember(organizationId, input, userOf(req).id);
-    // An address that already has an account is invited (202), never attached without consent.
-    if ('invited' in outcome) sendData(res, outcome.invited, 202);
-    else sendData(res, outcome.created, 201);
+    // Nobody gets an account, or joins, without the mailbox's owner: they accept from the mail.
+    sendData(res, await auth.invitations.invite(organizationId, input, userOf(req)), 202);
   });
 
   router.get('/:id', async (req, res) => {

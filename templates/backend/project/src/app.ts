@@ -14,6 +14,8 @@ import { sendData, sendError } from './http/envelope.js';
 import { errorHandler, refuseInvalidUtf8, unknownRoute, whenBodySent } from './http/errors.js';
 import type { RateLimits } from './http/rate-limit.js';
 import { requestLogger } from './logger.js';
+import { createMailer } from './mail/mail.js';
+import type { Outbox } from './outbox/outbox.js';
 import { securityHeaders } from './http/security-headers.js';
 import { docsRouter } from './openapi/docs.js';
 
@@ -22,6 +24,8 @@ export interface AppDependencies {
   db: Database;
   logger: Logger;
   rateLimits: RateLimits;
+  /** Where mail waits to be sent (outbox/outbox.ts); server.ts runs its worker. */
+  outbox: Outbox;
 }
 
 /**
@@ -31,8 +35,8 @@ export interface AppDependencies {
  * the auth guard (who is calling) and, when tenant-scoped, the scope guard (which organization,
  * which role) -> 404 -> error envelope.
  */
-export function createApp({ config, db, logger, rateLimits }: AppDependencies): Express {
-  const auth = createAuthService({ db, config });
+export function createApp({ config, db, logger, rateLimits, outbox }: AppDependencies): Express {
+  const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }) });
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);

@@ -1,25 +1,30 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { Database, Queryable } from '../../db/database.js';
+import type { Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
 import { hashToken } from '../../http/session-token.js';
+import { messages } from '../mail/messages.js';
+import type { AuthInternals, PublicUser, RequestMeta } from './auth.service.js';
+import { passwordSchema } from './password.js';
 import { RoleSchema, type Role } from './roles.js';
 
 /**
- * Joining an organization takes the consent of the person who joins. An owner or admin invites an
- * e-mail address; the person with that address accepts (or declines) while signed in, with the
- * secret of the invitation. Nobody is attached to an organization without that, so an owner never
- * sees another organization's user (their sessions, their accounts) by naming their address.
+ * Joining an organization takes the consent of the person who joins, proven by mail. An owner or
+ * admin invites an e-mail address (POST /members, or POST /Users); the invitation is mailed to it
+ * with a link, and the person accepts (or declines) with the link's secret: signed in with that
+ * address, or, without an account, by choosing a name and password, which creates the account
+ * with its address proven. Nobody is attached to an organization, and no account is made for an
+ * address, without the mailbox's owner. The answer to the inviter is the same whether the address
+ * has an account or not, and never carries the secret.
  *
  * An invitation is a `verification` row: `identifier` is `invitation:<email>`, `value` is
- * `<SHA-256 of the secret>:<organization id>:<role>:<inviter id>` (never the secret itself; plain
- * text, so no other kind of verification row can break a query over it); `expiresAt` bounds it.
- * Whether the address has an account does not change the answer: an address without one can
- * accept after signing up with it.
+ * `<SHA-256 of the secret>:<organization id>:<role>:<inviter id>`; `expiresAt` bounds it.
+ * It works only while its inviter may still invite with that role (an owner for an owner; an
+ * owner or admin otherwise), and while the organization exists.
  *
- * The secret goes back to the inviter, who passes it on (a link in an e-mail of your own): being
- * signed in with the address alone is not enough, since nothing here proves that the person who
- * signed up with an address owns its mailbox.
+ * Limits (INVITATIONS_PENDING_MAX per organization, INVITATIONS_PER_HOUR per inviter) keep an
+ * organization from being a way to mail anyone in bulk; organization names in the mail are text,
+ * never links (messages.ts).
  */
 
 const invitationLifetimeMs = 7 * 24 * 60 * 60 * 1000;
@@ -33,36 +38,46 @@ export const InvitationInput = z
   .meta({ id: 'InvitationInput' });
 export type InvitationInput = z.infer<typeof InvitationInput>;
 
+/** POST /Users by an owner or admin: an invitation too; `name` only greets them in the mail. */
+export const NewMemberInput = InvitationInput.extend({ name: z.string().min(2).max(200).optional() }).meta({ id: 'NewMemberInput' });
+export type NewMemberInput = z.infer<typeof NewMemberInput>;
+
 export const InvitationAnswerInput = z
   .object({ token: z.string().min(1).max(200) })
   .meta({ id: 'InvitationAnswerInput' });
 
+/** Accepting from the link without an account: the account is made, its address proven by the link. */
+export const InvitationSignUpInput = z
+  .object({
+    token: z.string().min(1).max(200),
+    email: z.email().max(320).toLowerCase(),
+    name: z.string().min(2).max(200),
+    password: passwordSchema,
+  })
+  .meta({ id: 'InvitationSignUpInput' });
+export type InvitationSignUpInput = z.infer<typeof InvitationSignUpInput>;
+
+export const InvitationPageQuery = z.strictObject({
+  page: z.coerce.number().int().min(1).default(1),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+});
+
+/** What the inviter gets back: the same for every address, and never the secret. */
+export const SentInvitation = z
+  .object({ id: z.uuid(), email: z.email(), organizationId: z.uuid(), role: RoleSchema, expiresAt: z.date() })
+  .meta({ id: 'SentInvitation' });
+export type SentInvitation = z.infer<typeof SentInvitation>;
+
 /** POST /members in the OpenAPI document: what it takes and answers. */
 export const invitationCreateRoute = {
-  summary: 'Invite an e-mail address to this organization (the same answer whether it has an account or not)',
+  summary: 'Invite an e-mail address to this organization (owners, admins): mailed; the same 202 whether it has an account or not',
+  status: 202,
   input: InvitationInput,
-  output: z
-    .object({
-      id: z.uuid(),
-      email: z.email(),
-      organizationId: z.uuid(),
-      role: RoleSchema,
-      expiresAt: z.date(),
-      token: z.string().meta({ description: 'The secret the invited person accepts with (POST /api/auth/invitations/accept); shown once' }),
-    })
-    .meta({ id: 'SentInvitation' }),
+  output: SentInvitation,
 };
 
-/** What the inviter gets back: the same for every address. */
-export interface SentInvitation {
-  id: string;
-  email: string;
-  organizationId: string;
-  role: Role;
-  expiresAt: Date;
-  /** The secret the invited person accepts with; shown once, stored only hashed. */
-  token: string;
-}
+/** POST /Users by an owner or admin in the OpenAPI document: an invitation too. */
+export const userInvitationRoute = { ...invitationCreateRoute, input: NewMemberInput };
 
 /** What the invited person sees of their pending invitations. */
 export interface PendingInvitation {
@@ -74,62 +89,171 @@ export interface PendingInvitation {
 
 const storedValue = (tokenHash: string, organizationId: string, role: Role, invitedBy: string) =>
   [tokenHash, organizationId, role, invitedBy].join(':');
-/** SQL for a part of the stored value: 1 the secret's hash, 2 the organization, 3 the role. */
-const part = (n: 1 | 2 | 3, alias = '') => `split_part(${alias}"value", ':', ${n})`;
+/** SQL for a part of the stored value: 1 the secret's hash, 2 the organization, 3 the role, 4 the inviter. */
+const part = (n: 1 | 2 | 3 | 4, alias = '') => `split_part(${alias}"value", ':', ${n})`;
 
-export function createInvitations(db: Database) {
+/**
+ * SQL: the invitation row `v` still stands: its organization exists and its inviter is a member
+ * there with a role that may invite with its role.
+ */
+const stillValid = `EXISTS (
+  SELECT 1 FROM "member" inviter
+  WHERE inviter."organizationId"::text = ${part(2, 'v.')} AND inviter."userId"::text = ${part(4, 'v.')}
+    AND (inviter."role" = 'owner' OR (inviter."role" = 'admin' AND ${part(3, 'v.')} <> 'owner')))`;
+
+const noLongerValid = () =>
+  new HttpError(404, 'NOT_FOUND', 'No pending invitation for your address with this token (it may have expired, been used or withdrawn)');
+
+export function createInvitations(auth: AuthInternals) {
+  const { db, config, mailer } = auth;
+
+  /**
+   * Uses up the invitation to `email` whose secret is `token`, and tells whether it still stands.
+   * A withdrawn one (its organization deleted, its inviter removed or demoted) is removed too.
+   */
+  async function consume(tx: Queryable, email: string, token: string) {
+    const { rows } = await tx.query<{ organizationId: string; role: Role; valid: boolean }>(
+      `DELETE FROM "verification" v WHERE v."identifier" = $1 AND ${part(1, 'v.')} = $2 AND v."expiresAt" > now()
+       RETURNING ${part(2, 'v.')} AS "organizationId", ${part(3, 'v.')} AS "role", ${stillValid} AS "valid"`,
+      [identifierOf(email), hashToken(token)],
+    );
+    return rows[0];
+  }
+
+  async function join(tx: Queryable, userId: string, invitation: { organizationId: string; role: Role }) {
+    await tx.query(
+      `INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3) ON CONFLICT ("organizationId", "userId") DO NOTHING`,
+      [invitation.organizationId, userId, invitation.role],
+    );
+    const { rows } = await tx.query<{ organizationId: string; role: Role; name: string; slug: string }>(
+      `SELECT m."organizationId", m."role", o."name", o."slug" FROM "member" m JOIN "Organization" o ON o."id" = m."organizationId"
+       WHERE m."organizationId" = $1::uuid AND m."userId" = $2`,
+      [invitation.organizationId, userId],
+    );
+    const joined = rows[0]!;
+    return { organization: { id: joined.organizationId, name: joined.name, slug: joined.slug }, role: joined.role };
+  }
+
+  /**
+   * Runs `work` in a transaction whose refusal still commits what it removed: a withdrawn
+   * invitation is gone even though the request fails.
+   */
+  async function answering<T>(work: (tx: Queryable) => Promise<T | HttpError>): Promise<T> {
+    const outcome = await db.transaction(work);
+    if (outcome instanceof HttpError) throw outcome;
+    return outcome;
+  }
+
   return {
-    /** Stores an invitation (replacing an earlier one to the same address for the same organization). */
-    async invite(tx: Queryable, organizationId: string, input: InvitationInput, invitedBy: string): Promise<SentInvitation> {
+    /**
+     * Invites `email` (replacing an earlier invitation to it from the same organization) and
+     * mails it the link. 409 past the organization's pending limit, 429 past the inviter's hourly one.
+     */
+    async invite(organizationId: string, input: InvitationInput & { name?: string }, inviter: { id: string; name: string }): Promise<SentInvitation> {
       const token = randomBytes(32).toString('base64url');
       const role = input.role ?? 'member';
       const identifier = identifierOf(input.email);
-      await tx.query(`DELETE FROM "verification" WHERE "identifier" = $1 AND ${part(2)} = $2`, [identifier, organizationId]);
-      const { rows } = await tx.query<{ id: string; expiresAt: Date }>(
-        `INSERT INTO "verification" ("identifier", "value", "expiresAt") VALUES ($1, $2, $3) RETURNING "id", "expiresAt"`,
-        [identifier, storedValue(hashToken(token), organizationId, role, invitedBy), new Date(Date.now() + invitationLifetimeMs)],
-      );
-      return { id: rows[0]!.id, email: input.email, organizationId, role, expiresAt: rows[0]!.expiresAt, token };
+      const sent = await db.transaction(async (tx) => {
+        // One invitation per address and organization: concurrent ones wait for each other here.
+        await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${identifier}:${organizationId}`]);
+        await tx.query(`DELETE FROM "verification" WHERE "identifier" = $1 AND ${part(2)} = $2`, [identifier, organizationId]);
+        const { rows: limits } = await tx.query<{ pending: number; sentLastHour: number; organizationName: string }>(
+          `SELECT
+             (SELECT count(*)::int FROM "verification" WHERE "identifier" LIKE 'invitation:%' AND ${part(2)} = $1 AND "expiresAt" > now()) AS "pending",
+             (SELECT count(*)::int FROM "authstrap_outbox" WHERE "channel" = 'mail' AND "payload"->>'kind' = 'invitation'
+                AND "payload"->>'sentBy' = $2 AND "createdAt" > now() - interval '1 hour') AS "sentLastHour",
+             (SELECT "name" FROM "Organization" WHERE "id" = $1::uuid) AS "organizationName"`,
+          [organizationId, inviter.id],
+        );
+        const { pending, sentLastHour, organizationName } = limits[0]!;
+        if (pending >= config.invitations.pendingMax) {
+          throw new HttpError(409, 'CONFLICT', `This organization has ${pending} pending invitations, the most it may have (INVITATIONS_PENDING_MAX); wait for answers or withdraw some`);
+        }
+        if (sentLastHour >= config.invitations.perInviterPerHour) {
+          throw new HttpError(429, 'RATE_LIMITED', `You sent ${sentLastHour} invitations in the last hour, the most allowed (INVITATIONS_PER_HOUR); try again later`);
+        }
+        const { rows } = await tx.query<{ id: string; expiresAt: Date }>(
+          `INSERT INTO "verification" ("identifier", "value", "expiresAt") VALUES ($1, $2, $3) RETURNING "id", "expiresAt"`,
+          [identifier, storedValue(hashToken(token), organizationId, role, inviter.id), new Date(Date.now() + invitationLifetimeMs)],
+        );
+        const link = mailer.link('accept-invitation', { token, email: input.email });
+        await mailer.send(tx, {
+          kind: 'invitation',
+          to: input.email,
+          message: messages.invitation({ organizationName: organizationName ?? 'an organization', inviterName: inviter.name, role, link }),
+          link,
+          sentBy: inviter.id,
+        });
+        return { id: rows[0]!.id, email: input.email, organizationId, role, expiresAt: rows[0]!.expiresAt };
+      });
+      mailer.sendCommitted();
+      return sent;
     },
 
-    /** The unexpired invitations to the signed-in user's address. */
-    async pendingFor(email: string): Promise<PendingInvitation[]> {
-      const { rows } = await db.query<{ id: string; expiresAt: Date; role: Role; organizationId: string; name: string }>(
-        `SELECT v."id", v."expiresAt", ${part(3, 'v.')} AS "role", o."id" AS "organizationId", o."name"
+    /** The signed-in user's standing invitations, a page at a time, oldest first. */
+    async pendingFor(email: string, { page, limit }: z.output<typeof InvitationPageQuery>) {
+      const { rows } = await db.query<{ id: string; expiresAt: Date; role: Role; organizationId: string; name: string; total: number }>(
+        `SELECT v."id", v."expiresAt", ${part(3, 'v.')} AS "role", o."id" AS "organizationId", o."name", count(*) OVER ()::int AS "total"
          FROM "verification" v JOIN "Organization" o ON o."id"::text = ${part(2, 'v.')}
-         WHERE v."identifier" = $1 AND v."expiresAt" > now() ORDER BY v."createdAt"`,
-        [identifierOf(email)],
+         WHERE v."identifier" = $1 AND v."expiresAt" > now() AND ${stillValid}
+         ORDER BY v."createdAt", v."id" LIMIT $2 OFFSET $3`,
+        [identifierOf(email), limit, (page - 1) * limit],
       );
-      return rows.map((row) => ({ id: row.id, organization: { id: row.organizationId, name: row.name }, role: row.role, expiresAt: row.expiresAt }));
+      let total = rows[0]?.total;
+      if (total === undefined) {
+        // A page past the end has no rows to carry the count.
+        const { rows: counted } = await db.query<{ total: number }>(
+          `SELECT count(*)::int AS "total" FROM "verification" v WHERE v."identifier" = $1 AND v."expiresAt" > now() AND ${stillValid}
+             AND EXISTS (SELECT 1 FROM "Organization" o WHERE o."id"::text = ${part(2, 'v.')})`,
+          [identifierOf(email)],
+        );
+        total = counted[0]!.total;
+      }
+      return {
+        rows: rows.map((row): PendingInvitation => ({ id: row.id, organization: { id: row.organizationId, name: row.name }, role: row.role, expiresAt: row.expiresAt })),
+        meta: { page, limit, total, totalPages: Math.ceil(total / limit) },
+      };
     },
 
     /**
      * Accepts (joining with the invited role) or declines the invitation whose secret is `token`,
-     * addressed to `user`. Either way it is used up. Already a member: the membership stays as it is.
+     * addressed to `user`. Either way it is used up. Accepting proves the address, as the secret
+     * came to it. Already a member: the membership stays as it is.
      */
     async answer(user: { id: string; email: string }, token: string, accept: boolean) {
-      return db.transaction(async (tx) => {
-        const { rows } = await tx.query<{ organizationId: string; role: Role }>(
-          `DELETE FROM "verification" WHERE "identifier" = $1 AND ${part(1)} = $2 AND "expiresAt" > now()
-           RETURNING ${part(2)} AS "organizationId", ${part(3)} AS "role"`,
-          [identifierOf(user.email), hashToken(token)],
-        );
-        const invitation = rows[0];
-        if (!invitation) {
-          throw new HttpError(404, 'NOT_FOUND', 'No pending invitation for your address with this token (it may have expired or been used)');
-        }
+      return answering(async (tx) => {
+        const invitation = await consume(tx, user.email, token);
+        if (!invitation || (accept && !invitation.valid)) return noLongerValid();
         if (!accept) return { declined: true as const, organizationId: invitation.organizationId };
-        await tx.query(
-          `INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3) ON CONFLICT ("organizationId", "userId") DO NOTHING`,
-          [invitation.organizationId, user.id, invitation.role],
-        );
-        const { rows: membership } = await tx.query<{ organizationId: string; role: Role; name: string; slug: string }>(
-          `SELECT m."organizationId", m."role", o."name", o."slug" FROM "member" m JOIN "Organization" o ON o."id" = m."organizationId"
-           WHERE m."organizationId" = $1::uuid AND m."userId" = $2`,
-          [invitation.organizationId, user.id],
-        );
-        const joined = membership[0]!;
-        return { organization: { id: joined.organizationId, name: joined.name, slug: joined.slug }, role: joined.role };
+        await tx.query(`UPDATE "User" SET "email_verified" = true, "updatedAt" = now() WHERE "id" = $1 AND NOT "email_verified"`, [user.id]);
+        return join(tx, user.id, invitation);
+      });
+    },
+
+    /**
+     * Accepts from the link without an account: the account (its address proven), a personal
+     * organization as at sign-up, the membership and a session, all or nothing. An address that
+     * has an account must sign in and accept (409).
+     */
+    async acceptAsNewUser(input: InvitationSignUpInput, meta: RequestMeta) {
+      const passwordHash = await auth.hashPassword(input.password);
+      return answering(async (tx) => {
+        const { rows: existing } = await tx.query('SELECT 1 FROM "User" WHERE "email" = $1', [input.email]);
+        if (existing.length > 0) {
+          // Kept for the signed-in accept; said only to whoever holds the mailed secret.
+          const { rows: held } = await tx.query(`SELECT 1 FROM "verification" v WHERE v."identifier" = $1 AND ${part(1, 'v.')} = $2 AND v."expiresAt" > now()`, [
+            identifierOf(input.email),
+            hashToken(input.token),
+          ]);
+          return held.length > 0 ? new HttpError(409, 'CONFLICT', 'This address has an account: sign in with it, then accept the invitation') : noLongerValid();
+        }
+        const invitation = await consume(tx, input.email, input.token);
+        if (!invitation || !invitation.valid) return noLongerValid();
+        const user: PublicUser = await auth.insertUserWithPassword(tx, { email: input.email, name: input.name, emailVerified: true }, passwordHash);
+        await auth.createPersonalOrganization(tx, user);
+        const joined = await join(tx, user.id, invitation);
+        const { token } = await auth.createSession(tx, user.id, joined.organization.id, meta);
+        return { user, token, ...joined };
       });
     },
   };

@@ -36,12 +36,12 @@ export function memberRouter({ db, auth }: GeneratedDeps): Router {
     sendData(res, member);
   });
 
-  // An invitation, never a membership: the answer is the same whether the address has an account
-  // or not, and the person joins only by accepting it (POST /api/auth/invitations/accept).
+  // An invitation, mailed, never a membership: the answer is the same whether the address has an
+  // account or not, and the person joins only by accepting it (POST /api/auth/invitations/accept).
   router.post('/', requires.role('owner', 'admin'), async (req, res) => {
     const input = parseBody('member', InvitationInput, req);
     if (input.role === 'owner') assertRole(req.role, ['owner']);
-    sendData(res, await auth.invitations.invite(db, organizationOf(req), input, userOf(req).id), 201);
+    sendData(res, await auth.invitations.invite(organizationOf(req), input, userOf(req)), 202);
   });
 
   // Changing or deleting memberships by filter is the trusted server's.

@@ -656,6 +656,13 @@ export async function updateMatching(
   return rowCount;
 }
 
+/** The ids of the records a write filter matches (for deletes that check each record first). */
+export async function idsMatching(db: Queryable, spec: ListSpec, where: WhereClause[]): Promise<string[]> {
+  const params: unknown[] = [];
+  const { rows } = await db.query<{ id: string }>(`SELECT "id" FROM ${quoteIdentifier(spec.table)}${whereSql(spec, { where }, {}, [], params)}`, params);
+  return rows.map((row) => row.id);
+}
+
 /** DELETE every row matching `where` (the trusted server's delete-many); returns how many went. */
 export async function deleteMatching(db: Queryable, spec: ListSpec, where: WhereClause[]): Promise<number> {
   const params: unknown[] = [];

@@ -26,6 +26,18 @@ export function isUuid(value: string): boolean {
 const hasBody = (req: Request) =>
   req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
+/** Validates a query string against a schema: one that does not fit is a 400 naming each parameter. */
+export function parseQuery<Schema extends z.ZodType>(what: string, schema: Schema, query: unknown): z.output<Schema> {
+  const result = schema.safeParse(query ?? {});
+  if (result.success) return result.data;
+  const details: Record<string, string> = {};
+  for (const issue of result.error.issues) {
+    if (issue.code === 'unrecognized_keys') for (const key of issue.keys) details[key] = 'Unknown query parameter';
+    else details[issue.path.join('.') || 'query'] ??= issue.message;
+  }
+  throw badRequest(`Invalid query parameters for ${what}: ${Object.entries(details).map(([name, message]) => `${name}: ${message}`).join('; ')}`, details);
+}
+
 /**
  * Validates a JSON body against a schema: a body that is not JSON is a 400; one that does not fit
  * the schema is a 422 whose `details` names each failing field.

@@ -2,17 +2,29 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { Config } from '../../config.js';
-import { sendData } from '../../http/envelope.js';
-import { HttpError } from '../../http/errors.js';
-import { clearSessionCookie, presentedSession, setSessionCookie } from '../../http/session-token.js';
-import { parseBody } from '../../http/validate.js';
+import { sendData, sendList } from '../../http/envelope.js';
+import { forbidden, HttpError } from '../../http/errors.js';
+import { clearSessionCookie, isServiceKeyRequest, presentedSession, setSessionCookie } from '../../http/session-token.js';
+import { parseBody, parseId, parseQuery } from '../../http/validate.js';
+import {
+  ChangeEmailInput,
+  ChangePasswordInput,
+  DeleteAccountInput,
+  EmailInput,
+  linkOnItsWay,
+  ResetPasswordInput,
+  TokenInput,
+  TrustedMailInput,
+} from './account-flows.js';
 import { SignInInput, SignUpInput, type AuthService } from './auth.service.js';
-import { InvitationAnswerInput } from './invitations.js';
+import { InvitationAnswerInput, InvitationPageQuery, InvitationSignUpInput } from './invitations.js';
 import { RoleSchema } from './roles.js';
 
 /**
- * /api/auth: sign-up, sign-in, sign-out and the current session. Yours to change: the generator
- * created this file once and never writes it again.
+ * /api/auth: sign-up, sign-in, sign-out and the current session; the account flows (confirming
+ * the address, resetting and changing the password and the address, one's sessions, deleting the
+ * account); and invitations. Yours to change: the generator created this file once and never
+ * writes it again.
  */
 export function authRouter({ auth, config }: { auth: AuthService; config: Config }): Router {
   const router = Router();
@@ -25,7 +37,8 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
       if (error?.code === '23505') throw new HttpError(409, 'CONFLICT', 'An account with this email already exists');
       throw error;
     });
-    setSessionCookie(res, token, config);
+    // With REQUIRE_EMAIL_VERIFICATION there is no session until the address is confirmed.
+    if (token) setSessionCookie(res, token, config);
     sendData(res, { user, token }, 201);
   });
 
@@ -42,26 +55,13 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
     sendData(res, { signedOut: true });
   });
 
-  /** The signed-in user behind this request, or 401. */
-  const signedInUser = async (req: Request) => {
+  /** The signed-in user and session behind this request, or 401. */
+  const signedIn = async (req: Request) => {
     const presented = presentedSession(req, config);
     const resolved = presented ? await auth.resolveSession(presented.token) : null;
     if (!resolved) throw new HttpError(401, 'UNAUTHORIZED', 'Sign in first: send the session cookie or an Authorization: Bearer token');
-    return resolved.user;
+    return resolved;
   };
-
-  // Invitations to the signed-in user's address: listed, then accepted or declined with the
-  // invitation's secret. Joining an organization takes this consent; nothing else attaches a user.
-  router.get('/invitations', async (req, res) => {
-    sendData(res, await auth.invitations.pendingFor((await signedInUser(req)).email));
-  });
-  for (const [path, accept] of [['/invitations/accept', true], ['/invitations/decline', false]] as const) {
-    router.post(path, async (req, res) => {
-      const user = await signedInUser(req);
-      const { token } = parseBody('invitation', InvitationAnswerInput, req);
-      sendData(res, await auth.invitations.answer(user, token, accept));
-    });
-  }
 
   router.get('/get-session', async (req, res) => {
     const presented = presentedSession(req, config);
@@ -69,6 +69,99 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
     if (!resolved) throw new HttpError(401, 'UNAUTHORIZED', 'No valid session');
     if (resolved.renewed && presented!.via === 'cookie') setSessionCookie(res, presented!.token, config);
     sendData(res, { session: resolved.session, user: resolved.user, organizations: await auth.organizationsOf(resolved.user.id) });
+  });
+
+  // Confirming the address: the link in the sign-up mail (GET, as a browser follows it) or a
+  // frontend page posting its token.
+  router.get('/verify-email', async (req, res) => {
+    const { token } = parseQuery('verify-email', TokenInput, req.query);
+    sendData(res, { user: await auth.verifyEmail(token) });
+  });
+  router.post('/verify-email', async (req, res) => {
+    sendData(res, { user: await auth.verifyEmail(parseBody('verify-email', TokenInput, req).token) });
+  });
+  router.post('/send-verification-email', async (req, res) => {
+    await auth.resendVerification(parseBody('send-verification-email', EmailInput, req).email);
+    sendData(res, linkOnItsWay);
+  });
+
+  router.post('/forgot-password', async (req, res) => {
+    await auth.forgotPassword(parseBody('forgot-password', EmailInput, req).email);
+    sendData(res, linkOnItsWay);
+  });
+  router.post('/reset-password', async (req, res) => {
+    const { token, newPassword } = parseBody('reset-password', ResetPasswordInput, req);
+    await auth.resetPassword(token, newPassword);
+    sendData(res, { passwordReset: true });
+  });
+
+  router.post('/change-password', async (req, res) => {
+    const { user, session } = await signedIn(req);
+    const { currentPassword, newPassword } = parseBody('change-password', ChangePasswordInput, req);
+    await auth.changePassword(user, session.id, currentPassword, newPassword);
+    sendData(res, { passwordChanged: true });
+  });
+
+  router.post('/change-email', async (req, res) => {
+    const { user } = await signedIn(req);
+    await auth.requestEmailChange(user, parseBody('change-email', ChangeEmailInput, req).newEmail);
+    sendData(res, { message: 'A link to confirm the new address is on its way to it; your current address was told.' });
+  });
+  router.post('/change-email/confirm', async (req, res) => {
+    sendData(res, { user: await auth.confirmEmailChange(parseBody('change-email', TokenInput, req).token) });
+  });
+
+  // One's own sessions: which devices are signed in, and signing them out.
+  router.get('/sessions', async (req, res) => {
+    const { user, session } = await signedIn(req);
+    sendData(res, await auth.sessionsOf(user.id, session.id));
+  });
+  router.post('/sessions/revoke-others', async (req, res) => {
+    const { user, session } = await signedIn(req);
+    sendData(res, { revoked: await auth.revokeOtherSessions(user.id, session.id) });
+  });
+  router.delete('/sessions/:id', async (req, res) => {
+    const { user } = await signedIn(req);
+    const id = parseId('session', req.params.id);
+    if (!(await auth.revokeSession(user.id, id))) throw new HttpError(404, 'NOT_FOUND', `session with id '${id}' not found`);
+    res.status(204).end();
+  });
+
+  router.post('/delete-account', async (req, res) => {
+    const { user } = await signedIn(req);
+    await auth.deleteAccount(user, parseBody('delete-account', DeleteAccountInput, req).password);
+    clearSessionCookie(res, config);
+    sendData(res, { deleted: true });
+  });
+
+  // Better Auth in the frontend sends its verification and reset mail through here (the service
+  // key), so that there is one mail configuration and one outbox.
+  router.post('/send-mail', async (req, res) => {
+    if (!isServiceKeyRequest(req, config.serviceApiKey)) throw forbidden('Only a trusted server (the service key) may send mail');
+    await auth.sendTrustedMail(parseBody('send-mail', TrustedMailInput, req));
+    sendData(res, { queued: true }, 202);
+  });
+
+  // Invitations to the signed-in user's address: listed, then accepted or declined with the
+  // secret from the mail. Joining an organization takes this consent; nothing else attaches a user.
+  router.get('/invitations', async (req, res) => {
+    const { user } = await signedIn(req);
+    sendList(res, await auth.invitations.pendingFor(user.email, parseQuery('invitations', InvitationPageQuery, req.query)));
+  });
+  router.post('/invitations/accept', async (req, res) => {
+    // Without a session, the link's secret, the address, a name and a new password make the account.
+    if (!presentedSession(req, config) && req.body?.password !== undefined) {
+      const joined = await auth.invitations.acceptAsNewUser(parseBody('invitation', InvitationSignUpInput, req), meta(req));
+      setSessionCookie(res, joined.token, config);
+      sendData(res, joined, 201);
+      return;
+    }
+    const { user } = await signedIn(req);
+    sendData(res, await auth.invitations.answer(user, parseBody('invitation', InvitationAnswerInput, req).token, true));
+  });
+  router.post('/invitations/decline', async (req, res) => {
+    const { user } = await signedIn(req);
+    sendData(res, await auth.invitations.answer(user, parseBody('invitation', InvitationAnswerInput, req).token, false));
   });
 
   return router;
@@ -79,17 +172,45 @@ export function registerAuthRoutes(registry: OpenAPIRegistry): void {
   const User = z.object({ id: z.uuid(), email: z.string(), name: z.string(), email_verified: z.boolean(), image: z.string().nullable(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'AuthUser' });
   const Session = z.object({ id: z.uuid(), userId: z.uuid(), expiresAt: z.date(), activeOrganizationId: z.uuid().nullable(), ipAddress: z.string().nullable(), userAgent: z.string().nullable(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'AuthSession' });
   const envelope = (data: z.ZodType) => ({ content: { 'application/json': { schema: z.object({ success: z.literal(true), data }) } } });
-  const signedIn = envelope(z.object({ user: User, token: z.string().meta({ description: 'The session secret; also set as the session cookie' }) }));
+  const listEnvelope = (item: z.ZodType) => ({
+    content: { 'application/json': { schema: z.object({ success: z.literal(true), data: z.array(item), meta: z.object({ page: z.int(), limit: z.int(), total: z.int(), totalPages: z.int() }) }) } },
+  });
+  const sessionToken = z.string().meta({ description: 'The session secret; also set as the session cookie' });
+  const signedInBody = envelope(z.object({ user: User, token: sessionToken }));
   const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
   const tags = ['auth'];
-
-  registry.registerPath({ method: 'post', path: '/api/auth/sign-up/email', tags, summary: 'Create a user, their password account, a personal organization and a session', request: { body: json(SignUpInput) }, responses: { 201: { description: 'Signed up and signed in', ...signedIn }, 409: { description: 'The e-mail address is taken' }, 422: { description: 'Invalid input' }, 429: { description: 'Too many login attempts' } } });
-  registry.registerPath({ method: 'post', path: '/api/auth/sign-in/email', tags, summary: 'Sign in with e-mail and password', request: { body: json(SignInInput) }, responses: { 200: { description: 'Signed in', ...signedIn }, 401: { description: 'Invalid email or password' }, 429: { description: 'Too many login attempts' } } });
-  registry.registerPath({ method: 'post', path: '/api/auth/sign-out', tags, summary: 'End the current session', responses: { 200: { description: 'Signed out', ...envelope(z.object({ signedOut: z.literal(true) })) } } });
   const bearerOrCookie: Record<string, string[]>[] = [{ sessionCookie: [] }, { bearer: [] }];
+  // Sign-up and sign-in take no credential: no lock in the docs page.
+  const open: Record<string, string[]>[] = [];
+  const tooMany = { 429: { description: 'Too many requests to /api/auth from this address (RATE_LIMIT_AUTH_MAX per RATE_LIMIT_AUTH_WINDOW_MS)' } };
+  const invalidLink = { 400: { description: 'The link is not valid: used already, or expired (code INVALID_TOKEN)' } };
+  const notSignedIn = { 401: { description: 'Not signed in' } };
+  const onItsWay = { description: 'The same answer for every address, known or not', ...envelope(z.object({ message: z.string() })) };
+  const Membership = z.object({ organization: z.object({ id: z.uuid(), name: z.string(), slug: z.string() }), role: RoleSchema });
+
+  registry.registerPath({ method: 'post', path: '/api/auth/sign-up/email', tags, security: open, summary: 'Sign up: a user, their password account, a personal organization, a link to confirm the address, and a session', description: 'With REQUIRE_EMAIL_VERIFICATION (the default in production) `token` is null and no cookie is set: the user signs in once the address is confirmed.', request: { body: json(SignUpInput) }, responses: { 201: { description: 'Signed up (and signed in unless the address must be confirmed first)', ...envelope(z.object({ user: User, token: sessionToken.nullable() })) }, 409: { description: 'The e-mail address is taken' }, 422: { description: 'Invalid input' }, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/sign-in/email', tags, security: open, summary: 'Sign in with e-mail and password', request: { body: json(SignInInput) }, responses: { 200: { description: 'Signed in', ...signedInBody }, 401: { description: 'Invalid email or password' }, 403: { description: 'EMAIL_NOT_VERIFIED: the address is not confirmed yet (REQUIRE_EMAIL_VERIFICATION); a new link was sent to it' }, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/sign-out', tags, summary: 'End the current session', responses: { 200: { description: 'Signed out', ...envelope(z.object({ signedOut: z.literal(true) })) } } });
+  registry.registerPath({ method: 'get', path: '/api/auth/get-session', tags, security: bearerOrCookie, summary: 'The current session, its user and their organizations', responses: { 200: { description: 'The session', ...envelope(z.object({ session: Session, user: User, organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: RoleSchema })) })) }, 401: { description: 'No valid session' } } });
+
+  registry.registerPath({ method: 'get', path: '/api/auth/verify-email', tags, security: open, summary: 'Confirm an address with the link from the mail', request: { query: TokenInput }, responses: { 200: { description: 'Confirmed', ...envelope(z.object({ user: User })) }, ...invalidLink, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/verify-email', tags, security: open, summary: "Confirm an address with the link's token", request: { body: json(TokenInput) }, responses: { 200: { description: 'Confirmed', ...envelope(z.object({ user: User })) }, ...invalidLink, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/send-verification-email', tags, security: open, summary: 'Send the link that confirms an address again', request: { body: json(EmailInput) }, responses: { 200: onItsWay, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/forgot-password', tags, security: open, summary: 'Mail a link to reset the password of the account with this address', request: { body: json(EmailInput) }, responses: { 200: onItsWay, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/reset-password', tags, security: open, summary: "Set a new password with the reset link's token; every session of the user ends", request: { body: json(ResetPasswordInput) }, responses: { 200: { description: 'Reset: sign in with the new password', ...envelope(z.object({ passwordReset: z.literal(true) })) }, ...invalidLink, 422: { description: 'The new password is not acceptable' }, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/change-password', tags, security: bearerOrCookie, summary: "Change the signed-in user's password; their other sessions end", request: { body: json(ChangePasswordInput) }, responses: { 200: { description: 'Changed', ...envelope(z.object({ passwordChanged: z.literal(true) })) }, 400: { description: 'INVALID_PASSWORD: the current password is not right' }, ...notSignedIn, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/change-email', tags, security: bearerOrCookie, summary: 'Change the address: a link to the new address confirms it, and the old one is told', request: { body: json(ChangeEmailInput) }, responses: { 200: { description: 'The same answer whether or not the new address has an account', ...envelope(z.object({ message: z.string() })) }, ...notSignedIn, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/change-email/confirm', tags, security: open, summary: "Confirm a new address with the link's token", request: { body: json(TokenInput) }, responses: { 200: { description: 'The address is changed (and confirmed)', ...envelope(z.object({ user: User })) }, ...invalidLink, 409: { description: 'Another account has this address now' }, ...tooMany } });
+  registry.registerPath({ method: 'get', path: '/api/auth/sessions', tags, security: bearerOrCookie, summary: "The signed-in user's sessions: created, last renewed (updatedAt), IP, user agent, and which is this one", responses: { 200: { description: 'Sessions, newest first', ...envelope(z.array(Session.extend({ current: z.boolean() }))) }, ...notSignedIn } });
+  registry.registerPath({ method: 'delete', path: '/api/auth/sessions/{id}', tags, security: bearerOrCookie, summary: 'Sign one of your sessions out', request: { params: z.object({ id: z.uuid() }) }, responses: { 204: { description: 'Signed out' }, ...notSignedIn, 404: { description: 'You have no session with this id' }, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/sessions/revoke-others', tags, security: bearerOrCookie, summary: 'Sign out every session of yours but this one', responses: { 200: { description: 'How many were signed out', ...envelope(z.object({ revoked: z.int() })) }, ...notSignedIn, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/delete-account', tags, security: bearerOrCookie, summary: 'Delete your account (with your password); your organizations with no other member go with it', request: { body: json(DeleteAccountInput) }, responses: { 200: { description: 'Deleted', ...envelope(z.object({ deleted: z.literal(true) })) }, 400: { description: 'INVALID_PASSWORD' }, ...notSignedIn, 409: { description: 'You are the only owner of an organization that has other members: the message names it' }, ...tooMany } });
+
+  registry.registerPath({ method: 'post', path: '/api/auth/send-mail', tags, security: [{ bearer: [] }], summary: "A trusted server's mail (Better Auth's verification and reset links), sent in the backend's wording through its outbox", description: 'Service key only.', request: { body: json(TrustedMailInput) }, responses: { 202: { description: 'In the outbox', ...envelope(z.object({ queued: z.literal(true) })) }, 403: { description: 'Not the service key' } } });
+
   const Invitation = z.object({ id: z.uuid(), organization: z.object({ id: z.uuid(), name: z.string() }), role: RoleSchema, expiresAt: z.date() }).meta({ id: 'PendingInvitation' });
-  registry.registerPath({ method: 'get', path: '/api/auth/invitations', tags, summary: "The signed-in user's pending invitations to organizations", security: bearerOrCookie, responses: { 200: { description: 'Pending invitations', ...envelope(z.array(Invitation)) }, 401: { description: 'Not signed in' } } });
-  registry.registerPath({ method: 'post', path: '/api/auth/invitations/accept', tags, summary: 'Join an organization by accepting an invitation to your address, with its token', security: bearerOrCookie, request: { body: json(InvitationAnswerInput) }, responses: { 200: { description: 'Joined', ...envelope(z.object({ organization: z.object({ id: z.uuid(), name: z.string(), slug: z.string() }), role: RoleSchema })) }, 401: { description: 'Not signed in' }, 404: { description: 'No such invitation to your address (or it expired)' } } });
-  registry.registerPath({ method: 'post', path: '/api/auth/invitations/decline', tags, summary: 'Decline an invitation to your address, with its token', security: bearerOrCookie, request: { body: json(InvitationAnswerInput) }, responses: { 200: { description: 'Declined', ...envelope(z.object({ declined: z.literal(true), organizationId: z.uuid() })) }, 401: { description: 'Not signed in' }, 404: { description: 'No such invitation to your address (or it expired)' } } });
-  registry.registerPath({ method: 'get', path: '/api/auth/get-session', tags, summary: 'The current session, its user and their organizations', responses: { 200: { description: 'The session', ...envelope(z.object({ session: Session, user: User, organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: RoleSchema })) })) }, 401: { description: 'No valid session' } } });
+  const noInvitation = { 404: { description: 'No such invitation to your address (expired, used, or withdrawn: its organization was deleted, or its inviter may no longer invite)' } };
+  registry.registerPath({ method: 'get', path: '/api/auth/invitations', tags, security: bearerOrCookie, summary: "The signed-in user's pending invitations to organizations", request: { query: z.object({ page: z.int().min(1).optional(), limit: z.int().min(1).max(100).optional() }) }, responses: { 200: { description: 'Pending invitations, oldest first', ...listEnvelope(Invitation) }, ...notSignedIn } });
+  registry.registerPath({ method: 'post', path: '/api/auth/invitations/accept', tags, summary: "Join an organization with the invitation's token: signed in with the invited address, or, without an account, with a name and a password (the account is made, its address confirmed)", request: { body: json(z.union([InvitationAnswerInput, InvitationSignUpInput])) }, responses: { 200: { description: 'Joined', ...envelope(Membership) }, 201: { description: 'Account made and joined; signed in', ...envelope(Membership.extend({ user: User, token: sessionToken })) }, ...notSignedIn, ...noInvitation, 409: { description: 'Not signed in, and the address has an account: sign in, then accept' }, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/invitations/decline', tags, security: bearerOrCookie, summary: "Decline an invitation to your address, with its token", request: { body: json(InvitationAnswerInput) }, responses: { 200: { description: 'Declined', ...envelope(z.object({ declined: z.literal(true), organizationId: z.uuid() })) }, ...notSignedIn, ...noInvitation, ...tooMany } });
 }

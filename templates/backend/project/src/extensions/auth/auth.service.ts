@@ -5,12 +5,18 @@ import type { Config } from '../../config.js';
 import type { Database, Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
 import { hashToken, storedTokenCandidates } from '../../http/session-token.js';
-import { createInvitations, type SentInvitation } from './invitations.js';
+import type { Mailer } from '../../mail/mail.js';
+import { messages } from '../mail/messages.js';
+import { createAccountFlows } from './account-flows.js';
+import { createInvitations } from './invitations.js';
+import { passwordSchema } from './password.js';
 import { RoleSchema, type Role } from './roles.js';
+import { issueToken } from './tokens.js';
 
 /**
- * Password sign-up and sign-in with database sessions. This file is yours: the generator created
- * it once and never writes it again.
+ * Password sign-up and sign-in with database sessions; the account flows around them are in
+ * account-flows.ts, invitations in invitations.ts. This file is yours: the generator created it
+ * once and never writes it again.
  *
  * - Passwords are bcrypt hashes in `account.password` (providerId 'credential'), never in `User`.
  * - A session secret is 32 random bytes the client keeps (cookie `session` or a Bearer token);
@@ -22,16 +28,6 @@ import { RoleSchema, type Role } from './roles.js';
 const sessionLifetimeMs = 7 * 24 * 60 * 60 * 1000;
 /** A session used with less than this left is extended to the full lifetime again. */
 const renewWhenLeftMs = 6 * 24 * 60 * 60 * 1000;
-
-// Both bounds count UTF-8 bytes, as bcrypt does: 8 to 72 (an ASCII character is one byte, most
-// accented letters two, an emoji four). bcrypt reads only the first 72 bytes, so a longer password
-// is refused rather than cut short.
-const passwordBytes = (password: string) => Buffer.byteLength(password, 'utf8');
-const passwordSchema = z
-  .string()
-  .max(1024, 'Password must be at most 72 bytes')
-  .refine((password) => passwordBytes(password) >= 8, 'Password must be at least 8 bytes (8 plain letters or digits)')
-  .refine((password) => passwordBytes(password) <= 72, 'Password must be at most 72 bytes');
 
 // Auth bodies ignore unknown fields (clients such as Better Auth send extras like callbackURL).
 export const SignUpInput = z
@@ -48,18 +44,6 @@ export const SignInInput = z
   .object({ email: z.string().max(320).toLowerCase(), password: z.string().max(1024) })
   .meta({ id: 'SignInInput' });
 export type SignInInput = z.infer<typeof SignInInput>;
-
-export const NewMemberInput = z
-  .strictObject({
-    email: z.email().max(320).toLowerCase(),
-    name: z.string().min(2).max(200),
-    password: passwordSchema.optional(),
-    image: z.string().max(2048).nullable().optional(),
-    role: RoleSchema.optional(),
-  })
-  .meta({ id: 'NewMemberInput' });
-export type NewMemberInput = z.infer<typeof NewMemberInput>;
-
 
 export interface PublicUser {
   id: string;
@@ -118,13 +102,13 @@ function slugify(text: string): string {
 
 export type AuthService = ReturnType<typeof createAuthService>;
 
-export function createAuthService({ db, config }: { db: Database; config: Pick<Config, 'bcryptCost'> }) {
+export type AuthSettings = Pick<Config, 'bcryptCost' | 'requireEmailVerification' | 'invitations'>;
+
+export function createAuthService({ db, config, mailer }: { db: Database; config: AuthSettings; mailer: Mailer }) {
   // Hashed once, lazily: sign-in for an unknown e-mail compares against it, so that an unknown
   // e-mail and a wrong password take the same time.
   let dummyHash: Promise<string> | undefined;
   const timingDummy = () => (dummyHash ??= bcrypt.hash(randomBytes(16).toString('hex'), config.bcryptCost));
-
-  const invitations = createInvitations(db);
 
   // bcrypt's async functions run on libuv's thread pool, off the event loop.
   const hashPassword = (password: string) => bcrypt.hash(password, config.bcryptCost);
@@ -141,20 +125,18 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
   }
 
   /** User + credential account in one transaction; the caller adds memberships. */
-  async function insertUserWithPassword(tx: Queryable, input: { email: string; name: string; image?: string | null }, passwordHash: string | undefined) {
+  async function insertUserWithPassword(tx: Queryable, input: { email: string; name: string; image?: string | null; emailVerified?: boolean }, passwordHash: string) {
     const { rows } = await tx.query<PublicUser>(
-      `INSERT INTO "User" ("email", "name", "image") VALUES ($1, $2, $3)
+      `INSERT INTO "User" ("email", "name", "image", "email_verified") VALUES ($1, $2, $3, $4)
        RETURNING "id", "email", "name", "email_verified", "image", "createdAt", "updatedAt"`,
-      [input.email, input.name, input.image ?? null],
+      [input.email, input.name, input.image ?? null, input.emailVerified ?? false],
     );
     const user = rows[0]!;
-    if (passwordHash !== undefined) {
-      // providerId must be exactly 'credential': sign-in looks the account up by it.
-      await tx.query(
-        `INSERT INTO "account" ("userId", "accountId", "providerId", "password") VALUES ($1, $2, 'credential', $3)`,
-        [user.id, user.id, passwordHash],
-      );
-    }
+    // providerId must be exactly 'credential': sign-in looks the account up by it.
+    await tx.query(
+      `INSERT INTO "account" ("userId", "accountId", "providerId", "password") VALUES ($1, $2, 'credential', $3)`,
+      [user.id, user.id, passwordHash],
+    );
     return user;
   }
 
@@ -170,6 +152,17 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
   }
 
   /**
+   * Puts a link that confirms the user's address in the outbox (in `tx`), unless they already
+   * have three unexpired ones: asking again and again sends no more mail.
+   */
+  async function sendVerificationLink(tx: Queryable, user: { id: string; email: string; name: string }): Promise<void> {
+    const token = await issueToken(tx, 'verify-email', user.id, [user.email]);
+    if (!token) return;
+    const link = mailer.link('verify-email', { token });
+    await mailer.send(tx, { kind: 'verify-email', to: user.email, message: messages.verifyEmail({ name: user.name, link }), link });
+  }
+
+  /**
    * Extends a session with less than `renewWhenLeftMs` left to the full lifetime again (one
    * UPDATE, at most once a day per session). Returns the new expiry, or undefined when it was
    * not due.
@@ -181,19 +174,28 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
     return expiresAt;
   }
 
+  const shared = { db, config, mailer, hashPassword, timingDummy, createSession, insertUserWithPassword, createPersonalOrganization, sendVerificationLink };
+
   return {
     hashPassword,
     createPersonalOrganization,
 
-    /** User + credential account + personal organization (owner) + session, all or nothing. */
+    /**
+     * User + credential account + personal organization (owner) + a link that confirms the
+     * address, all or nothing; and a session, unless REQUIRE_EMAIL_VERIFICATION keeps the user
+     * out until they follow the link (`token` is then null).
+     */
     async signUp(input: SignUpInput, meta: RequestMeta) {
       const passwordHash = await hashPassword(input.password);
-      return db.transaction(async (tx) => {
+      const signedUp = await db.transaction(async (tx) => {
         const user = await insertUserWithPassword(tx, input, passwordHash);
         const organizationId = await createPersonalOrganization(tx, user);
-        const { token, session } = await createSession(tx, user.id, organizationId, meta);
-        return { user, token, session, organizationId };
+        await sendVerificationLink(tx, user);
+        const started = config.requireEmailVerification ? undefined : await createSession(tx, user.id, organizationId, meta);
+        return { user, token: started?.token ?? null, session: started?.session ?? null, organizationId };
       });
+      mailer.sendCommitted();
+      return signedUp;
     },
 
     async signIn(input: SignInInput, meta: RequestMeta) {
@@ -213,6 +215,12 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
       }
       if (!(await bcrypt.compare(input.password, found.passwordHash))) throw invalidCredentials();
       const { passwordHash: _hash, ...user } = found;
+      if (config.requireEmailVerification && !user.email_verified) {
+        // Only someone who knows the password learns this, and gets a fresh link.
+        await db.transaction((tx) => sendVerificationLink(tx, user));
+        mailer.sendCommitted();
+        throw new HttpError(403, 'EMAIL_NOT_VERIFIED', 'Confirm your e-mail address first: a link to do so is on its way to it');
+      }
       const { rows: memberships } = await db.query<{ organizationId: string }>(
         `SELECT "organizationId" FROM "member" WHERE "userId" = $1 ORDER BY "createdAt" LIMIT 1`,
         [user.id],
@@ -270,6 +278,30 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
     },
 
     /**
+     * The user's unexpired sessions, newest first; `current` marks the one of this request.
+     * `updatedAt` is when it was last renewed (sessions in use are renewed about once a day).
+     */
+    async sessionsOf(userId: string, currentSessionId: string) {
+      const { rows } = await db.query<PublicSession>(
+        `SELECT ${sessionColumns} FROM "session" s WHERE s."userId" = $1 AND s."expiresAt" > now() ORDER BY s."createdAt" DESC`,
+        [userId],
+      );
+      return rows.map((session) => ({ ...session, current: session.id === currentSessionId }));
+    },
+
+    /** Ends one of the user's sessions; false when they have none with that id. */
+    async revokeSession(userId: string, sessionId: string): Promise<boolean> {
+      const { rowCount } = await db.query(`DELETE FROM "session" WHERE "id" = $1 AND "userId" = $2`, [sessionId, userId]);
+      return rowCount > 0;
+    },
+
+    /** Ends every session of the user but `keepSessionId`; how many ended. */
+    async revokeOtherSessions(userId: string, keepSessionId: string): Promise<number> {
+      const { rowCount } = await db.query(`DELETE FROM "session" WHERE "userId" = $1 AND "id" <> $2`, [userId, keepSessionId]);
+      return rowCount;
+    },
+
+    /**
      * Removes a user from an organization (their account stays). Never its last owner, and an
      * admin never removes an owner. The owner rows are locked so that two concurrent removals
      * cannot both pass the check.
@@ -293,23 +325,23 @@ export function createAuthService({ db, config }: { db: Database; config: Pick<C
       });
     },
 
-    /**
-     * POST /Users by an owner or admin. A new address becomes a user (with a password account when
-     * a password is given) in the organization. An address that already has an account is never
-     * attached: it gets an invitation, which its owner accepts or declines.
-     */
-    async createMember(organizationId: string, input: NewMemberInput, invitedBy: string): Promise<{ created: PublicUser } | { invited: SentInvitation }> {
-      const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
-      return db.transaction(async (tx) => {
-        const { rows } = await tx.query('SELECT 1 FROM "User" WHERE "email" = $1', [input.email]);
-        if (rows.length > 0) return { invited: await invitations.invite(tx, organizationId, { email: input.email, role: input.role }, invitedBy) };
-        const user = await insertUserWithPassword(tx, input, passwordHash);
-        await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3)`, [organizationId, user.id, input.role ?? 'member']);
-        return { created: user };
-      });
-    },
+    /** Verifying the address, resetting and changing the password and the address, deleting the account. */
+    ...createAccountFlows(shared),
 
     /** Invitations to join an organization (see invitations.ts). */
-    invitations,
+    invitations: createInvitations(shared),
   };
 }
+
+/** What account-flows.ts and invitations.ts use of the service. */
+export type AuthInternals = {
+  db: Database;
+  config: AuthSettings;
+  mailer: Mailer;
+  hashPassword(password: string): Promise<string>;
+  timingDummy(): Promise<string>;
+  createSession(tx: Queryable, userId: string, activeOrganizationId: string | null, meta: RequestMeta): Promise<{ token: string; session: PublicSession }>;
+  insertUserWithPassword(tx: Queryable, input: { email: string; name: string; image?: string | null; emailVerified?: boolean }, passwordHash: string): Promise<PublicUser>;
+  createPersonalOrganization(tx: Queryable, user: { id: string; name: string }): Promise<string>;
+  sendVerificationLink(tx: Queryable, user: { id: string; email: string; name: string }): Promise<void>;
+};

@@ -1,0 +1,107 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import nodemailer from 'nodemailer';
+import type { Logger } from 'pino';
+import type { Config, MailSettings } from '../config.js';
+import type { Queryable } from '../db/database.js';
+import type { Message } from '../extensions/mail/messages.js';
+import { PermanentDeliveryError, type Channel, type Outbox, type OutboxMessage } from '../outbox/outbox.js';
+
+/**
+ * Mail: written to the outbox with the change that causes it (createMailer), delivered after
+ * commit (mailChannel) over SMTP (SMTP_URL) or, without an SMTP server (development, the demo),
+ * to a folder as .eml files, with one log line that shows the link.
+ */
+
+/** One message, as the outbox keeps it until it is sent. */
+export interface MailPayload {
+  /** What the message is for (`verify-email`, `reset-password`, ...), for logs and the sent record. */
+  kind: string;
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+  /** The link the message carries: shown in the log in development, when mail goes to the folder. */
+  link?: string;
+  /** The user whose action sent it (an inviter): per-sender limits count these. */
+  sentBy?: string;
+}
+
+export const mailChannelName = 'mail';
+
+export type Mailer = ReturnType<typeof createMailer>;
+
+export function createMailer({ outbox, settings }: { outbox: Outbox; settings: MailSettings }) {
+  return {
+    /** A link to a page of the frontend (APP_URL): `/reset-password?token=...`. */
+    link: (page: string, query: Record<string, string>) => `${settings.appUrl}/${page}?${new URLSearchParams(query)}`,
+    /** Puts a message in the outbox, in the caller's transaction: it leaves only if that commits. */
+    async send(tx: Queryable, mail: { kind: string; to: string; message: Message; link?: string; sentBy?: string }): Promise<void> {
+      const payload: MailPayload = { kind: mail.kind, to: mail.to, ...mail.message, link: mail.link, sentBy: mail.sentBy };
+      await outbox.enqueue(tx, mailChannelName, payload);
+    },
+    /** Call after the transaction committed: the worker sends now instead of at its next look. */
+    sendCommitted: () => outbox.wake(),
+  };
+}
+
+/** `ada@example.com` -> `a***@example.com`: enough to tell messages apart in a log. */
+const maskAddress = (address: string) => address.replace(/^(.)[^@]*/, '$1***');
+
+export function mailChannel(settings: MailSettings, options: Pick<Config, 'projectDir' | 'nodeEnv'> & { logger: Logger }): Channel<MailPayload> {
+  const { logger } = options;
+  const domain = settings.from.match(/@([^>\s]+)/)?.[1] ?? 'localhost';
+  const envelope = (payload: MailPayload, message: OutboxMessage) => ({
+    from: settings.from,
+    to: payload.to,
+    subject: payload.subject,
+    text: payload.text,
+    html: payload.html,
+    // The same on every attempt: a receiver that got a message twice (a worker died after the
+    // server took it) can tell.
+    messageId: `<${message.id}@${domain}>`,
+  });
+
+  const deliverOverSmtp = async (payload: MailPayload, message: OutboxMessage) => {
+    const wait = settings.timeoutMs;
+    const transport = nodemailer.createTransport({ url: settings.smtpUrl, connectionTimeout: wait, greetingTimeout: wait, socketTimeout: wait, dnsTimeout: wait });
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        transport.sendMail(envelope(payload, message)),
+        new Promise((_, reject) => {
+          deadline = setTimeout(() => reject(new Error(`the SMTP server did not take the message within ${wait} ms`)), wait);
+        }),
+      ]);
+    } catch (error) {
+      // A 5xx answer is the server's final word (no such mailbox, refused sender): retrying cannot help.
+      const code = (error as { responseCode?: number }).responseCode;
+      if (code !== undefined && code >= 500 && code < 600) throw new PermanentDeliveryError(`the SMTP server refused the message: ${(error as Error).message}`);
+      throw error;
+    } finally {
+      clearTimeout(deadline);
+      transport.close();
+    }
+  };
+
+  const folder = path.resolve(options.projectDir, settings.folder);
+  const fileTransport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  const writeToFolder = async (payload: MailPayload, message: OutboxMessage) => {
+    const { message: raw } = await fileTransport.sendMail(envelope(payload, message));
+    await fs.mkdir(folder, { recursive: true });
+    const file = path.join(folder, `${new Date().toISOString().replace(/[:.]/g, '-')}-${payload.kind}-${message.id}.eml`);
+    await fs.writeFile(file, raw as Buffer);
+    const where = path.relative(options.projectDir, file);
+    // The link is a secret (it signs someone in, resets a password): only development logs it.
+    const link = options.nodeEnv !== 'production' && payload.link ? `; link: ${payload.link}` : '';
+    logger.info({ mail: payload.kind, to: maskAddress(payload.to), file: where }, `mail (${payload.kind}) to ${maskAddress(payload.to)} written to ${where}${link}`);
+  };
+
+  return {
+    name: mailChannelName,
+    timeoutMs: settings.timeoutMs,
+    deliver: settings.smtpUrl ? deliverOverSmtp : writeToFolder,
+    // Once sent, the record keeps who, what and when, not the link.
+    redact: (payload) => ({ kind: payload.kind, to: payload.to, subject: payload.subject, sentBy: payload.sentBy }),
+  };
+}

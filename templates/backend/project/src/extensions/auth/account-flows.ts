@@ -1,0 +1,250 @@
+import bcrypt from 'bcrypt';
+import { z } from 'zod';
+import type { Queryable } from '../../db/database.js';
+import { HttpError } from '../../http/errors.js';
+import { messages } from '../mail/messages.js';
+import type { AuthInternals, PublicUser } from './auth.service.js';
+import { passwordSchema } from './password.js';
+import { consumeToken, issueToken, revokeTokens } from './tokens.js';
+
+/**
+ * The flows around an account, each proven by mail where it must be: confirming the address,
+ * forgetting and resetting the password, changing the password and the address, deleting the
+ * account. This file is yours: the generator created it once and never writes it again.
+ *
+ * - Whether an address has an account never shows: "forgot password" and "send the link again"
+ *   answer the same for every address, in about the same time.
+ * - Every secret that comes by mail is single-use and expires (tokens.ts).
+ * - A reset or a password change ends the other sessions; a deletion never leaves an organization
+ *   without an owner.
+ */
+
+export const EmailInput = z.object({ email: z.email().max(320).toLowerCase() }).meta({ id: 'EmailInput' });
+export const TokenInput = z.object({ token: z.string().min(1).max(200) }).meta({ id: 'TokenInput' });
+export const ResetPasswordInput = z.object({ token: z.string().min(1).max(200), newPassword: passwordSchema }).meta({ id: 'ResetPasswordInput' });
+export const ChangePasswordInput = z.object({ currentPassword: z.string().max(1024), newPassword: passwordSchema }).meta({ id: 'ChangePasswordInput' });
+export const ChangeEmailInput = z.object({ newEmail: z.email().max(320).toLowerCase() }).meta({ id: 'ChangeEmailInput' });
+export const DeleteAccountInput = z
+  .object({ password: z.string().max(1024).optional().meta({ description: 'Required when the account has a password' }) })
+  .meta({ id: 'DeleteAccountInput' });
+
+/**
+ * Mail a trusted server (Better Auth in the frontend, with the service key) asks the backend to
+ * send: its own link, in the backend's wording, through the backend's one outbox and SMTP settings.
+ */
+export const TrustedMailInput = z
+  .object({
+    kind: z.enum(['verify-email', 'reset-password']),
+    to: z.email().max(320),
+    name: z.string().max(200).optional(),
+    link: z.url({ protocol: /^https?$/ }).max(2048),
+  })
+  .meta({ id: 'TrustedMailInput' });
+export type TrustedMailInput = z.infer<typeof TrustedMailInput>;
+
+const invalidLink = () => new HttpError(400, 'INVALID_TOKEN', 'This link is not valid: it was used already or has expired. Ask for a new one.');
+
+/** What "forgot password" and "send the link again" answer, whatever the address. */
+export const linkOnItsWay = { message: 'If an account has this address, a message with a link is on its way to it.' };
+
+export function createAccountFlows(auth: AuthInternals) {
+  const { db, mailer } = auth;
+
+  /** The user with this address and their password hash (null without a password account). */
+  async function userByEmail(tx: Queryable, email: string) {
+    const { rows } = await tx.query<PublicUser & { passwordHash: string | null }>(
+      `SELECT u."id", u."email", u."name", u."email_verified", u."image", u."createdAt", u."updatedAt", a."password" AS "passwordHash"
+       FROM "User" u LEFT JOIN "account" a ON a."userId" = u."id" AND a."providerId" = 'credential'
+       WHERE u."email" = $1`,
+      [email],
+    );
+    return rows[0];
+  }
+
+  /** Checks a signed-in user's password (bcrypt, off the event loop); 400 when it is wrong. */
+  async function assertPassword(userId: string, password: string | undefined) {
+    const { rows } = await db.query<{ password: string | null }>(`SELECT "password" FROM "account" WHERE "userId" = $1 AND "providerId" = 'credential'`, [userId]);
+    const hash = rows[0]?.password;
+    if (!hash) return;
+    if (password === undefined || !(await bcrypt.compare(password, hash))) {
+      throw new HttpError(400, 'INVALID_PASSWORD', 'The current password is not right');
+    }
+  }
+
+  /** Sets the user's password (creating their password account if they signed up another way). */
+  async function setPassword(tx: Queryable, userId: string, passwordHash: string) {
+    const { rowCount } = await tx.query(`UPDATE "account" SET "password" = $2, "updatedAt" = now() WHERE "userId" = $1 AND "providerId" = 'credential'`, [userId, passwordHash]);
+    if (rowCount === 0) {
+      await tx.query(`INSERT INTO "account" ("userId", "accountId", "providerId", "password") VALUES ($1, $1, 'credential', $2)`, [userId, passwordHash]);
+    }
+  }
+
+  /** Runs `work` in a transaction and wakes the mail worker once it committed. */
+  async function withMail<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const result = await db.transaction(work);
+    mailer.sendCommitted();
+    return result;
+  }
+
+  /**
+   * Deletes users, never leaving an organization without an owner: 409 naming the organizations
+   * where one of them is the only owner and others are members. An organization left with no
+   * member at all (a personal one) goes with them. Every path that deletes a user comes here: the
+   * user's own request, and the service key's DELETE /Users (Better Auth's deleteUser).
+   */
+  async function deleteUsers(tx: Queryable, userIds: string[]): Promise<number> {
+    if (userIds.length === 0) return 0;
+    // The owner rows of their organizations, locked in one order: of two owners leaving at once,
+    // the second waits, then sees that the first is gone.
+    await tx.query(
+      `SELECT 1 FROM "member" WHERE "role" = 'owner' AND "organizationId" IN (SELECT "organizationId" FROM "member" WHERE "userId" = ANY($1::uuid[]))
+       ORDER BY "id" FOR UPDATE`,
+      [userIds],
+    );
+    const { rows: stranded } = await tx.query<{ id: string; name: string }>(
+      `SELECT DISTINCT o."id", o."name" FROM "member" m JOIN "Organization" o ON o."id" = m."organizationId"
+       WHERE m."userId" = ANY($1::uuid[]) AND m."role" = 'owner'
+         AND NOT EXISTS (SELECT 1 FROM "member" other WHERE other."organizationId" = m."organizationId" AND other."role" = 'owner' AND other."userId" <> ALL($1::uuid[]))
+         AND EXISTS (SELECT 1 FROM "member" other WHERE other."organizationId" = m."organizationId" AND other."userId" <> ALL($1::uuid[]))
+       ORDER BY o."name"`,
+      [userIds],
+    );
+    if (stranded.length > 0) {
+      const names = stranded.map((organization) => `"${organization.name}" (${organization.id})`).join(', ');
+      throw new HttpError(409, 'CONFLICT', `The only owner of ${names} cannot be deleted while others are members there: make one of them owner first, or remove them`);
+    }
+    await tx.query(
+      `DELETE FROM "Organization" o WHERE o."id" IN (SELECT "organizationId" FROM "member" WHERE "userId" = ANY($1::uuid[]))
+         AND NOT EXISTS (SELECT 1 FROM "member" other WHERE other."organizationId" = o."id" AND other."userId" <> ALL($1::uuid[]))`,
+      [userIds],
+    );
+    const { rowCount } = await tx.query(`DELETE FROM "User" WHERE "id" = ANY($1::uuid[])`, [userIds]);
+    return rowCount;
+  }
+
+  return {
+    deleteUsers,
+
+    /** See TrustedMailInput: the caller is the service key (checked by the route). */
+    async sendTrustedMail({ kind, to, name, link }: TrustedMailInput): Promise<void> {
+      const message = kind === 'verify-email' ? messages.verifyEmail({ name, link }) : messages.resetPassword({ name, link });
+      await withMail((tx) => mailer.send(tx, { kind, to, message, link }));
+    },
+
+    /** Follows a verify-email link: the address is proven. The user, or 400 for a used or expired link. */
+    async verifyEmail(token: string): Promise<PublicUser> {
+      return db.transaction(async (tx) => {
+        const [userId, email] = (await consumeToken(tx, 'verify-email', token)) ?? [];
+        // The link proves the address it was sent to: not one the user has changed to since.
+        const { rows } = await tx.query<PublicUser>(
+          `UPDATE "User" SET "email_verified" = true, "updatedAt" = now() WHERE "id" = $1 AND "email" = $2
+           RETURNING "id", "email", "name", "email_verified", "image", "createdAt", "updatedAt"`,
+          [userId ?? null, email ?? null],
+        );
+        if (!rows[0]) throw invalidLink();
+        return rows[0];
+      });
+    },
+
+    /** "Send the link again": for an unverified address, a new link; the same answer for any address. */
+    async resendVerification(email: string): Promise<void> {
+      await withMail(async (tx) => {
+        const user = await userByEmail(tx, email);
+        if (user && !user.email_verified) await auth.sendVerificationLink(tx, user);
+      });
+    },
+
+    /**
+     * "Forgot password": a link to reset it, when the address has an account; the same answer,
+     * in about the same time, when it has none.
+     */
+    async forgotPassword(email: string): Promise<void> {
+      await withMail(async (tx) => {
+        const user = await userByEmail(tx, email);
+        if (!user) return;
+        const token = await issueToken(tx, 'reset-password', user.id);
+        if (!token) return;
+        const link = mailer.link('reset-password', { token });
+        await mailer.send(tx, { kind: 'reset-password', to: user.email, message: messages.resetPassword({ name: user.name, link }), link });
+      });
+    },
+
+    /**
+     * Follows a reset link: the new password, every session ended (whoever had one is out), the
+     * other reset links of the user dead, and the address proven (the link came to it).
+     */
+    async resetPassword(token: string, newPassword: string): Promise<void> {
+      // Hashed first, so that a valid and an invalid link take the same time.
+      const passwordHash = await auth.hashPassword(newPassword);
+      await withMail(async (tx) => {
+        const [userId] = (await consumeToken(tx, 'reset-password', token)) ?? [];
+        const { rows } = await tx.query<{ email: string; name: string }>(
+          `UPDATE "User" SET "email_verified" = true, "updatedAt" = now() WHERE "id" = $1 RETURNING "email", "name"`,
+          [userId ?? null],
+        );
+        const user = rows[0];
+        if (!user) throw invalidLink();
+        await setPassword(tx, userId!, passwordHash);
+        await tx.query(`DELETE FROM "session" WHERE "userId" = $1`, [userId]);
+        await revokeTokens(tx, 'reset-password', userId!);
+        await mailer.send(tx, { kind: 'password-changed', to: user.email, message: messages.passwordChanged({ name: user.name }) });
+      });
+    },
+
+    /** A signed-in user's new password, with the current one; their other sessions end. */
+    async changePassword(user: PublicUser, currentSessionId: string, currentPassword: string, newPassword: string): Promise<void> {
+      await assertPassword(user.id, currentPassword);
+      const passwordHash = await auth.hashPassword(newPassword);
+      await withMail(async (tx) => {
+        await setPassword(tx, user.id, passwordHash);
+        await tx.query(`DELETE FROM "session" WHERE "userId" = $1 AND "id" <> $2`, [user.id, currentSessionId]);
+        await mailer.send(tx, { kind: 'password-changed', to: user.email, message: messages.passwordChanged({ name: user.name }) });
+      });
+    },
+
+    /**
+     * Asks to change a signed-in user's address: a link to the new address confirms it, and the
+     * old address is told. The answer is the same when the new address has an account already
+     * (no link is sent then: confirming would fail).
+     */
+    async requestEmailChange(user: PublicUser, newEmail: string): Promise<void> {
+      if (newEmail === user.email) throw new HttpError(400, 'BAD_REQUEST', 'That is your address already');
+      await withMail(async (tx) => {
+        const taken = await userByEmail(tx, newEmail);
+        if (!taken) {
+          const token = await issueToken(tx, 'change-email', user.id, [user.email, newEmail]);
+          if (!token) return;
+          const link = mailer.link('confirm-email-change', { token });
+          await mailer.send(tx, { kind: 'confirm-email-change', to: newEmail, message: messages.confirmEmailChange({ name: user.name, newEmail, link }), link });
+        }
+        await mailer.send(tx, { kind: 'email-change-requested', to: user.email, message: messages.emailChangeRequested({ name: user.name, newEmail }) });
+      });
+    },
+
+    /** Follows the link sent to the new address: the address changes (and is proven). */
+    async confirmEmailChange(token: string): Promise<PublicUser> {
+      return db
+        .transaction(async (tx) => {
+          const [userId, oldEmail, newEmail] = (await consumeToken(tx, 'change-email', token)) ?? [];
+          const { rows } = await tx.query<PublicUser>(
+            `UPDATE "User" SET "email" = $3, "email_verified" = true, "updatedAt" = now() WHERE "id" = $1 AND "email" = $2
+             RETURNING "id", "email", "name", "email_verified", "image", "createdAt", "updatedAt"`,
+            [userId ?? null, oldEmail ?? null, newEmail ?? null],
+          );
+          if (!rows[0]) throw invalidLink();
+          return rows[0];
+        })
+        .catch((error) => {
+          // Someone signed up with the new address after the link was sent.
+          if (error?.code === '23505') throw new HttpError(409, 'CONFLICT', 'Another account has this address now');
+          throw error;
+        });
+    },
+
+    /** Deletes the signed-in user's account (with its password, when it has one); see deleteUsers. */
+    async deleteAccount(user: PublicUser, password: string | undefined): Promise<void> {
+      await assertPassword(user.id, password);
+      await db.transaction((tx) => deleteUsers(tx, [user.id]));
+    },
+  };
+}
