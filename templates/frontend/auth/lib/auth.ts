@@ -9,6 +9,21 @@ import { nextCookies } from 'better-auth/next-js';
  * browser sends it to the backend on the same site (see docs/frontend.md in authstrap).
  * Written by `authstrap setup --frontend`; yours to change.
  */
+/**
+ * Better Auth's mail goes out through the backend (its outbox, its SMTP settings, its wording), so
+ * that there is one mail configuration: Better Auth makes the link, the backend sends it.
+ */
+const mailThroughBackend =
+  (kind: 'verify-email' | 'reset-password') =>
+  async ({ user, url }: { user: { email: string; name: string }; url: string }) => {
+    const response = await fetch(`${process.env.AUTHSTRAP_URL}/api/auth/send-mail`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${process.env.SERVICE_API_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ kind, to: user.email, name: user.name, link: url }),
+    });
+    if (!response.ok) throw new Error(`the backend did not take the ${kind} mail: ${response.status} ${await response.text()}`);
+  };
+
 export const auth = betterAuth({
   baseURL: process.env.BETTER_AUTH_URL, // this app's own address
   secret: process.env.AUTH_SECRET, // the backend's AUTH_SECRET
@@ -20,7 +35,19 @@ export const auth = betterAuth({
     enabled: true,
     // The backend's bcrypt: a user who signed up on one path signs in on the other.
     password: authstrapPassword(),
+    // As the backend does: production lets nobody in before their address is confirmed.
+    requireEmailVerification: process.env.NODE_ENV === 'production',
+    sendResetPassword: mailThroughBackend('reset-password'),
+    // A reset ends every session of the user, the backend's own included (one session table).
+    revokeSessionsOnPasswordReset: true,
   },
+  emailVerification: {
+    sendOnSignUp: true,
+    sendVerificationEmail: mailThroughBackend('verify-email'),
+    autoSignInAfterVerification: true,
+  },
+  // The backend refuses to delete the only owner of an organization that has other members.
+  user: { deleteUser: { enabled: true } },
   // The backend embeds a session's user in the same request: get-session is one round trip.
   advanced: { database: { joins: true } },
   // Server actions and route handlers that sign in set the cookie through Next's cookies().
