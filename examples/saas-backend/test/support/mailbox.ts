@@ -59,6 +59,8 @@ export async function startMailbox(): Promise<Mailbox> {
   };
 
   const server = new SMTPServer({
+    // Closing does not wait long for a sender's connection to end.
+    closeTimeout: 500,
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,

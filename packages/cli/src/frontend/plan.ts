@@ -60,6 +60,9 @@ export function frontendEnvEntries(options: Pick<FrontendOptions, 'port' | 'back
     ['AUTHSTRAP_URL', options.backend.url],
     ['SERVICE_API_KEY', options.backend.serviceApiKey],
     ['NEXT_PUBLIC_AUTHSTRAP_URL', options.backend.url],
+    // `next start` runs as production, which otherwise keeps unconfirmed addresses out; a local
+    // setup lets them in, as the backend's development .env does. Deployments leave it out.
+    ['REQUIRE_EMAIL_VERIFICATION', 'false'],
   ];
 }
 
@@ -69,6 +72,7 @@ const envComments: Record<string, string> = {
   AUTHSTRAP_URL: '# The backend, for this server (the adapter keeps users and sessions there).',
   SERVICE_API_KEY: "# The backend's SERVICE_API_KEY: a secret of this server, never sent to a browser.",
   NEXT_PUBLIC_AUTHSTRAP_URL: '# The backend, for the browser (the typed client in lib/api.ts).',
+  REQUIRE_EMAIL_VERIFICATION: '# Unconfirmed addresses may sign in here; production without this line keeps them out until they confirm.',
 };
 
 /** Values that must be the backend's own while the app talks to that backend: a stale one breaks every sign-in. */

@@ -1,5 +1,6 @@
 import { authstrapAdapter, authstrapPassword } from '@authstrap/better-auth-adapter';
 import { betterAuth } from 'better-auth';
+import { createAuthMiddleware } from 'better-auth/api';
 import { nextCookies } from 'better-auth/next-js';
 
 /**
@@ -35,8 +36,9 @@ export const auth = betterAuth({
     enabled: true,
     // The backend's bcrypt: a user who signed up on one path signs in on the other.
     password: authstrapPassword(),
-    // As the backend does: production lets nobody in before their address is confirmed.
-    requireEmailVerification: process.env.NODE_ENV === 'production',
+    // As the backend does: production lets nobody in before their address is confirmed, unless
+    // REQUIRE_EMAIL_VERIFICATION=false (a local setup's .env.local).
+    requireEmailVerification: (process.env.REQUIRE_EMAIL_VERIFICATION ?? String(process.env.NODE_ENV === 'production')) === 'true',
     sendResetPassword: mailThroughBackend('reset-password'),
     // A reset ends every session of the user, the backend's own included (one session table).
     revokeSessionsOnPasswordReset: true,
@@ -48,6 +50,12 @@ export const auth = betterAuth({
   },
   // The backend refuses to delete the only owner of an organization that has other members.
   user: { deleteUser: { enabled: true } },
+  hooks: {
+    // A new password ends the user's other sessions, here as at the backend, whatever the caller asked.
+    before: createAuthMiddleware(async (ctx) => {
+      if (ctx.path === '/change-password') return { context: { ...ctx, body: { ...ctx.body, revokeOtherSessions: true } } };
+    }),
+  },
   // The backend embeds a session's user in the same request: get-session is one round trip.
   advanced: { database: { joins: true } },
   // Server actions and route handlers that sign in set the cookie through Next's cookies().

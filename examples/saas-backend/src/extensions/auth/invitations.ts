@@ -180,7 +180,7 @@ export function createInvitations(auth: AuthInternals) {
         await mailer.send(tx, {
           kind: 'invitation',
           to: input.email,
-          message: messages.invitation({ organizationName: organizationName ?? 'an organization', inviterName: inviter.name, role, link }),
+          message: messages.invitation({ name: input.name, organizationName: organizationName ?? 'an organization', inviterName: inviter.name, role, link }),
           link,
           sentBy: inviter.id,
         });

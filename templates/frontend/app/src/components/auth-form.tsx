@@ -20,7 +20,8 @@ export function AuthForm({ mode }: { mode: 'sign-in' | 'sign-up' }) {
     setPending(true);
     setError(undefined);
     const { error } = signUp
-      ? await authClient.signUp.email({ email, password, name: String(form.get('name')) })
+      ? // The confirmation link in the sign-up mail leads back to /verify-email.
+        await authClient.signUp.email({ email, password, name: String(form.get('name')), callbackURL: '/verify-email' })
       : await authClient.signIn.email({ email, password });
     setPending(false);
     if (error) return setError(error.message ?? 'Something went wrong; try again.');
@@ -55,6 +56,11 @@ export function AuthForm({ mode }: { mode: 'sign-in' | 'sign-up' }) {
       <p className="muted">
         {signUp ? <>Have an account? <Link href="/sign-in">Sign in</Link></> : <>New here? <Link href="/sign-up">Create an account</Link></>}
       </p>
+      {!signUp && (
+        <p className="muted">
+          <Link href="/forgot-password">Forgot your password?</Link>
+        </p>
+      )}
     </section>
   );
 }

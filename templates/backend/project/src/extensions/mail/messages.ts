@@ -72,9 +72,9 @@ export const messages = {
       footnote: 'If this was not you, reset your password at once with "Forgot password".',
     }),
 
-  invitation: (to: { organizationName: string; inviterName: string; role: string; link: string }) =>
+  invitation: (to: { name?: string; organizationName: string; inviterName: string; role: string; link: string }) =>
     message(`You are invited to join ${asPlainText(to.organizationName)}`, {
-      greeting: 'Hello,',
+      greeting: hello(to.name),
       body: `${asPlainText(to.inviterName)} invited you to join the organization "${asPlainText(to.organizationName)}" as ${to.role}. The invitation works for 7 days.`,
       action: { label: 'See the invitation', link: to.link },
       footnote: 'If you do not know them, ignore this message: nobody joins without accepting.',

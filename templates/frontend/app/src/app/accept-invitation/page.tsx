@@ -1,0 +1,10 @@
+import { headers } from 'next/headers';
+import { AcceptInvitation } from '@/components/account-forms';
+import { auth } from '@/lib/auth';
+
+/** Where an invitation's link ends (the backend mailed it): `?token=...&email=...`. */
+export default async function AcceptInvitationPage({ searchParams }: { searchParams: Promise<{ token?: string; email?: string }> }) {
+  const { token = '', email = '' } = await searchParams;
+  const session = await auth.api.getSession({ headers: await headers() });
+  return <AcceptInvitation token={token} email={email} signedInAs={session?.user.email} />;
+}

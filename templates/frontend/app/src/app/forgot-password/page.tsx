@@ -1,0 +1,5 @@
+import { ForgotPasswordForm } from '@/components/account-forms';
+
+export default function ForgotPasswordPage() {
+  return <ForgotPasswordForm />;
+}
