@@ -102,6 +102,15 @@ describe.each(databaseKinds)('the mail outbox on the %s database', (kind) => {
     mailbox.refuseWith = undefined;
   });
 
+  it('sends over a few SMTP connections it keeps open, not one per message', async () => {
+    const addresses = await users(10);
+    const before = mailbox.connections;
+    await forgotAll(backend.url, addresses);
+    await expectOneResetEach(mailbox, addresses);
+    // At most the pool's five, against one a message.
+    expect(mailbox.connections - before).toBeLessThanOrEqual(5);
+  });
+
   it('keeps no link in a message once it is sent', async () => {
     const [address] = await users(1);
     await forgotAll(backend.url, [address!]);

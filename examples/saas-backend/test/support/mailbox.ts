@@ -27,6 +27,8 @@ export interface Mailbox {
   refuseWith?: number;
   /** Messages whose data arrives are left unanswered, so the sender waits. */
   holdData: boolean;
+  /** How many connections senders opened. */
+  connections: number;
   /** The first message to `to` (and matching `subject`, when given) that arrives, in `timeoutMs`. */
   next(to: string, subject?: RegExp, timeoutMs?: number): Promise<ReceivedMail>;
   /** Every message to `to` so far. */
@@ -41,6 +43,7 @@ export async function startMailbox(): Promise<Mailbox> {
     port: 0,
     received: [],
     holdData: false,
+    connections: 0,
     async next(to, subject, timeoutMs = 10_000) {
       const matches = (mail: ReceivedMail) => mail.to === to.toLowerCase() && (!subject || subject.test(mail.subject));
       const already = mailbox.received.find(matches);
@@ -61,9 +64,15 @@ export async function startMailbox(): Promise<Mailbox> {
   const server = new SMTPServer({
     // Closing does not wait long for a sender's connection to end.
     closeTimeout: 500,
+    // No reverse DNS of 127.0.0.1 before the greeting: without a network it waits for a timeout.
+    disableReverseLookup: true,
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
+    onConnect(_session, callback) {
+      mailbox.connections++;
+      callback();
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));

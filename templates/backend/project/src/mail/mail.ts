@@ -45,6 +45,16 @@ export function createMailer({ outbox, settings }: { outbox: Outbox; settings: M
   };
 }
 
+/**
+ * SMTP_URL with transport options added to its query, unless it sets them itself: nodemailer reads
+ * a URL's options from its query only, and ignores options passed beside a `url`.
+ */
+function withOptions(smtpUrl: string, options: Record<string, string | number | boolean>): string {
+  const url = new URL(smtpUrl);
+  for (const [name, value] of Object.entries(options)) if (!url.searchParams.has(name)) url.searchParams.set(name, String(value));
+  return url.toString();
+}
+
 /** `ada@example.com` -> `a***@example.com`: enough to tell messages apart in a log. */
 const maskAddress = (address: string) => address.replace(/^(.)[^@]*/, '$1***');
 
@@ -62,13 +72,19 @@ export function mailChannel(settings: MailSettings, options: Pick<Config, 'proje
     messageId: `<${message.id}@${domain}>`,
   });
 
+  // A few connections kept open and reused: a new connection per message costs its TCP and TLS
+  // handshakes and the server's greeting (often delayed on purpose). Every wait on the server is
+  // bounded; a broken or closed connection is replaced by the next message.
+  const wait = settings.timeoutMs;
+  const transport = settings.smtpUrl
+    ? nodemailer.createTransport(withOptions(settings.smtpUrl, { pool: true, maxConnections: 5, connectionTimeout: wait, greetingTimeout: wait, socketTimeout: wait, dnsTimeout: wait }))
+    : undefined;
+
   const deliverOverSmtp = async (payload: MailPayload, message: OutboxMessage) => {
-    const wait = settings.timeoutMs;
-    const transport = nodemailer.createTransport({ url: settings.smtpUrl, connectionTimeout: wait, greetingTimeout: wait, socketTimeout: wait, dnsTimeout: wait });
     let deadline: ReturnType<typeof setTimeout> | undefined;
     try {
       await Promise.race([
-        transport.sendMail(envelope(payload, message)),
+        transport!.sendMail(envelope(payload, message)),
         new Promise((_, reject) => {
           deadline = setTimeout(() => reject(new Error(`the SMTP server did not take the message within ${wait} ms`)), wait);
         }),
@@ -80,7 +96,6 @@ export function mailChannel(settings: MailSettings, options: Pick<Config, 'proje
       throw error;
     } finally {
       clearTimeout(deadline);
-      transport.close();
     }
   };
 
@@ -100,7 +115,8 @@ export function mailChannel(settings: MailSettings, options: Pick<Config, 'proje
   return {
     name: mailChannelName,
     timeoutMs: settings.timeoutMs,
-    deliver: settings.smtpUrl ? deliverOverSmtp : writeToFolder,
+    deliver: transport ? deliverOverSmtp : writeToFolder,
+    close: () => transport?.close(),
     // Once sent, the record keeps who, what and when, not the link.
     redact: (payload) => ({ kind: payload.kind, to: payload.to, subject: payload.subject, sentBy: payload.sentBy }),
   };

@@ -29,6 +29,8 @@ export interface Channel<Payload = unknown> {
   deliver(payload: Payload, message: OutboxMessage): Promise<void>;
   /** What stays in the table once the message is sent (the secrets of a link need not). */
   redact?(payload: Payload): unknown;
+  /** Lets go of what the channel keeps open (connections), once the worker has stopped. */
+  close?(): void;
 }
 
 export interface OutboxMessage {
@@ -176,6 +178,7 @@ export function createOutbox({ db, channels, logger, settings }: { db: Database;
       stopped = true;
       clearTimeout(timer);
       await running;
+      for (const channel of channels) channel.close?.();
     },
   };
 }
