@@ -1,12 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CliError } from '../cli-error.js';
-import { printJson } from '../ui/output.js';
-import { readUrlSettings } from '../doctor/project-state.js';
+import type { ProbeContext } from '../checks/probe-context.js';
 import { embeddedDatabaseHolder, projectDatabase, serverAnswers } from '../project/database.js';
 import { readProjectEnv } from '../project/env-file.js';
+import { schemaFileName } from '../schema/index.js';
+import { printJson } from '../ui/output.js';
 import { formatCheck, summarizeChecks } from '../ui/report.js';
-import { runVerify, type DatabaseTarget, type VerifyReport } from '../verify/index.js';
+import type { DatabaseTarget } from '../verify/database.js';
+import { runVerify, type VerifyReport } from '../verify/index.js';
 
 export interface VerifyCommandOptions {
   url?: string;
@@ -19,14 +21,15 @@ export interface VerifyCommandOptions {
 }
 
 /**
- * `authstrap verify`: probes a running backend and its database and prints a checklist. Values
- * not given as flags come from the project's .env (the current folder, or --dir).
+ * `authstrap verify`: probes a running backend and its database, examines the project in its
+ * folder as `fix` does, and prints a checklist. Values not given as flags come from the
+ * project's .env (the current folder, or --dir).
  */
 export async function verifyCommand(options: VerifyCommandOptions): Promise<VerifyReport> {
   const projectDir = path.resolve(options.dir ?? '.');
   // Outside a project there is nothing that says where the backend is: probing localhost:3000
   // anyway would check whatever happens to listen there.
-  const isProject = ['.env', 'authstrap.schema.ts'].some((file) => fs.existsSync(path.join(projectDir, file)));
+  const isProject = ['.env', schemaFileName].some((file) => fs.existsSync(path.join(projectDir, file)));
   if (options.url === undefined && !isProject) {
     const shown = path.relative(process.cwd(), projectDir) || '.';
     const where = fs.existsSync(projectDir) ? `${shown} is not an authstrap project (no .env, no authstrap.schema.ts)` : `--dir ${shown} does not exist`;
@@ -44,10 +47,11 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
     throw new CliError(`--database-url must look like postgresql://user:password@host:5432/database`, 2);
   }
+  const hasSchema = fs.existsSync(path.join(projectDir, schemaFileName));
   let database: DatabaseTarget | undefined;
   let noDatabaseReason: string | undefined;
   if (databaseUrl) database = { kind: 'postgres', url: databaseUrl };
-  else if (fs.existsSync(path.join(projectDir, 'authstrap.schema.ts'))) {
+  else if (hasSchema) {
     // An embedded database belongs to the one process that has it open.
     noDatabaseReason = 'the embedded database is held by the running backend; stop it to check its tables, or use PostgreSQL';
     if (!(await serverAnswers(url))) {
@@ -62,19 +66,24 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
 
   const report = await runVerify({
     url,
+    projectDir: hasSchema ? projectDir : undefined,
     database,
     noDatabaseReason,
-    serviceKey: options.serviceKey ?? (env.SERVICE_API_KEY || undefined),
+    serviceKey: serviceKeyOf(options.serviceKey, env.SERVICE_API_KEY || undefined),
     frontendUrl: options.frontend,
-    urlSettings: isProject ? readUrlSettings(projectDir) : undefined,
-    onResult: options.json ? undefined : (result) => console.log(formatCheck(result)),
   });
   if (options.json) printJson(report);
   else {
+    for (const result of report.checks) console.log(formatCheck(result));
     console.log(`\n${summarizeChecks(report.checks)} — ${url}`);
     if (report.leftBehind) console.log(`Note: ${report.leftBehind}`);
   }
   return report;
+}
+
+function serviceKeyOf(flag: string | undefined, dotEnv: string | undefined): ProbeContext['serviceKey'] {
+  if (flag !== undefined) return { value: flag, source: '--service-key' };
+  return dotEnv ? { value: dotEnv, source: 'SERVICE_API_KEY in .env' } : undefined;
 }
 
 /** Why verify must not open the embedded folder: it is not there yet, or another backend holds it. */
