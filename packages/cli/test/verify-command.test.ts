@@ -7,8 +7,8 @@ import { countRows, createResources, runCliAsync, type Backend } from './support
 
 /**
  * `authstrap verify` as a whole, against healthy copies of the example run as processes on
- * PostgreSQL: every check passes, nothing is left behind, and what could not run is skipped,
- * never passed. Each breakage is in its check's
+ * PostgreSQL: every check passes, nothing is left behind, settings are taken in the backend's
+ * order, and what could not run is skipped, never passed. Each breakage is in its check's
  * test (test/checks/<check>.test.ts).
  */
 
@@ -77,9 +77,28 @@ describe.runIf(adminUrl)('authstrap verify against healthy backends', () => {
     expect(report.leftBehind, output).toBeUndefined();
     expect(await countRows(otherBackend.databaseUrl, ['User', 'account', 'member', 'Organization', 'Project'])).toEqual({ User: 0, account: 0, member: 0, Organization: 0, Project: 0 });
   });
+
+  it('takes the URL and the database as the backend does: the environment over .env', async () => {
+    // .env points at nothing; the environment at the backend and its database.
+    const project = resources.copyOfExample(`AUTH_URL=http://localhost:1\nDATABASE_URL=postgresql://nobody@127.0.0.1:1/none\nALLOWED_ORIGINS=http://localhost:5173\n`);
+    const env = { AUTH_URL: backend.url, DATABASE_URL: backend.databaseUrl, SERVICE_API_KEY: backend.serviceApiKey };
+    const { status, report, output } = parse(await runCliAsync(['verify', '--json'], project, env));
+    expect(report.url).toBe(backend.url);
+    expect(report.checks.filter((check) => check.status !== 'pass'), output).toEqual([]);
+    expect(status).toBe(0);
+    // A flag wins over both.
+    const flagged = parse(await runCliAsync(['verify', '--json', '--url', 'http://127.0.0.1:1'], project, env));
+    expect(flagged.report.checks.find((check) => check.id === 'server-up')!.status).toBe('fail');
+  });
 });
 
 describe('authstrap verify: usage', () => {
+  it('says in --help where each setting comes from, in the order the backend takes them', () => {
+    const help = runCli(['verify', '--help']);
+    expect(help.status).toBe(0);
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('Settings come in the order the backend takes them: a flag, then the process environment (AUTH_URL, PORT, DATABASE_URL, EMBEDDED_DB_DIR, SERVICE_API_KEY), then the .env of --dir.');
+  });
+
   it('refuses --url not-a-url with exit 2, naming --url', () => {
     const cwd = tempDir('authstrap-verify-cwd-');
     try {

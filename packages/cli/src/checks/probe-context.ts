@@ -12,7 +12,7 @@ export interface Person {
 }
 
 /** Where the service key came from, for messages: the flag or the variable that gave it. */
-export type ServiceKeySource = '--service-key' | 'SERVICE_API_KEY in .env';
+export type ServiceKeySource = '--service-key' | 'SERVICE_API_KEY in the environment' | 'SERVICE_API_KEY in .env';
 
 /** What the probes of one `verify` run share: the backend, its database, and what they made. */
 export interface ProbeContext {

@@ -14,7 +14,7 @@ export const serviceCredential: Check = {
     needs: 'http',
     async run(context) {
       const { http, serviceKey, runId } = context;
-      if (!serviceKey) return skip('no service key (--service-key, or SERVICE_API_KEY in .env): no adapter can use the backend');
+      if (!serviceKey) return skip('no service key (--service-key, or SERVICE_API_KEY in the environment or .env): no adapter can use the backend');
       const as = { token: serviceKey.value };
       const user = await http('POST', '/Users', { ...as, body: { email: `verify-dora-${runId}@example.com`, name: 'Dora' } });
       if (user.status === 401) {

@@ -5,8 +5,8 @@ import { adminUrl, verifyProject, type VerifyRun } from '../support/check-cycle.
 import { createResources, type Backend } from '../support/example-copies.js';
 
 /**
- * The service key is what a Better Auth adapter signs in to the backend with. verify takes it
- * from --service-key, else from SERVICE_API_KEY of .env.
+ * The service key is what a Better Auth adapter signs in to the backend with. verify takes it as
+ * the backend does: --service-key, else SERVICE_API_KEY of the environment, else of .env.
  */
 describe.runIf(adminUrl)('service-credential and where the service key comes from', () => {
   const resources = createResources({ adminUrl, name: 'servicekey' });
@@ -19,14 +19,19 @@ describe.runIf(adminUrl)('service-credential and where the service key comes fro
   beforeAll(async () => {
     dir = resources.copyOfExample('ALLOWED_ORIGINS=http://localhost:5173\n');
     backend = await resources.startBackend(dir);
-    runs.flag = await verifyProject(dir, backend);
-    runs.wrongFlag = await verifyProject(dir, backend, ['--service-key', wrongKey]);
-    fs.writeFileSync(path.join(dir, '.env'), `ALLOWED_ORIGINS=http://localhost:5173\nSERVICE_API_KEY=${wrongKey}\n`);
+    const withDotEnv = (key: string) => fs.writeFileSync(path.join(dir, '.env'), `ALLOWED_ORIGINS=http://localhost:5173\nSERVICE_API_KEY=${key}\n`);
+    // One at a time: each writes the .env it needs.
+    runs.environmentOnly = await verifyProject(dir, backend, [], { SERVICE_API_KEY: backend.serviceApiKey });
+    runs.wrongInEnvironment = await verifyProject(dir, backend, [], { SERVICE_API_KEY: wrongKey });
+    withDotEnv(wrongKey);
+    runs.environmentOverDotEnv = await verifyProject(dir, backend, [], { SERVICE_API_KEY: backend.serviceApiKey });
     runs.wrongInDotEnv = await verifyProject(dir, backend, [], {}, false);
+    runs.flagOverEnvironment = await verifyProject(dir, backend, ['--service-key', backend.serviceApiKey], { SERVICE_API_KEY: wrongKey });
+    runs.wrongFlag = await verifyProject(dir, backend, ['--service-key', wrongKey], { SERVICE_API_KEY: backend.serviceApiKey });
   }, 120_000);
   afterAll(resources.cleanup, 60_000);
 
-  it.each(['flag'])('%s: the right key is used, and every check passes', (name) => {
+  it.each(['environmentOnly', 'environmentOverDotEnv', 'flagOverEnvironment'])('%s: the right key is used, and every check passes', (name) => {
     const run = runs[name]!;
     expect(run.report.checks.filter((result) => result.status !== 'pass'), run.output).toEqual([]);
     expect(check(run).message).toBe("stored and read back with providerId 'credential' and the same bcrypt hash");
@@ -35,6 +40,7 @@ describe.runIf(adminUrl)('service-credential and where the service key comes fro
   });
 
   it.each([
+    ['wrongInEnvironment', 'SERVICE_API_KEY in the environment'],
     ['wrongInDotEnv', 'SERVICE_API_KEY in .env'],
     ['wrongFlag', '--service-key'],
   ])('%s: a wrong key fails, naming where it came from and the key to pass', (name, source) => {
