@@ -215,7 +215,7 @@ describe('authstrap setup, non-interactive', () => {
     // Nothing installed, started or created besides the files.
     for (const absent of ['node_modules', '.data', '.authstrap']) expect(fs.existsSync(path.join(dir, absent)), absent).toBe(false);
     expect(setup.stdout).not.toContain('Verifying');
-    expect(setup.stdout).toContain('Created quick in quick');
+    expect(setup.stdout).toContain('Created quick\n');
     // Dependencies are not installed, so the way to start it installs them first.
     expect(setup.stdout).toContain('Start it:  cd quick && npm install && npm start');
   });
@@ -252,7 +252,7 @@ describe('authstrap setup, non-interactive', () => {
       installed: false,
       checks: [],
     });
-    expect(setup.stderr).toContain('Created as-json in as-json');
+    expect(setup.stderr).toContain('Created as-json\n');
   });
 
   it('--no-install ignores a busy backend port: it will not start the backend', async () => {
@@ -412,15 +412,14 @@ describe('authstrap setup in a terminal', () => {
       await session.waitFor('? Backend port');
       session.answer('4101');
       await session.waitFor('? Next.js frontend');
-      session.answer(''); // none
-      await session.waitFor('? Frontend port');
-      session.answer('4102');
+      session.answer(''); // none: no frontend port to ask for
       await session.waitFor('❯ Embedded PostgreSQL');
+      expect(session.capture()).not.toContain('Frontend port');
       session.answer(''); // the first choice
       expect(await session.exitCode(), session.capture()).toBe(0);
       const screen = session.capture();
       expect(screen).toContain('✔ Database Embedded PostgreSQL');
-      expect(screen).toContain('Created tty-embedded in tty-embedded');
+      expect(screen).toMatch(/^Created tty-embedded\s*$/m);
       expect(screen).not.toMatch(stackTrace);
     } finally {
       session.kill();
@@ -428,8 +427,32 @@ describe('authstrap setup in a terminal', () => {
     const env = readEnv(path.join(cwd, 'tty-embedded'));
     expect(env.PORT).toBe('4101');
     expect(env.AUTH_URL).toBe('http://localhost:4101');
-    expect(env.ALLOWED_ORIGINS).toBe('http://localhost:4102');
+    // Vite's port, the default without a frontend (--frontend-port to choose another).
+    expect(env.ALLOWED_ORIGINS).toBe('http://localhost:5173');
     expect(env.DATABASE_URL).toBeUndefined();
+  }, 90_000);
+
+  it('asks for the frontend port only when there is a frontend', async () => {
+    requireTmux();
+    const cwd = workspace('authstrap-tty-');
+    const session = new TmuxSession(command, cwd);
+    try {
+      await session.waitFor('? Project name');
+      session.answer('tty-web');
+      await session.waitFor('? Backend port');
+      session.answer('4301');
+      await session.waitFor('? Next.js frontend');
+      session.answer('tty-web-app');
+      await session.waitFor('? Frontend port (allowed by CORS) (3001)');
+      session.answer('4302');
+      await session.waitFor('❯ Embedded PostgreSQL');
+      session.answer('');
+      expect(await session.exitCode(), session.capture()).toBe(0);
+    } finally {
+      session.kill();
+    }
+    expect(readEnv(path.join(cwd, 'tty-web')).ALLOWED_ORIGINS).toBe('http://localhost:4302');
+    expect(fs.existsSync(path.join(cwd, 'tty-web-app/package.json'))).toBe(true);
   }, 90_000);
 
   it.runIf(adminUrl)('asks for the PostgreSQL server field by field and writes the DATABASE_URL they make', async () => {
@@ -451,8 +474,6 @@ describe('authstrap setup in a terminal', () => {
       session.answer('4201');
       await session.waitFor('? Next.js frontend');
       session.answer(''); // none
-      await session.waitFor('? Frontend port');
-      session.answer('4202');
       await session.waitFor('❯ Embedded PostgreSQL');
       session.keys('Down');
       await session.waitFor('❯ A PostgreSQL server');
@@ -471,7 +492,7 @@ describe('authstrap setup in a terminal', () => {
       screen = session.capture();
       expect(screen).toContain('✔ Database A PostgreSQL server');
       expect(screen).toContain(`created database "${database.name}"`);
-      expect(screen).toContain('Created tty-app in tty-app');
+      expect(screen).toMatch(/^Created tty-app\s*$/m);
       expect(screen).not.toContain(secret); // typed as *, shown masked
       expect(screen).not.toMatch(stackTrace);
       expect(await database.exists()).toBe(true);
@@ -482,7 +503,7 @@ describe('authstrap setup in a terminal', () => {
     const env = readEnv(path.join(cwd, 'tty-app'));
     expect(env.PORT).toBe('4201');
     expect(env.AUTH_URL).toBe('http://localhost:4201');
-    expect(env.ALLOWED_ORIGINS).toBe('http://localhost:4202');
+    expect(env.ALLOWED_ORIGINS).toBe('http://localhost:5173');
     expect(env.DATABASE_URL).toBe(`postgresql://${encodeURIComponent(user)}:${encodeURIComponent(secret)}@${host}:${dbPort}/${database.name}`);
     if (!server.password) expect(env.DATABASE_URL).toContain(':p%40ss%3Aw%2Frd%20%2520%3F@');
 

@@ -126,9 +126,12 @@ export async function setupCommand(flags: SetupFlags): Promise<void> {
 function printNextSteps(settings: SetupSettings) {
   const relative = path.relative(process.cwd(), settings.dir) || '.';
   const database = settings.database.kind === 'postgres' ? maskPassword(settings.database.url) : 'embedded (.data/pglite)';
-  console.log(`${chalk.green('Created')} ${settings.projectName} in ${relative}`);
+  // "Created api", or "Created api in ../apps/api" when the folder is not named after it.
+  const where = relative === settings.projectName ? '' : relative === '.' ? ' in this folder' : ` in ${relative}`;
+  console.log(`${chalk.green('Created')} ${settings.projectName}${where}`);
   console.log(`  database  ${database}`);
   console.log(`  API docs  http://localhost:${settings.backendPort}/api/docs`);
+  console.log(`  CORS      http://localhost:${settings.frontendPort} (ALLOWED_ORIGINS in .env; --frontend-port)`);
   // Without node_modules (--no-install) `npm start` alone fails: say to install first.
   const install = fs.existsSync(path.join(settings.dir, 'node_modules')) ? '' : `${settings.packageManager} install && `;
   console.log(`\nStart it:  ${chalk.cyan(`cd ${relative} && ${install}${settings.packageManager} start`)}`);
