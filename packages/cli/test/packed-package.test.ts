@@ -105,3 +105,26 @@ describe('the packed authstrap package', () => {
     expect(fs.existsSync(path.join(userDir, 'web/src/lib/authstrap-client.ts'))).toBe(true);
   }, minutes(12));
 });
+
+describe('npm pack in a fresh clone (nothing installed or built)', () => {
+  let root: string;
+  afterAll(() => {
+    if (root) fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('says in one line what to run, without a stack trace', () => {
+    root = tempDir('authstrap-fresh-clone-');
+    const clone = path.join(root, 'repo');
+    fs.cpSync(path.join(repoRoot, 'templates'), path.join(clone, 'templates'), { recursive: true });
+    for (const [dir, entries] of [
+      ['packages/cli', ['package.json', 'scripts', 'src', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE']],
+      ['packages/better-auth-adapter', ['package.json', 'src', 'tsconfig.json', 'tsconfig.build.json']],
+    ] as const) {
+      for (const entry of entries) fs.cpSync(path.join(repoRoot, dir, entry), path.join(clone, dir, entry), { recursive: true });
+    }
+    const pack = run('npm', ['pack', '--dry-run'], path.join(clone, 'packages/cli'), minutes(1));
+    expect(pack.status).not.toBe(0);
+    expect(pack.output).toContain('authstrap: dist/ is missing and TypeScript is not installed: run `npm run bootstrap` at the repository root, then pack again');
+    expect(pack.output).not.toMatch(/\n\s+at /);
+  });
+});
