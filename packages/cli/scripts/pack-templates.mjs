@@ -13,8 +13,10 @@ const target = path.join(packageDir, 'templates');
 if (process.argv[2] === 'remove') {
   fs.rmSync(target, { recursive: true, force: true });
 } else {
-  if (!fs.existsSync(path.join(source, 'backend'))) throw new Error(`No templates at ${source}: pack authstrap from its repository`);
-  if (!fs.existsSync(path.join(packageDir, 'dist/cli.js'))) throw new Error('dist/cli.js is missing: build first (pnpm --filter authstrap run build)');
+  if (!fs.existsSync(path.join(source, 'backend'))) {
+    console.error(`authstrap: no templates at ${source}: pack authstrap from its repository`);
+    process.exit(1);
+  }
   fs.rmSync(target, { recursive: true, force: true });
   fs.cpSync(source, target, { recursive: true });
 }

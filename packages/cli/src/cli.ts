@@ -80,7 +80,7 @@ program
   .option('--dry-run', 'print the plan (file diffs and SQL) and change nothing')
   .option('--json', jsonHelp)
   .option('--yes', yesHelp)
-  .option('--database-url <url>', 'the PostgreSQL database (default: DATABASE_URL from .env)')
+  .option('--database-url <url>', 'the PostgreSQL database (default: DATABASE_URL from the environment, then .env)')
   .option('--frontend <dir...>', 'frontend folders whose dev-server origin CORS must allow (default: found next to the project)')
   .option('--adapter-package <name...>', 'another auth adapter package to hold to 2.0.2 (known already: @authstrap/better-auth-adapter, @apso/better-auth-adapter)')
   .action(async (dir: string, options) => {
@@ -91,14 +91,18 @@ program
 program
   .command('verify')
   .alias('verify-auth-setup')
-  .description('Check a running backend and its database: tables, docs, sign-up, sign-in, sessions, tenant isolation')
-  .option('--url <url>', 'the backend (default: AUTH_URL or http://localhost:PORT from .env)')
-  .option('--database-url <url>', 'its PostgreSQL database (default: DATABASE_URL from .env)')
-  .option('--service-key <key>', 'SERVICE_API_KEY, to remove the test users through the API (default: from .env)')
-  .option('--dir <dir>', 'the project folder whose .env to read', '.')
+  .description('Check a running backend and its database (tables, docs, sign-up, sign-in, sessions, tenant isolation), and in a project folder the checks of `fix` too')
+  .option('--url <url>', 'the backend (default: AUTH_URL, else http://localhost:PORT)')
+  .option('--database-url <url>', 'its PostgreSQL database (default: DATABASE_URL)')
+  .option('--service-key <key>', "the backend's SERVICE_API_KEY: checks what a Better Auth adapter does, and removes the test users through the API (default: SERVICE_API_KEY)")
+  .option('--dir <dir>', 'the project folder: its .env is read, and its files are examined as fix does', '.')
   .option('--frontend <url>', 'also check a frontend running Better Auth on the adapter: its page, sign-up and sign-in through it')
   .option('--json', jsonHelp)
   .option('--yes', yesHelp)
+  .addHelpText(
+    'after',
+    '\nSettings come in the order the backend takes them: a flag, then the process environment\n(AUTH_URL, PORT, DATABASE_URL, EMBEDDED_DB_DIR, SERVICE_API_KEY), then the .env of --dir.',
+  )
   .action(async (options) => {
     const report = await verifyCommand(options);
     if (!report.ok) process.exitCode = 1;

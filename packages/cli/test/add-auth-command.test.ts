@@ -4,6 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleDir, readTree, runCli, tempDir } from './support/cli.js';
+import { verifyCheckIds } from './support/example-copies.js';
 
 const adminUrl = process.env.AUTHSTRAP_TEST_POSTGRES_URL;
 if (process.env.CI && !adminUrl) throw new Error('CI is set but AUTHSTRAP_TEST_POSTGRES_URL is not');
@@ -69,7 +70,7 @@ describe.runIf(adminUrl)('authstrap add-auth on an authstrap project with auth o
     fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), schemaBefore);
     expect(runCli(['generate', dir]).status).toBe(0);
     fs.symlinkSync(path.join(exampleDir, 'node_modules'), path.join(dir, 'node_modules'));
-    fs.writeFileSync(path.join(dir, '.env'), `PORT=3988\nHOST=127.0.0.1\nDATABASE_URL=${databaseUrl}\nBCRYPT_COST=4\nSERVICE_API_KEY=add-auth-test-key-0123456789abcdef012345\n`);
+    fs.writeFileSync(path.join(dir, '.env'), `PORT=3988\nHOST=127.0.0.1\nDATABASE_URL=${databaseUrl}\nBCRYPT_COST=4\nSERVICE_API_KEY=add-auth-test-key-0123456789abcdef012345\nALLOWED_ORIGINS=http://localhost:5173\n`);
     await runOnce();
     db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
@@ -105,7 +106,7 @@ describe.runIf(adminUrl)('authstrap add-auth on an authstrap project with auth o
     const result = runCli(['add-auth', dir]);
     expect(result.status, result.output).toBe(0);
     expect(result.stdout).toContain('Account clashes with an auth entity: renamed to AppAccount');
-    expect(result.stdout).toContain('11 passed, 0 failed');
+    expect(result.stdout).toContain(`\n${verifyCheckIds.length} passed, 0 failed\n`);
     expect(await counts()).toEqual(rows);
 
     // Existing rows went to the default organization; a plain insert (the old app's) still works.

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { findLoopbackMix, loopbackHosts, withLocalhost } from '../src/project/loopback-hosts.js';
-import { loopbackHostsWarning } from '../src/verify/checks.js';
 
 const backendEnv = (text: string) => ({ path: '.env', text });
 const webEnv = (text: string) => ({ path: 'web/.env.local', text });
@@ -108,14 +107,5 @@ describe('the repair: every loopback host becomes localhost', () => {
     const repaired = (file: { path: string; text: string }) => ({ ...file, text: mix.files.find((change) => change.path === file.path)?.after ?? file.text });
     expect(mix.files.map((file) => file.path)).toEqual(['.env', 'web/.env.local']);
     expect(findLoopbackMix(repaired(backend), [repaired(frontend)])).toBeUndefined();
-  });
-});
-
-describe('verify: the loopback warning', () => {
-  it('is a warning naming the fix check, and nothing when the settings agree', () => {
-    const warning = loopbackHostsWarning({ backend: backendEnv('AUTH_URL=http://127.0.0.1:3000\nALLOWED_ORIGINS=http://localhost:5173\n'), frontends: [] });
-    expect(warning).toMatchObject({ id: 'loopback-hosts', status: 'warn', fix: 'authstrap fix (check: loopback-hosts) uses localhost in AUTH_URL in .env' });
-    expect(warning?.message).toContain('localhost and 127.0.0.1 are mixed');
-    expect(loopbackHostsWarning({ backend: backendEnv('AUTH_URL=http://localhost:3000\nALLOWED_ORIGINS=http://localhost:5173\n'), frontends: [] })).toBeUndefined();
   });
 });

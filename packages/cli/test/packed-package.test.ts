@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliPath, repoRoot, tempDir } from './support/cli.js';
+import { verifyCheckIds } from './support/example-copies.js';
 import { freePort, stripAnsi, userEnv } from './support/setup.js';
 
 /**
@@ -80,7 +81,7 @@ describe('the packed authstrap package', () => {
     const port = await freePort();
     const setup = run('npx', ['authstrap', 'setup', '--yes', '--db', 'embedded', '--project-name', 'demo', '--backend-port', String(port), '--package-manager', 'npm'], userDir, minutes(5));
     expect(setup.status, setup.output).toBe(0);
-    expect(setup.output).toMatch(/11 passed, 0 failed/);
+    expect(setup.output).toContain(`\n${verifyCheckIds.length} passed, 0 failed\n`);
 
     const project = path.join(userDir, 'demo');
     const packageJsonText = fs.readFileSync(path.join(project, 'package.json'), 'utf8');
@@ -103,4 +104,27 @@ describe('the packed authstrap package', () => {
     expect(fs.existsSync(adapter.slice('file:'.length))).toBe(true);
     expect(fs.existsSync(path.join(userDir, 'web/src/lib/authstrap-client.ts'))).toBe(true);
   }, minutes(12));
+});
+
+describe('npm pack in a fresh clone (nothing installed or built)', () => {
+  let root: string;
+  afterAll(() => {
+    if (root) fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('says in one line what to run, without a stack trace', () => {
+    root = tempDir('authstrap-fresh-clone-');
+    const clone = path.join(root, 'repo');
+    fs.cpSync(path.join(repoRoot, 'templates'), path.join(clone, 'templates'), { recursive: true });
+    for (const [dir, entries] of [
+      ['packages/cli', ['package.json', 'scripts', 'src', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE']],
+      ['packages/better-auth-adapter', ['package.json', 'src', 'tsconfig.json', 'tsconfig.build.json']],
+    ] as const) {
+      for (const entry of entries) fs.cpSync(path.join(repoRoot, dir, entry), path.join(clone, dir, entry), { recursive: true });
+    }
+    const pack = run('npm', ['pack', '--dry-run'], path.join(clone, 'packages/cli'), minutes(1));
+    expect(pack.status).not.toBe(0);
+    expect(pack.output).toContain('authstrap: dist/ is missing and TypeScript is not installed: run `npm run bootstrap` at the repository root, then pack again');
+    expect(pack.output).not.toMatch(/\n\s+at /);
+  });
 });

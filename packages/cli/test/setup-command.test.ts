@@ -6,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { cliPath, exampleDir, tempDir } from './support/cli.js';
+import { verifyCheckIds } from './support/example-copies.js';
 import { parseEnv } from '../src/project/env-file.js';
 import {
   freePort,
@@ -34,7 +35,8 @@ if (process.env.CI && !adminUrl) {
   throw new Error('CI is set but AUTHSTRAP_TEST_POSTGRES_URL is not: .ci/run should export it');
 }
 
-const allChecks = ['server-up', 'database-connected', 'api-docs', 'sign-up', 'sign-in', 'session', 'auth-endpoints', 'tenant-isolation', 'service-credential', 'tables', 'credential-account'];
+/** What verify cannot read while the backend holds its embedded database. */
+const databaseChecks = ['tables', 'credential-provider', 'nullability', 'not-null-rows'];
 const stackTrace = /\n\s+at /;
 
 const created: string[] = [];
@@ -105,8 +107,9 @@ describe('authstrap setup, non-interactive', () => {
     expect(setup.status, setup.output).toBe(0);
     expect(setup.stdout).toContain('Install dependencies (npm)');
     expect(setup.stdout).toContain('migrations applied: 0001_init.sql');
-    expect(setup.stdout).toContain('11 passed, 0 failed');
-    expect(setup.stdout.match(/^✔ /gm)?.length).toBeGreaterThanOrEqual(10 + 5); // the checks and the steps
+    // Setup stops the backend before the database checks: every check runs.
+    expect(setup.stdout).toContain(`\n${verifyCheckIds.length} passed, 0 failed\n`);
+    expect(setup.stdout.match(/^✔ /gm)?.length).toBeGreaterThanOrEqual(verifyCheckIds.length + 5); // the checks and the steps
     expect(setup.stdout).not.toContain('✘');
     expect(setup.stdout).toContain('Start it:  cd install-test && npm start');
     expect(setup.output).not.toMatch(stackTrace);
@@ -125,10 +128,8 @@ describe('authstrap setup, non-interactive', () => {
       const report = JSON.parse(verify.stdout) as { ok: boolean; url: string; checks: { id: string; status: string; message: string }[]; leftBehind?: string };
       expect(report.ok, verify.stdout).toBe(true);
       expect(report.url).toBe(`http://localhost:${port}`);
-      expect(report.checks.map((check) => check.id)).toEqual(allChecks);
-      // Over HTTP everything passes; the embedded database is the running backend's, so its checks wait.
-      expect(report.checks.slice(0, 9).map((check) => check.status)).toEqual(Array(9).fill('pass'));
-      expect(report.checks.slice(9).map((check) => check.status)).toEqual(['skip', 'skip']);
+      // Everything else passes; the embedded database is the running backend's, so its checks wait.
+      expect(report.checks.map((check) => [check.id, check.status])).toEqual(verifyCheckIds.map((id) => [id, databaseChecks.includes(id) ? 'skip' : 'pass']));
       expect(report.leftBehind).toBeUndefined(); // the test users went again, with the service key
     } finally {
       await project.stop();
@@ -163,7 +164,7 @@ describe('authstrap setup, non-interactive', () => {
     expect(tracked.filter((file) => /^(node_modules|\.data|\.authstrap)\//.test(file))).toEqual([]);
   }, 240_000);
 
-  it.runIf(adminUrl)('creates a PostgreSQL database, applies the migrations and passes all 10 checks', async () => {
+  it.runIf(adminUrl)('creates a PostgreSQL database, applies the migrations and passes every check', async () => {
     const dir = path.join(workspace(), 'pg-app');
     fs.mkdirSync(dir);
     fs.symlinkSync(path.join(exampleDir, 'node_modules'), path.join(dir, 'node_modules'));
@@ -176,7 +177,7 @@ describe('authstrap setup, non-interactive', () => {
       expect(setup.stdout).toContain(`created database "${database.name}"`);
       expect(setup.stdout).toContain('migrations applied: 0001_init.sql');
       expect(setup.stdout).toContain('Database connected — GET /ready 200 (postgres)');
-      expect(setup.stdout).toContain('11 passed, 0 failed');
+      expect(setup.stdout).toContain(`\n${verifyCheckIds.length} passed, 0 failed\n`);
       expect(setup.stdout).not.toContain('Install dependencies');
       expect(await nothingListensOn(port)).toBe(true);
 
@@ -214,7 +215,7 @@ describe('authstrap setup, non-interactive', () => {
     // Nothing installed, started or created besides the files.
     for (const absent of ['node_modules', '.data', '.authstrap']) expect(fs.existsSync(path.join(dir, absent)), absent).toBe(false);
     expect(setup.stdout).not.toContain('Verifying');
-    expect(setup.stdout).toContain('Created quick in quick');
+    expect(setup.stdout).toContain('Created quick\n');
     // Dependencies are not installed, so the way to start it installs them first.
     expect(setup.stdout).toContain('Start it:  cd quick && npm install && npm start');
   });
@@ -251,7 +252,7 @@ describe('authstrap setup, non-interactive', () => {
       installed: false,
       checks: [],
     });
-    expect(setup.stderr).toContain('Created as-json in as-json');
+    expect(setup.stderr).toContain('Created as-json\n');
   });
 
   it('--no-install ignores a busy backend port: it will not start the backend', async () => {
@@ -411,15 +412,14 @@ describe('authstrap setup in a terminal', () => {
       await session.waitFor('? Backend port');
       session.answer('4101');
       await session.waitFor('? Next.js frontend');
-      session.answer(''); // none
-      await session.waitFor('? Frontend port');
-      session.answer('4102');
+      session.answer(''); // none: no frontend port to ask for
       await session.waitFor('❯ Embedded PostgreSQL');
+      expect(session.capture()).not.toContain('Frontend port');
       session.answer(''); // the first choice
       expect(await session.exitCode(), session.capture()).toBe(0);
       const screen = session.capture();
       expect(screen).toContain('✔ Database Embedded PostgreSQL');
-      expect(screen).toContain('Created tty-embedded in tty-embedded');
+      expect(screen).toMatch(/^Created tty-embedded\s*$/m);
       expect(screen).not.toMatch(stackTrace);
     } finally {
       session.kill();
@@ -427,8 +427,32 @@ describe('authstrap setup in a terminal', () => {
     const env = readEnv(path.join(cwd, 'tty-embedded'));
     expect(env.PORT).toBe('4101');
     expect(env.AUTH_URL).toBe('http://localhost:4101');
-    expect(env.ALLOWED_ORIGINS).toBe('http://localhost:4102');
+    // Vite's port, the default without a frontend (--frontend-port to choose another).
+    expect(env.ALLOWED_ORIGINS).toBe('http://localhost:5173');
     expect(env.DATABASE_URL).toBeUndefined();
+  }, 90_000);
+
+  it('asks for the frontend port only when there is a frontend', async () => {
+    requireTmux();
+    const cwd = workspace('authstrap-tty-');
+    const session = new TmuxSession(command, cwd);
+    try {
+      await session.waitFor('? Project name');
+      session.answer('tty-web');
+      await session.waitFor('? Backend port');
+      session.answer('4301');
+      await session.waitFor('? Next.js frontend');
+      session.answer('tty-web-app');
+      await session.waitFor('? Frontend port (allowed by CORS) (3001)');
+      session.answer('4302');
+      await session.waitFor('❯ Embedded PostgreSQL');
+      session.answer('');
+      expect(await session.exitCode(), session.capture()).toBe(0);
+    } finally {
+      session.kill();
+    }
+    expect(readEnv(path.join(cwd, 'tty-web')).ALLOWED_ORIGINS).toBe('http://localhost:4302');
+    expect(fs.existsSync(path.join(cwd, 'tty-web-app/package.json'))).toBe(true);
   }, 90_000);
 
   it.runIf(adminUrl)('asks for the PostgreSQL server field by field and writes the DATABASE_URL they make', async () => {
@@ -450,8 +474,6 @@ describe('authstrap setup in a terminal', () => {
       session.answer('4201');
       await session.waitFor('? Next.js frontend');
       session.answer(''); // none
-      await session.waitFor('? Frontend port');
-      session.answer('4202');
       await session.waitFor('❯ Embedded PostgreSQL');
       session.keys('Down');
       await session.waitFor('❯ A PostgreSQL server');
@@ -470,7 +492,7 @@ describe('authstrap setup in a terminal', () => {
       screen = session.capture();
       expect(screen).toContain('✔ Database A PostgreSQL server');
       expect(screen).toContain(`created database "${database.name}"`);
-      expect(screen).toContain('Created tty-app in tty-app');
+      expect(screen).toMatch(/^Created tty-app\s*$/m);
       expect(screen).not.toContain(secret); // typed as *, shown masked
       expect(screen).not.toMatch(stackTrace);
       expect(await database.exists()).toBe(true);
@@ -481,7 +503,7 @@ describe('authstrap setup in a terminal', () => {
     const env = readEnv(path.join(cwd, 'tty-app'));
     expect(env.PORT).toBe('4201');
     expect(env.AUTH_URL).toBe('http://localhost:4201');
-    expect(env.ALLOWED_ORIGINS).toBe('http://localhost:4202');
+    expect(env.ALLOWED_ORIGINS).toBe('http://localhost:5173');
     expect(env.DATABASE_URL).toBe(`postgresql://${encodeURIComponent(user)}:${encodeURIComponent(secret)}@${host}:${dbPort}/${database.name}`);
     if (!server.password) expect(env.DATABASE_URL).toContain(':p%40ss%3Aw%2Frd%20%2520%3F@');
 

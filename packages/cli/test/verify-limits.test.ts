@@ -19,28 +19,32 @@ describe.runIf(adminUrl)('authstrap verify and the rate limits', () => {
   const resources = createResources({ adminUrl, name: 'verifylimits', backendEnv: { RATE_LIMIT_AUTH_MAX: '', RATE_LIMIT_API_MAX: '' } });
   afterAll(resources.cleanup, 60_000);
 
-  async function verify(backend: Backend, withServiceKey: boolean) {
-    const cwd = resources.temporaryFolder('authstrap-verifylimits-cwd-');
-    const args = ['verify', '--json', '--url', backend.url, '--database-url', backend.databaseUrl];
+  /** A copy of the example with a healthy .env (so that every check of verify can pass). */
+  const copy = () => resources.copyOfExample('ALLOWED_ORIGINS=http://localhost:5173\n');
+
+  async function verify(dir: string, backend: Backend, withServiceKey: boolean) {
+    const args = ['verify', '--json', '--dir', dir, '--url', backend.url, '--database-url', backend.databaseUrl];
     if (withServiceKey) args.push('--service-key', backend.serviceApiKey);
-    const result = await runCliAsync(args, cwd);
+    const result = await runCliAsync(args, dir);
     return { ...result, report: JSON.parse(result.stdout) as Report };
   }
 
   it('passes five times in a row with the service key, at the default limits', { timeout: 180_000 }, async () => {
-    const backend = await resources.startBackend(resources.copyOfExample());
+    const dir = copy();
+    const backend = await resources.startBackend(dir);
     for (let run = 1; run <= 5; run++) {
-      const { status, report, output } = await verify(backend, true);
+      const { status, report, output } = await verify(dir, backend, true);
       expect(report.checks.filter((check) => check.status !== 'pass'), `run ${run}: ${output}`).toEqual([]);
       expect(status).toBe(0);
     }
   });
 
   it('without the service key, reports a 429 as rate limited with the time to retry, and suggests no repair', { timeout: 180_000 }, async () => {
-    const backend = await resources.startBackend(resources.copyOfExample());
+    const dir = copy();
+    const backend = await resources.startBackend(dir);
     let limited: Awaited<ReturnType<typeof verify>> | undefined;
     for (let run = 1; run <= 4 && !limited; run++) {
-      const result = await verify(backend, false);
+      const result = await verify(dir, backend, false);
       if (result.report.checks.some((check) => check.rateLimited)) limited = result;
       else expect(result.status, result.output).toBe(0);
     }

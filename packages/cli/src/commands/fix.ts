@@ -2,12 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import chalk from 'chalk';
 import { CliError } from '../cli-error.js';
-import { printJson } from '../ui/output.js';
-import { applyRepairs, describeRepairs } from '../doctor/apply.js';
-import { examineAll, type Finding } from '../doctor/checks.js';
-import { readProjectState } from '../doctor/project-state.js';
+import { applyRepairs, describeRepairs } from '../checks/apply.js';
+import type { CheckResult } from '../checks/check.js';
+import { readProjectSnapshot } from '../checks/project-snapshot.js';
+import { examineProject } from '../checks/registry.js';
 import { embeddedDatabaseHolder, projectDatabase, serverAnswers } from '../project/database.js';
-import { maskPassword, readProjectEnv } from '../project/env-file.js';
+import { backendSetting, maskPassword, readProjectEnv } from '../project/env-file.js';
+import { printJson } from '../ui/output.js';
+import { formatCheck, summarizeFix } from '../ui/report.js';
 import { openDatabase, type DatabaseProbe } from '../verify/database.js';
 
 export interface FixOptions {
@@ -18,12 +20,10 @@ export interface FixOptions {
   adapterPackage?: string[];
 }
 
-const symbols = { pass: chalk.green('✔'), warn: chalk.yellow('⚠'), fail: chalk.red('✘') } as const;
-
 export interface FixReport {
   ok: boolean;
   dryRun: boolean;
-  checks: (Finding & { repaired?: boolean })[];
+  checks: CheckResult[];
 }
 
 /**
@@ -51,29 +51,15 @@ export async function fixCommand(dir: string | undefined, options: FixOptions): 
     // --frontend folders are relative to where the command runs, like [dir] (not to the project):
     // `authstrap fix backend --frontend web` from the parent means ./web.
     const frontendDirs = options.frontend?.map((dir) => path.resolve(dir));
-    const read = () => readProjectState(projectDir, { db, databaseNote: note, frontendDirs, adapterPackages: options.adapterPackage });
-    const before = examineAll(await read());
-    let report: FixReport;
-    if (options.dryRun || !before.some((finding) => finding.repair)) {
-      report = { ok: before.every((finding) => finding.status !== 'fail'), dryRun: options.dryRun === true, checks: before };
-      if (options.dryRun && !options.json) {
-        const plan = describeRepairs(before);
-        console.log(plan ? `${chalk.bold('Plan (nothing changed, --dry-run):')}\n\n${plan}\n` : 'Nothing to repair.\n');
-      }
-    } else {
-      await applyRepairs(projectDir, before, db);
-      const after = examineAll(await read());
-      report = {
-        ok: after.every((finding) => finding.status !== 'fail'),
-        dryRun: false,
-        checks: after.map((finding, index) => ({ ...finding, ...(before[index]!.status === 'fail' && finding.status !== 'fail' ? { repaired: true, message: `repaired: ${before[index]!.repair?.summary ?? 'by the repairs above'}` } : {}) })),
-      };
-    }
+    const examine = async () => examineProject(await readProjectSnapshot(projectDir, { db, databaseNote: note, frontendDirs, adapterPackages: options.adapterPackage }));
+    const before = await examine();
+    const plan = describeRepairs(before);
+    const report = options.dryRun || !plan ? reportOf(before, options.dryRun === true) : await repair(projectDir, before, db, examine);
     if (options.json) printJson(report);
     else {
-      for (const finding of report.checks) console.log(`${symbols[finding.status]} ${finding.title} ${chalk.dim(`— ${finding.message}`)}`);
-      const left = report.checks.filter((finding) => finding.status === 'fail').length;
-      console.log(left ? chalk.red(`\n${left} problem${left === 1 ? '' : 's'} left${options.dryRun ? ' (dry run: run without --dry-run to repair)' : ''}`) : chalk.green('\nNothing left to repair'));
+      if (options.dryRun && plan) console.log(`${chalk.bold('Plan (nothing changed, --dry-run):')}\n\n${plan}\n`);
+      for (const result of report.checks) console.log(formatCheck(result));
+      console.log(`\n${summarizeFix(report)}`);
     }
     return report;
   } finally {
@@ -81,14 +67,33 @@ export async function fixCommand(dir: string | undefined, options: FixOptions): 
   }
 }
 
-/** PostgreSQL from --database-url or .env; the embedded database only when no backend holds it. */
+const reportOf = (checks: CheckResult[], dryRun: boolean): FixReport => ({ ok: checks.every((result) => result.status !== 'fail'), dryRun, checks });
+
+/** Applies the repairs, examines again, and marks what the repairs made pass. */
+async function repair(projectDir: string, before: CheckResult[], db: DatabaseProbe | undefined, examine: () => Promise<CheckResult[]>): Promise<FixReport> {
+  await applyRepairs(projectDir, before, db);
+  const after = await examine();
+  return reportOf(
+    after.map((result, index) => {
+      const earlier = before[index]!;
+      return earlier.status === 'fail' && result.status !== 'fail' ? { ...result, repaired: true, message: `repaired: ${earlier.repair?.summary ?? 'by the repairs above'}` } : result;
+    }),
+    false,
+  );
+}
+
+/**
+ * PostgreSQL from --database-url, else DATABASE_URL as the backend reads it (the environment,
+ * then .env); the embedded database only when no backend holds it.
+ */
 async function openProjectDatabase(projectDir: string, databaseUrl: string | undefined): Promise<{ db?: DatabaseProbe; note?: string }> {
-  const env = readProjectEnv(projectDir);
-  const target = projectDatabase(projectDir, env, databaseUrl);
+  const dotEnv = readProjectEnv(projectDir);
+  const setting = (name: string) => backendSetting(name, dotEnv)?.value;
+  const target = projectDatabase(projectDir, { EMBEDDED_DB_DIR: setting('EMBEDDED_DB_DIR') ?? '' }, databaseUrl ?? setting('DATABASE_URL'));
   try {
     if (target.kind === 'postgres') return { db: await openDatabase(target) };
     if (!fs.existsSync(target.dir)) return { note: 'the embedded database does not exist yet' };
-    const port = env.PORT || '3000';
+    const port = setting('PORT') ?? '3000';
     if (await serverAnswers(`http://127.0.0.1:${port}`, 1000)) return { note: `the embedded database is held by the backend on port ${port}; stop it to check the database` };
     const holder = embeddedDatabaseHolder(target.dir);
     if (holder) return { note: `the embedded database is held by process ${holder.pid} (a backend not on port ${port}); stop it to check the database` };

@@ -22,9 +22,10 @@ import {
 } from '../setup/steps.js';
 import { printJson } from '../ui/output.js';
 import { formatCheck, step } from '../ui/report.js';
-import { loopbackHostsWarning } from '../verify/checks.js';
+import { examineLoopbackHosts, loopbackHostsCheck } from '../checks/loopback-hosts.js';
+import { readUrlSettings } from '../checks/project-snapshot.js';
+import { repairHint } from '../checks/verdict.js';
 import type { VerifyReport } from '../verify/index.js';
-import { readUrlSettings } from '../doctor/project-state.js';
 import { projectDatabase } from '../project/database.js';
 import { maskPassword, readProjectEnv } from '../project/env-file.js';
 import { startAndVerify } from '../project/start-and-verify.js';
@@ -105,9 +106,9 @@ export async function setupCommand(flags: SetupFlags): Promise<void> {
 
   printNextSteps(settings);
   if (settings.frontendDir) printFrontendNextSteps(settings.frontendDir, settings.frontendPort, settings.packageManager);
-  // localhost mixed with 127.0.0.1 (in .env or a frontend's env files) breaks sign-in in browsers.
-  const loopback = loopbackHostsWarning(readUrlSettings(settings.dir, settings.frontendDir ? [settings.frontendDir] : []));
-  if (loopback) console.log(`\n${formatCheck(loopback)}`);
+  // Verify examined the project, loopback-hosts included; without it, that one check still runs.
+  const loopback = verified ? undefined : loopbackHostsLine(settings.dir, settings.frontendDir ? [settings.frontendDir] : []);
+  if (loopback) console.log(`\n${loopback}`);
   if (flags.json) {
     printJson({
       ok: true,
@@ -125,9 +126,12 @@ export async function setupCommand(flags: SetupFlags): Promise<void> {
 function printNextSteps(settings: SetupSettings) {
   const relative = path.relative(process.cwd(), settings.dir) || '.';
   const database = settings.database.kind === 'postgres' ? maskPassword(settings.database.url) : 'embedded (.data/pglite)';
-  console.log(`${chalk.green('Created')} ${settings.projectName} in ${relative}`);
+  // "Created api", or "Created api in ../apps/api" when the folder is not named after it.
+  const where = relative === settings.projectName ? '' : relative === '.' ? ' in this folder' : ` in ${relative}`;
+  console.log(`${chalk.green('Created')} ${settings.projectName}${where}`);
   console.log(`  database  ${database}`);
   console.log(`  API docs  http://localhost:${settings.backendPort}/api/docs`);
+  console.log(`  CORS      http://localhost:${settings.frontendPort} (ALLOWED_ORIGINS in .env; --frontend-port)`);
   // Without node_modules (--no-install) `npm start` alone fails: say to install first.
   const install = fs.existsSync(path.join(settings.dir, 'node_modules')) ? '' : `${settings.packageManager} install && `;
   console.log(`\nStart it:  ${chalk.cyan(`cd ${relative} && ${install}${settings.packageManager} start`)}`);
@@ -177,8 +181,19 @@ async function frontendOnly(backendDir: string, flags: SetupFlags): Promise<void
     if (flags.install !== false) await installFrontend(plan, backendDir, (flags.packageManager as PackageManager | undefined) ?? 'npm');
   }
   printFrontendNextSteps(frontendDir, port, packageManagerOf(frontendDir, 'npm'));
-  const loopback = loopbackHostsWarning(readUrlSettings(backendDir, [frontendDir]));
-  if (loopback) console.log(`\n${formatCheck(loopback)}`);
+  const loopback = loopbackHostsLine(backendDir, [frontendDir]);
+  if (loopback) console.log(`\n${loopback}`);
+}
+
+/**
+ * localhost mixed with 127.0.0.1 (in .env or a frontend's env files) breaks sign-in in browsers:
+ * the loopback-hosts check of `fix` on the backend and its frontends, as a line when it fails.
+ */
+function loopbackHostsLine(backendDir: string, frontendDirs: string[]): string | undefined {
+  const { backend, frontends } = readUrlSettings(backendDir, frontendDirs);
+  const finding = examineLoopbackHosts(backend, frontends);
+  if (finding.status === 'pass') return undefined;
+  return formatCheck({ id: loopbackHostsCheck.id, title: loopbackHostsCheck.title, ...finding, ...(finding.repair ? { fix: repairHint(finding.repair.summary) } : {}) });
 }
 
 function printFrontendNextSteps(frontendDir: string, port: number, packageManager: PackageManager) {

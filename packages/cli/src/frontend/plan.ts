@@ -1,5 +1,5 @@
 import { CliError } from '../cli-error.js';
-import type { FileChange } from '../doctor/checks.js';
+import type { FileChange } from '../checks/check.js';
 import { byCodeUnit, outputPath, renderIfTemplate, sortedEntries } from '../generate/render.js';
 import type { Schema } from '../schema/types.js';
 import type { FrontendTemplates } from './templates.js';

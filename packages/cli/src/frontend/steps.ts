@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { CliError } from '../cli-error.js';
-import type { FileChange } from '../doctor/checks.js';
+import type { FileChange } from '../checks/check.js';
 import { applyWrites, loadTemplates, packageNameFor, planGenerate } from '../generate/index.js';
 import { allowedOrigins, parseEnv, withEnvValue } from '../project/env-file.js';
 import { loadSchemaWithSource } from '../schema/index.js';

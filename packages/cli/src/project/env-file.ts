@@ -34,6 +34,19 @@ export function readProjectEnv(projectDir: string): Record<string, string> {
   return fs.existsSync(file) ? parseEnv(fs.readFileSync(file, 'utf8')) : {};
 }
 
+/** Where a setting came from, for messages. */
+export type SettingSource = 'environment' | '.env';
+
+/**
+ * A variable as the backend reads it: from the process environment when it is set there, else
+ * from the project's .env (Node's process.loadEnvFile, which the backend uses, never overrides a
+ * variable that is set). Blank counts as unset, as the backend's config has it.
+ */
+export function backendSetting(name: string, dotEnv: Record<string, string>, environment: NodeJS.ProcessEnv = process.env): { value: string; source: SettingSource } | undefined {
+  const [value, source] = environment[name] !== undefined ? [environment[name]!, 'environment' as const] : [dotEnv[name] ?? '', '.env' as const];
+  return value.trim() ? { value, source } : undefined;
+}
+
 /** `postgresql://app:secret@db/app` -> `postgresql://app:***@db/app`, for messages. */
 export function maskPassword(url: string): string {
   // Up to the last '@': URL parsers take an unencoded '@' in a password as part of it, so the

@@ -8,13 +8,15 @@ import { runVerify, type VerifyReport } from '../verify/index.js';
 
 /**
  * Builds a project's backend and starts it (which applies its migrations), runs `authstrap
- * verify` against it and stops it: the last steps of `setup` and `add-auth`. The backend is stopped before the
- * database checks, because an embedded database belongs to the process that has it open.
+ * verify` against it (the project examined as `fix` does) and stops it: the last steps of
+ * `setup` and `add-auth`. The backend is stopped before the database checks, because an
+ * embedded database belongs to the process that has it open.
  */
 export async function startAndVerify(options: {
   dir: string;
   backendPort: number;
   database: DatabaseTarget;
+  /** SERVICE_API_KEY of the project's .env, which the started backend uses. */
   serviceKey?: string;
   stepTitle: string;
   failure: string;
@@ -33,11 +35,12 @@ export async function startAndVerify(options: {
     console.log(chalk.bold('\nVerifying'));
     const report = await runVerify({
       url: backend.url,
+      projectDir: options.dir,
       database: options.database,
-      serviceKey: options.serviceKey,
+      serviceKey: options.serviceKey ? { value: options.serviceKey, source: 'SERVICE_API_KEY in .env' } : undefined,
       beforeDatabaseChecks: stop,
-      onResult: (result) => console.log(formatCheck(result)),
     });
+    for (const result of report.checks) console.log(formatCheck(result));
     console.log(`${summarizeChecks(report.checks)}\n`);
     if (!report.ok) throw new CliError(`${options.failure}; the backend's log is in ${path.join(options.dir, logDir, 'backend.log')}`, 1);
     return report;

@@ -3,8 +3,9 @@ import { input, password, select } from '@inquirer/prompts';
 import type { SetupFlags } from './options.js';
 
 /**
- * Asks for what the flags did not say: project name, ports and the database. Answers are
- * returned as flags, so that they go through the same checks as typed ones.
+ * Asks for what the flags did not say: project name, ports (the frontend's only when there is a
+ * frontend) and the database. Answers are returned as flags, so that they go through the same
+ * checks as typed ones.
  */
 export async function askForMissing(flags: SetupFlags): Promise<SetupFlags> {
   const answers: SetupFlags = { ...flags };
@@ -20,7 +21,8 @@ export async function askForMissing(flags: SetupFlags): Promise<SetupFlags> {
     const folder = await input({ message: 'Next.js frontend: a new folder, or an existing app to connect (empty for none)', default: '' });
     if (folder.trim()) answers.frontend = folder.trim();
   }
-  answers.frontendPort ??= await input({ message: 'Frontend port (allowed by CORS)', default: answers.frontend ? '3001' : '5173', validate: port });
+  // Without a frontend there is no port to ask for: CORS allows Vite's default (--frontend-port to change it).
+  if (answers.frontend !== undefined) answers.frontendPort ??= await input({ message: 'Frontend port (allowed by CORS)', default: '3001', validate: port });
 
   if (answers.databaseUrl === undefined && answers.db === undefined) {
     answers.db = await select({

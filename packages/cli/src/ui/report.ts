@@ -1,6 +1,6 @@
 import chalk from 'chalk';
 import ora from 'ora';
-import type { CheckResult } from '../verify/index.js';
+import type { CheckResult } from '../checks/check.js';
 
 /** Progress and results for people: spinners on a terminal, plain lines in logs and CI. */
 
@@ -20,6 +20,19 @@ export function summarizeChecks(results: CheckResult[]): string {
   // The plain "N passed, N failed" stays first and alone on its part of the line: CI reads it.
   if (limited) return chalk.yellow(`${parts.join(', ')} (${limited} rate limited by the backend: run verify again later, nothing was found broken)`);
   return count('fail') ? chalk.red(parts.join(', ')) : chalk.green(parts.join(', '));
+}
+
+/**
+ * The last line of `fix`: what is left, or that nothing is, and how many checks could not run
+ * (those are listed above it, each with its reason).
+ */
+export function summarizeFix(report: { dryRun: boolean; checks: CheckResult[] }): string {
+  const count = (select: (result: CheckResult) => boolean) => report.checks.filter(select).length;
+  const [left, repaired, skipped] = [count((result) => result.status === 'fail'), count((result) => result.repaired === true), count((result) => result.status === 'skip')];
+  const notRun = skipped ? ` (${skipped} check${skipped === 1 ? '' : 's'} skipped, see above)` : '';
+  const problems = `${left} problem${left === 1 ? '' : 's'}`;
+  if (left) return chalk.red(report.dryRun ? `${problems} found (dry run: nothing changed; run without --dry-run to repair)${notRun}` : `${problems} left${notRun}`);
+  return chalk.green(`${repaired ? `Repaired ${repaired}; nothing left to repair` : 'Nothing to repair'}${notRun}`);
 }
 
 /**

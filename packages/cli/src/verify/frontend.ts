@@ -1,5 +1,6 @@
 import { loopbackHostOf } from '../project/loopback-hosts.js';
-import type { CheckResult, VerifyContext } from './checks.js';
+import type { CheckResult } from '../checks/check.js';
+import type { ProbeContext } from '../checks/probe-context.js';
 
 /**
  * `authstrap verify --frontend URL`: the frontend on the checklist. Its page loads; a sign-up and
@@ -16,7 +17,7 @@ export function sessionCookieOf(response: Response): string | undefined {
 
 type Outcome = Omit<CheckResult, 'id' | 'title'>;
 
-export async function frontendChecks(context: VerifyContext, frontendUrl: string, backendUrl: string, timeoutMs = 30_000): Promise<CheckResult[]> {
+export async function frontendChecks(context: ProbeContext, frontendUrl: string, backendUrl: string, timeoutMs = 30_000): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   const record = (id: string, title: string, outcome: Outcome) => results.push({ id, title, ...outcome });
   const frontend = new URL(frontendUrl);

@@ -1,27 +1,25 @@
-import type { EnvFileText } from '../project/loopback-hosts.js';
-import { checks, loopbackHostsWarning, newRunId, type CheckResult, type VerifyContext } from './checks.js';
+import { skip, type CheckResult } from '../checks/check.js';
+import { probeContext, type ProbeContext } from '../checks/probe-context.js';
+import { readProjectSnapshot } from '../checks/project-snapshot.js';
+import { checks, examineProject } from '../checks/registry.js';
+import { verdicts, type CheckParts } from '../checks/verdict.js';
 import { openDatabase, type DatabaseTarget } from './database.js';
 import { frontendChecks } from './frontend.js';
 import { httpClient, RateLimitedError } from './http.js';
 
-export type { CheckResult } from './checks.js';
-export type { DatabaseTarget } from './database.js';
-
 export interface VerifyOptions {
   url: string;
-  /** Where to read the database; without it the database checks are skipped. */
+  /** The project folder: its files are examined too (without it, those parts are skipped). */
+  projectDir?: string;
+  /** Where to read the database; without it the database parts are skipped. */
   database?: DatabaseTarget;
-  /** Why there is no database target, shown on the skipped checks. */
+  /** Why there is no database target, shown on the skipped parts. */
   noDatabaseReason?: string;
-  serviceKey?: string;
+  serviceKey?: ProbeContext['serviceKey'];
   /** A frontend running Better Auth on the adapter: its page, sign-up and sign-in are checked too. */
   frontendUrl?: string;
-  /** The project's .env and its frontends' env files, when verify runs in a project: read for a warning. */
-  urlSettings?: { backend: EnvFileText; frontends: EnvFileText[] };
-  /** Runs between the HTTP checks and the database checks: setup stops an embedded backend here. */
+  /** Runs between the HTTP probes and the database: setup stops an embedded backend here. */
   beforeDatabaseChecks?: () => Promise<void>;
-  /** Each result as it is known, for progress output. */
-  onResult?: (result: CheckResult) => void;
 }
 
 export interface VerifyReport {
@@ -33,99 +31,104 @@ export interface VerifyReport {
 }
 
 /**
- * Runs every check: first against the running backend, then against its database. Users and
- * organizations created on the way are removed at the end: in the database when it is open,
- * and through the API (organizations by their owner, users with the service key) when it is not
- * or when it did not hold them.
+ * Runs every check of the registry: the probes against the running backend, then against its
+ * database, then (in a project folder) the examines of the project's files and database, the
+ * same that `fix` runs. Users and organizations created on the way are removed before the
+ * project is examined: in the database when it is open, and through the API (organizations by
+ * their owner, users with the service key) when it is not or when it did not hold them.
  */
 export async function runVerify(options: VerifyOptions): Promise<VerifyReport> {
-  const context: VerifyContext = {
-    http: httpClient(options.url, { serviceKey: options.serviceKey }),
-    serviceKey: options.serviceKey,
-    runId: newRunId(),
-    people: {},
-    created: { userIds: [], organizationIds: [] },
-  };
-  const results: CheckResult[] = [];
-  const record = (result: CheckResult) => {
-    results.push(result);
-    options.onResult?.(result);
-  };
-  const runCheck = async (check: (typeof checks)[number]) => {
+  const context = probeContext(httpClient(options.url, { serviceKey: options.serviceKey?.value }), options.serviceKey);
+  const parts = new Map(checks.map((check) => [check.id, {} as CheckParts]));
+  const probe = async (check: (typeof checks)[number]) => {
     try {
-      const outcome = await check.run(context);
-      record({ id: check.id, title: check.title, ...outcome, ...(outcome.status === 'fail' && check.fix ? { fix: check.fix } : {}) });
+      parts.get(check.id)!.probed = await check.probe!.run(context);
     } catch (error) {
-      if (error instanceof RateLimitedError) {
-        // Not a broken setup, so no repair to suggest: the verdict waits for a retry.
-        record({ id: check.id, title: check.title, status: 'skip', message: error.message, rateLimited: true });
-        return;
-      }
-      const reason = (error as Error).cause ? `${(error as Error).message}: ${((error as Error).cause as Error).message}` : (error as Error).message;
-      record({ id: check.id, title: check.title, status: 'fail', message: reason, ...(check.fix ? { fix: check.fix } : {}) });
+      // A 429 is not a broken setup: the verdict waits for a retry.
+      if (error instanceof RateLimitedError) parts.get(check.id)!.probed = { ...skip(error.message), rateLimited: true };
+      else parts.get(check.id)!.probed = { status: 'fail', message: reasonOf(error) };
     }
   };
 
-  const httpChecks = checks.filter((check) => check.needs === 'http');
-  const serverUp = httpChecks[0]!;
-  await runCheck(serverUp);
-  const reachable = results[0]!.status === 'pass';
-  for (const check of httpChecks.slice(1)) {
-    if (reachable) await runCheck(check);
-    else record({ id: check.id, title: check.title, status: 'skip', message: `the server at ${options.url} does not answer` });
+  const httpProbes = checks.filter((check) => check.probe?.needs === 'http');
+  await probe(httpProbes[0]!);
+  const reachable = parts.get(httpProbes[0]!.id)!.probed!.status === 'pass';
+  for (const check of httpProbes.slice(1)) {
+    if (reachable) await probe(check);
+    else parts.get(check.id)!.probed = skip(`the server at ${options.url} does not answer`);
   }
-
-  if (reachable && options.frontendUrl) for (const result of await frontendChecks(context, options.frontendUrl, options.url)) record(result);
-
-  const loopbackWarning = options.urlSettings && loopbackHostsWarning(options.urlSettings);
-  if (loopbackWarning) record(loopbackWarning);
+  const frontend = reachable && options.frontendUrl ? await frontendChecks(context, options.frontendUrl, options.url) : [];
 
   await options.beforeDatabaseChecks?.();
 
-  const databaseChecks = checks.filter((check) => check.needs === 'database');
+  const databaseProbes = checks.filter((check) => check.probe?.needs === 'database');
+  let databaseNote = options.noDatabaseReason ?? 'no database given (--database-url)';
   if (options.database) {
     try {
       context.db = await openDatabase(options.database);
     } catch (error) {
-      for (const check of databaseChecks) record({ id: check.id, title: check.title, status: 'fail', message: `cannot open the database: ${(error as Error).message}`, fix: 'check DATABASE_URL in .env' });
+      databaseNote = `cannot open the database: ${(error as Error).message}`;
+      for (const check of databaseProbes) parts.get(check.id)!.probed = { status: 'fail', message: databaseNote };
     }
-  } else {
-    for (const check of databaseChecks) record({ id: check.id, title: check.title, status: 'skip', message: options.noDatabaseReason ?? 'no database given (--database-url)' });
   }
   let leftBehind: string | undefined;
-  if (context.db) {
-    try {
-      for (const check of databaseChecks) await runCheck(check);
-      await context.db.query('DELETE FROM "Organization" WHERE "id" = ANY($1::uuid[])', [context.created.organizationIds]);
-      const deleted = await context.db.query<{ id: string }>('DELETE FROM "User" WHERE "id" = ANY($1::uuid[]) RETURNING "id"', [context.created.userIds]);
-      const gone = new Set(deleted.map((row) => row.id));
-      context.created.userIds = context.created.userIds.filter((id) => !gone.has(id));
-    } catch (error) {
-      leftBehind = `test rows could not be deleted: ${(error as Error).message}`;
-    } finally {
-      await context.db.close();
+  try {
+    if (context.db) {
+      for (const check of databaseProbes) await probe(check);
+      leftBehind = await cleanUpInDatabase(context);
+    } else if (!options.database) {
+      for (const check of databaseProbes) parts.get(check.id)!.probed = skip(databaseNote);
     }
-  }
-  // Users the database did not hold (a --database-url that is not the backend's, or one that
-  // could not be cleaned) are still in the backend's database: remove them through its API.
-  if (reachable && (!context.db || leftBehind || context.created.userIds.length > 0)) {
-    leftBehind = await cleanUpThroughApi(context, options.serviceKey);
+    // Users the database did not hold (a --database-url that is not the backend's, or one that
+    // could not be cleaned) are still in the backend's database: remove them through its API.
+    if (reachable && (!context.db || leftBehind || context.created.userIds.length > 0)) leftBehind = await cleanUpThroughApi(context);
+
+    if (options.projectDir) {
+      const project = await readProjectSnapshot(options.projectDir, { db: context.db, databaseNote });
+      for (const result of examineProject(project)) parts.get(result.id)!.examined = result;
+    } else {
+      for (const check of checks.filter((candidate) => candidate.examine)) {
+        parts.get(check.id)!.examined = skip('the project was not examined: run verify in its folder, or pass --dir');
+      }
+    }
+  } finally {
+    await context.db?.close();
   }
 
+  const results = [...verdicts(checks, parts), ...frontend];
   // A check that was rate limited did not run: no verdict, so not ok either.
   const ok = results.every((result) => result.status !== 'fail' && !result.rateLimited);
   return { ok, url: options.url, checks: results, ...(leftBehind ? { leftBehind } : {}) };
 }
 
-async function cleanUpThroughApi(context: VerifyContext, serviceKey: string | undefined): Promise<string | undefined> {
+const reasonOf = (error: unknown) => {
+  const { message, cause } = error as Error;
+  return cause ? `${message}: ${(cause as Error).message}` : message;
+};
+
+/** Deletes the organizations and users verify made; what could not be deleted, if anything. */
+async function cleanUpInDatabase(context: ProbeContext): Promise<string | undefined> {
+  if (context.created.userIds.length === 0 && context.created.organizationIds.length === 0) return undefined;
+  try {
+    await context.db!.query('DELETE FROM "Organization" WHERE "id" = ANY($1::uuid[])', [context.created.organizationIds]);
+    const deleted = await context.db!.query<{ id: string }>('DELETE FROM "User" WHERE "id" = ANY($1::uuid[]) RETURNING "id"', [context.created.userIds]);
+    const gone = new Set(deleted.map((row) => row.id));
+    context.created.userIds = context.created.userIds.filter((id) => !gone.has(id));
+    return undefined;
+  } catch (error) {
+    return `test rows could not be deleted: ${(error as Error).message}`;
+  }
+}
+
+async function cleanUpThroughApi(context: ProbeContext): Promise<string | undefined> {
   for (const person of [context.people.alice, context.people.bob]) {
     if (person) await context.http('DELETE', `/Organizations/${person.organizationId}`, { token: person.token }).catch(() => undefined);
   }
   if (context.created.userIds.length === 0) return undefined;
-  if (!serviceKey) return `${context.created.userIds.length} test users (verify-*@example.com): give SERVICE_API_KEY to remove them`;
+  if (!context.serviceKey) return `${context.created.userIds.length} test users (verify-*@example.com): give SERVICE_API_KEY to remove them`;
   const failed: string[] = [];
   for (const id of context.created.userIds) {
-    const response = await context.http('DELETE', `/Users/${id}`, { token: serviceKey }).catch(() => undefined);
+    const response = await context.http('DELETE', `/Users/${id}`, { token: context.serviceKey.value }).catch(() => undefined);
     if (response?.status !== 204) failed.push(id);
   }
   return failed.length ? `${failed.length} test users could not be deleted with the service key` : undefined;

@@ -36,3 +36,12 @@ export function readTree(dir: string, skip: string[] = []): Map<string, string> 
 
 /** Not generated: the example's own tests, and what running and building it leave behind. */
 export const exampleHandWritten = ['test', 'vitest.config.ts', 'node_modules', '.data', '.env', 'dist'];
+
+/**
+ * The example's files (without dependencies, data, tests or .env) copied into `dir`, for the
+ * commands that read a project without running it.
+ */
+export function copyExampleFiles(dir: string): string {
+  fs.cpSync(exampleDir, dir, { recursive: true, filter: (source) => !/^(node_modules|\.data|test|\.env)(\/|$)/.test(path.relative(exampleDir, source)) });
+  return dir;
+}

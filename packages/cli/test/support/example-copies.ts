@@ -19,11 +19,11 @@ export interface CliResult {
   output: string;
 }
 
-/** The built CLI, asynchronously: several runs (and the backends they probe) at once. */
-export function runCliAsync(args: string[], cwd: string): Promise<CliResult> {
+/** The built CLI, asynchronously: several runs (and the backends they probe) at once. `env` is added to this process's environment. */
+export function runCliAsync(args: string[], cwd: string, env: Record<string, string> = {}): Promise<CliResult> {
   if (!fs.existsSync(cliPath)) throw new Error(`${cliPath} is missing: build the CLI first (npm test does)`);
   return new Promise((resolve) => {
-    execFile(process.execPath, [cliPath, ...args], { cwd, encoding: 'utf8', timeout: 50_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [cliPath, ...args], { cwd, encoding: 'utf8', timeout: 50_000, env: { ...process.env, ...env } }, (error, stdout, stderr) => {
       const status = error ? (typeof error.code === 'number' ? error.code : null) : 0;
       resolve({ status, stdout, stderr, output: stdout + stderr });
     });
@@ -33,7 +33,7 @@ export function runCliAsync(args: string[], cwd: string): Promise<CliResult> {
 /** What `authstrap fix --json` prints. */
 export interface FixFinding {
   id: string;
-  status: 'pass' | 'warn' | 'fail';
+  status: 'pass' | 'warn' | 'fail' | 'skip';
   message: string;
   repaired?: boolean;
 }
@@ -102,6 +102,8 @@ export interface Backend {
   url: string;
   databaseUrl: string;
   serviceApiKey: string;
+  /** Stops the process (SIGTERM, then SIGKILL after 5 s); its database stays. */
+  stop(): Promise<void>;
 }
 
 export interface ResourceOptions {
@@ -141,19 +143,23 @@ export function createResources({ adminUrl, name, dotEnv, backendEnv = {} }: Res
   /**
    * A copy of the example: everything but its dependencies, data, tests and .env. node_modules is a
    * link to the example's own: installing per copy would take minutes, and the copies only change
-   * source files. It sits in a folder named saas-backend, as the example does.
+   * source files. It sits in a folder named saas-backend, as the example does. `env` is its .env
+   * (default: the resources' `dotEnv`).
    */
-  function copyOfExample(): string {
+  function copyOfExample(env = dotEnv): string {
     const dir = path.join(temporaryFolder(`authstrap-${name}-`), 'saas-backend');
     const skipped = new Set(['node_modules', '.data', 'test', '.env']);
     fs.cpSync(exampleDir, dir, { recursive: true, filter: (source) => !skipped.has(path.relative(exampleDir, source).split(path.sep)[0]!) });
     fs.symlinkSync(path.join(exampleDir, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
-    if (dotEnv !== undefined) fs.writeFileSync(path.join(dir, '.env'), dotEnv);
+    if (env !== undefined) fs.writeFileSync(path.join(dir, '.env'), env);
     return dir;
   }
 
-  /** Starts a copy as `npm start` would (on a fresh database unless one is given) and waits for /ready. */
-  async function startBackend(dir: string, databaseUrl?: string): Promise<Backend> {
+  /**
+   * Starts a copy as `npm start` would (on a fresh database unless one is given) and waits until
+   * `waitFor` answers 200 (/ready; /health for a copy whose /ready is broken on purpose).
+   */
+  async function startBackend(dir: string, databaseUrl?: string, waitFor = '/ready'): Promise<Backend> {
     databaseUrl ??= await createDatabase();
     const port = await freePort();
     const serviceApiKey = `${name}-test-service-key-${randomBytes(12).toString('hex')}`;
@@ -179,27 +185,28 @@ export function createResources({ adminUrl, name, dotEnv, backendEnv = {} }: Res
     child.stdout!.on('data', (chunk) => (output += chunk));
     child.stderr!.on('data', (chunk) => (output += chunk));
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    // Before the databases in the clean-up order (it runs reversed): the process holds connections.
-    cleanups.push(async () => {
+    const stop = async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
       const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
       await exited;
       clearTimeout(killer);
-    });
+    };
+    // Before the databases in the clean-up order (it runs reversed): the process holds connections.
+    cleanups.push(stop);
 
     const url = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 40_000;
     while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`the backend in ${dir} exited with ${child.exitCode}:\n${output}`);
-      const ready = await fetch(`${url}/ready`, { signal: AbortSignal.timeout(1000) }).then(
+      const ready = await fetch(`${url}${waitFor}`, { signal: AbortSignal.timeout(1000) }).then(
         (response) => response.status === 200,
         () => false,
       );
-      if (ready) return { url, databaseUrl, serviceApiKey };
+      if (ready) return { url, databaseUrl, serviceApiKey, stop };
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    throw new Error(`the backend in ${dir} was not ready within 40 s:\n${output}`);
+    throw new Error(`the backend in ${dir} did not answer ${waitFor} within 40 s:\n${output}`);
   }
 
   /** For afterAll: processes first (they hold connections), then databases and folders; a failure is logged, not thrown, so the rest still goes. */
@@ -211,5 +218,28 @@ export function createResources({ adminUrl, name, dotEnv, backendEnv = {} }: Res
   return { createDatabase, temporaryFolder, copyOfExample, startBackend, cleanup };
 }
 
-/** Every check of `authstrap fix`, in the order it reports them. */
-export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'credential-provider', 'cors-origin', 'nullability', 'not-null-rows', 'adapter-version', 'loopback-hosts'];
+/** Every check of `authstrap verify`, in the order it reports them. */
+export const verifyCheckIds = [
+  'server-up',
+  'database-connected',
+  'api-docs',
+  'name-clash',
+  'id-field',
+  'module-wiring',
+  'sign-up',
+  'sign-in',
+  'session',
+  'auth-endpoints',
+  'tenant-isolation',
+  'service-credential',
+  'cors-origin',
+  'loopback-hosts',
+  'adapter-version',
+  'tables',
+  'credential-provider',
+  'nullability',
+  'not-null-rows',
+];
+
+/** Every check of `authstrap fix` (those of verify that examine the project), in the order it reports them. */
+export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'cors-origin', 'loopback-hosts', 'adapter-version', 'credential-provider', 'nullability', 'not-null-rows'];

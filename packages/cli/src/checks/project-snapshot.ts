@@ -10,11 +10,11 @@ import { readSchemaLiteral } from '../schema/read-literal.js';
 import type { DatabaseProbe } from '../verify/database.js';
 
 /**
- * Everything the `fix` checks look at, read once from disk and the database. The checks are
- * pure functions of this snapshot, which is why a second run (after repairs) can say exactly
- * what is left and `--dry-run` shows the same plan a real run applies.
+ * Everything the checks' `examine` looks at, read once from disk and the database. The checks
+ * are pure functions of this snapshot, which is why a second run (after repairs) can say exactly
+ * what is left, `--dry-run` shows the same plan a real run applies, and `verify` and `fix` agree.
  */
-export interface ProjectState {
+export interface ProjectSnapshot {
   dir: string;
   env: Record<string, string>;
   /** Text of the files some checks read, by path relative to the project ('' when missing). */
@@ -113,14 +113,20 @@ function clientFrontendDirs(projectDir: string): string[] {
   return dirs;
 }
 
-export function findFrontends(projectDir: string, extra: string[] = []): ProjectState['frontends'] {
-  const found: ProjectState['frontends'] = [];
+/** The frontends beside the project and in `extra`; a folder whose package.json does not parse is none. */
+export function findFrontends(projectDir: string, extra: string[] = []): ProjectSnapshot['frontends'] {
+  const found: ProjectSnapshot['frontends'] = [];
   for (const candidate of [...extra, ...clientFrontendDirs(projectDir), ...frontendCandidates]) {
     const dir = path.resolve(projectDir, candidate);
     const file = path.join(dir, 'package.json');
     if (dir === path.resolve(projectDir) || !fs.existsSync(file) || found.some((frontend) => frontend.dir === dir)) continue;
     const packageJsonText = fs.readFileSync(file, 'utf8');
-    const packageJson = JSON.parse(packageJsonText);
+    let packageJson: Record<string, any>;
+    try {
+      packageJson = JSON.parse(packageJsonText);
+    } catch {
+      continue;
+    }
     const origin = devServerOrigin(dir, packageJson);
     if (origin) found.push({ dir, origin, packageJson, packageJsonText, envFiles: readFrontendEnvFiles(dir) });
   }
@@ -135,30 +141,24 @@ function readFrontendEnvFiles(dir: string): { name: string; text: string }[] {
 }
 
 /** The frontends' env files, by path relative to the backend project (`web/.env.local`). */
-export function frontendEnvTexts(projectDir: string, frontends: ProjectState['frontends']): EnvFileText[] {
+export function frontendEnvTexts(projectDir: string, frontends: ProjectSnapshot['frontends']): EnvFileText[] {
   return frontends.flatMap((frontend) => frontend.envFiles.map((file) => ({ path: path.relative(projectDir, path.join(frontend.dir, file.name)), text: file.text })));
 }
 
 /**
  * The backend's .env and its frontends' env files (those found beside it, and `frontendDirs`),
- * for `verify` and `setup` to look for a mix of localhost and 127.0.0.1. A frontend folder that
- * cannot be read (a broken package.json) is left out rather than failing them.
+ * for `setup` to run the loopback-hosts check on without reading the whole project.
  */
 export function readUrlSettings(projectDir: string, frontendDirs: string[] = []): { backend: EnvFileText; frontends: EnvFileText[] } {
-  const backend = { path: '.env', text: readFileOr(path.join(projectDir, '.env')) };
-  try {
-    return { backend, frontends: frontendEnvTexts(projectDir, findFrontends(projectDir, frontendDirs)) };
-  } catch {
-    return { backend, frontends: [] };
-  }
+  return { backend: { path: '.env', text: readFileOr(path.join(projectDir, '.env')) }, frontends: frontendEnvTexts(projectDir, findFrontends(projectDir, frontendDirs)) };
 }
 
-export async function readProjectState(
+export async function readProjectSnapshot(
   dir: string,
   options: { db?: DatabaseProbe; databaseNote?: string; frontendDirs?: string[]; adapterPackages?: string[] } = {},
-): Promise<ProjectState> {
+): Promise<ProjectSnapshot> {
   const files = Object.fromEntries(watchedFiles.map((file) => [file, readFileOr(path.join(dir, file))]));
-  const state: ProjectState = {
+  const state: ProjectSnapshot = {
     dir,
     env: readProjectEnv(dir),
     files,
@@ -198,7 +198,7 @@ const filesOnDisk = (dir: string, plan: GeneratePlan) =>
   Object.fromEntries(plan.writes.map((write) => [write.path, readFileOr(path.join(dir, write.path))]));
 
 /** The schema did not load: if entity names clash with the auth entities, plan the renames and what generate writes after them. */
-function readNameClash(state: ProjectState) {
+function readNameClash(state: ProjectSnapshot) {
   const source = state.files[schemaFileName] ?? '';
   if (!source) return;
   try {

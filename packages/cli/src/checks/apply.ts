@@ -3,10 +3,10 @@ import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { CliError } from '../cli-error.js';
 import type { DatabaseProbe } from '../verify/database.js';
-import type { Finding } from './checks.js';
+import type { CheckResult } from './check.js';
 
 /** The plan as a person reads it: a unified diff per file, then the SQL. */
-export function describeRepairs(findings: Finding[]): string {
+export function describeRepairs(findings: CheckResult[]): string {
   const parts: string[] = [];
   for (const finding of findings) {
     if (!finding.repair) continue;
@@ -25,7 +25,7 @@ export function describeRepairs(findings: Finding[]): string {
  * overwritten), and a failing statement rolls the database back before any file is written, so
  * a failed repair leaves the project as it was.
  */
-export async function applyRepairs(projectDir: string, findings: Finding[], db: DatabaseProbe | undefined): Promise<void> {
+export async function applyRepairs(projectDir: string, findings: CheckResult[], db: DatabaseProbe | undefined): Promise<void> {
   const repairs = findings.flatMap((finding) => (finding.repair ? [finding.repair] : []));
   const files = repairs.flatMap((repair) => repair.files);
   for (const file of files) {
