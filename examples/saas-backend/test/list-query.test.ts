@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKinds, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
+import { databaseKinds, serviceApiKey, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
 
 describe.each(databaseKinds)('list queries on the %s database', (kind) => {
   let backend: TestBackend;
@@ -137,6 +137,15 @@ describe.each(databaseKinds)('list queries on the %s database', (kind) => {
     expect(response.body.error.message).toBe('Unknown query parameter "status" for Organization');
     expect(Object.keys(response.body.error.details)).toEqual(['status']);
   });
+
+  it('offers only what the caller may send when a parameter is unknown', async () => {
+    const offered = async (path: string, token?: string) => (await api('GET', path, token ? { token } : {})).body.error.details.nope as string;
+    const projects = await offered('/Projects?nope=1');
+    expect(projects).toMatch(/^Use one of: page, limit, sort, order, search, createdAfter, /);
+    // The trusted server's where, offset and join: never offered to a user, who would get a 403.
+    for (const serviceOnly of ['where', 'offset', 'join']) expect(projects.split(/, |: /)).not.toContain(serviceOnly);
+    expect(await offered('/Users?nope=1', serviceApiKey)).toMatch(/where, offset, join/);
+  });
 });
 
 describe.each(databaseKinds)('field filters on the %s database', (kind) => {
@@ -204,6 +213,25 @@ describe.each(databaseKinds)('field filters on the %s database', (kind) => {
     const to = new Date(base + 6 * day).toISOString();
     expect(await tasks(`dueAt[gte]=${encodeURIComponent(from)}&dueAt[lte]=${encodeURIComponent(to)}`)).toEqual(['b2', 'b3', 'b5', 'b6']);
     expect(await tasks('dueAt[lt]=2030-01-03')).toEqual(['b1']);
+  });
+
+  it('reads a date the same in a body and in a filter, and refuses the same with the same words', async () => {
+    const alpha = `/Projects/${projects.a}/Tasks`;
+    const created = await api('POST', alpha, { organizationId: org, body: { title: 'dated by day', status: 'todo', dueAt: '2031-03-01' } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    // A date is midnight UTC, whatever the database's time zone.
+    expect(created.body.data.dueAt).toBe('2031-03-01T00:00:00.000Z');
+    expect(await tasks('dueAt=2031-03-01')).toEqual(['dated by day']);
+    expect(await tasks('dueAt[gte]=2031-03-01T00:00:00Z')).toEqual(['dated by day']);
+
+    // A time without its offset means nothing certain: refused by both, in the same words.
+    const body = await api('POST', alpha, { organizationId: org, body: { title: 'no offset', status: 'todo', dueAt: '2031-03-01T10:00' } });
+    expect(body.status).toBe(422);
+    const filter = await api('GET', '/Tasks?dueAt[gte]=2031-03-01T10:00', { organizationId: org });
+    expect(filter.status).toBe(400);
+    expect(body.body.error.details.dueAt).toBe(filter.body.error.details['dueAt[gte]']);
+    expect(body.body.error.details.dueAt).toBe('Must be a date (2025-01-31: midnight UTC) or a date and time with its offset (2025-01-31T09:30:00Z)');
+    await api('DELETE', `/Tasks/${created.body.data.id}`, { organizationId: org });
   });
 
   it("never shows another organization's rows, whatever the filter", async () => {

@@ -49,6 +49,20 @@ afterEach(async () => {
 });
 
 describe('rate limits', () => {
+  it('says in development how to go on after the auth limit (the setting, and that a restart clears the count)', async () => {
+    const development = await backend({ NODE_ENV: 'development', RATE_LIMIT_AUTH_MAX: '2' });
+    for (let attempt = 0; attempt < 2; attempt++) expect((await wrongSignIn(development.url)).status).toBe(401);
+    const refused = await wrongSignIn(development.url);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.message).toBe(
+      'Too many login attempts. Development: raise RATE_LIMIT_AUTH_MAX (now 2) in .env, or restart the backend: the count is kept in its memory',
+    );
+    // Elsewhere the message is the specification's, word for word.
+    const test = await backend({ RATE_LIMIT_AUTH_MAX: '2' });
+    for (let attempt = 0; attempt < 2; attempt++) await wrongSignIn(test.url);
+    expect((await wrongSignIn(test.url)).body).toEqual(tooManyLogins);
+  });
+
   it('with the default auth limit, the 11th request to /api/auth/ in the hour is 429 with the standard headers', async () => {
     // An empty value means "unset": the limits are the real defaults of config.ts.
     const { url } = await backend({ RATE_LIMIT_AUTH_MAX: '', RATE_LIMIT_API_MAX: '' });

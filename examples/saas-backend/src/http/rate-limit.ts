@@ -149,11 +149,16 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
     });
 
   const { prefix } = config.rateLimits;
+  // In development a few mistyped passwords shut sign-in for an hour: the answer says how to go on.
+  const authHint =
+    config.nodeEnv === 'development'
+      ? `. Development: raise RATE_LIMIT_AUTH_MAX (now ${config.rateLimits.authMax}) in .env${redis ? '' : ', or restart the backend: the count is kept in its memory'}`
+      : '';
   return {
     auth: limiter({
       windowMs: config.rateLimits.authWindowMs,
       limit: config.rateLimits.authMax,
-      message: 'Too many login attempts',
+      message: `Too many login attempts${authHint}`,
       prefix: `${prefix}auth:`,
       skip: (req) => isSignedInRead(req.method, `/auth${req.path}`),
     }),

@@ -42,7 +42,8 @@ function zodInput(field: Field): string {
       zod = 'z.boolean()';
       break;
     case 'datetime':
-      zod = 'z.iso.datetime({ offset: true })';
+      // A date or a date and time with its offset, as the list filters read one (src/http/validate.ts).
+      zod = 'DateTimeInput';
       break;
     case 'uuid':
       zod = 'z.uuid()';
@@ -127,6 +128,8 @@ export interface EntityView {
   /** The secret fields, which only the trusted server reads. */
   secretOutputFields: { name: string; zod: string }[];
   inputFields: { name: string; zod: string }[];
+  /** A body takes a date-time field: the schema file imports DateTimeInput. */
+  takesDateTime: boolean;
   replaceDefaults: { name: string; value: string }[];
   selectList: string;
   insertColumns: { field: string; column: string }[];
@@ -248,6 +251,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     description: entity.description,
     outputFields: visible.map((field) => ({ name: field.name, zod: zodOutput(field) })),
     secretOutputFields: entity.fields.filter((field) => field.secret).map((field) => ({ name: field.name, zod: zodOutput(field) })),
+    takesDateTime: writable.some((field) => field.type === 'datetime'),
     inputFields: [
       ...(callerChosenId ? [{ name: 'id', zod: 'z.uuid().optional()' }] : []),
       ...writable.map((field) => ({ name: field.name, zod: zodInput(field) })),

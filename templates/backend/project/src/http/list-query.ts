@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../db/database.js';
 import { setClause, quoteIdentifier, type ColumnMap } from '../db/sql.js';
 import { badRequest, forbidden } from './errors.js';
+import { DateTimeInput, dateTimeHint } from './validate.js';
 
 /**
  * The one list-query implementation every collection uses: page, limit, sort, order, search,
@@ -131,8 +132,11 @@ function readValue(field: ListField, raw: string): unknown {
       return /^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(raw) && Number.isFinite(Number(raw)) ? Number(raw) : undefined;
     case 'boolean':
       return raw === 'true' ? true : raw === 'false' ? false : undefined;
-    case 'datetime':
-      return /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/i.test(raw) && !Number.isNaN(Date.parse(raw)) ? new Date(raw) : undefined;
+    case 'datetime': {
+      // As a body reads one: a date (midnight UTC), or a date and time with its offset.
+      const parsed = DateTimeInput.safeParse(raw);
+      return parsed.success ? new Date(parsed.data) : undefined;
+    }
   }
 }
 
@@ -143,7 +147,7 @@ export const typeHint: Record<ListFieldType, string> = {
   integer: 'a whole number',
   number: 'a number',
   boolean: 'true or false',
-  datetime: 'a date, e.g. 2025-01-31 or 2025-01-31T12:00:00Z',
+  datetime: dateTimeHint,
 };
 
 /** `amountCents[gte]` -> ['amountCents', 'gte']; `status` -> ['status', 'eq']. */
@@ -165,12 +169,21 @@ function fieldsFor(spec: ListSpec, caller: ListCaller): Readonly<Record<string, 
 }
 const userFields = new WeakMap<ListSpec, Readonly<Record<string, ListField>>>();
 
-function parseFilter(spec: ListSpec, fields: Readonly<Record<string, ListField>>, name: string, raw: string): FieldFilter {
+/** What this caller may send for this entity, for the answer that names an unknown parameter. */
+function parametersFor(spec: ListSpec, caller: ListCaller, fields: Readonly<Record<string, ListField>>): string[] {
+  const applies = (name: string) =>
+    (caller === 'service' || !serviceParameters.includes(name)) &&
+    (name !== 'createdAfter' || spec.createdAtColumn !== null) &&
+    (name !== 'search' || spec.searchColumns.length > 0);
+  return [...listParameters.filter(applies), ...Object.keys(fields)];
+}
+
+function parseFilter(spec: ListSpec, fields: Readonly<Record<string, ListField>>, caller: ListCaller, name: string, raw: string): FieldFilter {
   const [fieldName, operator] = splitFilterName(name);
   const field = Object.hasOwn(fields, fieldName) ? fields[fieldName]! : undefined;
   if (!field) {
     throw badRequest(`Unknown query parameter "${name}" for ${spec.entity}`, {
-      [name]: `Use one of: ${[...listParameters, ...Object.keys(fields)].join(', ')}`,
+      [name]: `Use one of: ${parametersFor(spec, caller, fields).join(', ')}`,
     });
   }
   const allowed = operatorsFor(field);
@@ -208,7 +221,7 @@ export function parseListQuery(query: unknown, spec: ListSpec, caller: ListCalle
     }
     if (serviceParameters.includes(name) && caller !== 'service') throw forbidden(`"${name}" is for the trusted server (the service key), on the auth entities, Organizations and members`);
     if ((listParameters as readonly string[]).includes(name)) listed[name] = value;
-    else filters.push(parseFilter(spec, fields, name, value));
+    else filters.push(parseFilter(spec, fields, caller, name, value));
   }
   const parsed = listQuerySchema.safeParse(listed);
   if (!parsed.success) {
