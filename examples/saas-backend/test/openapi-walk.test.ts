@@ -108,4 +108,30 @@ describe('every route of the OpenAPI document', () => {
     const ok = responses.filter(({ response }) => response.status === 200).map(({ route }) => route);
     for (const collection of Object.keys(idFor)) expect(ok.some((route) => route.includes(`GET ${collection}`)), collection).toBe(true);
   });
+
+  it('says which routes are the service key\'s, and a user is refused exactly those', async () => {
+    const document = (await apiClient(backend.url)('GET', '/api/docs/openapi.json')).body;
+    const serviceOnly: string[] = [];
+    for (const [path, methods] of Object.entries(document.paths as Record<string, Record<string, { summary: string; responses: Record<string, unknown> }>>)) {
+      if (!/^\/(accounts|sessions|verifications)(\/\{id\})?$/.test(path)) continue;
+      for (const [method, operation] of Object.entries(methods)) {
+        if (!operation.summary.endsWith('(service key only)')) continue;
+        serviceOnly.push(`${method.toUpperCase()} ${path}`);
+        expect(operation.responses, `${method} ${path}`).toHaveProperty('403');
+      }
+    }
+    expect(serviceOnly.sort()).toEqual(
+      ['PATCH /accounts', 'DELETE /accounts', 'POST /accounts', 'PUT /accounts/{id}', 'PATCH /accounts/{id}', 'DELETE /accounts/{id}',
+        'PATCH /sessions', 'DELETE /sessions', 'POST /sessions', 'PUT /sessions/{id}', 'PATCH /sessions/{id}',
+        'GET /verifications', 'POST /verifications', 'PATCH /verifications', 'DELETE /verifications',
+        'GET /verifications/{id}', 'PUT /verifications/{id}', 'PATCH /verifications/{id}', 'DELETE /verifications/{id}'].sort(),
+    );
+    // And the routes say the truth: a signed-in user (a fresh one: the walk above signed out) gets 403 from each.
+    const user = await signUp(backend.url, 'refused@example.com');
+    for (const route of serviceOnly.filter((entry) => !entry.includes('{id}'))) {
+      const [method, path] = route.split(' ') as [string, string];
+      const response = await user.api(method, `${path}${method === 'GET' ? '' : '?where=[]'}`, { body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+      expect(response.status, route).toBe(403);
+    }
+  });
 });

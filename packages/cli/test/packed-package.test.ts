@@ -36,6 +36,7 @@ describe('the packed authstrap package', () => {
     // tarball must leave them out by itself.
     const copy = path.join(root, 'repo/packages/cli');
     fs.cpSync(path.join(repoRoot, 'templates'), path.join(root, 'repo/templates'), { recursive: true });
+    fs.cpSync(path.join(repoRoot, 'docs'), path.join(root, 'repo/docs'), { recursive: true });
     // vendor/ holds the packed adapter (bootstrap made it); without the adapter's sources beside
     // the copy, prepack keeps it.
     for (const entry of ['package.json', 'dist', 'scripts', 'vendor', 'README.md', 'LICENSE', 'src', 'test']) {
@@ -47,8 +48,9 @@ describe('the packed authstrap package', () => {
     const [packed] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
     tarball = path.join(root, 'pack', packed!.filename);
     packedFiles = packed!.files.map((file) => file.path);
-    // postpack removed the templates it copied in.
+    // postpack removed the templates and docs it copied in.
     expect(fs.existsSync(path.join(copy, 'templates'))).toBe(false);
+    expect(fs.existsSync(path.join(copy, 'docs'))).toBe(false);
 
     userDir = path.join(root, 'user');
     fs.mkdirSync(userDir);
@@ -58,7 +60,7 @@ describe('the packed authstrap package', () => {
     if (root) fs.rmSync(root, { recursive: true, force: true });
   });
 
-  it('carries the templates, the README, the LICENSE and the built CLI, and no tests or sources', () => {
+  it('carries the templates, the docs, the README, the LICENSE and the built CLI, and no tests or sources', () => {
     expect(fs.existsSync(tarball)).toBe(true);
     expect(packedFiles).toContain('dist/cli.js');
     expect(packedFiles).toContain('README.md');
@@ -67,6 +69,8 @@ describe('the packed authstrap package', () => {
     expect(packedFiles).toContain('templates/backend/starter/authstrap.schema.ts');
     expect(packedFiles).toContain('templates/client/authstrap-client.ts.hbs');
     expect(packedFiles).toContain('templates/frontend/auth/lib/auth.ts');
+    // The schema file a project starts with points at this page.
+    expect(packedFiles).toContain('docs/schema.md');
     expect(packedFiles).toContain('vendor/authstrap-better-auth-adapter-2.0.2.tgz');
     expect(packedFiles.filter((file) => /(^|\/)test\/|\.test\.[cm]?[jt]s$/.test(file))).toEqual([]);
     expect(packedFiles.filter((file) => file.startsWith('src/') || file.startsWith('scripts/'))).toEqual([]);

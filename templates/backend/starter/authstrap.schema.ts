@@ -2,7 +2,8 @@
  * The data model of this backend. Change it and run `npx authstrap generate`: tables,
  * migrations, validation, routes and the OpenAPI document follow from it. The auth entities
  * (User, account, session, verification) and the tenant model (Organization, member) are
- * built in while `auth` is true. Reference: https://www.npmjs.com/package/authstrap
+ * built in while `auth` is true. Every option, renaming and what generate refuses:
+ * node_modules/authstrap/docs/schema.md
  */
 export default {
   auth: true,

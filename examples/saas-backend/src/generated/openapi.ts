@@ -102,6 +102,7 @@ export function buildOpenApiDocument(
     idType: 'uuid',
     list: accountListSpec,
     serviceApi: { updateInput: AccountServiceUpdateInput },
+    userOperations: ['list', 'read'],
   });
 
   registerCrudRoutes(registry, {
@@ -115,6 +116,7 @@ export function buildOpenApiDocument(
     idType: 'uuid',
     list: sessionListSpec,
     serviceApi: { updateInput: SessionServiceUpdateInput },
+    userOperations: ['list', 'read', 'delete'],
   });
 
   registerCrudRoutes(registry, {
@@ -128,6 +130,7 @@ export function buildOpenApiDocument(
     idType: 'uuid',
     list: verificationListSpec,
     serviceApi: { updateInput: VerificationServiceUpdateInput },
+    userOperations: [],
   });
 
   registerCrudRoutes(registry, {

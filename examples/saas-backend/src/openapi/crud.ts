@@ -36,7 +36,14 @@ export interface CrudRoutes {
   nested?: { path: string; parentParam: string; parentEntity: string; createInput: z.ZodType };
   /** On the entities the trusted server (the service key) manages: the body of its update-many. */
   serviceApi?: { updateInput: z.ZodType };
+  /**
+   * The routes a signed-in user may call (default: all); the others are the service key's, and
+   * documented as such (`verification`: none; `account`: list and read; `session`: and delete).
+   */
+  userOperations?: CrudOperation[];
 }
+
+export type CrudOperation = 'list' | 'create' | 'read' | 'replace' | 'update' | 'delete';
 
 const ErrorEnvelope = z
   .object({
@@ -148,46 +155,58 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   // The schemas describe a user's view; the service key's answers carry the secret fields too.
   const serviceNote = routes.serviceApi && secretFields.length > 0 ? `The service key also gets ${secretFields.join(', ')}.` : '';
   const invalid = { 422: errorResponse('The body failed validation; details names each field') };
+  // A route only the service key may call says so, in its summary, its security and its 403.
+  const forWhom = (operation: CrudOperation, summary: string) =>
+    !routes.userOperations || routes.userOperations.includes(operation)
+      ? { summary }
+      : { summary: `${summary} (service key only)`, security: [{ bearer: [] }], serviceKeyOnly: { 403: errorResponse('Not the service key: a signed-in user may not do this') } };
+  const list = forWhom('list', `List ${routes.entity} records`);
+  const read = forWhom('read', `Read a ${routes.entity}`);
+  const replace = forWhom('replace', `Replace a ${routes.entity}`);
+  const update = forWhom('update', `Update some fields of a ${routes.entity}`);
+  const remove = forWhom('delete', `Delete a ${routes.entity}`);
 
   registry.registerPath({
-    method: 'get', path: routes.path, tags, summary: `List ${routes.entity} records`, description: serviceNote || undefined,
+    method: 'get', path: routes.path, tags, summary: list.summary, security: list.security, description: serviceNote || undefined,
     request: { query: listQuery(routes), ...scoped },
-    responses: { 200: listResponse, ...scopedErrors },
+    responses: { 200: listResponse, ...scopedErrors, ...list.serviceKeyOnly },
   });
   const plainCreate = { summary: `Create ${/^[aeiou]/i.test(routes.entity) ? 'an' : 'a'} ${routes.entity}`, input: routes.createInput, output: routes.output, status: 201 };
   const create = routes.create ?? plainCreate;
   const serviceCreate = routes.create && routes.serviceApi ? plainCreate : undefined;
+  const creating = forWhom('create', create.summary);
   registry.registerPath({
-    method: 'post', path: routes.path, tags, summary: create.summary,
+    method: 'post', path: routes.path, tags, summary: creating.summary, security: creating.security,
     description: serviceCreate ? `With the service key: ${serviceCreate.summary.toLowerCase()} directly (201), from the second body shape.` : undefined,
     request: { body: jsonBody(serviceCreate ? z.union([create.input, serviceCreate.input]) : create.input), ...scoped },
     responses: {
       [create.status]: dataEnvelope(create.summary, create.output),
       ...(serviceCreate ? { 201: dataEnvelope(`Created (service key)`, serviceCreate.output) } : {}),
       ...scopedErrors,
+      ...creating.serviceKeyOnly,
       409: errorResponse('Conflicts with an existing record'),
       ...invalid,
     },
   });
   registry.registerPath({
-    method: 'get', path: itemPath, tags, summary: `Read a ${routes.entity}`, description: serviceNote || undefined,
+    method: 'get', path: itemPath, tags, summary: read.summary, security: read.security, description: serviceNote || undefined,
     request: { params: idParam(routes.entity, routes.idType), ...scoped },
-    responses: { 200: dataEnvelope(`The ${routes.entity}`, routes.output), ...scopedErrors, ...notFound },
+    responses: { 200: dataEnvelope(`The ${routes.entity}`, routes.output), ...scopedErrors, ...read.serviceKeyOnly, ...notFound },
   });
   registry.registerPath({
-    method: 'put', path: itemPath, tags, summary: `Replace a ${routes.entity}`,
+    method: 'put', path: itemPath, tags, summary: replace.summary, security: replace.security,
     request: { params: idParam(routes.entity, routes.idType), body: jsonBody(routes.replaceInput), ...scoped },
-    responses: { 200: dataEnvelope(`The replaced ${routes.entity}`, routes.output), ...scopedErrors, ...notFound, ...invalid },
+    responses: { 200: dataEnvelope(`The replaced ${routes.entity}`, routes.output), ...scopedErrors, ...replace.serviceKeyOnly, ...notFound, ...invalid },
   });
   registry.registerPath({
-    method: 'patch', path: itemPath, tags, summary: `Update some fields of a ${routes.entity}`,
+    method: 'patch', path: itemPath, tags, summary: update.summary, security: update.security,
     request: { params: idParam(routes.entity, routes.idType), body: jsonBody(routes.updateInput), ...scoped },
-    responses: { 200: dataEnvelope(`The updated ${routes.entity}`, routes.output), ...scopedErrors, ...notFound, ...invalid },
+    responses: { 200: dataEnvelope(`The updated ${routes.entity}`, routes.output), ...scopedErrors, ...update.serviceKeyOnly, ...notFound, ...invalid },
   });
   registry.registerPath({
-    method: 'delete', path: itemPath, tags, summary: `Delete a ${routes.entity}`,
+    method: 'delete', path: itemPath, tags, summary: remove.summary, security: remove.security,
     request: { params: idParam(routes.entity, routes.idType), ...scoped },
-    responses: { 204: { description: 'Deleted' }, ...scopedErrors, ...notFound },
+    responses: { 204: { description: 'Deleted' }, ...scopedErrors, ...remove.serviceKeyOnly, ...notFound },
   });
 
   if (routes.serviceApi) {

@@ -151,6 +151,8 @@ export interface EntityView {
   isUser: boolean;
   /** A create route documented apart from the plain insert (POST /members and POST /Users invite), as code. */
   openApiCreate?: string;
+  /** The routes a signed-in user may call, as code, when not all (the rest are the service key's). */
+  userOperations?: string;
   parent?: {
     field: string;
     entity: string;
@@ -193,6 +195,9 @@ function jsonSelectListOf(fields: Field[]): string {
     })
     .join(', ');
 }
+
+/** Built-in entities of which a signed-in user may call only some routes (their routers refuse the rest). */
+const userOperationsOf: Record<string, string> = { verification: '[]', account: "['list', 'read']", session: "['list', 'read', 'delete']" };
 
 /** Built-in entities whose POST by a user is an invitation, with its OpenAPI description (invitations.ts). */
 const invitationCreateRoutes: Record<string, string> = { member: 'invitationCreateRoute', User: 'userInvitationRoute' };
@@ -269,6 +274,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     listFields: entity.fields.filter((field) => field.type !== 'json').map((field) => ({ field: field.name, spec: listFieldSpec(field) })),
     searchColumns: entity.fields.filter((field) => field.searchable).map((field) => field.column),
     openApiCreate: entity.builtin ? invitationCreateRoutes[entity.name] : undefined,
+    userOperations: entity.builtin && auth ? userOperationsOf[entity.name] : entity.serviceOnly ? '[]' : undefined,
     isUser: entity.builtin && entity.name === 'User',
     parent,
   };
