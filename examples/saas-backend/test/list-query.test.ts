@@ -231,6 +231,12 @@ describe.each(databaseKinds)('field filters on the %s database', (kind) => {
     expect(filter.status).toBe(400);
     expect(body.body.error.details.dueAt).toBe(filter.body.error.details['dueAt[gte]']);
     expect(body.body.error.details.dueAt).toBe('Must be a date (2025-01-31: midnight UTC) or a date and time with its offset (2025-01-31T09:30:00Z)');
+    // createdAfter reads dates as every other filter does, and a number is no date in a body either.
+    const createdAfter = await api('GET', '/Tasks?createdAfter=2031-03-01T10:00', { organizationId: org });
+    expect(createdAfter.status).toBe(400);
+    expect(createdAfter.body.error.details.createdAfter).toBe(body.body.error.details.dueAt);
+    const numeric = await api('POST', alpha, { organizationId: org, body: { title: 'a number', status: 'todo', dueAt: 1738324800000 } });
+    expect(numeric.body.error.details.dueAt).toBe(body.body.error.details.dueAt);
     await api('DELETE', `/Tasks/${created.body.data.id}`, { organizationId: org });
   });
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../db/database.js';
 import { setClause, quoteIdentifier, type ColumnMap } from '../db/sql.js';
 import { badRequest, forbidden } from './errors.js';
-import { DateTimeInput, dateTimeHint } from './validate.js';
+import { DateTimeInput, dateTimeHint } from '../generated/date-time.js';
 
 /**
  * The one list-query implementation every collection uses: page, limit, sort, order, search,
@@ -90,11 +90,8 @@ const listQuerySchema = z.object({
   limit: integer('limit').transform((limit) => Math.min(Math.max(limit, 1), maxPageSize)).default(defaultPageSize),
   sort: z.string().optional(),
   order: z.enum(['asc', 'desc'], { error: 'order must be asc or desc' }).default('desc'),
-  createdAfter: z
-    .string()
-    .refine((value) => !Number.isNaN(Date.parse(value)), 'createdAfter must be a date, e.g. 2025-01-31 or 2025-01-31T12:00:00Z')
-    .transform((value) => new Date(value))
-    .optional(),
+  // Read as every date filter reads one (generated/date-time.ts).
+  createdAfter: DateTimeInput.transform((value) => new Date(value)).optional(),
   search: z.string().max(200, 'search is at most 200 characters').optional(),
   where: z.string().optional(),
   join: z.string().optional(),

@@ -1,19 +1,6 @@
 import type { Request } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { badRequest, notFound, validationFailed } from './errors.js';
-
-/** How a date and time is written, in a body and in a list filter alike (list-query.ts). */
-export const dateTimeHint = 'a date (2025-01-31: midnight UTC) or a date and time with its offset (2025-01-31T09:30:00Z)';
-
-/**
- * A date-time field of a body: a date and time with its offset, or a date, read as midnight UTC
- * (written out, so that the database's time zone cannot change what it means). Anything else is
- * refused with the same words a filter uses.
- */
-export const DateTimeInput = z.union([
-  z.iso.datetime({ offset: true, error: `Must be ${dateTimeHint}` }),
-  z.iso.date({ error: `Must be ${dateTimeHint}` }).transform((day) => `${day}T00:00:00Z`),
-]);
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

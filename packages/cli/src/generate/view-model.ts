@@ -42,7 +42,7 @@ function zodInput(field: Field): string {
       zod = 'z.boolean()';
       break;
     case 'datetime':
-      // A date or a date and time with its offset, as the list filters read one (src/http/validate.ts).
+      // A date or a date and time with its offset, as the list filters read one (generated/date-time.ts).
       zod = 'DateTimeInput';
       break;
     case 'uuid':
