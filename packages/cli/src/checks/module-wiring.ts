@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Node, SyntaxKind, type CallExpression } from 'ts-morph';
-import { fail, pass, plural, skip, warn, type Check, type FileChange } from './check.js';
+import { fail, pass, plural, skip, warn, type Check } from './check.js';
 import { generatedCollections, shownPath, withParent } from './collections.js';
 import { lacksIds } from './id-field.js';
 import { describe } from './probe-context.js';
