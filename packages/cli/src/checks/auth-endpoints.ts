@@ -17,15 +17,17 @@ export const authEndpoints: Check = {
       }
       // "POST /Users creates a user" is the service key's; an owner's POST /Users is an invitation (202).
       const email = `verify-carol-${context.runId}@example.com`;
-      if (!context.serviceKey) {
-        const invited = await http('POST', '/Users', { ...as, body: { email, name: 'Carol' } });
-        if (invited.status !== 202) return fail(`POST /Users by an owner answered ${describe(invited)}, not 202 (an invitation)`);
-        return pass('200, 200, 200, and 202 for an owner (an invitation; no SERVICE_API_KEY to create a user with)');
+      const created = context.serviceKey ? await http('POST', '/Users', { token: context.serviceKey.value, body: { email, name: 'Carol' } }) : undefined;
+      if (created?.status === 201) {
+        context.created.userIds.push(created.body.data.id);
+        return pass('200, 200, 200 and 201 (POST /Users with the service key)');
       }
-      const created = await http('POST', '/Users', { token: context.serviceKey.value, body: { email, name: 'Carol' } });
-      if (created.status !== 201) return fail(`POST /Users with the service key answered ${describe(created)}`);
-      context.created.userIds.push(created.body.data.id);
-      return pass('200, 200, 200 and 201 (POST /Users with the service key)');
+      // A refused key is service-credential's to report; this check still asks as an owner.
+      if (created && created.status !== 401) return fail(`POST /Users with the service key answered ${describe(created)}`);
+      const invited = await http('POST', '/Users', { ...as, body: { email, name: 'Carol' } });
+      if (invited.status !== 202) return fail(`POST /Users by an owner answered ${describe(invited)}, not 202 (an invitation)`);
+      const why = created ? 'the service key was refused' : 'no SERVICE_API_KEY to create a user with';
+      return pass(`200, 200, 200, and 202 for an owner (an invitation; ${why})`);
     },
   },
   causes: ['module-wiring'],
