@@ -95,6 +95,8 @@ export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, 
     RATE_LIMIT_AUTH_MAX: '1000000000',
     RATE_LIMIT_DATA_MAX: '1000000000',
     SHUTDOWN_TIMEOUT_MS: '5000',
+    // Nothing routes by /ready here: stop at once.
+    SHUTDOWN_DRAIN_MS: '0',
     // Users are seeded by signing up and use their session at once: confirming each address by
     // mail is the identity tests' business, not the bench's. Their mail goes to a folder of its own.
     REQUIRE_EMAIL_VERIFICATION: 'false',

@@ -118,6 +118,13 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      if (config.shutdownDrainMs > 0) {
+        // First not ready, still serving: a proxy or load balancer polling /ready sends its
+        // requests elsewhere before this instance stops taking them.
+        gate.drain();
+        logger.info({ drainMs: config.shutdownDrainMs }, 'draining: /ready answers 503, requests are still served');
+        await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
+      }
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // From now on nothing new is served: requests on kept-alive connections get a 503 with
       // `Connection: close`, answers in flight are sent with it, idle connections are closed.
@@ -183,6 +190,7 @@ type Connection = Duplex & { _httpMessage?: http.ServerResponse | null };
 /**
  * What stands before the app: while starting and once stopping, every request gets a 503 (and,
  * when stopping, `Connection: close`, so keep-alive clients go elsewhere); in between, the app.
+ * While draining (after SIGTERM, before stopping), only /ready gets the 503.
  *
  * Stopping also closes the connections of the answers in flight, once each is sent. They are found
  * through the open connections, not by keeping every response in a set: a set that each request
@@ -193,6 +201,7 @@ type Connection = Duplex & { _httpMessage?: http.ServerResponse | null };
 function requestGate(server: http.Server) {
   let app: ((req: http.IncomingMessage, res: http.ServerResponse) => void) | undefined;
   let closed = false;
+  let draining = false;
   const connections = new Set<Socket>();
 
   const unavailable = (res: http.ServerResponse, message: string) => {
@@ -210,12 +219,17 @@ function requestGate(server: http.Server) {
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (closed) return unavailable(res, 'The server is shutting down; try again');
     if (!app) return unavailable(res, 'The server is starting; try again in a moment');
+    if (draining && (req.url === '/ready' || req.url?.startsWith('/ready?'))) return unavailable(res, 'The server is shutting down; send requests elsewhere');
     app(req, res);
   });
 
   return {
     open(handler: (req: http.IncomingMessage, res: http.ServerResponse) => void) {
       app = handler;
+    },
+    /** /ready answers 503 from now on; every other request is still the app's. */
+    drain() {
+      draining = true;
     },
     close() {
       closed = true;

@@ -62,6 +62,8 @@ describe('startup and shutdown of the backend process', () => {
     try {
       await backend.listening;
       expect(backend.output()).toMatch(/"level":40,.*production is running on the embedded database/);
+      // Nor has it a mail server: mail would only ever reach the folder.
+      expect(backend.output()).toMatch(/"level":40,.*production has no SMTP_URL/);
     } finally {
       backend.child.kill('SIGTERM');
       expect(await backend.exited).toBe(0);
@@ -262,6 +264,27 @@ describe('SIGTERM', () => {
     expect(await backend.exited).toBe(0);
     agent.destroy();
     inFlightAgent.destroy();
+  });
+
+  it('drains first: /ready answers 503 for SHUTDOWN_DRAIN_MS while every other request is still served, then stops', async () => {
+    const backend = spawnBackend({ EMBEDDED_DB_DIR: 'memory://', SHUTDOWN_DRAIN_MS: '1500' });
+    const url = new URL(await backend.listening);
+    const owner = await signUp(url.origin, 'drained@example.com');
+    const projects = () => fetch(`${url.origin}/Projects`, { headers: { authorization: `Bearer ${owner.token}`, 'x-organization-id': owner.organizationId } });
+    expect((await fetch(`${url.origin}/ready`)).status).toBe(200);
+
+    const signalled = performance.now();
+    backend.child.kill('SIGTERM');
+    while (!backend.output().includes('draining')) await new Promise((resolve) => setTimeout(resolve, 10));
+    const ready = await fetch(`${url.origin}/ready`);
+    expect(ready.status).toBe(503);
+    expect((await ready.json()).error.code).toBe('SERVICE_UNAVAILABLE');
+    // Still serving everything else while the proxy takes it out of rotation.
+    expect((await projects()).status).toBe(200);
+    expect((await fetch(`${url.origin}/health`)).status).toBe(200);
+
+    expect(await backend.exited).toBe(0);
+    expect(performance.now() - signalled).toBeGreaterThanOrEqual(1500);
   });
 
   it('to `npm start` (the compiled server) stops the server and frees the port', async () => {

@@ -16,6 +16,11 @@ export interface Config {
   bodyLimit: string;
   trustProxy: number;
   shutdownTimeoutMs: number;
+  /**
+   * After SIGTERM, how long the server keeps serving while /ready answers 503, so that a load
+   * balancer or proxy stops sending it requests before it stops taking them (a rolling restart).
+   */
+  shutdownDrainMs: number;
   /** How long a client may take to send a whole request (headers and body) before it gets a 408. */
   requestTimeoutMs: number;
   projectDir: string;
@@ -98,6 +103,7 @@ const environmentSchema = z.object({
   BODY_LIMIT: optional(z.string().regex(/^\d+(b|kb|mb)?$/i, 'must be a size like 100kb or 1mb')),
   TRUST_PROXY: count(0),
   SHUTDOWN_TIMEOUT_MS: count(0),
+  SHUTDOWN_DRAIN_MS: count(0, 600_000),
   REQUEST_TIMEOUT_MS: count(1000, 600_000),
   SERVICE_API_KEY: optional(z.string().min(32, 'must be at least 32 characters (authstrap setup generates one)')),
   // 4 is bcrypt's minimum (fast, for tests); every step doubles the work.
@@ -187,6 +193,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     bodyLimit: values.BODY_LIMIT ?? '100kb',
     trustProxy: values.TRUST_PROXY ?? 0,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS ?? 10_000,
+    // Production runs behind something that routes by /ready: give it time to notice. Elsewhere a
+    // restart should be quick.
+    shutdownDrainMs: values.SHUTDOWN_DRAIN_MS ?? (nodeEnv === 'production' ? 5000 : 0),
     // A client that trickles its request in (a slow-loris attack, a stalled upload) holds a
     // connection; 30 s is long enough for any honest request under the body limit.
     requestTimeoutMs: values.REQUEST_TIMEOUT_MS ?? 30_000,
