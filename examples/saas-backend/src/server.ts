@@ -21,7 +21,7 @@ export interface RunningServer {
   server: Server;
   /** Mail waiting to be sent, and the worker that sends it. */
   outbox: Outbox;
-  /** Stops taking requests, lets in-flight ones finish, then closes the database. */
+  /** Drains (SHUTDOWN_DRAIN_MS: /ready 503), stops taking requests, lets in-flight ones finish, then closes the database. */
   stop(): Promise<void>;
 }
 
