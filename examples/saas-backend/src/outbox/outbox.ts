@@ -20,7 +20,7 @@ import type { Database, Queryable } from '../db/database.js';
  * - Requests never wait for a delivery: they write the row, and wake the worker after commit.
  */
 
-/** One way out of the backend. Mail is src/mail/mail-channel.ts; a new channel is a module like it. */
+/** One way out of the backend. Mail is `mailChannel` in src/mail/mail.ts; a new channel is a module like it. */
 export interface Channel<Payload = unknown> {
   name: string;
   /** The longest one delivery may take; the channel gives up (throws) by then. */

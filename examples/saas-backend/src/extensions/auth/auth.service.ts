@@ -174,7 +174,7 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
     return expiresAt;
   }
 
-  const shared = { db, config, mailer, hashPassword, timingDummy, createSession, insertUserWithPassword, createPersonalOrganization, sendVerificationLink };
+  const shared: AuthInternals = { db, config, mailer, hashPassword, createSession, insertUserWithPassword, createPersonalOrganization, sendVerificationLink };
 
   return {
     hashPassword,
@@ -339,7 +339,6 @@ export type AuthInternals = {
   config: AuthSettings;
   mailer: Mailer;
   hashPassword(password: string): Promise<string>;
-  timingDummy(): Promise<string>;
   createSession(tx: Queryable, userId: string, activeOrganizationId: string | null, meta: RequestMeta): Promise<{ token: string; session: PublicSession }>;
   insertUserWithPassword(tx: Queryable, input: { email: string; name: string; image?: string | null; emailVerified?: boolean }, passwordHash: string): Promise<PublicUser>;
   createPersonalOrganization(tx: Queryable, user: { id: string; name: string }): Promise<string>;

@@ -26,18 +26,6 @@ export function isUuid(value: string): boolean {
 const hasBody = (req: Request) =>
   req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
-/** Validates a query string against a schema: one that does not fit is a 400 naming each parameter. */
-export function parseQuery<Schema extends z.ZodType>(what: string, schema: Schema, query: unknown): z.output<Schema> {
-  const result = schema.safeParse(query ?? {});
-  if (result.success) return result.data;
-  const details: Record<string, string> = {};
-  for (const issue of result.error.issues) {
-    if (issue.code === 'unrecognized_keys') for (const key of issue.keys) details[key] = 'Unknown query parameter';
-    else details[issue.path.join('.') || 'query'] ??= issue.message;
-  }
-  throw badRequest(`Invalid query parameters for ${what}: ${Object.entries(details).map(([name, message]) => `${name}: ${message}`).join('; ')}`, details);
-}
-
 /**
  * Validates a JSON body against a schema: a body that is not JSON is a 400; one that does not fit
  * the schema is a 422 whose `details` names each failing field.
@@ -49,13 +37,26 @@ export function parseBody<Schema extends z.ZodType>(entity: string, schema: Sche
   const result = schema.safeParse(req.body ?? {});
   if (result.success) return result.data;
 
+  throw validationFailed(`Invalid ${entity}`, detailsOf(result.error.issues, 'Unknown field', 'body'));
+}
+
+/** Validates a query string against a schema: one that does not fit is a 400 naming each parameter. */
+export function parseQuery<Schema extends z.ZodType>(what: string, schema: Schema, query: unknown): z.output<Schema> {
+  const result = schema.safeParse(query ?? {});
+  if (result.success) return result.data;
+  const details = detailsOf(result.error.issues, 'Unknown query parameter', 'query');
+  throw badRequest(`Invalid query parameters for ${what}: ${Object.entries(details).map(([name, message]) => `${name}: ${message}`).join('; ')}`, details);
+}
+
+/** The `details` of an answer: each failing field (or unknown key) and its first message. */
+function detailsOf(issues: z.core.$ZodIssue[], unknownKey: string, whole: string): Record<string, string> {
   const details: Record<string, string> = {};
-  for (const issue of result.error.issues) {
+  for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) details[[...issue.path, key].join('.')] = 'Unknown field';
+      for (const key of issue.keys) details[[...issue.path, key].join('.')] = unknownKey;
     } else {
-      details[issue.path.join('.') || 'body'] ??= issue.message;
+      details[issue.path.join('.') || whole] ??= issue.message;
     }
   }
-  throw validationFailed(`Invalid ${entity}`, details);
+  return details;
 }
