@@ -5,7 +5,7 @@
  *
  *   const api = createAuthstrapClient({ baseUrl: 'http://localhost:3000' });
  *   await api.auth.signIn({ email, password });
- *   api.setOrganization(organizationId);
+ *   await api.auth.setActiveOrganization(organizationId); // or api.setOrganization(organizationId) for this client only
  *   const { data, meta } = await api.Project.list({ limit: 10 });
  *
  * Answers come out of the backend's `{ success, data, meta }` envelope; every failure, a network
@@ -482,6 +482,12 @@ export interface AuthApi {
   signOut(): Promise<void>;
   /** The current session, or null when signed out. */
   getSession(): Promise<CurrentSession | null>;
+  /**
+   * The session's active organization: the one tenant-scoped calls act in when the client sends
+   * no organization (setOrganization). It is the user's own at sign-up and their first at sign-in;
+   * null clears it. Not a member: code 'FORBIDDEN'.
+   */
+  setActiveOrganization(organizationId: string | null): Promise<{ session: Session; organization: { id: string; name: string; slug: string; role: Role } | null }>;
   /** Confirms an address with the token of the link from the sign-up mail. */
   verifyEmail(token: string): Promise<{ user: User }>;
   /** Sends the confirmation link again (the same answer for any address). */
@@ -512,7 +518,10 @@ export interface AuthApi {
 export interface AuthstrapClientOptions {
   /** Where the backend listens, e.g. `http://localhost:3000`. */
   baseUrl: string;
-  /** The organization tenant-scoped calls act in, sent as `x-organization-id`. */
+  /**
+   * The organization tenant-scoped calls act in, sent as `x-organization-id`. Without one, they act
+   * in the session's active organization (auth.setActiveOrganization).
+   */
   organizationId?: string;
   /** A session token, sent as `Authorization: Bearer`. Without one, the session cookie (if any) authenticates. */
   token?: string;
@@ -525,7 +534,7 @@ export interface AuthstrapClientOptions {
 }
 
 export interface AuthstrapClient {
-  /** The organization tenant-scoped calls act in from now on; undefined sends none. */
+  /** The organization tenant-scoped calls act in from now on; undefined sends none (the session's active organization applies). */
   setOrganization(organizationId: string | undefined): void;
   /** The session token sent from now on; undefined sends none (the session cookie may still authenticate). */
   setToken(token: string | undefined): void;
@@ -692,6 +701,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
           throw error;
         }
       },
+      setActiveOrganization: (id) => data('POST', '/api/auth/organization/set-active', { organizationId: id }),
       verifyEmail: (secret) => data('POST', '/api/auth/verify-email', { token: secret }),
       sendVerificationEmail: (email) => data('POST', '/api/auth/send-verification-email', { email }),
       forgotPassword: (email) => data('POST', '/api/auth/forgot-password', { email }),

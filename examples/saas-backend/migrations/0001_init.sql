@@ -139,3 +139,71 @@ CREATE TABLE "authstrap_outbox" (
 );
 
 CREATE INDEX "authstrap_outbox_status_nextAttemptAt_idx" ON "authstrap_outbox" ("status", "nextAttemptAt");
+
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'authstrap_app') THEN
+    BEGIN
+      CREATE ROLE "authstrap_app" NOLOGIN NOSUPERUSER NOBYPASSRLS;
+    EXCEPTION
+      -- Another database's migration made it at the same moment.
+      WHEN duplicate_object OR unique_violation THEN NULL;
+      WHEN insufficient_privilege THEN
+        RAISE EXCEPTION 'The backend runs its requests as the database role authstrap_app, which does not exist, and % may not create roles. Ask a database administrator to run: CREATE ROLE authstrap_app NOLOGIN; GRANT authstrap_app TO %; then start the backend again (docs/deploy.md, "The database role").', current_user, quote_ident(current_user);
+    END;
+  END IF;
+  -- The backend logs in as this user and then acts as authstrap_app: it must be allowed to (PostgreSQL 16
+  -- tells membership and the right to SET ROLE apart; a role's creator has only the first).
+  IF NOT pg_has_role(current_user, 'authstrap_app', CASE WHEN current_setting('server_version_num')::int >= 160000 THEN 'SET' ELSE 'MEMBER' END) THEN
+    BEGIN
+      EXECUTE format('GRANT "authstrap_app" TO %I', current_user);
+    EXCEPTION WHEN insufficient_privilege THEN
+      RAISE EXCEPTION 'The backend logs in as % and runs its requests as the database role authstrap_app, and % may not grant itself that role. Ask a database administrator to run: GRANT authstrap_app TO %; then start the backend again (docs/deploy.md, "The database role").', current_user, current_user, quote_ident(current_user);
+    END;
+  END IF;
+END
+$$;
+
+CREATE SCHEMA IF NOT EXISTS authstrap;
+
+GRANT USAGE ON SCHEMA authstrap, public TO "authstrap_app";
+
+CREATE OR REPLACE FUNCTION authstrap.organization_id() RETURNS uuid LANGUAGE sql STABLE AS $$ SELECT NULLIF(current_setting('authstrap.organization_id', true), '')::uuid $$;
+
+CREATE OR REPLACE FUNCTION authstrap.user_id() RETURNS uuid LANGUAGE sql STABLE AS $$ SELECT NULLIF(current_setting('authstrap.user_id', true), '')::uuid $$;
+
+CREATE OR REPLACE FUNCTION authstrap.role() RETURNS text LANGUAGE sql STABLE AS $$ SELECT NULLIF(current_setting('authstrap.role', true), '') $$;
+
+CREATE OR REPLACE FUNCTION authstrap.maintenance() RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT COALESCE(current_setting('authstrap.maintenance', true), '') = 'on' $$;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "Project", "Task", "authstrap_outbox" TO "authstrap_app";
+
+GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
+
+ALTER TABLE "Project" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "Project" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "Project" FOR SELECT USING ("organizationId" = authstrap.organization_id());
+
+CREATE POLICY "authstrap_insert" ON "Project" FOR INSERT WITH CHECK ("organizationId" = authstrap.organization_id());
+
+CREATE POLICY "authstrap_update" ON "Project" FOR UPDATE USING ("organizationId" = authstrap.organization_id()) WITH CHECK ("organizationId" = authstrap.organization_id());
+
+CREATE POLICY "authstrap_delete" ON "Project" FOR DELETE USING ("organizationId" = authstrap.organization_id());
+
+CREATE POLICY "authstrap_maintenance" ON "Project" FOR ALL TO CURRENT_USER USING (authstrap.maintenance()) WITH CHECK (authstrap.maintenance());
+
+ALTER TABLE "Task" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "Task" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "Task" FOR SELECT USING ("organizationId" = authstrap.organization_id());
+
+CREATE POLICY "authstrap_insert" ON "Task" FOR INSERT WITH CHECK ("organizationId" = authstrap.organization_id());
+
+CREATE POLICY "authstrap_update" ON "Task" FOR UPDATE USING ("organizationId" = authstrap.organization_id()) WITH CHECK ("organizationId" = authstrap.organization_id());
+
+CREATE POLICY "authstrap_delete" ON "Task" FOR DELETE USING ("organizationId" = authstrap.organization_id());
+
+CREATE POLICY "authstrap_maintenance" ON "Task" FOR ALL TO CURRENT_USER USING (authstrap.maintenance()) WITH CHECK (authstrap.maintenance());

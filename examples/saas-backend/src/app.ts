@@ -80,7 +80,7 @@ export function createApp({ config, db, logger, rateLimits, outbox }: AppDepende
   app.use(csrfGuard(config));
   app.use(whenBodySent(express.json({ limit: config.bodyLimit, verify: refuseInvalidUtf8 })));
   app.use('/api/auth', authRouter({ auth, config }));
-  app.use(extensionRouter({ config, db }));
+  app.use(extensionRouter({ config, db, auth }));
   app.use(generatedRouter({ db, auth, config }));
 
   app.use(unknownRoute);

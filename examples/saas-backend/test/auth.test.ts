@@ -8,7 +8,7 @@ describe.each(databaseKinds)('sign-up, sign-in and sessions on the %s database',
   let backend: TestBackend;
   let anonymous: Api;
   const count = async (table: string, where = 'true', params: unknown[] = []) =>
-    (await backend.running.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${table}" WHERE ${where}`, params)).rows[0]!.n;
+    (await backend.running.db.asOwner((tx) => tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${table}" WHERE ${where}`, params))).rows[0]!.n;
 
   beforeAll(async () => {
     backend = await startBackend(kind);

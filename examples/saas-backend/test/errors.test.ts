@@ -124,7 +124,7 @@ describe.each(databaseKinds)('errors and protocol on the %s database', (kind) =>
 
   // Last in this file: it breaks the table on purpose.
   it('answers an internal failure with 500 and a generic message that reveals no SQL or stack', async () => {
-    await backend.running.db.query('ALTER TABLE "Project" RENAME COLUMN "description" TO "gone"');
+    await backend.running.db.asOwner((tx) => tx.query('ALTER TABLE "Project" RENAME COLUMN "description" TO "gone"'));
     const response = await api('GET', '/Projects', { organizationId: org });
     expect(response.status).toBe(500);
     expect(response.body.success).toBe(false);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectListSpec, projectRepository } from '../src/generated/Project/project.repository.js';
 import { taskListSpec, taskRepository } from '../src/generated/Task/task.repository.js';
+import { withScope } from '../src/db/scope.js';
 import { parseListQuery } from '../src/http/list-query.js';
 import { databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
@@ -60,57 +61,59 @@ describe.each(databaseKinds)('JSON written by PostgreSQL, %s database', (kind) =
     }
     for (const [dueAt] of awkwardTimestamps) {
       const created = await ada.api('POST', `/Projects/${projectId}/Tasks`, { body: { title: `due ${dueAt}` } });
-      await backend.running.db.query('UPDATE "Task" SET "dueAt" = $1::timestamptz, "createdAt" = $1::timestamptz WHERE "id" = $2', [dueAt, created.body.data.id]);
+      await backend.running.db.asOwner((tx) => tx.query('UPDATE "Task" SET "dueAt" = $1::timestamptz, "createdAt" = $1::timestamptz WHERE "id" = $2', [dueAt, created.body.data.id]));
       taskIds.push(created.body.data.id);
     }
   });
   afterAll(() => backend?.stop());
+  /** The repositories as Ada's requests use them: under her organization's scope. */
+  const asAda = () => withScope(backend.running.db, { organizationId: ada.organizationId, userId: ada.user.id, role: 'owner' });
 
   it('writes every record of a page exactly as JSON.stringify writes the rows pg reads', async () => {
-    const db = backend.running.db;
+    const db = asAda();
     for (const sort of ['title', 'dueAt', 'createdAt', 'points', 'status']) {
       for (const order of ['asc', 'desc']) {
         const query = parseListQuery({ sort, order, limit: '100' }, taskListSpec);
-        const viaObjects = await taskRepository.list(db, ada.organizationId, query);
-        const viaPostgres = await taskRepository.listJson(db, ada.organizationId, query);
+        const viaObjects = await taskRepository.list(db, query);
+        const viaPostgres = await taskRepository.listJson(db, query);
         expect(viaObjects.rows).toHaveLength(taskIds.length);
         expect(viaPostgres.json, `${sort} ${order}`).toBe(JSON.stringify(viaObjects.rows));
         expect(viaPostgres.meta).toEqual(viaObjects.meta);
       }
     }
     const projects = parseListQuery({}, projectListSpec);
-    expect((await projectRepository.listJson(db, ada.organizationId, projects)).json).toBe(
-      JSON.stringify((await projectRepository.list(db, ada.organizationId, projects)).rows),
+    expect((await projectRepository.listJson(db, projects)).json).toBe(
+      JSON.stringify((await projectRepository.list(db, projects)).rows),
     );
   });
 
   it('writes one record exactly as JSON.stringify writes it', async () => {
-    const db = backend.running.db;
+    const db = asAda();
     for (const id of taskIds) {
-      const json = await taskRepository.findJsonById(db, ada.organizationId, id);
-      expect(json).toBe(JSON.stringify(await taskRepository.findById(db, ada.organizationId, id)));
+      const json = await taskRepository.findJsonById(db, id);
+      expect(json).toBe(JSON.stringify(await taskRepository.findById(db, id)));
     }
-    expect(await projectRepository.findJsonById(db, ada.organizationId, projectId)).toBe(
-      JSON.stringify(await projectRepository.findById(db, ada.organizationId, projectId)),
+    expect(await projectRepository.findJsonById(db, projectId)).toBe(
+      JSON.stringify(await projectRepository.findById(db, projectId)),
     );
     for (const [stored, answered] of awkwardTimestamps) {
       const id = taskIds[awkwardTitles.length + awkwardTimestamps.findIndex(([candidate]) => candidate === stored)]!;
-      expect(JSON.parse((await taskRepository.findJsonById(db, ada.organizationId, id))!).dueAt, stored).toBe(answered);
+      expect(JSON.parse((await taskRepository.findJsonById(db, id))!).dueAt, stored).toBe(answered);
     }
     // Another organization's record is not there.
     const bob = await signUp(backend.url, 'bob@example.com');
-    expect(await taskRepository.findJsonById(db, bob.organizationId, taskIds[0]!)).toBeNull();
+    expect(await taskRepository.findJsonById(withScope(backend.running.db, { organizationId: bob.organizationId, userId: bob.user.id, role: 'owner' }), taskIds[0]!)).toBeNull();
   });
 
   it('sends them in the same envelope over HTTP, filtered, paged and past the end', async () => {
     const read = await ada.api('GET', `/Tasks/${taskIds[1]}`);
     expect(read.status).toBe(200);
     expect(read.headers.get('content-type')).toBe('application/json; charset=utf-8');
-    expect(read.body).toEqual({ success: true, data: JSON.parse(JSON.stringify(await taskRepository.findById(backend.running.db, ada.organizationId, taskIds[1]!))) });
+    expect(read.body).toEqual({ success: true, data: JSON.parse(JSON.stringify(await taskRepository.findById(asAda(), taskIds[1]!))) });
 
     const page = await ada.api('GET', `/Projects/${projectId}/Tasks?limit=5&page=2&sort=title&order=asc`);
     expect(page.status).toBe(200);
-    const expected = await taskRepository.list(backend.running.db, ada.organizationId, parseListQuery({ limit: '5', page: '2', sort: 'title', order: 'asc' }, taskListSpec), { projectId });
+    const expected = await taskRepository.list(asAda(), parseListQuery({ limit: '5', page: '2', sort: 'title', order: 'asc' }, taskListSpec), { projectId });
     expect(page.body).toEqual({ success: true, data: JSON.parse(JSON.stringify(expected.rows)), meta: expected.meta });
     expect(Object.keys(page.body)).toEqual(['success', 'data', 'meta']);
 

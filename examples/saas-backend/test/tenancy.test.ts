@@ -91,13 +91,21 @@ describe.each(databaseKinds)('tenant isolation on the %s database', (kind) => {
     expect((await alice.api('GET', `/Projects/${projectA.id}`)).body.data.name).toBe('Secret A');
   });
 
-  it('answers a missing or malformed x-organization-id with 400', async () => {
+  it('answers a malformed x-organization-id, or none without an active organization, with 400', async () => {
     // Sent by hand: the test client always adds the default organization.
-    const bare = await fetch(`${backend.url}/Projects`, { headers: { authorization: `Bearer ${bob.token}` } });
-    expect(bare.status).toBe(400);
-    const body = await bare.json();
-    expect(body.error.code).toBe('BAD_REQUEST');
-    expect(body.error.details).toHaveProperty('x-organization-id');
+    const bare = () => fetch(`${backend.url}/Projects`, { headers: { authorization: `Bearer ${bob.token}` } });
+    // No header: the session's active organization (Bob's own; active-organization.test.ts).
+    expect((await bare()).status).toBe(200);
+    expect((await bob.api('POST', '/api/auth/organization/set-active', { body: { organizationId: null } })).status).toBe(200);
+    try {
+      const none = await bare();
+      expect(none.status).toBe(400);
+      const body = await none.json();
+      expect(body.error.code).toBe('BAD_REQUEST');
+      expect(body.error.details).toHaveProperty('x-organization-id');
+    } finally {
+      await bob.api('POST', '/api/auth/organization/set-active', { body: { organizationId: bob.organizationId } });
+    }
     for (const header of ['not-a-uuid', "' OR 1=1 --", '1']) {
       const malformed = await bob.api('GET', '/Projects', { organizationId: header });
       expect(malformed.status, header).toBe(400);

@@ -221,11 +221,18 @@ describe.each(databaseKinds)('the generated typed client on the %s database', (k
     }
     expect((await ada.Project.list()).meta.total).toBe(inFirst);
 
-    // Without an organization, a tenant-scoped call is refused before it reaches any record.
+    // Without an organization of the client's own, calls act in the session's active organization,
+    // which setActiveOrganization switches; with none at all, they are refused before any record.
     ada.setOrganization(undefined);
     try {
+      expect((await ada.Project.list()).meta.total).toBe(inFirst);
+      expect((await ada.auth.setActiveOrganization(second.id)).organization).toMatchObject({ id: second.id, role: 'owner' });
+      expect((await ada.Project.list()).data.map((project) => project.name)).toEqual(['Lab work']);
+      await ada.auth.setActiveOrganization(null);
       expect(await failure(ada.Project.list())).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
+      expect(await failure(ada.auth.setActiveOrganization('00000000-0000-4000-8000-000000000001'))).toMatchObject({ status: 403, code: 'FORBIDDEN' });
     } finally {
+      await ada.auth.setActiveOrganization(adaOrganization);
       ada.setOrganization(adaOrganization);
     }
   });

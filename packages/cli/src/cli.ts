@@ -28,7 +28,7 @@ program
   .command('generate')
   .argument('[dir]', 'the project folder', '.')
   .description('Re-render src/generated/ and write a migration for what changed in authstrap.schema.ts')
-  .option('--check', 'change nothing; exit 1 if the project is not up to date with its schema')
+  .option('--check', "change nothing; exit 1 if the project, or its database's row-level security, is not up to date with its schema")
   .option('--dry-run', 'print the files that would change and the migration SQL, and change nothing')
   .option('--allow-drop', 'allow a migration that drops a table or column removed from the schema')
   .option('--allow-type-change', 'convert columns whose type changed with ALTER COLUMN ... TYPE ... USING (review the migration)')

@@ -56,11 +56,11 @@ describe('reads whose JSON PostgreSQL writes', () => {
     expect(generated.status, generated.output).toBe(0);
 
     const router = (folder: string, file: string) => fs.readFileSync(path.join(dir, 'src/generated', folder, `${file}.router.ts`), 'utf8');
-    expect(router('Board', 'board')).toContain('sendJsonList(res, await boardRepository.listJson(asMember(db, req), organizationOf(req), query));');
+    expect(router('Board', 'board')).toContain('sendJsonList(res, await boardRepository.listJson(asCaller(db, req), query));');
     expect(router('Alias', 'alias')).toContain('sendJsonList(res, await aliasRepository.listJson(db, query, { tagId }));');
-    expect(router('Reading', 'reading')).toContain('sendList(res, await readingRepository.list(asMember(db, req), organizationOf(req), query));');
-    expect(router('Sample', 'sample')).toContain('sendList(res, await sampleRepository.list(member, organizationId, query, { readingId: parent.id }));');
-    expect(router('Sample', 'sample')).toContain('const member = asMember(db, req, parent);');
+    expect(router('Reading', 'reading')).toContain('sendList(res, await readingRepository.list(asCaller(db, req), query));');
+    expect(router('Sample', 'sample')).toContain('sendList(res, await sampleRepository.list(caller, query, { readingId: parent.id }));');
+    expect(router('Sample', 'sample')).toContain('const caller = asCaller(db, req, parent);');
     for (const [folder, file] of [['Event', 'event'], ['Legacy', 'legacy']] as const) expect(router(folder, file)).not.toContain('Json');
 
     // The example's installed packages serve this project's imports.

@@ -311,3 +311,98 @@ describe('migrations applied to PostgreSQL (PGlite)', () => {
     expect(tables.rows).toEqual([{ table_name: 'Project' }]);
   });
 });
+
+describe('row-level security in migrations', () => {
+  const databases: PGlite[] = [];
+  afterEach(async () => {
+    for (const db of databases.splice(0)) await db.close();
+  });
+  const database = () => {
+    const db = new PGlite();
+    databases.push(db);
+    return db;
+  };
+  const withRules = (rules: EntityDefinition['rules']): EntityDefinition => ({ ...project, fields: { ...project.fields, ownerId: { type: 'uuid', references: 'User', nullable: true } }, rules });
+
+  it('turns it on with the first migration: the role, the scope functions, grants, and the policies of every tenant table', () => {
+    const sql = initSql(schemaOf({ Project: project, Task: task }));
+    expect(sql).toContain('CREATE ROLE "authstrap_app" NOLOGIN NOSUPERUSER NOBYPASSRLS;');
+    expect(sql).toContain('CREATE OR REPLACE FUNCTION authstrap.organization_id() RETURNS uuid');
+    for (const table of ['Project', 'Task']) {
+      expect(sql).toContain(`ALTER TABLE "${table}" ENABLE ROW LEVEL SECURITY;\n\nALTER TABLE "${table}" FORCE ROW LEVEL SECURITY;`);
+      expect(sql).toContain(`CREATE POLICY "authstrap_select" ON "${table}" FOR SELECT USING ("organizationId" = authstrap.organization_id());`);
+    }
+    // The auth tables are the scope's own source: no row-level security on them.
+    expect(sql).not.toMatch(/ALTER TABLE "(User|account|session|verification|Organization|member)" ENABLE ROW LEVEL SECURITY/);
+  });
+
+  it('turns it on for a project made before it, in a migration of its own, which PostgreSQL runs over existing rows', async () => {
+    const schema = schemaOf({ Project: project, Task: task });
+    // A project whose last generate knew nothing of row-level security: its tables, and its snapshot, without it.
+    const { access: _access, ...model } = databaseModel(schema);
+    const before = { ...model, tables: model.tables.map(({ rowSecurity: _policies, ...table }) => table) };
+    const db = database();
+    await db.exec(diffModels({ tables: [] }, before).statements.join('\n'));
+    const [organizationId] = (await db.query<{ id: string }>(`INSERT INTO "Organization" ("name", "slug") VALUES ('Acme', 'acme') RETURNING "id"`)).rows.map((row) => row.id);
+    await db.query(`INSERT INTO "Project" ("organizationId", "name") VALUES ($1, 'Kept')`, [organizationId]);
+
+    const plan = planMigrations(schema, { files: ['0001_init.sql', 'schema-snapshot.json'], snapshot: before });
+    const migration = plan.files.find((file) => file.ownership === 'migration')!;
+    expect(migration.path).toBe('migrations/0002_row_level_security.sql');
+    await db.exec(migration.contents);
+    const { rows } = await db.query<{ relname: string; relrowsecurity: boolean; relforcerowsecurity: boolean }>(
+      `SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class WHERE relname IN ('Project', 'Task') ORDER BY relname`,
+    );
+    expect(rows).toEqual([
+      { relname: 'Project', relrowsecurity: true, relforcerowsecurity: true },
+      { relname: 'Task', relrowsecurity: true, relforcerowsecurity: true },
+    ]);
+    expect((await db.query('SELECT "name" FROM "Project"')).rows).toEqual([{ name: 'Kept' }]);
+    // Generating again finds nothing left to do.
+    const again = planMigrations(schema, { files: ['0001_init.sql', '0002_row_level_security.sql', 'schema-snapshot.json'], snapshot: JSON.parse(plan.files.find((file) => file.path === snapshotPath)!.contents) });
+    expect(again.files.map((file) => file.path)).toEqual([snapshotPath]);
+  });
+
+  it('changes the policies of a rule that changed, and only those, in a migration PostgreSQL runs', async () => {
+    const v1 = schemaOf({ Project: withRules({ create: ['owner', 'admin'] }) });
+    const v2 = schemaOf({ Project: withRules({ create: ['owner'], update: ['owner', { ownerId: 'caller' }] }) });
+    const db = database();
+    await db.exec(initSql(v1));
+    const next = migrate(v1, v2);
+    expect(next.path).toBe('migrations/0002_alter_project.sql');
+    const statements = next.sql.split('\n\n').slice(1);
+    expect(statements).toEqual([
+      'DROP POLICY "authstrap_insert" ON "Project";',
+      'DROP POLICY "authstrap_update" ON "Project";',
+      `CREATE POLICY "authstrap_insert" ON "Project" FOR INSERT WITH CHECK ("organizationId" = authstrap.organization_id() AND (authstrap.role() IN ('owner')));`,
+      `CREATE POLICY "authstrap_update" ON "Project" FOR UPDATE USING ("organizationId" = authstrap.organization_id() AND (authstrap.role() IN ('owner') OR "ownerId" = authstrap.user_id())) WITH CHECK ("organizationId" = authstrap.organization_id());\n`,
+    ]);
+    await db.exec(next.sql);
+    const { rows } = await db.query<{ policyname: string; with_check: string | null }>(`SELECT policyname, with_check FROM pg_policies WHERE tablename = 'Project' AND policyname = 'authstrap_insert'`);
+    expect(rows[0]!.with_check).toContain("'owner'::text");
+    expect(rows[0]!.with_check).not.toContain('admin');
+  });
+
+  it("adds a field rule's trigger, which refuses a role the write, and drops it with the rule", async () => {
+    const guarded = schemaOf({ Project: withRules({ fields: { status: { write: ['owner'] } } }) });
+    const db = database();
+    await db.exec(initSql(guarded));
+    const [organizationId] = (await db.query<{ id: string }>(`INSERT INTO "Organization" ("name", "slug") VALUES ('Acme', 'acme') RETURNING "id"`)).rows.map((row) => row.id);
+    await db.exec(`CREATE ROLE tester; GRANT authstrap_app TO tester;`);
+    const asRole = async (role: string, sql: string) => {
+      await db.exec(`BEGIN; SET LOCAL ROLE authstrap_app; SELECT set_config('authstrap.organization_id', '${organizationId}', true), set_config('authstrap.role', '${role}', true);`);
+      try {
+        return await db.query(sql);
+      } finally {
+        await db.exec('ROLLBACK');
+      }
+    };
+    await expect(asRole('member', `INSERT INTO "Project" ("organizationId", "name") VALUES ('${organizationId}', 'Default status')`)).resolves.toMatchObject({ affectedRows: 1 });
+    await expect(asRole('member', `INSERT INTO "Project" ("organizationId", "name", "status") VALUES ('${organizationId}', 'Archived', 'archived')`)).rejects.toThrow('only owners may write "Project"."status"');
+    await expect(asRole('owner', `INSERT INTO "Project" ("organizationId", "name", "status") VALUES ('${organizationId}', 'Archived', 'archived')`)).resolves.toMatchObject({ affectedRows: 1 });
+    const dropped = migrate(guarded, schemaOf({ Project: withRules({}) }));
+    expect(dropped.sql).toContain('DROP TRIGGER IF EXISTS "authstrap_field_rules" ON "Project";');
+    await db.exec(dropped.sql);
+    await expect(asRole('member', `INSERT INTO "Project" ("organizationId", "name", "status") VALUES ('${organizationId}', 'Archived', 'archived')`)).resolves.toMatchObject({ affectedRows: 1 });
+  });
+});

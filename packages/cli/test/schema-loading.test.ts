@@ -123,6 +123,13 @@ describe('loadSchema', () => {
     expect(() => loadSchema(dir)).toThrow(/^authstrap\.schema\.ts:7:7: entity "Project": unknown key "nmae" \(allowed: /);
   });
 
+  it('reports a mistake in a rule at the line and column of the entry at fault', () => {
+    const dir = tempDir();
+    const source = `export default {\n  entities: {\n    Task: {\n      fields: { title: { type: 'string' } },\n      rules: {\n        update: ['owner', 'admn'],\n      },\n    },\n  },\n};\n`;
+    fs.writeFileSync(path.join(dir, 'authstrap.schema.ts'), source);
+    expect(() => loadSchema(dir)).toThrow(/^authstrap\.schema\.ts:6:27: entity "Task", rules, update: "admn" is not a role/);
+  });
+
   describe('better-auth.schema.json beside it (written by the Better Auth adapter)', () => {
     const project = (betterAuth: unknown, entities = `Project: { fields: { name: { type: 'string' } } }`) => {
       const dir = tempDir();

@@ -388,3 +388,77 @@ describe('validateSchema: the resolved schema', () => {
     expect(invoice.fields.find((field) => field.name === 'total')?.column).toBe('total_amount');
   });
 });
+
+describe('validateSchema: rules', () => {
+  const task = (rules: unknown, fields: Record<string, unknown> = {}) => ({
+    entities: {
+      Task: {
+        fields: {
+          title: { type: 'string' },
+          assigneeId: { type: 'uuid', references: 'User', nullable: true },
+          projectCode: { type: 'uuid', nullable: true },
+          budget: { type: 'integer', nullable: true },
+          ...fields,
+        },
+        rules,
+      },
+    },
+  });
+
+  it('fills in what the schema leaves out: every member, and list as read', () => {
+    const rules = entity(validateSchema(task({ read: ['owner', { assigneeId: 'caller' }], delete: [], fields: { budget: { write: ['owner'] } } })), 'Task').rules!;
+    expect(rules.operations).toEqual({
+      list: { roles: ['owner'], callerFields: [['assigneeId']] },
+      read: { roles: ['owner'], callerFields: [['assigneeId']] },
+      create: { roles: ['owner', 'admin', 'member'], callerFields: [] },
+      update: { roles: ['owner', 'admin', 'member'], callerFields: [] },
+      delete: { roles: [], callerFields: [] },
+    });
+    expect(rules.fields).toEqual([{ field: 'budget', read: ['owner', 'admin', 'member'], write: ['owner'] }]);
+    // No rules: none at all, which is every member doing everything.
+    expect(entity(validateSchema(task(undefined)), 'Task').rules).toBeUndefined();
+  });
+
+  it('refuses what is not a role, an operation or a row condition on a user', () => {
+    expect(problemsOf(task({ update: ['owner', 'admn'], publish: ['owner'] }))).toEqual([
+      'authstrap.schema.ts: entity "Task", rules: unknown key "publish" (allowed: list, read, create, update, delete, fields)',
+      `authstrap.schema.ts: entity "Task", rules, update: "admn" is not a role; the roles are 'owner', 'admin', 'member'`,
+    ]);
+    expect(problemsOf(task({ update: [{ projectCode: 'caller' }, { title: 'caller' }, { assigneeId: 'me' }, { nobody: 'caller' }] }))).toEqual([
+      `authstrap.schema.ts: entity "Task", rules, update: "projectCode" must hold a user's id (a uuid field with references: 'User') to be compared with the caller`,
+      `authstrap.schema.ts: entity "Task", rules, update: "title" must hold a user's id (a uuid field with references: 'User') to be compared with the caller`,
+      `authstrap.schema.ts: entity "Task", rules, update: a row condition compares a field with 'caller' (got "me")`,
+      'authstrap.schema.ts: entity "Task", rules, update: "nobody" is not a field of "Task"',
+    ]);
+    expect(problemsOf(task({ delete: 'owner' }))).toEqual([
+      `authstrap.schema.ts: entity "Task", rules, delete: must be a list of who may delete: roles ('owner', 'admin', 'member') and row conditions like { authorId: 'caller' }`,
+    ]);
+  });
+
+  it('refuses field rules a record could not live with', () => {
+    expect(problemsOf(task({ fields: { budget: { write: ['owner'], read: ['owner', 'admn'] }, id: { write: [] }, nope: {} } }))).toEqual([
+      'authstrap.schema.ts: entity "Task", rules, fields, "budget": "read" must be a list of roles (\'owner\', \'admin\', \'member\')',
+      'authstrap.schema.ts: entity "Task", rules, fields: "id" is not a field of "Task" that callers read and write (authstrap manages it)',
+      'authstrap.schema.ts: entity "Task", rules, fields: "nope" is not a field of "Task" that callers read and write',
+    ]);
+    expect(problemsOf(task({ fields: { budget: { read: ['owner'], write: ['owner', 'admin'] } } }))).toEqual([
+      'authstrap.schema.ts: entity "Task", rules, fields, "budget": admin may write it but not read it; let them read it too, or not write it',
+    ]);
+    expect(problemsOf(task({ create: ['owner', 'member'], fields: { priority: { write: ['owner'] } } }, { priority: { type: 'integer' } }))).toEqual([
+      'authstrap.schema.ts: entity "Task", rules, fields, "priority": is required, and member may create a "Task" but not write it: give the field a "default", make it "nullable", or let them write it',
+    ]);
+    expect(problemsOf(task({ fields: { title: { read: ['owner'], write: ['owner'] } } }, { title: { type: 'string', searchable: true } }))).toEqual([
+      'authstrap.schema.ts: entity "Task", rules, fields, "title": is searchable, so every role could find out what it holds: limit who reads it, or make it not searchable (searchable: false on another field)',
+      'authstrap.schema.ts: entity "Task", rules, fields, "title": is required, and admin, member may create a "Task" but not write it: give the field a "default", make it "nullable", or let them write it',
+    ]);
+  });
+
+  it('refuses rules where no organization role decides: global and built-in entities', () => {
+    expect(problemsOf({ entities: { Tag: { tenantScoped: false, fields: { name: { type: 'string' } }, rules: { create: ['owner'] } } } })).toEqual([
+      'authstrap.schema.ts: entity "Tag", rules: rules are for your own tenant-scoped entities: who may do what is decided by a role in an organization',
+    ]);
+    expect(problemsOf({ entities: { User: { rules: {} } } })).toEqual([
+      expect.stringContaining('entity "User" (built in; only fields and indexes can be added to it): unknown key "rules"'),
+    ]);
+  });
+});

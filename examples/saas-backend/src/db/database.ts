@@ -4,6 +4,8 @@ import pg from 'pg';
 import type { Config } from '../config.js';
 import { lockEmbeddedDatabase } from './embedded-lock.js';
 import { createsNewDatabase, dropInitdbTemplate, initdbTemplateFile, keepInitdbTemplate, readInitdbTemplate } from './embedded-template.js';
+import { runPipeline } from './pipeline.js';
+import type { Statement } from './sql.js';
 
 /** The result of one statement: the rows it returned and how many rows it touched. */
 export interface QueryResult<Row> {
@@ -16,6 +18,13 @@ export interface Queryable {
   query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<QueryResult<Row>>;
 }
 
+/** What statements run in one round trip gave: the results of those that completed, and the error that stopped the rest. */
+export interface PipelineOutcome {
+  results: QueryResult<Record<string, unknown>>[];
+  /** PostgreSQL's refusal of statement number `results.length` (nothing of the transaction is kept). */
+  error?: unknown;
+}
+
 /**
  * The database the backend talks to: PostgreSQL through a `pg` pool, or the embedded PGlite
  * (real PostgreSQL compiled to WebAssembly) when no DATABASE_URL is set. Both run the same SQL.
@@ -24,10 +33,29 @@ export interface Database extends Queryable {
   readonly kind: 'postgres' | 'embedded';
   /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** Runs `work` on one dedicated connection (session-level locks need that). */
+  /**
+   * Runs `statements` in one transaction and, on PostgreSQL, one round trip (db/pipeline.ts): how
+   * a request's scope is set in the round trip of its statement (db/scope.ts).
+   */
+  pipeline(statements: Statement[]): Promise<PipelineOutcome>;
+  /** Runs `work` on one dedicated connection, as the user of DATABASE_URL (migrations; session-level locks). */
   withConnection<T>(work: (connection: Queryable & { exec(script: string): Promise<void> }) => Promise<T>): Promise<T>;
+  /**
+   * From now on every statement of the pool acts as `role` (row-level security applies to it).
+   * Called once at startup, after the migrations, before the pool is first used.
+   */
+  actAs(role: string): Promise<void>;
+  /**
+   * `work` in one transaction as the user of DATABASE_URL with `authstrap.maintenance` on: past
+   * row-level security, for maintenance and tests, never for a request. A backend that logs in as
+   * `authstrap_app` itself (production, db/scope.ts) has no such user, and sees no tenant rows here.
+   */
+  asOwner<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+/** What asOwner runs first: back to the login user, with the maintenance policies' setting on. */
+const ownerSettings = `SELECT set_config('role', session_user, true), set_config('authstrap.maintenance', 'on', true)`;
 
 /**
  * The database did not answer in time, or the connection to it broke: the request can be tried
@@ -114,24 +142,37 @@ const isStalePlan = (error: unknown) =>
   hasSqlState(error) && error.code === '0A000' && /cached plan must not change result type/.test(String((error as { message?: unknown }).message));
 
 function openPostgres(connectionString: string, timeouts: Config['databaseTimeouts'], statements: StatementNames): Database {
-  const pool = new pg.Pool({
-    connectionString,
-    max: 10,
-    idleTimeoutMillis: 30_000,
-    types: typeParsers,
-    keepAlive: true,
-    // Every wait is bounded, so a stalled or failing-over PostgreSQL gives 503s, never hung requests:
-    // getting a connection (from the pool or a new one) ...
-    connectionTimeoutMillis: timeouts.connectMs,
-    // ... a statement PostgreSQL runs too long (it cancels it: a 503; pool.query then replaces that connection) ...
-    statement_timeout: timeouts.queryMs,
-    idle_in_transaction_session_timeout: timeouts.queryMs * 2,
-    // ... and an answer that never arrives (the server or the network stopped): readDeadlines below.
-  });
-  // An idle client losing its connection must not crash the process; the next query reconnects.
-  pool.on('error', () => {});
-  // A little longer than the statement timeout, so that a merely slow statement is cancelled by the server first.
-  const deadlines = readDeadlines(pool, timeouts.queryMs + 250);
+  /** The role every pooled connection acts as, from its first statement on (actAs). */
+  let role: string | undefined;
+  let pool: pg.Pool | undefined;
+  let deadlines: ReturnType<typeof readDeadlines>;
+  // Made at the first statement, so that actAs (at startup, after the migrations) comes first.
+  const poolOf = (): pg.Pool => {
+    if (pool) return pool;
+    pool = new pg.Pool({
+      connectionString,
+      max: 10,
+      idleTimeoutMillis: 30_000,
+      types: typeParsers,
+      keepAlive: true,
+      // A startup parameter rather than a SET ROLE after connecting: no connection is ever handed
+      // out before it acts as the role, and one that cannot is an error, not a connection that
+      // silently acts as its login user.
+      ...(role ? { options: `-c role=${role}` } : {}),
+      // Every wait is bounded, so a stalled or failing-over PostgreSQL gives 503s, never hung requests:
+      // getting a connection (from the pool or a new one) ...
+      connectionTimeoutMillis: timeouts.connectMs,
+      // ... a statement PostgreSQL runs too long (it cancels it: a 503; pool.query then replaces that connection) ...
+      statement_timeout: timeouts.queryMs,
+      idle_in_transaction_session_timeout: timeouts.queryMs * 2,
+      // ... and an answer that never arrives (the server or the network stopped): readDeadlines below.
+    });
+    // An idle client losing its connection must not crash the process; the next query reconnects.
+    pool.on('error', () => {});
+    // A little longer than the statement timeout, so that a merely slow statement is cancelled by the server first.
+    deadlines = readDeadlines(pool, timeouts.queryMs + 250);
+    return pool;
+  };
   const toResult = <Row>(result: pg.QueryResult): QueryResult<Row> => ({
     rows: result.rows as Row[],
     rowCount: result.rowCount ?? 0,
@@ -139,11 +180,63 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
   /** A connection that timed out or broke (an error without a SQLSTATE) is not used again. */
   const isBroken = (error: unknown) => error !== undefined && !hasSqlState(error);
 
+  /**
+   * A pooled connection for several statements, and its release. A connection that breaks while
+   * checked out emits an error, which pg-pool listens for only while the connection is idle: this
+   * listener takes it (the statement in flight fails with it too), and the connection is then
+   * released as broken, so the pool drops it.
+   */
+  async function checkOut() {
+    const client = await poolOf().connect().catch((error) => Promise.reject(asUnavailable(error)));
+    let broken: unknown;
+    const onError = (error: unknown) => void (broken ??= error);
+    client.on('error', onError);
+    return {
+      client,
+      breaks: (error: unknown) => void (broken ??= error),
+      release() {
+        client.removeListener('error', onError);
+        client.release(broken === undefined ? undefined : (broken as Error));
+      },
+    };
+  }
+
+  /** `work` on one pooled connection, in one transaction (BEGIN .. COMMIT, or ROLLBACK when it throws). */
+  async function inTransaction<T>(work: (tx: Queryable) => Promise<T>, first?: string): Promise<T> {
+    const { client, breaks, release } = await checkOut();
+    let failure: unknown;
+    const run = async <Row>(text: string, params?: unknown[]) => {
+      try {
+        deadlines.statementStarts(client);
+        return toResult<Row>(await client.query({ text, values: params, name: statements.nameFor(text) }));
+      } catch (error) {
+        // Inside a transaction the failed statement cannot be retried; the next transaction prepares it anew.
+        if (isStalePlan(error)) statements.forget(text);
+        failure ??= error;
+        throw asUnavailable(error);
+      }
+    };
+    try {
+      await run('BEGIN');
+      if (first) await run(first);
+      const result = await work({ query: run });
+      await run('COMMIT');
+      return result;
+    } catch (error) {
+      if (!isBroken(failure)) await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      // Released as broken, the pool drops the connection instead of handing it out again.
+      if (isBroken(failure)) breaks(failure);
+      release();
+    }
+  }
+
   return {
     kind: 'postgres',
     async query<Row>(text: string, params?: unknown[]) {
       // pool.query drops a client that failed, so a timed-out connection is not reused.
-      const run = () => pool.query({ text, values: params, name: statements.nameFor(text) });
+      const run = () => poolOf().query({ text, values: params, name: statements.nameFor(text) });
       const result = await run()
         .catch((error) => {
           if (!isStalePlan(error)) throw error;
@@ -153,31 +246,27 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
         .catch((error) => Promise.reject(asUnavailable(error)));
       return toResult<Row>(result);
     },
-    async transaction(work) {
-      const client = await pool.connect().catch((error) => Promise.reject(asUnavailable(error)));
-      let failure: unknown;
-      const run = async <Row>(text: string, params?: unknown[]) => {
-        try {
-          deadlines.statementStarts(client);
-          return toResult<Row>(await client.query({ text, values: params, name: statements.nameFor(text) }));
-        } catch (error) {
-          // Inside a transaction the failed statement cannot be retried; the next transaction prepares it anew.
-          if (isStalePlan(error)) statements.forget(text);
-          failure ??= error;
-          throw asUnavailable(error);
-        }
-      };
+    transaction: (work) => inTransaction(work),
+    async pipeline(pipelined) {
+      const { client, breaks, release } = await checkOut();
       try {
-        await run('BEGIN');
-        const result = await work({ query: run });
-        await run('COMMIT');
-        return result;
+        const run = () => {
+          deadlines.statementStarts(client);
+          return runPipeline(client, pipelined.map(({ text, params }) => ({ text, values: params, name: statements.nameFor(text) })), typeParsers);
+        };
+        let outcome = await run();
+        // Nothing was kept (the transaction failed), so a statement whose plan went stale may run again.
+        if (isStalePlan(outcome.error)) {
+          for (const { text } of pipelined) statements.forget(text);
+          outcome = await run();
+        }
+        if (outcome.error !== undefined && !hasSqlState(outcome.error)) throw outcome.error;
+        return { results: outcome.results.map((result) => toResult<Record<string, unknown>>(result)), ...(outcome.error !== undefined ? { error: outcome.error } : {}) };
       } catch (error) {
-        if (!isBroken(failure)) await client.query('ROLLBACK').catch(() => {});
-        throw error;
+        breaks(error);
+        throw asUnavailable(error);
       } finally {
-        // Released with the error, the pool drops the connection instead of handing it out again.
-        client.release(isBroken(failure) ? (failure as Error) : undefined);
+        release();
       }
     },
     async withConnection(work) {
@@ -197,7 +286,14 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
         await client.end().catch(() => {});
       }
     },
-    close: () => pool.end(),
+    async actAs(appRole) {
+      if (pool) throw new Error('actAs must come before the first pooled statement');
+      role = appRole;
+    },
+    asOwner: (work) => inTransaction(work, ownerSettings),
+    close: async () => {
+      await pool?.end();
+    },
   };
 }
 
@@ -295,17 +391,48 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   const exec = async (script: string) => {
     await db.exec(script);
   };
+  /** The role requests act as (actAs); migrations act as the database's own user. */
+  let role: string | undefined;
+  const transaction = <T>(work: (tx: Queryable) => Promise<T>) =>
+    db.transaction((tx) => work({ query: async (text, params) => toResult(await tx.query(text, params)) }));
 
   return {
     kind: 'embedded',
     async query<Row>(text: string, params?: unknown[]) {
       return toResult<Row>(await db.query(text, params));
     },
-    transaction(work) {
-      return db.transaction((tx) => work({ query: async (text, params) => toResult(await tx.query(text, params)) }));
+    transaction,
+    async pipeline(statements) {
+      // In-process: no round trips to save, only the one transaction to keep.
+      const results: QueryResult<Record<string, unknown>>[] = [];
+      try {
+        await transaction(async (tx) => {
+          for (const { text, params } of statements) results.push(await tx.query(text, params));
+        });
+        return { results };
+      } catch (error) {
+        if (!hasSqlState(error)) throw error;
+        return { results, error };
+      }
     },
-    // PGlite is a single connection already.
-    withConnection: (work) => work({ query: async (text, params) => toResult(await db.query(text, params)), exec }),
+    // PGlite is a single connection already; what runs on it meanwhile waits for its turn.
+    async withConnection(work) {
+      if (role) await exec('RESET ROLE');
+      try {
+        return await work({ query: async (text, params) => toResult(await db.query(text, params)), exec });
+      } finally {
+        if (role) await exec(`SET ROLE ${role}`);
+      }
+    },
+    async actAs(appRole) {
+      await exec(`SET ROLE ${appRole}`);
+      role = appRole;
+    },
+    asOwner: (work) =>
+      transaction(async (tx) => {
+        await tx.query(ownerSettings);
+        return work(tx);
+      }),
     async close() {
       try {
         await db.close();

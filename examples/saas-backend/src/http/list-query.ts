@@ -492,8 +492,13 @@ export interface JsonPage {
   meta: ListMeta;
 }
 
-/** A condition beyond equality, e.g. `"id" IN (SELECT "userId" FROM "member" WHERE ...)`. */
-export interface Condition {
+/**
+ * A condition beyond equality: SQL around one parameter (`"id" IN (SELECT "userId" FROM "member"
+ * WHERE "organizationId" = $3)`), or SQL of the statement's own, never request data (the caller's
+ * organization: `"organizationId" = authstrap.organization_id()`).
+ */
+export type Condition = ParamCondition | { sql: string };
+export interface ParamCondition {
   sql: (placeholder: string) => string;
   value: unknown;
 }
@@ -552,7 +557,7 @@ function whereSql(spec: ListSpec, filter: RowFilter, scope: Record<string, strin
   };
   const conditions: string[] = [];
   for (const [column, value] of Object.entries(scope)) conditions.push(`${quoteIdentifier(column)} = ${param(value)}`);
-  for (const condition of extraConditions) conditions.push(condition.sql(param(condition.value)));
+  for (const condition of extraConditions) conditions.push('value' in condition ? condition.sql(param(condition.value)) : condition.sql);
   for (const fieldFilter of filter.filters ?? []) conditions.push(comparisonSql(spec.fields[fieldFilter.field]!, fieldFilter, param));
   const anyOf: string[] = [];
   for (const clause of filter.where ?? []) {
@@ -637,9 +642,9 @@ export async function listRows<Row>(
  * its read (a subquery per row costs more: bench/README.md). ARRAY(subquery) keeps the order of
  * the subquery's ORDER BY, which repeats the page's, so PostgreSQL does not sort again.
  */
-export async function listJson(db: Queryable, spec: ListSpec, query: ListQuery, scope: Record<string, string>): Promise<JsonPage> {
+export async function listJson(db: Queryable, spec: ListSpec, query: ListQuery, scope: Record<string, string>, extraConditions: Condition[] = []): Promise<JsonPage> {
   if (!spec.jsonSelectList) throw new Error(`${spec.entity} has no JSON select list: use listRows`);
-  const { from, orderBy, bounds, pagedParams, offset } = pageStatement(spec, query, scope, []);
+  const { from, orderBy, bounds, pagedParams, offset } = pageStatement(spec, query, scope, extraConditions);
   const { rows } = await db.query<{ total: number; json: string }>(
     `SELECT (SELECT count(*)::int ${from}) AS "total",
        array_to_json(ARRAY(

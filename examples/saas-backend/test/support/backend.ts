@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
+import { startWireCounter, type WireCounter } from '../../../../bench/lib/pg-wire-counter.mjs';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startMailbox, tokenOf, type Mailbox } from './mailbox.js';
 
@@ -44,6 +45,34 @@ export async function createThrowawayDatabase(): Promise<{ url: string; drop(): 
       await client.connect();
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await client.end();
+    },
+  };
+}
+
+/**
+ * The example on a throwaway PostgreSQL database behind the wire counter (bench/lib/pg-wire-counter.mjs),
+ * to count round trips per request. The outbox worker's polls would be counted too: it polls once
+ * here, and has sent a user's mail before `signUpQuietly` returns.
+ */
+export async function startCountedBackend(): Promise<{ backend: TestBackend; counter: WireCounter; signUpQuietly(email: string): Promise<SignedUp>; stop(): Promise<void> }> {
+  const database = await createThrowawayDatabase();
+  const target = new URL(database.url);
+  const counter = await startWireCounter({ upstreamHost: target.hostname, upstreamPort: Number(target.port || 5432) });
+  target.host = `127.0.0.1:${counter.port}`;
+  const backend = await startBackend('embedded', { DATABASE_URL: target.toString(), OUTBOX_POLL_MS: '600000' });
+  return {
+    backend,
+    counter,
+    async signUpQuietly(email) {
+      const person = await signUp(backend.url, email);
+      const deadline = Date.now() + 10_000;
+      while (mailboxOf(backend.url).to(email).length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      return person;
+    },
+    async stop() {
+      await backend.stop();
+      await counter.close();
+      await database.drop();
     },
   };
 }

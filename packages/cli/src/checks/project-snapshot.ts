@@ -8,6 +8,7 @@ import type { EnvFileText } from '../project/loopback-hosts.js';
 import { loadSchema, schemaFileName, SchemaError, validateSchema, type Schema } from '../schema/index.js';
 import { readSchemaLiteral } from '../schema/read-literal.js';
 import type { DatabaseProbe } from '../verify/database.js';
+import { readRowSecurity, type LiveRowSecurity } from './row-level-security.js';
 
 /**
  * Everything the checks' `examine` looks at, read once from disk and the database. The checks
@@ -48,6 +49,8 @@ export interface DatabaseFacts {
   wrongProviderAccounts: number;
   /** The columns of the schema's tables as the live database has them (tables it lacks are left out). */
   columns: LiveColumn[];
+  /** Row-level security on the tenant tables, and the role requests run as (projects with auth). */
+  rowSecurity?: LiveRowSecurity;
 }
 
 export interface LiveColumn {
@@ -186,7 +189,12 @@ export async function readProjectSnapshot(
     const [row] = await options.db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM "account" WHERE "password" IS NOT NULL AND "providerId" IS DISTINCT FROM 'credential'`,
     );
-    state.database = { wrongProviderAccounts: row?.n ?? 0, columns: state.schema ? await readLiveColumns(options.db, state.schema) : [] };
+    const rowSecurity = state.schema && (await readRowSecurity(options.db, state.schema));
+    state.database = {
+      wrongProviderAccounts: row?.n ?? 0,
+      columns: state.schema ? await readLiveColumns(options.db, state.schema) : [],
+      ...(rowSecurity ? { rowSecurity } : {}),
+    };
   }
   return state;
 }

@@ -11,6 +11,7 @@ import { moduleWiring } from './module-wiring.js';
 import { nameClash } from './name-clash.js';
 import { notNullRows } from './not-null-rows.js';
 import { nullability } from './nullability.js';
+import { rowLevelSecurity } from './row-level-security.js';
 import type { ProjectSnapshot } from './project-snapshot.js';
 import { serverUp } from './server-up.js';
 import { serviceCredential } from './service-credential.js';
@@ -47,6 +48,7 @@ export const checks: Check[] = [
   credentialProvider,
   nullability,
   notNullRows,
+  rowLevelSecurity,
 ];
 
 /** `fix`'s analysis: the examine of every check that has one, each seeing the files the repairs before it planned. Pure. */

@@ -26,9 +26,10 @@ export const tenantIsolation: Check = {
       return collectionsIsolated(context, alice, bob, collections);
     },
   },
-  // A generated repository edited by hand (module-wiring re-renders it), or records without ids.
-  causes: ['module-wiring', 'id-field'],
-  advice: 'every statement of a tenant-scoped entity must filter by organizationId: check the code of the collection named, and the extensions that serve it',
+  // A leak needs both walls down: a generated repository edited by hand (module-wiring re-renders
+  // it) or records without ids, and row-level security off or opened up.
+  causes: ['module-wiring', 'id-field', 'row-level-security'],
+  advice: 'every statement of a tenant-scoped entity must filter by organizationId, and its table keep row-level security: check the code of the collection named, the extensions that serve it, and the row-level-security check',
 };
 
 async function usersIsolated({ http }: ProbeContext, alice: Person, bob: Person): Promise<string | undefined> {

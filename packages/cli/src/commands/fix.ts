@@ -6,11 +6,11 @@ import { applyRepairs, describeRepairs } from '../checks/apply.js';
 import type { CheckResult } from '../checks/check.js';
 import { readProjectSnapshot } from '../checks/project-snapshot.js';
 import { examineProject } from '../checks/registry.js';
-import { embeddedDatabaseHolder, projectDatabase, serverAnswers } from '../project/database.js';
-import { backendSetting, maskPassword, readProjectEnv } from '../project/env-file.js';
+import { openProjectDatabase } from '../project/database.js';
+import { maskPassword } from '../project/env-file.js';
 import { printJson } from '../ui/output.js';
+import type { DatabaseProbe } from '../verify/database.js';
 import { formatCheck, summarizeFix } from '../ui/report.js';
-import { openDatabase, type DatabaseProbe } from '../verify/database.js';
 
 export interface FixOptions {
   dryRun?: boolean;
@@ -82,23 +82,3 @@ async function repair(projectDir: string, before: CheckResult[], db: DatabasePro
   );
 }
 
-/**
- * PostgreSQL from --database-url, else DATABASE_URL as the backend reads it (the environment,
- * then .env); the embedded database only when no backend holds it.
- */
-async function openProjectDatabase(projectDir: string, databaseUrl: string | undefined): Promise<{ db?: DatabaseProbe; note?: string }> {
-  const dotEnv = readProjectEnv(projectDir);
-  const setting = (name: string) => backendSetting(name, dotEnv)?.value;
-  const target = projectDatabase(projectDir, { EMBEDDED_DB_DIR: setting('EMBEDDED_DB_DIR') ?? '' }, databaseUrl ?? setting('DATABASE_URL'));
-  try {
-    if (target.kind === 'postgres') return { db: await openDatabase(target) };
-    if (!fs.existsSync(target.dir)) return { note: 'the embedded database does not exist yet' };
-    const port = setting('PORT') ?? '3000';
-    if (await serverAnswers(`http://127.0.0.1:${port}`, 1000)) return { note: `the embedded database is held by the backend on port ${port}; stop it to check the database` };
-    const holder = embeddedDatabaseHolder(target.dir);
-    if (holder) return { note: `the embedded database is held by process ${holder.pid} (a backend not on port ${port}); stop it to check the database` };
-    return { db: await openDatabase(target) };
-  } catch (error) {
-    return { note: `cannot open the database: ${(error as Error).message}` };
-  }
-}

@@ -1,7 +1,9 @@
 import path from 'node:path';
+import { examineRowSecurity, readRowSecurity } from '../checks/row-level-security.js';
 import { applyWrites, loadTemplates, newMigration, planGenerate } from '../generate/index.js';
-import { loadSchemaWithSource } from '../schema/index.js';
+import { loadSchemaWithSource, type Schema } from '../schema/index.js';
 import { CliError } from '../cli-error.js';
+import { openProjectDatabase } from '../project/database.js';
 import { readProjectEnv } from '../project/env-file.js';
 import { printJson } from '../ui/output.js';
 
@@ -17,10 +19,31 @@ export interface GenerateOptions {
 const symbols = { create: '+', update: '~', remove: '-' } as const;
 
 /**
- * `authstrap generate [dir]`: re-renders src/generated/ and writes a migration for what changed
- * in authstrap.schema.ts. Files outside src/generated/ are only created when missing.
+ * `--check`, past the files: whether the database's row-level security is what the schema gives
+ * (a policy edited or dropped by hand shows here). Undefined when it is, or cannot be looked at.
  */
-export function generateCommand(dir: string | undefined, options: GenerateOptions): void {
+async function databaseDrift(projectDir: string, schema: Schema): Promise<{ problem?: string; note?: string }> {
+  const { db, note } = await openProjectDatabase(projectDir, undefined);
+  if (!db) return { note: `the database was not checked: ${note}` };
+  try {
+    const live = await readRowSecurity(db, schema);
+    if (!live) return {};
+    const finding = examineRowSecurity(schema, live);
+    return finding.status === 'fail' ? { problem: finding.message } : {};
+  } catch (error) {
+    // A database the backend has not migrated yet, say: nothing to compare.
+    return { note: `the database was not checked: ${(error as Error).message}` };
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * `authstrap generate [dir]`: re-renders src/generated/ and writes a migration for what changed
+ * in authstrap.schema.ts. Files outside src/generated/ are only created when missing. With
+ * `--check`, the database's row-level security is compared with the schema's too.
+ */
+export async function generateCommand(dir: string | undefined, options: GenerateOptions): Promise<void> {
   if (options.acceptManual && (options.allowDrop || options.allowTypeChange)) {
     throw new CliError('--accept-manual writes no SQL, so --allow-drop and --allow-type-change do not apply to it: use one or the other', 2);
   }
@@ -41,11 +64,22 @@ export function generateCommand(dir: string | undefined, options: GenerateOption
 
   const relative = path.relative(process.cwd(), projectDir) || '.';
   const changes = plan.writes.map((write) => ({ action: write.action, path: write.path }));
+  const drift = options.check ? await databaseDrift(projectDir, schema) : {};
   const report = (written: boolean) => {
-    if (options.json) printJson({ ok: !(options.check && changes.length > 0), dir: projectDir, upToDate: changes.length === 0, written, changes });
+    if (options.json) {
+      const database = drift.problem ? { ok: false, message: drift.problem } : drift.note ? { ok: true, message: drift.note } : undefined;
+      printJson({ ok: !(options.check && (changes.length > 0 || drift.problem)), dir: projectDir, upToDate: changes.length === 0, written, changes, ...(database ? { database } : {}) });
+    }
   };
+  const refuseDrift = () => {
+    if (!drift.problem) return;
+    report(false);
+    throw new CliError(`The database's row-level security is not the schema's: ${drift.problem}. Run \`authstrap fix ${relative}\` to put it back.`, 1);
+  };
+  if (drift.note) console.error(drift.note);
   if (plan.writes.length === 0) {
     console.log(`${relative}: up to date with authstrap.schema.ts`);
+    refuseDrift();
     report(false);
     return;
   }

@@ -1,5 +1,5 @@
 import { applyRenames, type Renames } from './renames.js';
-import { quote, type Column, type Constraint, type DatabaseModel, type Table } from './table-model.js';
+import { constraintName, literal, quote, type Column, type Constraint, type DatabaseModel, type Policy, type Table, type WriteGuard } from './table-model.js';
 
 /**
  * What changed between the schema of the last migration and the current one, as SQL. Changes
@@ -138,6 +138,10 @@ export function diffModels(snapshot: DatabaseModel, next: DatabaseModel, options
     available.add(table.name);
   }
 
+  const security = securityChanges(previous, next, created.map((table) => table.name));
+  // Turning it on is the migration's name of its own; a rule that changed alters its table.
+  if (!security.turnedOn) for (const table of security.tables) altered.add(table);
+
   // Foreign keys depend on other tables, so they are dropped first and added last: a dropped
   // table may still point at a unique key that goes away, and a new table may point at a unique
   // key that an existing table only gets in this migration, or be pointed at by one.
@@ -150,10 +154,13 @@ export function diffModels(snapshot: DatabaseModel, next: DatabaseModel, options
     ...deferred,
     // Several tables may need the default organization; it is created once.
     ...new Set(changes.flatMap((change) => change.addForeignKeys)),
+    // Last: grants and policies name the tables and columns made above.
+    ...security.statements,
   ];
 
-  const otherAltered = [...altered].filter((table) => !changedTables.includes(table));
+  const otherAltered = [...altered].filter((table) => !changedTables.includes(table) && !created.some((other) => other.name === table));
   const summaryParts = [
+    ...(security.turnedOn ? ['row_level_security'] : []),
     ...(created.length ? ['create', ...created.map((table) => table.name)] : []),
     ...(changedTables.length ? ['rename', ...changedTables] : []),
     ...(otherAltered.length ? ['alter', ...otherAltered] : []),
@@ -343,4 +350,130 @@ function alterTable(old: Table, table: Table, options: DiffOptions, problems: st
   }
 
   return { dropForeignKeys, statements: [...dropConstraints, ...renames, ...changes, ...addConstraints], addForeignKeys };
+}
+
+/**
+ * The role requests run as; it may exist already (another database of this server made it, or a
+ * database administrator did, when the migrating user may not create roles).
+ */
+function createAppRole(role: string): string {
+  const name = quote(role);
+  const askAnAdministrator = (statements: string) =>
+    `Ask a database administrator to run: ${statements}; then start the backend again (docs/deploy.md, "The database role").`;
+  return `DO $$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${role}') THEN
+    BEGIN
+      CREATE ROLE ${name} NOLOGIN NOSUPERUSER NOBYPASSRLS;
+    EXCEPTION
+      -- Another database's migration made it at the same moment.
+      WHEN duplicate_object OR unique_violation THEN NULL;
+      WHEN insufficient_privilege THEN
+        RAISE EXCEPTION 'The backend runs its requests as the database role ${role}, which does not exist, and % may not create roles. ${askAnAdministrator('CREATE ROLE ' + role + ' NOLOGIN; GRANT ' + role + ' TO %')}', current_user, quote_ident(current_user);
+    END;
+  END IF;
+  -- The backend logs in as this user and then acts as ${role}: it must be allowed to (PostgreSQL 16
+  -- tells membership and the right to SET ROLE apart; a role's creator has only the first).
+  IF NOT pg_has_role(current_user, '${role}', CASE WHEN current_setting('server_version_num')::int >= 160000 THEN 'SET' ELSE 'MEMBER' END) THEN
+    BEGIN
+      EXECUTE format('GRANT ${name} TO %I', current_user);
+    EXCEPTION WHEN insufficient_privilege THEN
+      RAISE EXCEPTION 'The backend logs in as % and runs its requests as the database role ${role}, and % may not grant itself that role. ${askAnAdministrator('GRANT ' + role + ' TO %')}', current_user, current_user, quote_ident(current_user);
+    END;
+  END IF;
+END
+$$;`;
+}
+
+export function policySql(table: string, policy: Policy): string {
+  return (
+    `CREATE POLICY ${quote(policy.name)} ON ${quote(table)} FOR ${policy.command}${policy.to ? ` TO ${policy.to}` : ''}` +
+    `${policy.using !== undefined ? ` USING (${policy.using})` : ''}${policy.withCheck !== undefined ? ` WITH CHECK (${policy.withCheck})` : ''};`
+  );
+}
+
+const samePolicy = (a: Policy, b: Policy) => a.command === b.command && a.to === b.to && a.using === b.using && a.withCheck === b.withCheck;
+
+/**
+ * Row-level security: the role and the functions (the first time), grants on new tables, and each
+ * tenant table's policies, changed when the rules change (dropped and made again: one migration,
+ * one transaction, so no request sees a table between the two).
+ */
+function securityChanges(previous: DatabaseModel, next: DatabaseModel, createdTables: string[]): { statements: string[]; tables: string[]; turnedOn: boolean } {
+  const access = next.access;
+  if (!access) return { statements: [], tables: [], turnedOn: false };
+  const role = quote(access.appRole);
+  const turnedOn = !previous.access;
+  const statements: string[] = [];
+  if (turnedOn) {
+    statements.push(createAppRole(access.appRole), 'CREATE SCHEMA IF NOT EXISTS authstrap;', `GRANT USAGE ON SCHEMA authstrap, public TO ${role};`);
+  }
+  const previousFunctions = new Map((previous.access?.functions ?? []).map((fn) => [fn.name, fn.definition]));
+  for (const fn of access.functions) if (previousFunctions.get(fn.name) !== fn.definition) statements.push(fn.definition);
+
+  const granted = turnedOn ? next.tables.map((table) => table.name) : createdTables;
+  if (granted.length > 0) statements.push(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${granted.map(quote).join(', ')} TO ${role};`);
+  // Serial keys of tables add-auth found (a table authstrap creates numbers its rows itself).
+  if (turnedOn) statements.push(`GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role};`);
+
+  const before = new Map(previous.tables.map((table) => [table.name, table]));
+  const tables: string[] = [];
+  for (const table of next.tables) {
+    const name = quote(table.name);
+    const old = before.get(table.name)?.rowSecurity?.policies;
+    const now = table.rowSecurity?.policies;
+    const changes: string[] = [];
+    if (now && !old) changes.push(`ALTER TABLE ${name} ENABLE ROW LEVEL SECURITY;`, `ALTER TABLE ${name} FORCE ROW LEVEL SECURITY;`);
+    for (const policy of old ?? []) {
+      const kept = now?.find((candidate) => candidate.name === policy.name);
+      if (!kept || !samePolicy(kept, policy)) changes.push(`DROP POLICY ${quote(policy.name)} ON ${name};`);
+    }
+    for (const policy of now ?? []) {
+      const was = old?.find((candidate) => candidate.name === policy.name);
+      if (!was || !samePolicy(was, policy)) changes.push(policySql(table.name, policy));
+    }
+    if (old && !now) changes.push(`ALTER TABLE ${name} NO FORCE ROW LEVEL SECURITY;`, `ALTER TABLE ${name} DISABLE ROW LEVEL SECURITY;`);
+    changes.push(...writeGuardChanges(table.name, before.get(table.name)?.rowSecurity?.writeGuards ?? [], table.rowSecurity?.writeGuards ?? []));
+    if (changes.length > 0) tables.push(table.name);
+    statements.push(...changes);
+  }
+  return { statements, tables, turnedOn };
+}
+
+/** The trigger function of a table's write guards, in the schema `authstrap` (as to_regprocedure reads it, with `()`). */
+export const guardFunctionName = (table: string) => `authstrap.${quote(constraintName(table, ['field'], 'rules'))}`;
+
+/**
+ * A table's field rules, enforced by PostgreSQL: a trigger refuses a write of a guarded column by
+ * a request whose role may not (a changed value on UPDATE, anything but the default on INSERT).
+ * Outside a request's scope (migrations, maintenance) there is no role, and nothing to refuse.
+ */
+function writeGuardChanges(table: string, before: WriteGuard[], after: WriteGuard[]): string[] {
+  if (JSON.stringify(before) === JSON.stringify(after)) return [];
+  if (after.length === 0) return [`DROP TRIGGER IF EXISTS ${quote('authstrap_field_rules')} ON ${quote(table)};`, `DROP FUNCTION IF EXISTS ${guardFunctionName(table)}();`];
+  return writeGuardStatements(table, after);
+}
+
+/** The trigger function of `guards`, and the trigger (made again, in case it was dropped). */
+export function writeGuardStatements(table: string, guards: WriteGuard[]): string[] {
+  const refuse = (guard: WriteGuard, changed: string) =>
+    `    IF ${changed}${guard.roles.length > 0 ? ` AND authstrap.role() NOT IN (${guard.roles.map(literal).join(', ')})` : ''} THEN\n` +
+    `      RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = ${literal(`only ${guard.roles.length > 0 ? guard.roles.map((role) => `${role}s`).join(' and ') : 'nobody'} may write "${table}"."${guard.column}"`)};\n` +
+    '    END IF;\n';
+  const column = (guard: WriteGuard) => quote(guard.column);
+  return [
+    `CREATE OR REPLACE FUNCTION ${guardFunctionName(table)}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF authstrap.role() IS NULL THEN
+    RETURN NEW;
+  END IF;
+  IF TG_OP = 'INSERT' THEN
+${guards.map((guard) => refuse(guard, `NEW.${column(guard)} IS DISTINCT FROM (${guard.insertDefault})`)).join('')}  ELSE
+${guards.map((guard) => refuse(guard, `NEW.${column(guard)} IS DISTINCT FROM OLD.${column(guard)}`)).join('')}  END IF;
+  RETURN NEW;
+END
+$$;`,
+    `DROP TRIGGER IF EXISTS ${quote('authstrap_field_rules')} ON ${quote(table)};`,
+    `CREATE TRIGGER ${quote('authstrap_field_rules')} BEFORE INSERT OR UPDATE ON ${quote(table)} FOR EACH ROW EXECUTE FUNCTION ${guardFunctionName(table)}();`,
+  ];
 }

@@ -86,9 +86,11 @@ export function applyRenames(model: DatabaseModel, renames: Renames): RenamedMod
       })),
       indexes: table.indexes.map((index) => ({ name: index.name, columns: index.columns.map((column) => columnRenames.get(column) ?? column) })),
       dependsOn: table.dependsOn.map((other) => tableNames.get(other) ?? other).sort(),
+      // PostgreSQL keeps a table's policies through its renames (their text is compared afterwards).
+      ...(table.rowSecurity ? { rowSecurity: table.rowSecurity } : {}),
     };
   });
-  return { model: { tables }, statements, changedTables };
+  return { model: { ...model, tables }, statements, changedTables };
 }
 
 const referencedTable = (definition: string, tableNames: Map<string, string>) =>

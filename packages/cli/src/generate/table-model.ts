@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Entity, Field, Schema } from '../schema/types.js';
+import { tenantPolicies, writeGuards } from './rules-sql.js';
+import { literal, quote } from './sql-text.js';
 import { systemTables } from './system-tables.js';
 
 /**
@@ -35,14 +37,49 @@ export interface Table {
   indexes: Index[];
   /** Tables this one has foreign keys to (for ordering CREATE TABLE). */
   dependsOn: string[];
+  /** Row-level security (ENABLE and FORCE) with these policies: a tenant-scoped table of the schema's own. */
+  rowSecurity?: { policies: Policy[]; writeGuards?: WriteGuard[] };
+}
+
+/**
+ * A column only some roles may write (a field rule), checked by a trigger: on INSERT its value
+ * must be the column's default, on UPDATE unchanged, unless the request's role is one of `roles`.
+ */
+export interface WriteGuard {
+  column: string;
+  roles: string[];
+  /** The column's default as SQL (NULL when it has none): what a row made without the field holds. */
+  insertDefault: string;
+}
+
+/** A row-level security policy for one command, for every role unless `to` says otherwise. */
+export interface Policy {
+  name: string;
+  command: 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE' | 'ALL';
+  /** CURRENT_USER: the user that applies the migration (the tables' owner), and no one else. */
+  to?: 'CURRENT_USER';
+  using?: string;
+  withCheck?: string;
+}
+
+/**
+ * What requests run as and read their scope with (src/db/scope.ts in the backend): a role
+ * without BYPASSRLS that owns no table, granted the data of every table of the model, and the
+ * functions that read the request's transaction-local settings.
+ */
+export interface AccessModel {
+  appRole: string;
+  /** In the schema `authstrap`, by name: the full CREATE OR REPLACE FUNCTION statement. */
+  functions: { name: string; definition: string }[];
 }
 
 export interface DatabaseModel {
   tables: Table[];
+  /** Present in projects with auth: row-level security on the tenant tables. */
+  access?: AccessModel;
 }
 
-export const quote = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
-export const literal = (value: string) => `'${value.replace(/'/g, "''")}'`;
+export { literal, quote } from './sql-text.js';
 
 /** PostgreSQL cuts names at 63 bytes; long ones keep a readable start and a stable hash. */
 export function constraintName(table: string, columns: string[], suffix: string): string {
@@ -149,6 +186,20 @@ function tableOf(entity: Entity, entities: Map<string, Entity>, referencedWithTe
   return { name: entity.table, columns, constraints, indexes, dependsOn: [...dependsOn].filter((name) => name !== entity.table).sort() };
 }
 
+/** The role the backend's requests run as (src/db/scope.ts: appRole). */
+export const appRole = 'authstrap_app';
+
+/** The functions the policies and the generated statements read the request's scope with. */
+const scopeFunctions: AccessModel['functions'] = [
+  ['organization_id', 'uuid', "NULLIF(current_setting('authstrap.organization_id', true), '')::uuid"],
+  ['user_id', 'uuid', "NULLIF(current_setting('authstrap.user_id', true), '')::uuid"],
+  ['role', 'text', "NULLIF(current_setting('authstrap.role', true), '')"],
+  ['maintenance', 'boolean', "COALESCE(current_setting('authstrap.maintenance', true), '') = 'on'"],
+].map(([name, type, expression]) => ({
+  name: name!,
+  definition: `CREATE OR REPLACE FUNCTION authstrap.${name}() RETURNS ${type} LANGUAGE sql STABLE AS $$ SELECT ${expression} $$;`,
+}));
+
 export function databaseModel(schema: Schema): DatabaseModel {
   const entities = new Map(schema.entities.map((entity) => [entity.name, entity]));
   const referencedWithTenant = new Set<string>();
@@ -158,7 +209,14 @@ export function databaseModel(schema: Schema): DatabaseModel {
       if (target && entity.tenantScoped && target.tenantScoped && !field.system) referencedWithTenant.add(target.name);
     }
   }
-  const entityTables = schema.entities.map((entity) => tableOf(entity, entities, referencedWithTenant));
+  const entityTables = schema.entities.map((entity) => {
+    const table = tableOf(entity, entities, referencedWithTenant);
+    // Your own tenant-scoped tables; `member` is what the scope is made of, so it stays readable.
+    if (!schema.auth || !entity.tenantScoped || entity.builtin) return table;
+    const guards = writeGuards(entity, table);
+    return { ...table, rowSecurity: { policies: tenantPolicies(entity), ...(guards.length > 0 ? { writeGuards: guards } : {}) } };
+  });
+  if (!schema.auth) return { tables: entityTables };
   // The backend's own tables (the outbox) come with auth, whose flows write to them.
-  return { tables: schema.auth ? [...entityTables, ...systemTables] : entityTables };
+  return { tables: [...entityTables, ...systemTables], access: { appRole, functions: scopeFunctions } };
 }

@@ -1,5 +1,7 @@
 import { camelCase, kebabCase, pascalCase } from '../schema/naming.js';
-import type { Entity, Field, Schema } from '../schema/types.js';
+import { ruleOperations, type Entity, type Field, type OperationRule, type Schema } from '../schema/types.js';
+import { fieldReaders, fieldWriters, rowCondition, ruleCondition } from './rules-sql.js';
+import { databaseModel } from './table-model.js';
 
 /**
  * Everything the templates print, computed here so that the templates stay plain: each entity's
@@ -110,6 +112,16 @@ export interface EntityView {
   table: string;
   path: string;
   tenantScoped: boolean;
+  /**
+   * One of your own tenant-scoped entities: its statements run under the caller's scope
+   * (asCaller, src/db/scope.ts) and filter by `authstrap.organization_id()`, and row-level security
+   * guards its table. (The built-in `member` takes the organization as a value: its rows are what
+   * the scope is made from.)
+   */
+  callerScoped: boolean;
+  /** The SQL condition of each operation on a callerScoped entity's rows (see accessOf). */
+  access?: EntityAccess;
+  plural: string;
   idType: Entity['idType'];
   /** Uuid ids may be chosen by the caller (the service key syncing users); numbered ids never. */
   callerChosenId: boolean;
@@ -169,6 +181,97 @@ export interface EntityView {
   };
 }
 
+/** The SQL each operation's statement adds, for a callerScoped entity. */
+export interface EntityAccess {
+  /** Who may do what, in words, a line each, for the generated comment. */
+  summary: string[];
+  list: string;
+  read: string;
+  update: string;
+  delete: string;
+  /**
+   * What an INSERT must satisfy beyond the organization it is given, as code: a template literal,
+   * or a function of the inserted values (`(value) => \`... ${value('authorId')} ...\``).
+   */
+  create?: string;
+  /** Fields only some roles may write, as code: `{ budget: \`authstrap.role() IN ('owner')\` }`. */
+  writers?: string;
+  /** The entity's rules as code, for guards/rules.ts (only when it has rules). */
+  rules?: string;
+  /** Fields only some roles may read: the router leaves them out of what the others get. */
+  hidesFields: boolean;
+}
+
+/** A role list in words: "owners and admins". */
+const rolesInWords = (allowed: readonly string[]) => {
+  const plurals = allowed.map((role) => `${role}s`);
+  return plurals.length <= 1 ? (plurals[0] ?? 'nobody') : `${plurals.slice(0, -1).join(', ')} and ${plurals.at(-1)}`;
+};
+
+/** Who may, in words: "owners and admins, or the row's assigneeId". */
+function ruleInWords(rule: OperationRule): string {
+  const byRow = rule.callerFields.map((fields) => `the user its ${fields.join(' and ')} names`);
+  if (rule.roles.length === 3 && byRow.length === 0) return 'every member';
+  return [...(rule.roles.length > 0 ? [rolesInWords(rule.roles)] : []), ...byRow].join(', or ') || 'nobody';
+}
+
+const backticked = (sql: string) => `\`${sql}\``;
+
+/** `list, read: every member`, a line per group of operations with the same rule. */
+function summaryOf(rules: NonNullable<Entity['rules']>): string[] {
+  const groups = new Map<string, string[]>();
+  for (const operation of ruleOperations) {
+    const words = ruleInWords(rules.operations[operation]);
+    groups.set(words, [...(groups.get(words) ?? []), operation]);
+  }
+  const lines = [...groups].map(([words, operations]) => `${operations.join(', ')}: ${words}`);
+  for (const rule of rules.fields) {
+    if (rule.read.length < 3) lines.push(`${rule.field}: read by ${rolesInWords(rule.read)}${rule.write.length < 3 ? `, written by ${rolesInWords(rule.write)}` : ''}`);
+    else if (rule.write.length < 3) lines.push(`${rule.field}: written by ${rolesInWords(rule.write)}`);
+  }
+  return lines;
+}
+
+function accessOf(entity: Entity): EntityAccess {
+  const rules = entity.rules;
+  const access: EntityAccess = {
+    summary: rules ? summaryOf(rules) : ['list, read, create, update, delete: every member'],
+    list: rowCondition(entity, 'list'),
+    read: rowCondition(entity, 'read'),
+    update: rowCondition(entity, 'update'),
+    delete: rowCondition(entity, 'delete'),
+    hidesFields: Object.keys(fieldReaders(entity)).length > 0,
+  };
+  if (!rules) return access;
+  const create = rules.operations.create;
+  const byRole = ruleCondition({ roles: create.roles, callerFields: [] }, () => '');
+  if (create.callerFields.length > 0) {
+    // The new row's values decide: written into the INSERT by sql.ts (insertStatement's onlyIf).
+    const sql = ruleCondition(create, (field) => `\${value('${field}')}`);
+    if (sql !== undefined) access.create = `(value: (field: string) => string) => ${backticked(sql)}`;
+  } else if (byRole !== undefined) {
+    access.create = backticked(byRole);
+  }
+  const writers = Object.entries(fieldWriters(entity));
+  if (writers.length > 0) access.writers = `{ ${writers.map(([field, sql]) => `${field}: ${backticked(sql)}`).join(', ')} }`;
+  const roleList = (list: readonly string[]) => `[${list.map(singleQuoted).join(', ')}]`;
+  const operation = (rule: OperationRule) =>
+    `{ roles: ${roleList(rule.roles)}, callerFields: [${rule.callerFields.map((fields) => roleList(fields)).join(', ')}] }`;
+  access.rules = [
+    '{',
+    `  entity: ${singleQuoted(entity.name)},`,
+    `  plural: ${singleQuoted(entity.plural)},`,
+    `  table: ${singleQuoted(entity.table)},`,
+    '  operations: {',
+    ...ruleOperations.map((name) => `    ${name}: ${operation(rules.operations[name])},`),
+    '  },',
+    `  fields: { ${rules.fields.map((rule) => `${rule.field}: { read: ${roleList(rule.read)}, write: ${roleList(rule.write)} }`).join(', ')} },`,
+    `  readable: ${backticked(rowCondition(entity, 'read'))},`,
+    '}',
+  ].join('\n');
+  return access;
+}
+
 /**
  * Field types whose PostgreSQL JSON is byte for byte what `pg` and JSON.stringify make of them,
  * in the columns authstrap creates (table-model.ts). Not `number` (float8 prints 1e+21 where
@@ -211,10 +314,20 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
   const columnPair = (field: Field) => ({ field: field.name, column: field.column });
   const columnOf = (name: string) => entity.fields.find((field) => field.name === name)?.column;
   const callerChosenId = entity.idType === 'uuid';
+  const callerScoped = auth && entity.tenantScoped && !entity.builtin;
   const selectListOf = (fields: Field[]) =>
     fields.map((field) => (field.column === field.name ? quoteSql(field.name) : `${quoteSql(field.column)} AS ${quoteSql(field.name)}`)).join(', ');
+  // A field only some roles may read is null for the others in every statement (the router then leaves it out).
+  const readers = callerScoped ? fieldReaders(entity) : {};
+  const visibleSelectList = visible
+    .map((field) => {
+      const plain = field.column === field.name ? quoteSql(field.name) : `${quoteSql(field.column)} AS ${quoteSql(field.name)}`;
+      return Object.hasOwn(readers, field.name) ? `CASE WHEN ${readers[field.name]} THEN ${quoteSql(field.column)} END AS ${quoteSql(field.name)}` : plain;
+    })
+    .join(', ');
   const insertColumns = [
-    ...entity.fields.filter((field) => (field.name === 'id' && callerChosenId) || (field.name === 'organizationId' && field.system)).map(columnPair),
+    // A callerScoped row's organization is the caller's, set by the statement itself.
+    ...entity.fields.filter((field) => (field.name === 'id' && callerChosenId) || (field.name === 'organizationId' && field.system && !callerScoped)).map(columnPair),
     ...writable.map(columnPair),
   ];
   // A database adapter copies records as they are, timestamps included.
@@ -246,6 +359,9 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     table: entity.table,
     path: entity.path,
     tenantScoped: entity.tenantScoped,
+    callerScoped,
+    ...(callerScoped ? { access: accessOf(entity) } : {}),
+    plural: entity.plural,
     idType: entity.idType,
     callerChosenId,
     serviceApi: auth && (entity.builtin || entity.serviceOnly),
@@ -261,11 +377,14 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
       ...(callerChosenId ? [{ name: 'id', zod: 'z.uuid().optional()' }] : []),
       ...writable.map((field) => ({ name: field.name, zod: zodInput(field) })),
     ],
+    // A field only some roles may write keeps its value when a PUT leaves it out (for every role).
     replaceDefaults: writable
       .filter((field) => field.nullable || (field.default !== undefined && field.default !== 'now'))
+      .filter((field) => !(callerScoped && Object.hasOwn(fieldWriters(entity), field.name)))
       .map((field) => ({ name: field.name, value: jsLiteral(field.default ?? null) })),
-    selectList: selectListOf(visible),
-    jsonSelectList: jsonExact(entity, visible) ? jsonSelectListOf(visible) : undefined,
+    selectList: visibleSelectList,
+    // PostgreSQL's JSON would keep a hidden field as null; the router leaves it out of objects instead.
+    jsonSelectList: jsonExact(entity, visible) && Object.keys(readers).length === 0 ? jsonSelectListOf(visible) : undefined,
     insertColumns,
     updateColumns: writable.map(columnPair),
     serviceSelectList: selectListOf(entity.fields),
@@ -287,6 +406,26 @@ export interface ProjectView {
   serviceApis: EntityView[];
   /** Global entities first, then tenant-scoped ones; nested mounts before their collections. */
   mounts: { path: string; handlers: string; comment: string }[];
+  /** Each unique and foreign key's columns but the organization, as code, by constraint name (generated/constraints.ts). */
+  keyConstraints: { name: string; columns: string }[];
+}
+
+/**
+ * The columns of the unique keys and foreign keys of every table, by constraint name: PostgreSQL
+ * names the columns of a broken key in its error's detail, except under row-level security,
+ * where it names only the constraint.
+ */
+function keyConstraintsOf(schema: Schema): ProjectView['keyConstraints'] {
+  const keys: ProjectView['keyConstraints'] = [];
+  for (const table of databaseModel(schema).tables) {
+    for (const constraint of table.constraints) {
+      const match = /^(?:UNIQUE|FOREIGN KEY) \(([^)]*)\)/.exec(constraint.definition);
+      if (!match) continue;
+      const columns = match[1]!.split(', ').map((column) => column.replace(/^"|"$/g, '')).filter((column) => column !== 'organizationId');
+      keys.push({ name: singleQuoted(constraint.name), columns: `[${columns.map(singleQuoted).join(', ')}]` });
+    }
+  }
+  return keys;
 }
 
 /**
@@ -316,5 +455,5 @@ export function projectView(schema: Schema): ProjectView {
       mounts.push({ path: entity.path, handlers: handlersOf(entity, `${entity.camel}Router`, schema.auth), comment: entity.name });
     }
   }
-  return { auth: schema.auth, entities, serviceApis: entities.filter((entity) => entity.serviceApi), mounts };
+  return { auth: schema.auth, entities, serviceApis: entities.filter((entity) => entity.serviceApi), mounts, keyConstraints: keyConstraintsOf(schema) };
 }

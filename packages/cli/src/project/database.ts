@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { DatabaseTarget } from '../verify/database.js';
+import { openDatabase, type DatabaseProbe, type DatabaseTarget } from '../verify/database.js';
+import { backendSetting, readProjectEnv } from './env-file.js';
 
 /**
  * The database a project uses: PostgreSQL from `databaseUrl` (by default DATABASE_URL in its
@@ -41,5 +42,26 @@ export function embeddedDatabaseHolder(dir: string): { pid: number } | undefined
     return { pid: owner.pid };
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM' ? { pid: owner.pid } : undefined;
+  }
+}
+
+/**
+ * PostgreSQL from --database-url, else DATABASE_URL as the backend reads it (the environment,
+ * then .env); the embedded database only when no backend holds it.
+ */
+export async function openProjectDatabase(projectDir: string, databaseUrl: string | undefined): Promise<{ db?: DatabaseProbe; note?: string }> {
+  const dotEnv = readProjectEnv(projectDir);
+  const setting = (name: string) => backendSetting(name, dotEnv)?.value;
+  const target = projectDatabase(projectDir, { EMBEDDED_DB_DIR: setting('EMBEDDED_DB_DIR') ?? '' }, databaseUrl ?? setting('DATABASE_URL'));
+  try {
+    if (target.kind === 'postgres') return { db: await openDatabase(target) };
+    if (!fs.existsSync(target.dir)) return { note: 'the embedded database does not exist yet' };
+    const port = setting('PORT') ?? '3000';
+    if (await serverAnswers(`http://127.0.0.1:${port}`, 1000)) return { note: `the embedded database is held by the backend on port ${port}; stop it to check the database` };
+    const holder = embeddedDatabaseHolder(target.dir);
+    if (holder) return { note: `the embedded database is held by process ${holder.pid} (a backend not on port ${port}); stop it to check the database` };
+    return { db: await openDatabase(target) };
+  } catch (error) {
+    return { note: `cannot open the database: ${(error as Error).message}` };
   }
 }

@@ -144,7 +144,12 @@ function toValue(node: Expression, context: ReadContext): unknown {
       return node
         .asKindOrThrow(SyntaxKind.ArrayLiteralExpression)
         .getElements()
-        .map((element, index) => toValue(unwrap(element), { ...context, path: [...context.path, String(index)] }));
+        .map((element, index) => {
+          // Each element is located too, so that a message can point at the one at fault.
+          const path = [...context.path, String(index)];
+          context.locations.set(locationKey(path), element.getSourceFile().getLineAndColumnAtPos(element.getStart()));
+          return toValue(unwrap(element), { ...context, path });
+        });
     case SyntaxKind.ObjectLiteralExpression: {
       const result: Record<string, unknown> = {};
       for (const property of node.asKindOrThrow(SyntaxKind.ObjectLiteralExpression).getProperties()) {

@@ -57,6 +57,26 @@ export interface FieldDefinition {
   description?: string;
 }
 
+/** The roles of a member of an organization. */
+export const roles = ['owner', 'admin', 'member'] as const;
+export type Role = (typeof roles)[number];
+
+/** What a rule may name: a role, or a condition on the row and the caller (`{ authorId: 'caller' }`). */
+export type RuleEntry = Role | Record<string, 'caller'>;
+
+export const ruleOperations = ['list', 'read', 'create', 'update', 'delete'] as const;
+export type RuleOperation = (typeof ruleOperations)[number];
+
+/**
+ * Who may do what with an entity's records, as written in the schema file. Each operation lists
+ * who may: a role (`'admin'`), or a condition on the row (`{ assigneeId: 'caller' }`: the row's
+ * assigneeId is the caller), any one of which is enough. An operation left out is open to every
+ * member; `list` left out follows `read`. `fields` limits who may read or write single fields.
+ */
+export type RulesDefinition = Partial<Record<RuleOperation, RuleEntry[]>> & {
+  fields?: Record<string, { read?: Role[]; write?: Role[] }>;
+};
+
 /** One entity as written in the schema file. */
 export interface EntityDefinition {
   /** Rows belong to one organization (default true for your own entities). */
@@ -90,6 +110,8 @@ export interface EntityDefinition {
   indexes?: string[][];
   /** The table's old name: renamed (rows kept) instead of dropped and created. Ignored once done. */
   renamedFrom?: string;
+  /** Who may list, read, create, update and delete the records (tenant-scoped entities of your own). */
+  rules?: RulesDefinition;
 }
 
 export interface SchemaFile {
@@ -148,6 +170,24 @@ export interface Entity {
    * have other types than the ones authstrap gives a table it creates.
    */
   existingTable?: true;
+  /** Who may do what (tenant-scoped entities of the schema's own); absent: every member may do everything. */
+  rules?: Rules;
+}
+
+/**
+ * Who may do one operation: a caller whose role is one of `roles`, or, whatever their role, whose
+ * user id is in every field of one of `callerFields` (`[['assigneeId']]`: the row's assignee).
+ */
+export interface OperationRule {
+  roles: Role[];
+  callerFields: string[][];
+}
+
+/** Rules after loading: every operation filled in (all roles when the schema says nothing). */
+export interface Rules {
+  operations: Record<RuleOperation, OperationRule>;
+  /** Fields some roles may not read or write, with the roles that may. */
+  fields: { field: string; read: Role[]; write: Role[] }[];
 }
 
 export interface Schema {

@@ -5,17 +5,23 @@ import {
   fieldTypes,
   idTypes,
   onDeleteActions,
+  roles,
+  ruleOperations,
   type Entity,
   type EntityDefinition,
   type Field,
   type FieldDefinition,
+  type OperationRule,
+  type Role,
+  type RuleOperation,
+  type Rules,
   type Schema,
 } from './types.js';
 
 const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const entityName = /^[A-Za-z][A-Za-z0-9]*$/;
 const schemaKeys = ['auth', 'entities'];
-const entityKeys = ['tenantScoped', 'serviceOnly', 'parent', 'table', 'plural', 'idType', 'createdAt', 'updatedAt', 'description', 'fields', 'uniqueTogether', 'indexes', 'renamedFrom'];
+const entityKeys = ['tenantScoped', 'serviceOnly', 'parent', 'table', 'plural', 'idType', 'createdAt', 'updatedAt', 'description', 'fields', 'uniqueTogether', 'indexes', 'renamedFrom', 'rules'];
 const fieldKeys = [
   'type', 'nullable', 'unique', 'default', 'minLength', 'maxLength', 'min', 'max', 'format',
   'lowercase', 'values', 'searchable', 'references', 'onDelete', 'secret', 'column', 'description', 'renamedFrom',
@@ -245,6 +251,8 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     return lists;
   };
 
+  const rules = definition.rules === undefined ? undefined : resolveRules(name, definition.rules, fields, { tenantScoped: tenantScoped === true, builtin, auth: context.auth }, problem);
+
   return {
     name,
     table: definition.table ?? name,
@@ -261,7 +269,118 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     indexes: fieldLists('indexes'),
     ...(definition.renamedFrom !== undefined ? { renamedFrom: definition.renamedFrom } : {}),
     ...(definition.table !== undefined ? { existingTable: true as const } : {}),
+    ...(rules ? { rules } : {}),
   };
+}
+
+const ruleKeys = [...ruleOperations, 'fields'];
+const fieldRuleKeys = ['read', 'write'];
+const roleList = roles.map((role) => `'${role}'`).join(', ');
+
+/**
+ * Checks an entity's `rules` and fills in what it leaves out: an operation not named is open to
+ * every member, and `list` follows `read`. A row condition names fields that hold a user's id
+ * (`{ authorId: 'caller' }`); a field rule names fields the entity has and callers may send.
+ */
+function resolveRules(
+  entity: string,
+  raw: unknown,
+  fields: Field[],
+  kind: { tenantScoped: boolean; builtin: boolean; auth: boolean },
+  problem: Problem,
+): Rules | undefined {
+  const where = `entity "${entity}", rules`;
+  const at = (...path: string[]) => ['entities', entity, 'rules', ...path];
+  if (!kind.auth || !kind.tenantScoped || kind.builtin) {
+    problem(where, 'rules are for your own tenant-scoped entities: who may do what is decided by a role in an organization', at());
+    return undefined;
+  }
+  if (!isObject(raw)) {
+    problem(where, `must be an object like { create: ['owner', 'admin'], update: ['admin', { authorId: 'caller' }] }`, at());
+    return undefined;
+  }
+  unknownKeys(raw, ruleKeys, where, at(), problem);
+  const everyone = (): OperationRule => ({ roles: [...roles], callerFields: [] });
+  const operations = Object.fromEntries(ruleOperations.map((operation) => [operation, everyone()])) as Record<RuleOperation, OperationRule>;
+  for (const operation of ruleOperations) {
+    const entries = raw[operation];
+    if (entries === undefined) continue;
+    const rule: OperationRule = { roles: [], callerFields: [] };
+    operations[operation] = rule;
+    if (!Array.isArray(entries)) {
+      problem(`${where}, ${operation}`, `must be a list of who may ${operation}: roles (${roleList}) and row conditions like { authorId: 'caller' }`, at(operation));
+      continue;
+    }
+    entries.forEach((entry: unknown, index) => {
+      const entryAt = at(operation, String(index));
+      if (typeof entry === 'string') {
+        if (!(roles as readonly string[]).includes(entry)) problem(`${where}, ${operation}`, `"${entry}" is not a role; the roles are ${roleList}`, entryAt);
+        else if (rule.roles.includes(entry as Role)) problem(`${where}, ${operation}`, `names "${entry}" twice`, entryAt);
+        else rule.roles.push(entry as Role);
+        return;
+      }
+      if (!isObject(entry) || Object.keys(entry).length === 0) {
+        problem(`${where}, ${operation}`, `an entry is a role (${roleList}) or a row condition like { authorId: 'caller' }`, entryAt);
+        return;
+      }
+      const callerFields: string[] = [];
+      for (const [fieldName, value] of Object.entries(entry)) {
+        const field = fields.find((candidate) => candidate.name === fieldName);
+        const fieldAt = [...entryAt, fieldName];
+        if (!field) problem(`${where}, ${operation}`, `"${fieldName}" is not a field of "${entity}"`, fieldAt);
+        else if (field.type !== 'uuid' || field.references?.entity !== 'User') {
+          problem(`${where}, ${operation}`, `"${fieldName}" must hold a user's id (a uuid field with references: 'User') to be compared with the caller`, fieldAt);
+        } else if (value !== 'caller') problem(`${where}, ${operation}`, `a row condition compares a field with 'caller' (got ${JSON.stringify(value)})`, fieldAt);
+        else callerFields.push(fieldName);
+      }
+      if (callerFields.length === Object.keys(entry).length) rule.callerFields.push(callerFields);
+    });
+  }
+  // Who may read one may find it in a list, unless the schema says otherwise.
+  if (raw.list === undefined && raw.read !== undefined) operations.list = { roles: [...operations.read.roles], callerFields: operations.read.callerFields.map((group) => [...group]) };
+
+  const fieldRules: Rules['fields'] = [];
+  if (raw.fields !== undefined) {
+    if (!isObject(raw.fields)) problem(`${where}, fields`, `must be an object like { budget: { read: ['owner', 'admin'], write: ['owner'] } }`, at('fields'));
+    else {
+      for (const [fieldName, definition] of Object.entries(raw.fields)) {
+        const fieldAt = at('fields', fieldName);
+        const field = fields.find((candidate) => candidate.name === fieldName);
+        if (!field || field.system || field.secret) {
+          problem(`${where}, fields`, `"${fieldName}" is not a field of "${entity}" that callers read and write${field?.system ? ' (authstrap manages it)' : ''}`, fieldAt);
+          continue;
+        }
+        if (!isObject(definition)) {
+          problem(`${where}, fields, "${fieldName}"`, `must be an object like { read: ['owner', 'admin'], write: ['owner'] }`, fieldAt);
+          continue;
+        }
+        unknownKeys(definition, fieldRuleKeys, `${where}, fields, "${fieldName}"`, fieldAt, problem);
+        const roleListOf = (key: 'read' | 'write'): Role[] => {
+          const value = definition[key];
+          if (value === undefined) return [...roles];
+          if (!Array.isArray(value) || value.some((role) => !(roles as readonly unknown[]).includes(role))) {
+            problem(`${where}, fields, "${fieldName}"`, `"${key}" must be a list of roles (${roleList})`, [...fieldAt, key]);
+            return [...roles];
+          }
+          return roles.filter((role) => value.includes(role));
+        };
+        const read = roleListOf('read');
+        const write = roleListOf('write');
+        // A search that a role could run on a field it may not read would tell it what the field holds.
+        if (field.searchable && read.length < roles.length) problem(`${where}, fields, "${fieldName}"`, `is searchable, so every role could find out what it holds: limit who reads it, or make it not searchable (searchable: false on another field)`, fieldAt);
+        const unreadable = write.filter((role) => !read.includes(role));
+        if (unreadable.length > 0) problem(`${where}, fields, "${fieldName}"`, `${unreadable.join(', ')} may write it but not read it; let them read it too, or not write it`, fieldAt);
+        // A record cannot be made without a required field: whoever may create one must be able to write it.
+        const creators = operations.create.callerFields.length > 0 ? [...roles] : operations.create.roles;
+        const cannot = creators.filter((role) => !write.includes(role));
+        if (!field.nullable && field.default === undefined && cannot.length > 0) {
+          problem(`${where}, fields, "${fieldName}"`, `is required, and ${cannot.join(', ')} may create a "${entity}" but not write it: give the field a "default", make it "nullable", or let them write it`, fieldAt);
+        }
+        fieldRules.push({ field: fieldName, read, write });
+      }
+    }
+  }
+  return { operations, fields: fieldRules };
 }
 
 function systemField(name: string, type: 'uuid' | 'integer' | 'datetime'): Field {

@@ -1,6 +1,8 @@
 import path from 'node:path';
 import pg from 'pg';
 
+const maintenance = `SELECT set_config('authstrap.maintenance', 'on', false)`;
+
 /** Where verify reads the database directly: PostgreSQL by URL, or an embedded PGlite folder. */
 export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'embedded'; dir: string };
 
@@ -12,11 +14,14 @@ export interface DatabaseProbe {
 /**
  * Opens the database for checks. An embedded folder must not be in use by a running backend:
  * PGlite is one process's database, so the caller only opens it when the backend is stopped.
+ * The connection is a maintenance one (`authstrap.maintenance`): as the tables' owner it sees every
+ * organization's rows past row-level security, as the checks and their repairs must.
  */
 export async function openDatabase(target: DatabaseTarget): Promise<DatabaseProbe> {
   if (target.kind === 'postgres') {
     const client = new pg.Client({ connectionString: target.url, connectionTimeoutMillis: 5000 });
     await client.connect();
+    await client.query(maintenance);
     return {
       query: async (text, params) => (await client.query(text, params)).rows,
       close: () => client.end(),
@@ -24,6 +29,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseProb
   }
   const { PGlite } = await import('@electric-sql/pglite');
   const db = await PGlite.create(path.resolve(target.dir));
+  await db.query(maintenance);
   return {
     query: async <Row>(text: string, params?: unknown[]) => (await db.query<Row>(text, params)).rows,
     close: () => db.close(),

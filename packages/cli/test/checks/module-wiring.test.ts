@@ -34,7 +34,7 @@ describe('module-wiring reads src/app.ts as syntax', () => {
   it('in a block comment: no mount; the repair mounts it where it was', () => {
     const found = appMount(withMount(`  /* ${mount.trim()} */\n`));
     expect(found).toMatchObject({ mounted: false, problem: 'src/app.ts does not mount generatedRouter' });
-    expect(found.mounted === false && found.repaired).toContain(`  app.use(extensionRouter({ config, db }));\n${mount}  /* ${mount.trim()} */\n`);
+    expect(found.mounted === false && found.repaired).toContain(`  app.use(extensionRouter({ config, db, auth }));\n${mount}  /* ${mount.trim()} */\n`);
   });
 
   it('without its import: the repair imports it after the other imports, and mounts it once', () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleBody, requiredReferences } from '../../src/checks/sample-body.js';
 import { adminUrl, describeProbeBreakages, verifyProject, type VerifyRun } from '../support/check-cycle.js';
 import { runCli } from '../support/cli.js';
-import { breakFile, createResources } from '../support/example-copies.js';
+import { breakFile, createResources, query } from '../support/example-copies.js';
 
 /** An Invoice that references a Project, with fields of most kinds and constraints. */
 const invoice = `    Invoice: {
@@ -96,43 +96,51 @@ describe.runIf(adminUrl)('tenant-isolation on a schema with an Invoice that refe
   });
 });
 
+/** Row-level security switched off on `table`: the second wall down, so that the first one's gap shows. */
+const rowSecurityOff = (table: string) => async (backend: { databaseUrl: string }) => {
+  await query(backend.databaseUrl, `ALTER TABLE "${table}" NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY`);
+};
+
 const { stage } = describeProbeBreakages('tenant-isolation', [
   {
-    name: "the Project list's read without its organization (a generated file edited)",
-    breakFiles: (dir) => breakFile(dir, 'src/generated/Project/project.repository.ts', 'return listJson(db, projectListSpec, query, { organizationId });', 'return listJson(db, projectListSpec, query, {});'),
-    fails: ['tenant-isolation', 'module-wiring'],
-    hint: 'caused by module-wiring: authstrap fix repairs module-wiring',
+    name: "the Project list's read without its organization (a generated file edited), and row-level security off",
+    breakFiles: (dir) => breakFile(dir, 'src/generated/Project/project.repository.ts', 'return listJson(db, projectListSpec, query, {}, [access.list]);', 'return listJson(db, projectListSpec, query, {}, []);'),
+    breakData: rowSecurityOff('Project'),
+    fails: ['tenant-isolation', 'module-wiring', 'row-level-security'],
+    hint: 'caused by module-wiring, row-level-security: authstrap fix repairs module-wiring, row-level-security',
   },
   {
-    name: "Invoice's read by id without its organization (a generated file edited)",
+    name: "Invoice's read by id without its organization (a generated file edited), and row-level security off",
     breakFiles(dir) {
       withInvoice(dir);
-      breakFile(dir, 'src/generated/Invoice/invoice.repository.ts', 'FROM "Invoice" WHERE "id" = $1 AND "organizationId" = $2`', 'FROM "Invoice" WHERE "id" = $1 AND $2::uuid IS NOT NULL`');
+      breakFile(dir, 'src/generated/Invoice/invoice.repository.ts', 'FROM "Invoice" WHERE "id" = $1 AND ${access.read.sql}`', 'FROM "Invoice" WHERE "id" = $1`');
     },
-    fails: ['tenant-isolation', 'module-wiring'],
-    hint: 'caused by module-wiring: authstrap fix repairs module-wiring',
+    breakData: rowSecurityOff('Invoice'),
+    fails: ['tenant-isolation', 'module-wiring', 'row-level-security'],
+    hint: 'caused by module-wiring, row-level-security: authstrap fix repairs module-wiring, row-level-security',
   },
   {
-    name: 'an extension route of its own that reads any Invoice by id',
+    name: 'an extension route of its own that reads any Invoice by id, under a policy opened up by hand',
     breakFiles(dir) {
       withInvoice(dir);
       breakFile(
         dir,
         'src/extensions/index.ts',
-        'export function extensionRouter(_deps: { config: Config; db: Database }): Router {\n  const router = Router();\n',
-        `export function extensionRouter({ db }: { config: Config; db: Database }): Router {\n  const router = Router();\n  router.get('/Invoices/:id', async (req, res) => {\n    const { rows } = await db.query('SELECT "id" FROM "Invoice" WHERE "id" = $1', [req.params.id]);\n    res.json({ success: true, data: rows[0] });\n  });\n`,
+        'export function extensionRouter(_deps: { config: Config; db: Database; auth: AuthService }): Router {\n  const router = Router();\n',
+        `export function extensionRouter({ db }: { config: Config; db: Database; auth: AuthService }): Router {\n  const router = Router();\n  router.get('/Invoices/:id', async (req, res) => {\n    const { rows } = await db.query('SELECT "id" FROM "Invoice" WHERE "id" = $1', [req.params.id]);\n    res.json({ success: true, data: rows[0] });\n  });\n`,
       );
     },
-    fails: ['tenant-isolation'],
-    // No check of fix finds this: the hint names none.
-    hint: 'every statement of a tenant-scoped entity must filter by organizationId: check the code of the collection named, and the extensions that serve it',
+    // With the policies as generated, the route finds nothing; a permissive policy of someone's own lets it through.
+    breakData: async (backend) => void (await query(backend.databaseUrl, 'CREATE POLICY "everyone" ON "Invoice" USING (true)')),
+    fails: ['tenant-isolation', 'row-level-security'],
+    hint: 'caused by row-level-security: authstrap fix repairs row-level-security',
   },
 ]);
 
 describe.runIf(adminUrl)('tenant-isolation: the messages', () => {
   it('name the collection and what Bob could do', () => {
-    expect(byId(stage("the Project list's read without its organization (a generated file edited)").verify, 'tenant-isolation').message).toBe("GET /Projects in Bob's organization lists Alice's record");
-    expect(byId(stage("Invoice's read by id without its organization (a generated file edited)").verify, 'tenant-isolation').message).toBe("GET /Invoices/:id of Alice's record in Bob's organization answered 200, not 404");
-    expect(byId(stage('an extension route of its own that reads any Invoice by id').verify, 'tenant-isolation').message).toBe("GET /Invoices/:id of Alice's record in Bob's organization answered 200, not 404");
+    expect(byId(stage("the Project list's read without its organization (a generated file edited), and row-level security off").verify, 'tenant-isolation').message).toBe("GET /Projects in Bob's organization lists Alice's record");
+    expect(byId(stage("Invoice's read by id without its organization (a generated file edited), and row-level security off").verify, 'tenant-isolation').message).toBe("GET /Invoices/:id of Alice's record in Bob's organization answered 200, not 404");
+    expect(byId(stage('an extension route of its own that reads any Invoice by id, under a policy opened up by hand').verify, 'tenant-isolation').message).toBe("GET /Invoices/:id of Alice's record in Bob's organization answered 200, not 404");
   });
 });

@@ -156,11 +156,13 @@ export function createResources({ adminUrl, name, dotEnv, backendEnv = {} }: Res
   }
 
   /**
-   * Starts a copy as `npm start` would (on a fresh database unless one is given) and waits until
-   * `waitFor` answers 200 (/ready; /health for a copy whose /ready is broken on purpose).
+   * Starts a copy as `npm start` would (on a fresh database unless one is given; `embedded`: the
+   * embedded one, in the folder its .env names or else .data/pglite) and waits until `waitFor`
+   * answers 200 (/ready; /health for a copy whose /ready is broken on purpose).
    */
   async function startBackend(dir: string, databaseUrl?: string, waitFor = '/ready'): Promise<Backend> {
     databaseUrl ??= await createDatabase();
+    const database = databaseUrl === 'embedded' ? {} : { DATABASE_URL: databaseUrl };
     const port = await freePort();
     const serviceApiKey = `${name}-test-service-key-${randomBytes(12).toString('hex')}`;
     const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
@@ -171,7 +173,7 @@ export function createResources({ adminUrl, name, dotEnv, backendEnv = {} }: Res
         HOME: process.env.HOME,
         PORT: String(port),
         HOST: '127.0.0.1',
-        DATABASE_URL: databaseUrl,
+        ...database,
         BCRYPT_COST: '4',
         LOG_LEVEL: 'warn',
         RATE_LIMIT_AUTH_MAX: '1000',
@@ -239,7 +241,8 @@ export const verifyCheckIds = [
   'credential-provider',
   'nullability',
   'not-null-rows',
+  'row-level-security',
 ];
 
 /** Every check of `authstrap fix` (those of verify that examine the project), in the order it reports them. */
-export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'cors-origin', 'loopback-hosts', 'adapter-version', 'credential-provider', 'nullability', 'not-null-rows'];
+export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'cors-origin', 'loopback-hosts', 'adapter-version', 'credential-provider', 'nullability', 'not-null-rows', 'row-level-security'];

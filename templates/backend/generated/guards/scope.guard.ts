@@ -5,27 +5,27 @@ import { badRequest, forbidden } from '../../http/errors.js';
 import { isUuid } from '../../http/validate.js';
 
 /**
- * Which organization a request acts in, and the caller's role there. The organization comes
- * from `x-organization-id`: missing or malformed is a 400; an organization the caller is not a
- * member of (or that does not exist) is a 403. The membership was loaded by the auth guard in
- * the same query as the session, so this costs no database round trip.
+ * Which organization a request acts in, and the caller's role there. The organization is the
+ * one `x-organization-id` names, or else the session's active organization (set at sign-up and
+ * sign-in, changed with POST /api/auth/organization/set-active); a malformed header, or neither,
+ * is a 400; an organization the caller is not a member of (or that does not exist) is a 403. The
+ * membership was loaded by the auth guard in the same query as the session, so this costs no
+ * database round trip.
  */
 export function scopeOf(req: Request): { organizationId: string; role: Role } {
-  const organizationId = organizationHeader(req);
+  const header = req.header('x-organization-id') === undefined ? undefined : organizationHeader(req);
   const caller = req.caller;
   if (caller?.kind !== 'user') throw forbidden('Acting inside an organization needs a signed-in member, not the service key');
+  const organizationId = header ?? caller.session.activeOrganizationId;
+  if (!organizationId) throw noOrganization();
   if (!caller.membership || caller.membership.organizationId !== organizationId) throw notAMember();
   return caller.membership;
 }
 
-/** The organization `x-organization-id` names (lowercased); missing or not a uuid is a 400. */
+/** The organization `x-organization-id` names (lowercased); empty or not a uuid is a 400. */
 export function organizationHeader(req: Request): string {
   const header = req.header('x-organization-id');
-  if (!header) {
-    throw badRequest('The x-organization-id header is required', {
-      'x-organization-id': 'Send the id of the organization to act in',
-    });
-  }
+  if (!header) throw noOrganization();
   if (!isUuid(header)) {
     throw badRequest('The x-organization-id header must be an organization id (a uuid)', { 'x-organization-id': 'Not a uuid' });
   }
@@ -33,6 +33,12 @@ export function organizationHeader(req: Request): string {
 }
 
 export const notAMember = () => forbidden('You are not a member of this organization');
+
+/** Neither a header nor an active organization says where the request acts. */
+export const noOrganization = () =>
+  badRequest('Say which organization to act in: send the x-organization-id header, or choose an active organization first', {
+    'x-organization-id': 'Send the id of the organization to act in (or POST /api/auth/organization/set-active)',
+  });
 
 /** Mounted in front of every tenant-scoped router: sets `req.organizationId` and `req.role`. */
 export const scopeGuard: RequestHandler = (req, _res, next) => {

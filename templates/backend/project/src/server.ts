@@ -9,6 +9,7 @@ import { loadConfig, maskUrlPassword, type Config } from './config.js';
 import { DatabaseUnavailableError, openDatabase, type Database } from './db/database.js';
 import { EmbeddedDatabaseLockedError } from './db/embedded-lock.js';
 import { migrate } from './db/migrate.js';
+import { actAsAppRole } from './db/scope.js';
 import { createRateLimits, type RateLimits } from './http/rate-limit.js';
 import { createLogger } from './logger.js';
 import { mailChannel } from './mail/mail.js';
@@ -80,7 +81,8 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   try {
     db = await openDatabase(config);
     steps.push(db);
-    await db.query('SELECT 1');
+    // On a connection of its own: the pool is first used once the migrations are applied (actAsAppRole).
+    await db.withConnection((connection) => connection.query('SELECT 1'));
   } catch (error) {
     if (error instanceof EmbeddedDatabaseLockedError) return abort(new StartupError(error.message));
     const [where, setting] = config.databaseUrl
@@ -93,6 +95,8 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   try {
     const report = await migrate(db, path.join(projectDir, 'migrations'));
     if (report.applied.length > 0) logger.info({ applied: report.applied }, 'migrations applied');
+    // From here on, requests act as the role row-level security applies to (db/scope.ts).
+    await actAsAppRole(db);
   } catch (error) {
     return abort(new StartupError((error as Error).message));
   }

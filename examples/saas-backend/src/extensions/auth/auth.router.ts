@@ -20,6 +20,11 @@ import { SignInInput, SignUpInput, type AuthService } from './auth.service.js';
 import { InvitationAnswerInput, InvitationPageQuery, InvitationSignUpInput } from './invitations.js';
 import { RoleSchema } from './roles.js';
 
+/** The body of POST /api/auth/organization/set-active: an organization of the user's, or null for none. */
+export const SetActiveOrganizationInput = z
+  .object({ organizationId: z.uuid().nullable() })
+  .meta({ id: 'SetActiveOrganizationInput' });
+
 /**
  * /api/auth: sign-up, sign-in, sign-out and the current session; the account flows (confirming
  * the address, resetting and changing the password and the address, one's sessions, deleting the
@@ -69,6 +74,14 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
     if (!resolved) throw new HttpError(401, 'UNAUTHORIZED', 'No valid session');
     if (resolved.renewed && presented!.via === 'cookie') setSessionCookie(res, presented!.token, config);
     sendData(res, { session: resolved.session, user: resolved.user, organizations: await auth.organizationsOf(resolved.user.id) });
+  });
+
+  // The organization requests act in when they send no x-organization-id (Better Auth's organization
+  // plugin calls it the active organization, and its setActive writes the same session column).
+  router.post('/organization/set-active', async (req, res) => {
+    const { user, session } = await signedIn(req);
+    const { organizationId } = parseBody('set-active', SetActiveOrganizationInput, req);
+    sendData(res, await auth.setActiveOrganization(session.id, user.id, organizationId));
   });
 
   // Confirming the address: the link in the sign-up mail (GET, as a browser follows it) or a
@@ -192,6 +205,8 @@ export function registerAuthRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({ method: 'post', path: '/api/auth/sign-in/email', tags, security: open, summary: 'Sign in with e-mail and password', request: { body: json(SignInInput) }, responses: { 200: { description: 'Signed in', ...signedInBody }, 401: { description: 'Invalid email or password' }, 403: { description: 'EMAIL_NOT_VERIFIED: the address is not confirmed yet (REQUIRE_EMAIL_VERIFICATION); a new link was sent to it' }, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/sign-out', tags, summary: 'End the current session', responses: { 200: { description: 'Signed out', ...envelope(z.object({ signedOut: z.literal(true) })) } } });
   registry.registerPath({ method: 'get', path: '/api/auth/get-session', tags, security: bearerOrCookie, summary: 'The current session, its user and their organizations', responses: { 200: { description: 'The session', ...envelope(z.object({ session: Session, user: User, organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: RoleSchema })) })) }, 401: { description: 'No valid session' } } });
+
+  registry.registerPath({ method: 'post', path: '/api/auth/organization/set-active', tags, security: bearerOrCookie, summary: 'Choose the active organization: the one your requests act in when they send no x-organization-id', description: 'Set at sign-up (your personal organization) and sign-in (your first). The header wins when a request sends it. null clears it.', request: { body: json(SetActiveOrganizationInput) }, responses: { 200: { description: 'The session, and the organization with your role there', ...envelope(z.object({ session: Session, organization: z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: RoleSchema }).nullable() })) }, ...notSignedIn, 403: { description: 'You are not a member of this organization' }, 422: { description: 'Not an organization id' } } });
 
   registry.registerPath({ method: 'get', path: '/api/auth/verify-email', tags, security: open, summary: 'Confirm an address with the link from the mail', request: { query: TokenInput }, responses: { 200: { description: 'Confirmed', ...envelope(z.object({ user: User })) }, ...invalidLink, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/verify-email', tags, security: open, summary: "Confirm an address with the link's token", request: { body: json(TokenInput) }, responses: { 200: { description: 'Confirmed', ...envelope(z.object({ user: User })) }, ...invalidLink, ...tooMany } });

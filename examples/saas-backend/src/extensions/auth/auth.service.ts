@@ -73,7 +73,7 @@ export type Caller =
       kind: 'user';
       user: PublicUser;
       session: PublicSession;
-      /** The caller's membership of the organization named in x-organization-id, if any. */
+      /** The caller's membership of the organization they act in (x-organization-id, or else the session's active one), if any. */
       membership?: { organizationId: string; role: Role };
     };
 
@@ -234,26 +234,27 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
     },
 
     /**
-     * The session, its user and (when `organizationId` is given) the user's role there, in one
-     * round trip. Expired sessions resolve to null. A session with less than 6 days left is
-     * extended to 7; `renewed` tells the caller to send the cookie again.
+     * The session, its user and their role in the organization `organizationId` names, or else in
+     * the session's active organization, in one round trip. Expired sessions resolve to null. A
+     * session with less than 6 days left is extended to 7; `renewed` tells the caller to send the
+     * cookie again.
      */
     async resolveSession(token: string, organizationId?: string) {
-      const { rows } = await db.query<PublicSession & { user: PublicUser; role: Role | null }>(
-        `SELECT ${sessionColumns}, row_to_json(u) AS "user", m."role"
+      const { rows } = await db.query<PublicSession & { user: PublicUser; role: Role | null; "~organizationId": string | null }>(
+        `SELECT ${sessionColumns}, row_to_json(u) AS "user", m."role", m."organizationId" AS "~organizationId"
          FROM "session" s
          JOIN (SELECT ${userColumns('"User"')} FROM "User") u ON u."id" = s."userId"
-         LEFT JOIN "member" m ON m."userId" = s."userId" AND m."organizationId" = $2
+         LEFT JOIN "member" m ON m."userId" = s."userId" AND m."organizationId" = COALESCE($2::uuid, s."activeOrganizationId")
          WHERE s."token" = ANY($1::text[]) AND s."expiresAt" > now()`,
         [storedTokenCandidates(token), organizationId ?? null],
       );
       const row = rows[0];
       if (!row) return null;
-      const { user, role, ...session } = row;
+      const { user, role, '~organizationId': memberOf, ...session } = row;
       const resolved = {
         session,
         user: { ...user, createdAt: new Date(user.createdAt), updatedAt: new Date(user.updatedAt) },
-        membership: role && organizationId ? { organizationId, role } : undefined,
+        membership: role && memberOf ? { organizationId: memberOf, role } : undefined,
         renewed: false,
       };
       const renewedUntil = await renewIfDue(session);
@@ -264,6 +265,28 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
       return resolved;
     },
 
+    /**
+     * Makes `organizationId` the session's active organization: the one its requests act in when
+     * they send no x-organization-id. The user must be a member (403 otherwise); null clears it.
+     */
+    async setActiveOrganization(sessionId: string, userId: string, organizationId: string | null) {
+      const { rows } = await db.query<PublicSession & { organization: { id: string; name: string; slug: string; role: Role } | null }>(
+        `WITH target AS (
+           SELECT o."id", o."name", o."slug", m."role" FROM "member" m JOIN "Organization" o ON o."id" = m."organizationId"
+           WHERE m."userId" = $2 AND m."organizationId" = $3
+         ), updated AS (
+           UPDATE "session" s SET "activeOrganizationId" = $3, "updatedAt" = GREATEST(now(), s."updatedAt")
+           WHERE s."id" = $1 AND ($3::uuid IS NULL OR EXISTS (SELECT FROM target))
+           RETURNING ${sessionColumns}
+         )
+         SELECT updated.*, (SELECT row_to_json(target) FROM target) AS "organization" FROM updated`,
+        [sessionId, userId, organizationId],
+      );
+      const row = rows[0];
+      if (!row) throw new HttpError(403, 'FORBIDDEN', 'You are not a member of this organization');
+      const { organization, ...session } = row;
+      return { session, organization };
+    },
     /** See renewIfDue above: the tenant guard renews a session its statement read. */
     renewIfDue,
 

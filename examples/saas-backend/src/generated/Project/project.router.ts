@@ -5,8 +5,7 @@ import { sendData, sendJsonData, sendJsonList } from '../../http/envelope.js';
 import { notFound } from '../../http/errors.js';
 import { parseListQuery } from '../../http/list-query.js';
 import { parseBody, parseId } from '../../http/validate.js';
-import { organizationOf } from '../guards/scope.guard.js';
-import { asMember } from '../guards/tenant.guard.js';
+import { asCaller } from '../guards/tenant.guard.js';
 import { projectListSpec, projectRepository } from './project.repository.js';
 import {
   ProjectCreateInput,
@@ -15,25 +14,25 @@ import {
 } from './project.schema.js';
 
 /**
- * /Projects: mounted behind tenantScoped, which resolves the organization. Each route
- * passes `asMember(db, req)`, so that its statement also checks the caller (one round trip).
+ * /Projects: mounted behind tenantScoped. Each route passes `asCaller(db, req)`, so that its
+ * statement runs under the caller's scope, looked up in the same round trip (guards/tenant.guard.ts).
  */
 export function projectRouter({ db }: { db: Database }): Router {
   const router = Router();
 
   router.get('/', async (req, res) => {
     const query = parseListQuery(req.query, projectListSpec);
-    sendJsonList(res, await projectRepository.listJson(asMember(db, req), organizationOf(req), query));
+    sendJsonList(res, await projectRepository.listJson(asCaller(db, req), query));
   });
 
   router.post('/', async (req, res) => {
     const input = parseBody('Project', ProjectCreateInput, req);
-    sendData(res, await projectRepository.create(asMember(db, req), organizationOf(req), input), 201);
+    sendData(res, await projectRepository.create(asCaller(db, req), input), 201);
   });
 
   router.get('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
-    const json = await projectRepository.findJsonById(asMember(db, req), organizationOf(req), id);
+    const json = await projectRepository.findJsonById(asCaller(db, req), id);
     if (json === null) throw notFound('Project', id);
     sendJsonData(res, json);
   });
@@ -41,7 +40,7 @@ export function projectRouter({ db }: { db: Database }): Router {
   router.put('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
     const input = parseBody('Project', ProjectReplaceInput, req);
-    const record = await projectRepository.replace(asMember(db, req), organizationOf(req), id, input);
+    const record = await projectRepository.replace(asCaller(db, req), id, input);
     if (!record) throw notFound('Project', id);
     sendData(res, record);
   });
@@ -49,14 +48,14 @@ export function projectRouter({ db }: { db: Database }): Router {
   router.patch('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
     const patch = parseBody('Project', ProjectUpdateInput, req);
-    const record = await projectRepository.update(asMember(db, req), organizationOf(req), id, patch);
+    const record = await projectRepository.update(asCaller(db, req), id, patch);
     if (!record) throw notFound('Project', id);
     sendData(res, record);
   });
 
   router.delete('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
-    if (!(await projectRepository.remove(asMember(db, req), organizationOf(req), id))) throw notFound('Project', id);
+    if (!(await projectRepository.remove(asCaller(db, req), id))) throw notFound('Project', id);
     res.status(204).end();
   });
 

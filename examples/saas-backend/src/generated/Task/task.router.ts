@@ -5,8 +5,7 @@ import { sendData, sendJsonData, sendJsonList } from '../../http/envelope.js';
 import { notFound } from '../../http/errors.js';
 import { parseListQuery } from '../../http/list-query.js';
 import { parseBody, parseId } from '../../http/validate.js';
-import { organizationOf } from '../guards/scope.guard.js';
-import { asMember, parsedAfterChecks, type ParentRecord } from '../guards/tenant.guard.js';
+import { asCaller, parsedAfterChecks, type ParentRecord } from '../guards/tenant.guard.js';
 import { taskListSpec, taskRepository } from './task.repository.js';
 import {
   TaskCreateInput,
@@ -16,25 +15,25 @@ import {
 } from './task.schema.js';
 
 /**
- * /Tasks: mounted behind tenantScoped, which resolves the organization. Each route
- * passes `asMember(db, req)`, so that its statement also checks the caller (one round trip).
+ * /Tasks: mounted behind tenantScoped. Each route passes `asCaller(db, req)`, so that its
+ * statement runs under the caller's scope, looked up in the same round trip (guards/tenant.guard.ts).
  */
 export function taskRouter({ db }: { db: Database }): Router {
   const router = Router();
 
   router.get('/', async (req, res) => {
     const query = parseListQuery(req.query, taskListSpec);
-    sendJsonList(res, await taskRepository.listJson(asMember(db, req), organizationOf(req), query));
+    sendJsonList(res, await taskRepository.listJson(asCaller(db, req), query));
   });
 
   router.post('/', async (req, res) => {
     const input = parseBody('Task', TaskCreateInput, req);
-    sendData(res, await taskRepository.create(asMember(db, req), organizationOf(req), input), 201);
+    sendData(res, await taskRepository.create(asCaller(db, req), input), 201);
   });
 
   router.get('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
-    const json = await taskRepository.findJsonById(asMember(db, req), organizationOf(req), id);
+    const json = await taskRepository.findJsonById(asCaller(db, req), id);
     if (json === null) throw notFound('Task', id);
     sendJsonData(res, json);
   });
@@ -42,7 +41,7 @@ export function taskRouter({ db }: { db: Database }): Router {
   router.put('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
     const input = parseBody('Task', TaskReplaceInput, req);
-    const record = await taskRepository.replace(asMember(db, req), organizationOf(req), id, input);
+    const record = await taskRepository.replace(asCaller(db, req), id, input);
     if (!record) throw notFound('Task', id);
     sendData(res, record);
   });
@@ -50,14 +49,14 @@ export function taskRouter({ db }: { db: Database }): Router {
   router.patch('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
     const patch = parseBody('Task', TaskUpdateInput, req);
-    const record = await taskRepository.update(asMember(db, req), organizationOf(req), id, patch);
+    const record = await taskRepository.update(asCaller(db, req), id, patch);
     if (!record) throw notFound('Task', id);
     sendData(res, record);
   });
 
   router.delete('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
-    if (!(await taskRepository.remove(asMember(db, req), organizationOf(req), id))) throw notFound('Task', id);
+    if (!(await taskRepository.remove(asCaller(db, req), id))) throw notFound('Task', id);
     res.status(204).end();
   });
 
@@ -69,30 +68,27 @@ export function taskNestedRouter({ db }: { db: Database }): Router {
   const router = Router({ mergeParams: true });
 
   /**
-   * The Project in the path. It must be a record of this organization, or the whole path is
-   * unknown (404): asMember checks that in the route's own statement, with the caller.
+   * The Project in the path. It must be a record of the caller's organization, or the whole
+   * path is unknown (404): asCaller checks that in the round trip of the route's own statement.
    */
-  const parentIn = (req: { params: Record<string, string | undefined> }, organizationId: string): ParentRecord => ({
+  const parentIn = (req: { params: Record<string, string | undefined> }): ParentRecord => ({
     entity: 'Project',
     table: 'Project',
     id: parseId('Project', req.params.projectId),
-    organizationId,
   });
 
   router.get('/', async (req, res) => {
-    const organizationId = organizationOf(req);
-    const parent = parentIn(req, organizationId);
-    const member = asMember(db, req, parent);
-    const query = await parsedAfterChecks(member, () => parseListQuery(req.query, taskListSpec));
-    sendJsonList(res, await taskRepository.listJson(member, organizationId, query, { projectId: parent.id }));
+    const parent = parentIn(req);
+    const caller = asCaller(db, req, parent);
+    const query = await parsedAfterChecks(caller, () => parseListQuery(req.query, taskListSpec));
+    sendJsonList(res, await taskRepository.listJson(caller, query, { projectId: parent.id }));
   });
 
   router.post('/', async (req, res) => {
-    const organizationId = organizationOf(req);
-    const parent = parentIn(req, organizationId);
-    const member = asMember(db, req, parent);
-    const input = await parsedAfterChecks(member, () => parseBody('Task', TaskNestedCreateInput, req));
-    sendData(res, await taskRepository.create(member, organizationId, { ...input, projectId: parent.id }), 201);
+    const parent = parentIn(req);
+    const caller = asCaller(db, req, parent);
+    const input = await parsedAfterChecks(caller, () => parseBody('Task', TaskNestedCreateInput, req));
+    sendData(res, await taskRepository.create(caller, { ...input, projectId: parent.id }), 201);
   });
 
   return router;

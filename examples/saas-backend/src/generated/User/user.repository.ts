@@ -22,7 +22,7 @@ import type {
 } from './user.schema.js';
 
 /** The columns a client may see, named as API fields. Secret columns are never selected. */
-const selectList = '"id", "email", "name", "email_verified", "image", "createdAt", "updatedAt"';
+const selectList = `"id", "email", "name", "email_verified", "image", "createdAt", "updatedAt"`;
 
 /** API field -> column, for INSERT. */
 const insertColumns = {

@@ -5,7 +5,7 @@ import { assertRole, userOf } from '../../extensions/auth/auth.decorator.js';
 import { NewMemberInput } from '../../extensions/auth/invitations.js';
 import { sendData, sendList } from '../../http/envelope.js';
 import { forbidden, notFound } from '../../http/errors.js';
-import { listRows, parseListQuery, type Condition } from '../../http/list-query.js';
+import { listRows, parseListQuery, type ParamCondition } from '../../http/list-query.js';
 import { parseBody, parseId } from '../../http/validate.js';
 import type { GeneratedDeps } from '../deps.js';
 import { scopeOf } from '../guards/scope.guard.js';
@@ -17,7 +17,7 @@ export const UserSelfUpdateInput = z
   .strictObject({ name: z.string().min(2).max(200).optional(), image: z.string().max(2048).nullable().optional() })
   .meta({ id: 'UserSelfUpdateInput' });
 
-const membersOf = (organizationId: string): Condition => ({
+const membersOf = (organizationId: string): ParamCondition => ({
   sql: (p) => `"id" IN (SELECT "userId" FROM "member" WHERE "organizationId" = ${p})`,
   value: organizationId,
 });

@@ -22,7 +22,7 @@ import type {
 } from './account.schema.js';
 
 /** The columns a client may see, named as API fields. Secret columns are never selected. */
-const selectList = '"id", "userId", "accountId", "providerId", "accessTokenExpiresAt", "refreshTokenExpiresAt", "scope", "createdAt", "updatedAt"';
+const selectList = `"id", "userId", "accountId", "providerId", "accessTokenExpiresAt", "refreshTokenExpiresAt", "scope", "createdAt", "updatedAt"`;
 
 /** API field -> column, for INSERT. */
 const insertColumns = {

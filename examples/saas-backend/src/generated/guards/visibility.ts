@@ -3,19 +3,19 @@ import type { Request } from 'express';
 import { userOf } from '../../extensions/auth/auth.decorator.js';
 import type { Queryable } from '../../db/database.js';
 import { quoteIdentifier } from '../../db/sql.js';
-import type { Condition } from '../../http/list-query.js';
+import type { ParamCondition } from '../../http/list-query.js';
 
 /**
  * Which rows of a per-user auth table (`account`, `session`) a signed-in user may see: only their
  * own, owners included. An owner has no business reading a member's sign-in devices (IP
  * addresses, user agents) or linked accounts. (The service key is served by service-api.ts.)
  */
-export function visibleToCaller(req: Request): Condition {
+export function visibleToCaller(req: Request): ParamCondition {
   return { sql: (p) => `"userId" = ${p}`, value: userOf(req).id };
 }
 
 /** Whether the row `id` of `table` is visible under `condition`. */
-export async function isVisible(db: Queryable, table: string, id: string, condition: Condition): Promise<boolean> {
+export async function isVisible(db: Queryable, table: string, id: string, condition: ParamCondition): Promise<boolean> {
   const { rows } = await db.query(`SELECT 1 FROM ${quoteIdentifier(table)} WHERE "id" = $1 AND ${condition.sql('$2')}`, [id, condition.value]);
   return rows.length > 0;
 }

@@ -22,7 +22,7 @@ import type {
 } from './member.schema.js';
 
 /** The columns a client may see, named as API fields. Secret columns are never selected. */
-const selectList = '"id", "organizationId", "userId", "role", "createdAt", "updatedAt"';
+const selectList = `"id", "organizationId", "userId", "role", "createdAt", "updatedAt"`;
 
 /** API field -> column, for INSERT. */
 const insertColumns = {

@@ -22,7 +22,7 @@ import type {
 } from './session.schema.js';
 
 /** The columns a client may see, named as API fields. Secret columns are never selected. */
-const selectList = '"id", "userId", "expiresAt", "ipAddress", "userAgent", "activeOrganizationId", "createdAt", "updatedAt"';
+const selectList = `"id", "userId", "expiresAt", "ipAddress", "userAgent", "activeOrganizationId", "createdAt", "updatedAt"`;
 
 /** API field -> column, for INSERT. */
 const insertColumns = {

@@ -22,7 +22,7 @@ import type {
 } from './verification.schema.js';
 
 /** The columns a client may see, named as API fields. Secret columns are never selected. */
-const selectList = '"id", "identifier", "expiresAt", "createdAt", "updatedAt"';
+const selectList = `"id", "identifier", "expiresAt", "createdAt", "updatedAt"`;
 
 /** API field -> column, for INSERT. */
 const insertColumns = {

@@ -30,21 +30,59 @@ function writableFields(table: string, values: Record<string, unknown>, columns:
     });
 }
 
-/** `INSERT INTO table (a, b) VALUES ($1, $2) RETURNING ...` for the defined values. */
+/** What a write adds of its own beyond the caller's values: SQL, never request data. */
+export interface WriteOptions {
+  /** Columns set by an SQL expression of the statement (`{ organizationId: 'authstrap.organization_id()' }`). */
+  computed?: Readonly<Record<string, string>>;
+  /**
+   * SQL the write must satisfy to change anything (the caller's role may create, may update this
+   * row). An INSERT's may be made from its values: `(value) => \`${value('authorId')} = authstrap.user_id()\``,
+   * where `value` gives a field's parameter (NULL when the write leaves it out).
+   */
+  onlyIf?: string | ((value: (field: string) => string) => string);
+  /** Fields only some roles may write, with the SQL that says the caller's role may: required of each one written. */
+  writers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * onlyIf, and for each field written that only some roles may write, that the caller's role may
+ * (or, on an UPDATE, that the value does not change), as one condition; undefined for none.
+ * `value` gives a field's parameter, `keeps` the condition that a field's value stays as it is.
+ */
+function writeCondition(options: WriteOptions, written: [string, string][], value: (field: string) => string, keeps?: (field: string, column: string) => string): string | undefined {
+  const onlyIf = typeof options.onlyIf === 'function' ? options.onlyIf(value) : options.onlyIf;
+  const writers = options.writers ?? {};
+  const guarded = written
+    .filter(([field]) => Object.hasOwn(writers, field))
+    .map(([field, column]) => (keeps ? `(${keeps(field, column)} OR ${writers[field]})` : writers[field]!));
+  const conditions = [...(onlyIf === undefined ? [] : [onlyIf]), ...guarded];
+  if (conditions.length === 0) return undefined;
+  return conditions.length === 1 ? conditions[0] : conditions.map((condition) => `(${condition})`).join(' AND ');
+}
+
+/**
+ * `INSERT INTO table (a, b) VALUES ($1, $2) RETURNING ...` for the defined values; with `onlyIf`,
+ * `INSERT INTO table (a, b) SELECT $1, $2 WHERE <onlyIf> RETURNING ...` (no row when it fails).
+ */
 export function insertStatement(
   table: string,
   values: Record<string, unknown>,
   columns: ColumnMap,
   returning: string,
+  options: WriteOptions = {},
 ): Statement {
   const fields = writableFields(table, values, columns);
-  if (fields.length === 0) return { text: `INSERT INTO ${quoteIdentifier(table)} DEFAULT VALUES RETURNING ${returning}`, params: [] };
-  return {
-    text:
-      `INSERT INTO ${quoteIdentifier(table)} (${fields.map(([, column]) => quoteIdentifier(column)).join(', ')}) ` +
-      `VALUES (${fields.map((_, index) => `$${index + 1}`).join(', ')}) RETURNING ${returning}`,
-    params: fields.map(([field]) => toParam(values[field])),
-  };
+  const computed = Object.entries(options.computed ?? {});
+  const names = [...fields.map(([, column]) => column), ...computed.map(([column]) => column)];
+  const expressions = [...fields.map((_, index) => `$${index + 1}`), ...computed.map(([, sql]) => sql)];
+  const params = fields.map(([field]) => toParam(values[field]));
+  const condition = writeCondition(options, fields, (field) => {
+    const index = fields.findIndex(([name]) => name === field);
+    return index === -1 ? 'NULL' : `$${index + 1}`;
+  });
+  if (names.length === 0 && condition === undefined) return { text: `INSERT INTO ${quoteIdentifier(table)} DEFAULT VALUES RETURNING ${returning}`, params };
+  const rows = condition === undefined ? `VALUES (${expressions.join(', ')})` : `SELECT ${expressions.join(', ')} WHERE ${condition}`;
+  return { text: `INSERT INTO ${quoteIdentifier(table)} (${names.map(quoteIdentifier).join(', ')}) ${rows} RETURNING ${returning}`, params };
 }
 
 /**
@@ -76,8 +114,9 @@ export function setClause(
 }
 
 /**
- * `UPDATE table SET ... WHERE k = $2 AND ... RETURNING ...`. `where` holds the row's key and, for
- * tenant-scoped tables, its organization.
+ * `UPDATE table SET ... WHERE k = $2 AND ... RETURNING ...`. `where` holds the row's key (and, for
+ * the trusted server's writes, nothing else); `options.onlyIf` adds SQL of the statement's own,
+ * such as the caller's organization and what their role may change.
  */
 export function updateStatement(
   table: string,
@@ -86,6 +125,7 @@ export function updateStatement(
   where: Record<string, string>,
   returning: string,
   updatedAtColumn: string | null,
+  options: { onlyIf?: string; writers?: WriteOptions['writers'] } = {},
 ): Statement {
   const params: unknown[] = [];
   const assignments = setClause(table, values, columns, updatedAtColumn, params);
@@ -93,6 +133,11 @@ export function updateStatement(
     params.push(value);
     return `${quoteIdentifier(column)} = $${params.length}`;
   });
+  // setClause numbered the written values first, in this order.
+  const written = writableFields(table, values, columns);
+  const parameterOf = (field: string) => `$${written.findIndex(([name]) => name === field) + 1}`;
+  const condition = writeCondition(options, written, parameterOf, (field, column) => `${quoteIdentifier(column)} IS NOT DISTINCT FROM ${parameterOf(field)}`);
+  if (condition !== undefined) conditions.push(condition);
   return {
     text: `UPDATE ${quoteIdentifier(table)} SET ${assignments} WHERE ${conditions.join(' AND ')} RETURNING ${returning}`,
     params,
@@ -119,30 +164,3 @@ export function isoTimestamp(column: string): string {
 
 /** One row as a JSON object of `jsonSelectList`'s columns, in their order (`{"id":"...","name":"..."}`). */
 export const rowJson = (jsonSelectList: string): string => `(SELECT row_to_json("~row") FROM (SELECT ${jsonSelectList}) AS "~row")`;
-
-/**
- * The same write, changing nothing unless `condition` holds, for the shapes built here:
- *   INSERT INTO t (a, b) VALUES ($1, $2) ...  ->  INSERT INTO t (a, b) SELECT $1, $2 WHERE <condition> ...
- *   UPDATE t SET ... WHERE k = $3 ...         ->  UPDATE t SET ... WHERE <condition> AND k = $3 ...
- *   DELETE FROM t WHERE k = $1 ...            ->  DELETE FROM t WHERE <condition> AND k = $1 ...
- * (an INSERT's parameters still take their columns' types). Undefined for any other statement,
- * and the caller must then check the condition on its own first. guards/tenant.guard.ts uses it to
- * put the caller check in a write's own statement.
- */
-export function onlyIf(text: string, condition: string): string | undefined {
-  const insert = insertShape.exec(text);
-  if (insert) return `${insert[1]} SELECT ${insert[2]} WHERE ${condition}${insert[3] ?? ''}`;
-  const change = updateOrDeleteShape.exec(text);
-  if (change) return `${change[1]} WHERE ${condition} AND ${change[2]}`;
-  return undefined;
-}
-
-// The statements insertStatement, updateStatement and the repositories' DELETE write, exactly.
-const name = '"(?:[^"]|"")+"';
-const equalsParam = `${name} = \\$\\d+`;
-const assignment = `${name} = (?:\\$\\d+|GREATEST\\(now\\(\\), ${name}\\)|"id")`;
-const returning = '( RETURNING [\\s\\S]*)?';
-const insertShape = new RegExp(`^(INSERT INTO ${name} \\(${name}(?:, ${name})*\\)) VALUES \\((\\$\\d+(?:, \\$\\d+)*)\\)${returning}$`);
-const updateOrDeleteShape = new RegExp(
-  `^(UPDATE ${name} SET ${assignment}(?:, ${assignment})*|DELETE FROM ${name}) WHERE (${equalsParam}(?: AND ${equalsParam})*${returning})$`,
-);

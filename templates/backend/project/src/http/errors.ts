@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { DatabaseUnavailableError, hasSqlState } from '../db/database.js';
+import { keyColumnsByConstraint } from '../generated/constraints.js';
 import { sendError } from './envelope.js';
 
 /** An error that becomes a response: its status, machine-readable code and message. */
@@ -28,6 +29,7 @@ export const validationFailed = (message: string, details: Record<string, string
 interface DatabaseError {
   code: string;
   detail?: string;
+  constraint?: string;
 }
 
 /** `Key ("organizationId", name)=(...)` -> the user-facing column names, without the tenant column. */
@@ -45,7 +47,8 @@ function keyColumns(detail = ''): string[] {
  * database is an internal error: its text (SQL, values, driver messages) never reaches a client.
  */
 function fromDatabaseError(error: DatabaseError): HttpError | undefined {
-  const columns = keyColumns(error.detail);
+  const detailed = keyColumns(error.detail);
+  const columns = detailed.length > 0 || error.constraint === undefined ? detailed : [...(keyColumnsByConstraint[error.constraint] ?? [])];
   switch (error.code) {
     case '23505':
       return new HttpError(409, 'CONFLICT', `A record with the same ${columns.join(', ') || 'key'} already exists`);

@@ -24,13 +24,14 @@ export interface RateLimits {
 /** `/auth/get-session/` -> `/auth/get-session`: routing ignores case and a trailing slash, so must we. */
 const normalise = (path: string) => path.toLowerCase().replace(/\/+$/, '');
 /**
- * The signed-in user's reads under /api/auth (their session, sessions and invitations): an app
- * asks for them on every page, and they guess no password and send no mail, so they count under
- * /api, not under the strict limit. HEAD is answered by the GET route, so it is the same request.
+ * The signed-in user's reads under /api/auth (their session, sessions and invitations), and the
+ * switch of their active organization: an app asks for them on every page, and they guess no
+ * password and send no mail, so they count under /api, not under the strict limit. HEAD is
+ * answered by the GET route, so it is the same request.
  */
-const signedInReads = new Set(['/auth/get-session', '/auth/sessions', '/auth/invitations']);
+const signedInRequests = new Set(['GET /auth/get-session', 'GET /auth/sessions', 'GET /auth/invitations', 'POST /auth/organization/set-active']);
 const isSignedInRead = (method: string, pathUnderApi: string) =>
-  (method === 'GET' || method === 'HEAD') && signedInReads.has(normalise(pathUnderApi));
+  signedInRequests.has(`${method === 'HEAD' ? 'GET' : method} ${normalise(pathUnderApi)}`);
 /** `/auth` itself and everything below it: the requests the /api/auth limiter counts. */
 const isUnderAuth = (pathUnderApi: string) => {
   const path = normalise(pathUnderApi);

@@ -71,7 +71,10 @@ const dataEnvelope = (description: string, data: z.ZodType) => ({
 });
 
 const organizationHeader = z.object({
-  'x-organization-id': z.uuid().meta({ description: 'The organization (tenant) the request acts in' }),
+  'x-organization-id': z
+    .uuid()
+    .optional()
+    .meta({ description: "The organization (tenant) the request acts in; without it, the session's active organization (POST /api/auth/organization/set-active)" }),
 });
 const idParam = (entity: string, idType: CrudRoutes['idType']) =>
   z.object({ id: (idType === 'uuid' ? z.uuid() : z.int().min(1)).meta({ description: `The ${entity}'s id` }) });

@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, databaseKinds, serviceApiKey, signUp, startBackend, type TestBackend } from './support/backend.js';
+
+/**
+ * 10,000 randomized requests across four organizations, each sent by a user of one organization
+ * and mostly aimed at another's records (by id, in a filter, as a parent, in the header), with
+ * both walls on: the generated statements' organization filter and PostgreSQL's row-level
+ * security. A leak is any answer carrying another organization's record, any success in an
+ * organization the caller is not a member of, and any write that reached another organization's
+ * row; there must be none. The sequence is seeded, so a failure replays.
+ */
+
+const requests = 10_000;
+const organizations = 4;
+
+/** A small seeded generator (mulberry32): the same run every time. */
+function random(seed: number) {
+  let state = seed;
+  const next = () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return { next, pick: <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]! };
+}
+
+interface Tenant {
+  id: string;
+  /** Its owner and a member; each also owns the organization sign-up made them (their active one). */
+  people: { id: string; token: string; role: 'owner' | 'member'; own: string }[];
+  projects: string[];
+  tasks: string[];
+}
+
+describe.each(databaseKinds)('tenant isolation under 10,000 randomized requests, %s database', (kind) => {
+  let backend: TestBackend;
+  const tenants: Tenant[] = [];
+
+  beforeAll(async () => {
+    backend = await startBackend(kind, { REQUIRE_EMAIL_VERIFICATION: 'false' });
+    const trusted = apiClient(backend.url, { token: serviceApiKey });
+    for (let index = 0; index < organizations; index++) {
+      const owner = await signUp(backend.url, `owner${index}@example.com`);
+      const member = await signUp(backend.url, `member${index}@example.com`);
+      const added = await trusted('POST', '/members', { body: { organizationId: owner.organizationId, userId: member.user.id, role: 'member' } });
+      expect(added.status).toBe(201);
+      const tenant: Tenant = {
+        id: owner.organizationId,
+        people: [
+          { id: owner.user.id, token: owner.token, role: 'owner', own: owner.organizationId },
+          { id: member.user.id, token: member.token, role: 'member', own: member.organizationId },
+        ],
+        projects: [],
+        tasks: [],
+      };
+      for (let project = 0; project < 4; project++) {
+        const created = await owner.api('POST', '/Projects', { body: { name: `org ${index} project ${project}` } });
+        tenant.projects.push(created.body.data.id);
+        for (let task = 0; task < 2; task++) {
+          tenant.tasks.push((await owner.api('POST', `/Projects/${created.body.data.id}/Tasks`, { body: { title: `org ${index} task ${task}` } })).body.data.id);
+        }
+      }
+      tenants.push(tenant);
+    }
+  }, 120_000);
+  afterAll(() => backend?.stop());
+
+  it('leaks nothing: no other organization\'s record in any answer, no success outside one\'s organizations, no write that reaches one', async () => {
+    const rng = random(kind === 'postgres' ? 2026 : 1126);
+    const leaks: string[] = [];
+    const statuses = new Map<number, number>();
+    const everyProject = tenants.flatMap((tenant) => tenant.projects);
+    const everyTask = tenants.flatMap((tenant) => tenant.tasks);
+    const ownerOf = new Map<string, string>([...tenants.flatMap((tenant) => [...tenant.projects, ...tenant.tasks].map((id) => [id, tenant.id] as const))]);
+
+    /** One randomized request; returns what was leaked by it, if anything. */
+    async function one(sequence: number) {
+      const home = rng.pick(tenants);
+      const person = rng.pick(home.people);
+      // Mostly another organization's header; sometimes their own, sometimes none (the active one: their own).
+      const aimed = rng.next() < 0.7 ? rng.pick(tenants) : home;
+      const header = rng.next() < 0.15 ? undefined : aimed.id;
+      const actingIn = header ?? person.own;
+      const member = actingIn === person.own || actingIn === home.id;
+      const project = rng.pick(rng.next() < 0.8 ? everyProject : home.projects);
+      const task = rng.pick(rng.next() < 0.8 ? everyTask : home.tasks);
+      const marker = `written ${sequence} in ${actingIn}`;
+      const shapes = [
+        ['GET', `/Projects?limit=100`],
+        ['GET', `/Tasks?projectId=${project}`],
+        ['GET', `/Tasks?projectId[in]=${rng.pick(everyProject)},${project}&sort=title`],
+        ['GET', `/Projects/${project}`],
+        ['GET', `/Tasks/${task}`],
+        ['GET', `/Projects/${project}/Tasks`],
+        ['PATCH', `/Projects/${project}`, { name: marker }],
+        ['PUT', `/Tasks/${task}`, { title: marker, projectId: project }],
+        ['POST', `/Projects/${project}/Tasks`, { title: marker }],
+        ['POST', '/Tasks', { title: marker, projectId: project }],
+        ['DELETE', `/Tasks/${task}`],
+        ['GET', `/Projects?search=org&organizationId=${rng.pick(tenants).id}`],
+      ] as const;
+      const [method, path, body] = rng.pick(shapes);
+      const answer = await apiClient(backend.url, { token: person.token })(method, path, { organizationId: header ?? '', ...(body ? { body } : {}) });
+      statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+      const where = `#${sequence} ${method} ${path} by a ${person.role} of ${home.id} in ${actingIn}`;
+      if (answer.status < 300 && !member) leaks.push(`${where}: ${answer.status} outside their organizations`);
+      const records: { id?: string; organizationId?: string }[] = answer.status < 300 && answer.body?.data ? [answer.body.data].flat() : [];
+      for (const record of records) {
+        if (record.organizationId !== undefined && record.organizationId !== actingIn) leaks.push(`${where}: answered a record of ${record.organizationId}`);
+      }
+      if (answer.status < 300 && method === 'DELETE' && ownerOf.get(task) !== actingIn) leaks.push(`${where}: deleted another organization's task`);
+    }
+
+    // Eight at a time, as concurrent clients would.
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < requests) await one(next++);
+      }),
+    );
+
+    // Every write landed in the organization it was made in: each marker names its row's own organization.
+    const rows = await backend.running.db.asOwner((tx) =>
+      tx.query<{ organizationId: string; text: string }>(`SELECT "organizationId", "name" AS "text" FROM "Project" UNION ALL SELECT "organizationId", "title" FROM "Task"`),
+    );
+    for (const row of rows.rows) {
+      const written = /^written \d+ in (.+)$/.exec(row.text);
+      if (written && written[1] !== row.organizationId) leaks.push(`a row of ${row.organizationId} holds "${row.text}"`);
+    }
+    expect(leaks).toEqual([]);
+    // The run tried both sides: successes in one's own organization, refusals in the others.
+    expect(statuses.get(200) ?? 0).toBeGreaterThan(500);
+    expect(statuses.get(403) ?? 0).toBeGreaterThan(3000);
+    expect(statuses.get(404) ?? 0).toBeGreaterThan(100);
+    expect([...statuses.values()].reduce((sum, count) => sum + count, 0)).toBe(requests);
+  }, 300_000);
+});
