@@ -504,6 +504,29 @@ describe.each(databaseKinds)('the service API on the %s database', (kind) => {
     expect(document.paths['/sessions'].get.description).toContain('token');
   });
 
+  it('consumes one record by filter, and refuses increments of fields that are not numbers', async () => {
+    const [user] = await users('consume', [{ email: 'once@example.com' }]);
+    const byId = where([{ field: 'id', value: user!.id }]);
+    const consumed = await service('POST', `/Users/consume-one?${byId}`);
+    expect(consumed.status).toBe(200);
+    expect(consumed.body.data).toMatchObject({ id: user!.id, email: user!.email });
+    expect((await service('POST', `/Users/consume-one?${byId}`)).body.data).toBeNull();
+    // A write by filter: a where (or all=true) is required.
+    expect((await service('POST', '/Users/consume-one')).status).toBe(400);
+
+    const [other] = await users('increment', [{ email: 'count@example.com' }]);
+    const otherId = where([{ field: 'id', value: other!.id }]);
+    const notANumber = await service('POST', `/Users/increment-one?${otherId}`, { body: { increment: { name: 1 } } });
+    expect(notANumber.status).toBe(422);
+    expect(notANumber.body.error.details).toEqual({ 'increment.name': 'User has no number fields' });
+    expect((await service('POST', `/Users/increment-one?${otherId}`, { body: {} })).status).toBe(422);
+    const set = await service('POST', `/Users/increment-one?${otherId}`, { body: { set: { name: 'Renamed' } } });
+    expect(set.body.data).toMatchObject({ id: other!.id, name: 'Renamed' });
+    // Not for a user.
+    expect((await person.api('POST', `/Users/consume-one?${byId}`)).status).toBeGreaterThanOrEqual(400);
+    expect((await person.api('POST', `/Users/consume-one?${byId}`)).status).toBeLessThan(500);
+  });
+
   describe('hostile where values get a 400, never a 500', () => {
     const hostile: [string, string][] = [
       ['not JSON', '{field:'],

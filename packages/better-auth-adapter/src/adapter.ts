@@ -280,6 +280,21 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
           return { path: file ?? 'better-auth.schema.json', code: `${JSON.stringify(betterAuthSchema(tables), null, 2)}\n`, overwrite: true };
         },
 
+        async consumeOne({ model, where }) {
+          const clauses = withUuidIds(model, where);
+          if (clauses === 'nothing' || looksUpStoredHash(modelKeyOf(model), clauses)) return null;
+          const consumed = await rest.consumeOne<Record<string, unknown>>(pathOf(model), writeFilter(model, clauses));
+          return (consumed ? betterAuthRecord(model, consumed) : null) as never;
+        },
+
+        async incrementOne({ model, where, increment, set }) {
+          const clauses = withUuidIds(model, where);
+          if (clauses === 'nothing') return null;
+          const body = { increment: backendRecord(model, increment) as Record<string, number>, set: backendRecord(model, set ?? {}) };
+          const updated = await rest.incrementOne<Record<string, unknown>>(pathOf(model), writeFilter(model, clauses), body);
+          return (updated ? betterAuthRecord(model, updated) : null) as never;
+        },
+
         async deleteMany({ model, where }) {
           const clauses = withUuidIds(model, where);
           if (clauses === 'nothing') return 0;

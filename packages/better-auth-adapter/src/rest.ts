@@ -80,6 +80,14 @@ export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: Re
     async removeMany(path: string, query: Record<string, string>): Promise<number> {
       return (await call<{ count: number }>('DELETE', path, { query }))!.data.count;
     },
+    /** Deletes one record a filter matches and returns it, in one statement; null when none matched. */
+    async consumeOne<Row>(path: string, query: Record<string, string>): Promise<Row | null> {
+      return (await call<Row | null>('POST', `${path}/consume-one`, { query }))!.data;
+    },
+    /** Adds to one record's counters (and sets values) while the filter holds, in one statement; null when none matched. */
+    async incrementOne<Row>(path: string, query: Record<string, string>, body: { increment: Record<string, number>; set: Record<string, unknown> }): Promise<Row | null> {
+      return (await call<Row | null>('POST', `${path}/increment-one`, { query, body }))!.data;
+    },
   };
 }
 

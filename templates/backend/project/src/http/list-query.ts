@@ -679,3 +679,54 @@ export async function deleteMatching(db: Queryable, spec: ListSpec, where: Where
   const { rowCount } = await db.query(`DELETE FROM ${quoteIdentifier(spec.table)}${whereSql(spec, { where }, {}, [], params)}`, params);
   return rowCount;
 }
+
+/**
+ * The row a write of one record acts on: the first that `where` matches, locked, as a subquery.
+ * Locked rows are waited for and re-checked against `where` once their writer commits, so a
+ * concurrent writer that changed or removed the row makes this pick another match, or none.
+ */
+function oneMatchingRow(spec: ListSpec, where: WhereClause[], params: unknown[]): string {
+  return `"id" = (SELECT "id" FROM ${quoteIdentifier(spec.table)}${whereSql(spec, { where }, {}, [], params)} LIMIT 1 FOR UPDATE)`;
+}
+
+/**
+ * DELETE one row that `where` matches and return it (the trusted server's consume-one): a
+ * single-use value is read and removed by one statement, so of concurrent consumers exactly
+ * one gets it and the others get null.
+ */
+export async function consumeOneMatching<Row>(db: Queryable, spec: ListSpec, where: WhereClause[], returning: string): Promise<Row | null> {
+  const params: unknown[] = [];
+  const { rows } = await db.query<Row>(`DELETE FROM ${quoteIdentifier(spec.table)} WHERE ${oneMatchingRow(spec, where, params)} RETURNING ${returning}`, params);
+  return rows[0] ?? null;
+}
+
+/**
+ * Adds `increment`'s deltas to one row that `where` matches, and sets `values` on it, in one
+ * statement (the trusted server's increment-one): `where` selects and guards, so "count < 10"
+ * holds for the row as it is written. A null counter counts as 0. Returns the row, or null
+ * when nothing matched.
+ */
+export async function incrementOneMatching<Row>(
+  db: Queryable,
+  spec: ListSpec,
+  where: WhereClause[],
+  increment: Record<string, number>,
+  values: Record<string, unknown>,
+  columns: ColumnMap,
+  updatedAtColumn: string | null,
+  returning: string,
+): Promise<Row | null> {
+  const params: unknown[] = [];
+  const added = Object.entries(increment).map(([field, delta]) => {
+    params.push(delta);
+    const column = quoteIdentifier(spec.fields[field]!.column);
+    return `${column} = coalesce(${column}, 0) + $${params.length}`;
+  });
+  // The set values and updatedAt (or, for a table without one and nothing to set, `"id" = "id"`).
+  const assignments = setClause(spec.table, values, columns, updatedAtColumn, params);
+  const { rows } = await db.query<Row>(
+    `UPDATE ${quoteIdentifier(spec.table)} SET ${[...added, assignments].join(', ')} WHERE ${oneMatchingRow(spec, where, params)} RETURNING ${returning}`,
+    params,
+  );
+  return rows[0] ?? null;
+}
