@@ -356,8 +356,8 @@ function parseWhere(spec: ListSpec, fields: Readonly<Record<string, ListField>>,
     };
     let typed: unknown;
     if (operator === 'in' || operator === 'not_in') {
-      if (!Array.isArray(value)) throw invalid(`${at}: ${operator} takes an array of values`);
-      if (value.length > maxInValues) throw invalid(`${at}: at most ${maxInValues} values`);
+      if (!Array.isArray(value)) throw invalid(`${at}: ${operator} takes an array of values for ${name}`);
+      if (value.length > maxInValues) throw invalid(`${at}: at most ${maxInValues} values for ${name}`);
       typed = value.map(read);
     } else if (value === null && (operator === 'eq' || operator === 'ne')) {
       typed = null;
@@ -418,6 +418,11 @@ function parseJoins(spec: ListSpec, raw: string, targets: Readonly<Record<string
     const target = targets[entity]!;
     if (typeof from !== 'string' || !Object.hasOwn(spec.fields, from)) throw invalid(`${as}: from must be a field of ${spec.entity}`);
     if (typeof to !== 'string' || !Object.hasOwn(target.spec.fields, to)) throw invalid(`${as}: to must be a field of ${entity}`);
+    const fromField = spec.fields[from]!;
+    const toField = target.spec.fields[to]!;
+    if (!comparable(fromField, toField)) {
+      throw invalid(`${as}: ${spec.entity}.${from} (${typeHint[fromField.type]}) cannot be matched with ${entity}.${to} (${typeHint[toField.type]}); join fields of one type`);
+    }
     if (relation !== 'one-to-one' && relation !== 'one-to-many') throw invalid(`${as}: relation must be one-to-one or one-to-many`);
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxPageSize) throw invalid(`${as}: limit must be a whole number from 1 to ${maxPageSize}`);
     const one = relation === 'one-to-one';
@@ -425,6 +430,10 @@ function parseJoins(spec: ListSpec, raw: string, targets: Readonly<Record<string
     return { as, target, datetimeFields, fromColumn: spec.fields[from]!.column, toColumn: target.spec.fields[to]!.column, limit: one ? 1 : limit, one };
   });
 }
+
+/** Whether PostgreSQL can compare two fields' columns with `=`: one type, or two kinds of number. */
+const numeric = new Set<ListFieldType>(['integer', 'number']);
+const comparable = (a: ListField, b: ListField) => a.type === b.type || (numeric.has(a.type) && numeric.has(b.type));
 
 /** The SELECT column that embeds one join's records as JSON, correlated with the listed row. */
 function joinColumnSql(table: string, join: Join): string {
@@ -499,15 +508,19 @@ export interface Condition {
 }
 
 /** One field filter or where clause as SQL; `param` adds a value and returns its placeholder. */
-function comparisonSql(field: ListField, clause: FieldFilter | WhereClause, param: (value: unknown) => string): string {
+function comparisonSql(field: ListField, clause: FieldFilter | WhereClause, addParam: (value: unknown) => string): string {
   const insensitive = 'insensitive' in clause && clause.insensitive;
+  // An integer column is compared with a bigint, so a value past a 32-bit column's range matches
+  // nothing instead of failing the statement (the index still serves int4 = int8).
+  const cast = field.type === 'integer' ? '::bigint' : '';
+  const param = (raw: unknown) => `${addParam(raw)}${cast}`;
   let column = quoteIdentifier(field.column);
   if (field.type === 'datetime') column = `date_trunc('milliseconds', ${column})`;
   if (clause.value === null) return `${column} IS ${clause.operator === 'ne' ? 'NOT ' : ''}NULL`;
   // Case-insensitive: lower() on both sides, so PostgreSQL's own case rules apply to both.
   const compared = insensitive ? `lower(${column})` : column;
   const value = (raw: unknown) => (insensitive ? `lower(${param(raw)})` : param(raw));
-  const oneOf = () => (insensitive ? `${compared} = ANY(SELECT lower(unnest(${param(clause.value)}::text[])))` : `${column} = ANY(${param(clause.value)})`);
+  const oneOf = () => (insensitive ? `${compared} = ANY(SELECT lower(unnest(${addParam(clause.value)}::text[])))` : `${column} = ANY(${addParam(clause.value)}${cast && `${cast}[]`})`);
   const like = (pattern: string) => `${column} ${insensitive ? 'ILIKE' : 'LIKE'} ${param(pattern)} ESCAPE '\\'`;
   const text = () => escapeLike(clause.value as string);
   switch (clause.operator) {
