@@ -127,6 +127,8 @@ export interface EntityView {
   outputFields: { name: string; zod: string }[];
   /** The secret fields, which only the trusted server reads. */
   secretOutputFields: { name: string; zod: string }[];
+  /** Lowercased fields, as the trusted server writes them: kept as sent. */
+  serviceAsSentFields: { name: string; zod: string }[];
   inputFields: { name: string; zod: string }[];
   /** A body takes a date-time field: the schema file imports DateTimeInput. */
   takesDateTime: boolean;
@@ -256,6 +258,8 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     description: entity.description,
     outputFields: visible.map((field) => ({ name: field.name, zod: zodOutput(field) })),
     secretOutputFields: entity.fields.filter((field) => field.secret).map((field) => ({ name: field.name, zod: zodOutput(field) })),
+    // The trusted server writes a lowercased field (an e-mail address) as it sends it; it stays unique case-insensitively.
+    serviceAsSentFields: writable.filter((field) => field.lowercase).map((field) => ({ name: field.name, zod: zodInput({ ...field, lowercase: false }) })),
     takesDateTime: writable.some((field) => field.type === 'datetime'),
     inputFields: [
       ...(callerChosenId ? [{ name: 'id', zod: 'z.uuid().optional()' }] : []),

@@ -10,6 +10,7 @@ import { DatabaseUnavailableError, openDatabase, type Database } from './db/data
 import { EmbeddedDatabaseLockedError } from './db/embedded-lock.js';
 import { migrate } from './db/migrate.js';
 import { createRateLimits, type RateLimits } from './http/rate-limit.js';
+import { serviceTransactions } from './http/service-transactions.js';
 import { createLogger } from './logger.js';
 import { mailChannel } from './mail/mail.js';
 import { createOutbox, type Outbox } from './outbox/outbox.js';
@@ -107,7 +108,8 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
 
   // Every instance runs a worker: whichever claims a message first sends it (outbox/outbox.ts).
   const outbox = createOutbox({ db, logger, settings: config.outbox, channels: [mailChannel(config.mail, { ...config, logger })] });
-  const app = createApp({ config, db, logger, rateLimits, outbox });
+  const transactions = serviceTransactions(db, config);
+  const app = createApp({ config, db, logger, rateLimits, outbox, transactions });
   prototypes.adopt(app);
   gate.open(app);
   outbox.start();
@@ -137,6 +139,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       clearTimeout(deadline);
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
       await outbox.stop();
+      await transactions.close();
       await rateLimits.close();
       await db.close();
     })());

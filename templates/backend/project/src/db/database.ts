@@ -24,9 +24,23 @@ export interface Database extends Queryable {
   readonly kind: 'postgres' | 'embedded';
   /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Opens a transaction that stays open across several calls until `commit` or `rollback` (see `OpenTransaction`). */
+  begin(): Promise<OpenTransaction>;
   /** Runs `work` on one dedicated connection (session-level locks need that). */
   withConnection<T>(work: (connection: Queryable & { exec(script: string): Promise<void> }) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/**
+ * A transaction held open between calls, on a connection of its own until `commit` or
+ * `rollback` (the trusted server's transactions over HTTP: src/http/service-transactions.ts,
+ * which bounds how long and how many). On the embedded database, which is one connection, every
+ * other statement waits until it ends.
+ */
+export interface OpenTransaction extends Queryable {
+  commit(): Promise<void>;
+  /** Never throws: a connection that broke has rolled back already. */
+  rollback(): Promise<void>;
 }
 
 /**
@@ -180,6 +194,7 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
         client.release(isBroken(failure) ? (failure as Error) : undefined);
       }
     },
+    begin: () => beginHeldTransaction(pool, deadlines, statements),
     async withConnection(work) {
       // Migrations may run longer than a request's statement timeout: a connection of their own,
       // with the connect timeout but without the statement and read timeouts.
@@ -230,12 +245,105 @@ function readDeadlines(pool: pg.Pool, limitMs: number) {
     watch.waiting = true;
     watch.timer.refresh();
   };
-  pool.on('acquire', statementStarts);
-  pool.on('release', (_error, client) => {
+  /** A connection kept between statements (a held transaction) is idle, not stalled, once its answer came. */
+  const statementEnds = (client: pg.PoolClient) => {
     const watch = watches.get(client);
     if (watch) watch.waiting = false;
+  };
+  pool.on('acquire', statementStarts);
+  pool.on('release', (_error, client) => statementEnds(client));
+  return { statementStarts, statementEnds };
+}
+
+/*
+ * Transactions held open across calls (Database.begin). Kept together here, apart from the rest,
+ * because only the trusted server's transaction API uses them.
+ */
+
+/** A pooled connection checked out and kept, in a transaction, until commit or rollback. */
+async function beginHeldTransaction(pool: pg.Pool, deadlines: ReturnType<typeof readDeadlines>, statements: StatementNames): Promise<OpenTransaction> {
+  const client = await pool.connect().catch((error) => Promise.reject(asUnavailable(error)));
+  let broken: Error | undefined;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    // Released with the error, the pool drops the connection instead of handing it out again.
+    client.release(broken);
+  };
+  const run = async <Row>(text: string, params?: unknown[], name?: string): Promise<QueryResult<Row>> => {
+    if (released) throw new Error('This transaction has ended');
+    try {
+      deadlines.statementStarts(client);
+      const result = await client.query({ text, values: params, name });
+      return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+    } catch (error) {
+      if (!hasSqlState(error)) broken = error as Error;
+      throw asUnavailable(error);
+    } finally {
+      deadlines.statementEnds(client);
+    }
+  };
+  try {
+    await run('BEGIN');
+  } catch (error) {
+    release();
+    throw error;
+  }
+  return {
+    query: (text, params) => run(text, params, statements.nameFor(text)),
+    async commit() {
+      try {
+        await run('COMMIT');
+      } finally {
+        release();
+      }
+    },
+    async rollback() {
+      if (released) return;
+      if (!broken) await run('ROLLBACK').catch(() => {});
+      release();
+    },
+  };
+}
+
+/**
+ * PGlite's own transaction, kept open until commit or rollback: it holds PGlite's lock, so the
+ * rest of the backend's statements wait for it (the embedded database is one connection).
+ */
+function beginEmbeddedTransaction(db: InstanceType<typeof import('@electric-sql/pglite').PGlite>): Promise<OpenTransaction> {
+  return new Promise<OpenTransaction>((started, failedToStart) => {
+    let end: (outcome: 'commit' | 'rollback') => void = () => {};
+    const ended = new Promise<'commit' | 'rollback'>((resolve) => (end = resolve));
+    let finished = false;
+    const done = db
+      .transaction(async (tx) => {
+        started({
+          async query<Row>(text: string, params?: unknown[]) {
+            if (finished) throw new Error('This transaction has ended');
+            const result = await tx.query(text, params);
+            return { rows: result.rows as Row[], rowCount: result.affectedRows ?? result.rows.length };
+          },
+          async commit() {
+            finished = true;
+            end('commit');
+            await done;
+          },
+          async rollback() {
+            finished = true;
+            end('rollback');
+            await done.catch(() => {});
+          },
+        });
+        if ((await ended) === 'rollback') await tx.rollback();
+      })
+      .catch((error) => {
+        failedToStart(error);
+        throw error;
+      });
+    // Errors reach commit() (or are dropped by rollback()); none is left unhandled.
+    done.catch(() => {});
   });
-  return { statementStarts };
 }
 
 /**
@@ -304,6 +412,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
     transaction(work) {
       return db.transaction((tx) => work({ query: async (text, params) => toResult(await tx.query(text, params)) }));
     },
+    begin: () => beginEmbeddedTransaction(db),
     // PGlite is a single connection already.
     withConnection: (work) => work({ query: async (text, params) => toResult(await db.query(text, params)), exec }),
     async close() {
