@@ -123,6 +123,14 @@ describe.each(databaseKinds)('transactions of the trusted server, %s database', 
     for (const id of [...open, admitted.body.data.id]) await inTransaction(id, 'POST', '/api/service/transactions/rollback');
   });
 
+  it('holds to the cap when begins arrive at once', async () => {
+    const cap = kind === 'embedded' ? 1 : 2;
+    const answers = await Promise.all(Array.from({ length: 5 }, () => inTransaction(randomUUID(), 'POST', '/api/service/transactions')));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([...Array(cap).fill(201), ...Array(5 - cap).fill(429)]);
+    if (kind === 'postgres') expect(await heldConnections()).toBe(cap);
+    for (const answer of answers.filter((each) => each.status === 201)) await inTransaction(answer.body.data.id, 'POST', '/api/service/transactions/rollback');
+  });
+
   it('ends a transaction whose statement failed: the next request and the commit say so', async () => {
     const id = await begin();
     expect((await inTransaction(id, 'POST', '/Users', { email: 'twice@example.com', name: 'Twice' })).status).toBe(201);

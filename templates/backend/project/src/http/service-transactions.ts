@@ -64,7 +64,9 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
   const waiting: (() => void)[] = [];
   let closed = false;
 
-  const openBy = (owner: string) => [...open.values()].filter((held) => held.owner === owner).length;
+  /** Begins under way (a connection being checked out): they hold their place already. */
+  const starting = new Map<string, number>();
+  const placesTaken = (owner: string) => [...open.values()].filter((held) => held.owner === owner).length + (starting.get(owner) ?? 0);
 
   /** Ends a transaction: no statement of it runs any more, and it rolls back once its request in flight is done. */
   function end(held: Held, reason: string, outcome: 'commit' | 'rollback' = 'rollback'): Promise<void> {
@@ -87,10 +89,10 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     held.timers.idle.unref();
   }
 
-  /** Waits for a place under the cap, at most `waitMs`; false when none came. */
+  /** Waits for a place under the cap, at most `waitMs`, and takes it (see `starting`); false when none came. */
   async function place(owner: string): Promise<boolean> {
     const deadline = Date.now() + settings.waitMs;
-    while (openBy(owner) >= maxOpen) {
+    while (placesTaken(owner) >= maxOpen) {
       const left = deadline - Date.now();
       if (left <= 0) return false;
       await new Promise<void>((resolve) => {
@@ -101,6 +103,8 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
         });
       });
     }
+    // Taken before the next await, so that two begins cannot both see the last free place.
+    starting.set(owner, (starting.get(owner) ?? 0) + 1);
     return true;
   }
 
@@ -162,7 +166,16 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
         `${maxOpen} transactions are open for this key, the most allowed (SERVICE_TRANSACTIONS_MAX${db.kind === 'embedded' ? '; one on the embedded database' : ''}): commit or roll one back first`,
       );
     }
-    const tx = await db.begin();
+    const release = () => starting.set(owner, starting.get(owner)! - 1);
+    let tx: OpenTransaction;
+    try {
+      tx = await db.begin();
+    } catch (error) {
+      release();
+      waiting.shift()?.();
+      throw error;
+    }
+    release();
     const held: Held = {
       id,
       owner,
