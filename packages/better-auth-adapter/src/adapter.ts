@@ -306,7 +306,7 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
         },
 
         /**
-         * `npx @better-auth/cli generate`: Better Auth's tables as authstrap entities, in
+         * `npx authstrap-better-auth-schema` (or Better Auth's CLI): Better Auth's tables as authstrap entities, in
          * better-auth.schema.json (or the file given), which `authstrap generate` reads beside
          * authstrap.schema.ts. Run it in the backend's folder, or pass --output with that folder.
          */
