@@ -13,7 +13,7 @@ import { corsPolicy, csrfGuard } from './http/cors.js';
 import { sendData, sendError } from './http/envelope.js';
 import { errorHandler, refuseInvalidUtf8, unknownRoute, whenBodySent } from './http/errors.js';
 import type { RateLimits } from './http/rate-limit.js';
-import type { ServiceTransactions } from './http/service-transactions.js';
+import { registerTransactionRoutes, type ServiceTransactions } from './http/service-transactions.js';
 import { requestLogger } from './logger.js';
 import { createMailer } from './mail/mail.js';
 import type { Outbox } from './outbox/outbox.js';
@@ -77,7 +77,10 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use(rateLimits.data);
 
   const { name, version } = JSON.parse(fs.readFileSync(path.join(config.projectDir, 'package.json'), 'utf8'));
-  const document = buildOpenApiDocument({ title: `${name} API`, version, serverUrl: config.authUrl }, registerAuthRoutes);
+  const document = buildOpenApiDocument({ title: `${name} API`, version, serverUrl: config.authUrl }, (registry) => {
+    registerAuthRoutes(registry);
+    registerTransactionRoutes(registry);
+  });
   app.use('/api/docs', docsRouter(document));
 
   app.use(csrfGuard(config));

@@ -147,6 +147,9 @@ describe.each(databaseKinds)('transactions of the trusted server, %s database', 
     const asUser = await apiClient(backend.url, { token: user.body.data.token })('POST', '/api/service/transactions');
     expect(asUser.status).toBe(403);
     expect((await inTransaction('not-a-uuid', 'POST', '/api/service/transactions')).status).toBe(400);
+    const unnamed = await service()('POST', '/api/service/transactions');
+    expect(unnamed.status).toBe(400);
+    expect(unnamed.body.error.message).toContain('x-authstrap-transaction');
     const id = await begin();
     expect((await inTransaction(id, 'POST', '/api/service/transactions')).status).toBe(409);
     // A request naming a transaction nobody began.

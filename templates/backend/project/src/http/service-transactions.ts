@@ -1,5 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request, type RequestHandler } from 'express';
+import { z } from 'zod';
 import type { Config } from '../config.js';
 import { hasSqlState, type Database, type OpenTransaction, type Queryable } from '../db/database.js';
 import { sendData } from './envelope.js';
@@ -154,8 +155,15 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
 
   const owner = 'service';
 
+  /** The transaction a begin, commit or rollback names: the header is required. */
+  const named = (req: Request) => {
+    const id = idOf(req);
+    if (id === undefined) throw new HttpError(400, 'BAD_REQUEST', `Name the transaction in the ${transactionHeader} header (a uuid you choose)`);
+    return id;
+  };
+
   const begin: RequestHandler = async (req, res) => {
-    const id = idOf(req) ?? randomUUID();
+    const id = named(req);
     if (open.has(id) || endedBecause.has(id)) throw conflict(`Transaction ${id} was begun already; use a new id`);
     if (closed) throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'The server is shutting down');
     if (!(await place(owner))) {
@@ -193,8 +201,7 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
   const finish =
     (outcome: 'commit' | 'rollback'): RequestHandler =>
     async (req, res) => {
-      const id = idOf(req);
-      if (id === undefined) throw new HttpError(400, 'BAD_REQUEST', `Name the transaction in the ${transactionHeader} header`);
+      const id = named(req);
       const held = heldBy(req, id);
       // The requests before it finish first; a transaction that failed meanwhile rolls back.
       await held.queue.catch(() => {});
@@ -204,7 +211,7 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     };
 
   return {
-    /** POST /api/service/transactions, /commit and /rollback: the service key's only. */
+    /** POST /api/service/transactions, /commit and /rollback: the service key's only (registerTransactionRoutes documents them). */
     router(): Router {
       const router = Router();
       router.use((req, _res, next) => {
@@ -238,3 +245,34 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
 }
 
 export type ServiceTransactions = ReturnType<typeof serviceTransactions>;
+
+/** The transaction routes in the OpenAPI document. */
+export function registerTransactionRoutes(registry: OpenAPIRegistry): void {
+  const tags = ['service transactions'];
+  const header = z.object({ [transactionHeader]: z.uuid().meta({ description: 'The transaction: a uuid the client chooses at begin and sends on every request of it' }) });
+  const envelope = (data: z.ZodType) => ({ content: { 'application/json': { schema: z.object({ success: z.literal(true), data }) } } });
+  const errors = {
+    400: { description: 'No transaction header, or not a uuid' },
+    403: { description: 'Not the service key' },
+    409: { description: 'No such open transaction here, or it has ended (the message says why)' },
+  };
+  registry.registerPath({
+    method: 'post', path: '/api/service/transactions', tags, security: [{ bearer: [] }],
+    summary: 'Begin a transaction (service key only)',
+    description: 'Service API requests with the same header then run in it, one at a time. Rolled back after SERVICE_TRANSACTION_TIMEOUT_MS, after SERVICE_TRANSACTION_IDLE_MS without a request, or when a request of it is cut off.',
+    request: { headers: header },
+    responses: {
+      201: { description: 'Open', ...envelope(z.object({ id: z.uuid(), expiresAt: z.iso.datetime(), idleTimeoutMs: z.int() })) },
+      ...errors,
+      429: { description: 'SERVICE_TRANSACTIONS_MAX are open for this key; Retry-After says when to try again' },
+    },
+  });
+  for (const outcome of ['commit', 'rollback'] as const) {
+    registry.registerPath({
+      method: 'post', path: `/api/service/transactions/${outcome}`, tags, security: [{ bearer: [] }],
+      summary: `${outcome === 'commit' ? 'Commit' : 'Roll back'} a transaction (service key only)`,
+      request: { headers: header },
+      responses: { 200: { description: outcome === 'commit' ? 'Committed' : 'Rolled back', ...envelope(z.object({ id: z.uuid(), outcome: z.enum(['committed', 'rolled back']) })) }, ...errors },
+    });
+  }
+}
