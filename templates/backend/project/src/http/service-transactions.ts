@@ -31,8 +31,6 @@ import { isUuid } from './validate.js';
  */
 export const transactionHeader = 'x-authstrap-transaction';
 
-export type ServiceTransactionSettings = Config['serviceTransactions'];
-
 /** What a route runs its SQL on: the database, or the request's transaction. */
 export interface Runner extends Queryable {
   /** Work that must be atomic: a transaction of its own, or part of the request's. */
@@ -184,6 +182,12 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
       throw error;
     }
     release();
+    if (open.has(id)) {
+      // Begun twice at once under one id: the first keeps it.
+      await tx.rollback();
+      waiting.shift()?.();
+      throw conflict(`Transaction ${id} was begun already; use a new id`);
+    }
     const held: Held = {
       id,
       owner,
@@ -229,11 +233,6 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
       const id = idOf(req);
       if (id === undefined) return work(db);
       return within(heldBy(req, id), req, work);
-    },
-
-    /** How many are open now (metrics, tests). */
-    get openCount() {
-      return open.size;
     },
 
     /** Rolls back every open transaction (shutdown) and refuses new ones. */
