@@ -421,7 +421,7 @@ function parseJoins(spec: ListSpec, raw: string, targets: Readonly<Record<string
     const fromField = spec.fields[from]!;
     const toField = target.spec.fields[to]!;
     if (!comparable(fromField, toField)) {
-      throw invalid(`${as}: ${spec.entity}.${from} (${typeHint[fromField.type]}) cannot be matched with ${entity}.${to} (${typeHint[toField.type]}); join fields of one type`);
+      throw invalid(`${as}: ${spec.entity}.${from} (${fromField.type}) cannot be matched with ${entity}.${to} (${toField.type}); join fields of one type`);
     }
     if (relation !== 'one-to-one' && relation !== 'one-to-many') throw invalid(`${as}: relation must be one-to-one or one-to-many`);
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxPageSize) throw invalid(`${as}: limit must be a whole number from 1 to ${maxPageSize}`);
