@@ -2,7 +2,8 @@
 // What Better Auth costs the backend when it keeps its data there through
 // @authstrap/better-auth-adapter: HTTP requests to the backend and SQL statements (and database
 // round trips) per sign-up, sign-in and get-session, with 10,000 sessions in the table, with
-// Better Auth's `advanced.database.joins` on and off.
+// Better Auth's `advanced.database.joins` on and off; and what the adapter's transactions cost
+// (a sign-up with and without them: time, connections held, and 20 sign-ups at once).
 //
 //   node bench/better-auth-requests.mjs
 //
@@ -91,52 +92,135 @@ async function main() {
     return fetch(input, init);
   };
   const results = {};
-  for (const joins of [true, false]) {
-    const auth = betterAuth({
+  const makeAuth = ({ joins, transactions, fetch: fetchImpl = countingFetch }) =>
+    betterAuth({
       baseURL: 'http://localhost:3100',
       secret: authSecret,
-      database: authstrapAdapter({ baseUrl: backend.base, serviceKey, fetch: countingFetch }),
+      database: authstrapAdapter({ baseUrl: backend.base, serviceKey, fetch: fetchImpl, transactions }),
       emailAndPassword: { enabled: true, password: authstrapPassword({ cost: 4 }) },
       advanced: { database: { joins } },
       logger: { disabled: true },
     });
-    const label = joins ? 'joins on' : 'joins off';
-    /** Runs `work(i)` `repeats` times and averages what it sent. */
-    const measure = async (operation, work) => {
-      requests.length = 0;
-      const before = counter.snapshot();
-      for (let index = 0; index < repeats; index += 1) await work(index);
-      const wire = perRequest(before, counter.snapshot(), repeats);
-      const result = {
-        httpRequests: requests.length / repeats,
-        statements: wire.statementsPerRequest,
-        roundTrips: wire.roundTripsPerRequest,
-        routes: [...new Set(requests)],
-        sql: wire.sql.map(({ sql, perRequest: times }) => ({ times, sql: sql.slice(0, 160) })),
-      };
-      results[`${operation} (${label})`] = result;
-      console.log(`[bench] ${operation}, ${label}: ${result.httpRequests} HTTP requests, ${result.statements} statements, ${result.roundTrips} round trips`);
-      return result;
+  /** Runs `work(i)` `repeats` times and averages what it sent; the median time of one call too. */
+  const measure = async (operation, label, work) => {
+    requests.length = 0;
+    const times = [];
+    const before = counter.snapshot();
+    for (let index = 0; index < repeats; index += 1) {
+      const started = performance.now();
+      await work(index);
+      times.push(performance.now() - started);
+    }
+    const wire = perRequest(before, counter.snapshot(), repeats);
+    const result = {
+      httpRequests: requests.length / repeats,
+      statements: wire.statementsPerRequest,
+      roundTrips: wire.roundTripsPerRequest,
+      medianMs: Number(median(times).toFixed(1)),
+      routes: [...new Set(requests)],
+      sql: wire.sql.map(({ sql, perRequest: times }) => ({ times, sql: sql.slice(0, 160) })),
     };
+    results[`${operation} (${label})`] = result;
+    console.log(`[bench] ${operation}, ${label}: ${result.httpRequests} HTTP requests, ${result.statements} statements, ${result.roundTrips} round trips, median ${result.medianMs} ms`);
+    return result;
+  };
+  // A sign-up without the adapter's transactions, for comparison (joins do not change a sign-up).
+  const withoutTransactions = makeAuth({ joins: true, transactions: false });
+  await measure('sign-up', 'transactions off', (index) => withoutTransactions.api.signUpEmail({ body: { email: `ba-t-${index}@example.com`, password: 'bench-password-1', name: 'Bench' } }));
+  for (const joins of [true, false]) {
+    const auth = makeAuth({ joins, transactions: true });
+    const label = joins ? 'joins on' : 'joins off';
     const email = (index) => `ba-${joins ? 'j' : 'n'}-${index}@example.com`;
-    await measure('sign-up', (index) => auth.api.signUpEmail({ body: { email: email(index), password: 'bench-password-1', name: 'Bench' } }));
+    await measure('sign-up', `${label}, transactions on`, (index) => auth.api.signUpEmail({ body: { email: email(index), password: 'bench-password-1', name: 'Bench' } }));
     const cookies = [];
-    await measure('sign-in', async (index) => {
+    await measure('sign-in', label, async (index) => {
       const signedIn = await auth.api.signInEmail({ body: { email: email(index), password: 'bench-password-1' }, returnHeaders: true });
       cookies.push(signedIn.headers.get('set-cookie').split(';')[0]);
     });
-    await measure('get-session', async (index) => {
+    await measure('get-session', label, async (index) => {
       const session = await auth.api.getSession({ headers: new Headers({ cookie: cookies[index] }) });
       if (session?.user.email !== email(index)) throw new Error(`get-session answered ${JSON.stringify(session)}`);
     });
   }
 
+  const transactionCost = await measureTransactions(makeAuth, databaseUrl());
+
   await stopChild(backend.child);
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
-  fs.writeFileSync(resultsFile, `${JSON.stringify({ measuredAt: new Date().toISOString(), sessionsInTable: sessions, repeats, results }, null, 2)}\n`);
+  fs.writeFileSync(resultsFile, `${JSON.stringify({ measuredAt: new Date().toISOString(), sessionsInTable: sessions, repeats, results, transactionCost }, null, 2)}\n`);
   console.log('\n| Better Auth call | HTTP requests | SQL statements | round trips |\n|---|---|---|---|');
   for (const [name, result] of Object.entries(results)) console.log(`| ${name} | ${result.httpRequests} | ${result.statements} | ${result.roundTrips} |`);
+  console.log('\n| transactions | held per sign-up (median, max) | 20 sign-ups at once | connections idle in a transaction at most | database connections at most |\n|---|---|---|---|---|');
+  for (const [name, cost] of Object.entries(transactionCost)) {
+    console.log(`| ${name} | ${cost.heldMedianMs ?? '-'} ms, ${cost.heldMaxMs ?? '-'} ms | ${cost.concurrentMs} ms | ${cost.maxInTransaction} | ${cost.maxConnections} |`);
+  }
   console.log(`\nwritten to ${path.relative(process.cwd(), resultsFile)}`);
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/**
+ * What a transaction costs: how long one sign-up holds its connection (its begin to its commit,
+ * seen by the adapter, one sign-up at a time), and 20 sign-ups started at once, with and without
+ * transactions: the time they take and, sampled every 5 ms from pg_stat_activity, the most
+ * connections of the backend and the most of them idle inside an open transaction (held between
+ * two statements: what a transaction over HTTP costs the pool).
+ */
+async function measureTransactions(makeAuth, url) {
+  const monitor = new pg.Client({ connectionString: url });
+  await monitor.connect();
+  const cost = {};
+  try {
+    for (const transactions of [true, false]) {
+      const began = new Map();
+      const held = [];
+      const timingFetch = async (input, init) => {
+        const pathname = new URL(input instanceof Request ? input.url : String(input)).pathname;
+        const id = init?.headers?.['x-authstrap-transaction'];
+        const response = await fetch(input, init);
+        if (pathname === '/api/service/transactions') began.set(id, performance.now());
+        if (pathname.endsWith('/commit') || pathname.endsWith('/rollback')) held.push(performance.now() - began.get(id));
+        return response;
+      };
+      const auth = makeAuth({ joins: true, transactions, fetch: timingFetch });
+      const tag = transactions ? 'on' : 'off';
+      for (let index = 0; index < repeats; index += 1) {
+        await auth.api.signUpEmail({ body: { email: `held-${tag}-${index}@example.com`, password: 'bench-password-1', name: 'Bench' } });
+      }
+      const heldOne = held.length ? { heldMedianMs: Number(median(held).toFixed(1)), heldMaxMs: Number(Math.max(...held).toFixed(1)) } : {};
+      let maxConnections = 0;
+      let maxInTransaction = 0;
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const { rows } = await monitor.query(
+            `SELECT count(*)::int AS "all", count(*) FILTER (WHERE state LIKE 'idle in transaction%')::int AS "inTransaction"
+               FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+          );
+          maxConnections = Math.max(maxConnections, rows[0].all);
+          maxInTransaction = Math.max(maxInTransaction, rows[0].inTransaction);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      })();
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: 20 }, (_, index) => auth.api.signUpEmail({ body: { email: `burst-${tag}-${index}@example.com`, password: 'bench-password-1', name: 'Bench' } })),
+      );
+      const concurrentMs = Math.round(performance.now() - started);
+      sampling = false;
+      await sampler;
+      cost[`transactions ${tag}`] = {
+        ...heldOne,
+        concurrentMs,
+        maxConnections,
+        maxInTransaction,
+      };
+      console.log(`[bench] transactions ${tag}: ${JSON.stringify(cost[`transactions ${tag}`])}`);
+    }
+  } finally {
+    await monitor.end();
+  }
+  return cost;
 }
 
 try {

@@ -8,9 +8,10 @@ CREATE TABLE "User" (
   "email_verified" boolean NOT NULL DEFAULT false,
   "image" text,
   "createdAt" timestamptz NOT NULL DEFAULT now(),
-  "updatedAt" timestamptz NOT NULL DEFAULT now(),
-  CONSTRAINT "User_email_key" UNIQUE ("email")
+  "updatedAt" timestamptz NOT NULL DEFAULT now()
 );
+
+CREATE UNIQUE INDEX "User_email_lower_key" ON "User" (lower("email"));
 
 CREATE TABLE "account" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),

@@ -13,6 +13,7 @@ import { corsPolicy, csrfGuard } from './http/cors.js';
 import { sendData, sendError } from './http/envelope.js';
 import { errorHandler, refuseInvalidUtf8, unknownRoute, whenBodySent } from './http/errors.js';
 import type { RateLimits } from './http/rate-limit.js';
+import { registerTransactionRoutes, type ServiceTransactions } from './http/service-transactions.js';
 import { requestLogger } from './logger.js';
 import { createMailer } from './mail/mail.js';
 import type { Outbox } from './outbox/outbox.js';
@@ -26,6 +27,8 @@ export interface AppDependencies {
   rateLimits: RateLimits;
   /** Where mail waits to be sent (outbox/outbox.ts); server.ts runs its worker. */
   outbox: Outbox;
+  /** The trusted server's transactions over HTTP; server.ts rolls back what is open when it stops. */
+  transactions: ServiceTransactions;
 }
 
 /**
@@ -35,7 +38,7 @@ export interface AppDependencies {
  * the auth guard (who is calling) and, when tenant-scoped, the scope guard (which organization,
  * which role) -> 404 -> error envelope.
  */
-export function createApp({ config, db, logger, rateLimits, outbox }: AppDependencies): Express {
+export function createApp({ config, db, logger, rateLimits, outbox, transactions }: AppDependencies): Express {
   const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }) });
   const app = express();
   app.disable('x-powered-by');
@@ -74,14 +77,18 @@ export function createApp({ config, db, logger, rateLimits, outbox }: AppDepende
   app.use(rateLimits.data);
 
   const { name, version } = JSON.parse(fs.readFileSync(path.join(config.projectDir, 'package.json'), 'utf8'));
-  const document = buildOpenApiDocument({ title: `${name} API`, version, serverUrl: config.authUrl }, registerAuthRoutes);
+  const document = buildOpenApiDocument({ title: `${name} API`, version, serverUrl: config.authUrl }, (registry) => {
+    registerAuthRoutes(registry);
+    registerTransactionRoutes(registry);
+  });
   app.use('/api/docs', docsRouter(document));
 
   app.use(csrfGuard(config));
   app.use(whenBodySent(express.json({ limit: config.bodyLimit, verify: refuseInvalidUtf8 })));
   app.use('/api/auth', authRouter({ auth, config }));
+  app.use('/api/service/transactions', transactions.router());
   app.use(extensionRouter({ config, db, auth }));
-  app.use(generatedRouter({ db, auth, config }));
+  app.use(generatedRouter({ db, auth, config, transactions }));
 
   app.use(unknownRoute);
   app.use(errorHandler);

@@ -504,6 +504,44 @@ describe.each(databaseKinds)('the service API on the %s database', (kind) => {
     expect(document.paths['/sessions'].get.description).toContain('token');
   });
 
+  it('keeps an e-mail address as the service key writes it, unique whatever its case', async () => {
+    const created = await service('POST', '/Users', { body: { email: 'Mixed.Case@Example.COM', name: 'Mixed' } });
+    expect(created.status).toBe(201);
+    expect(created.body.data.email).toBe('Mixed.Case@Example.COM');
+    const again = await service('POST', '/Users', { body: { email: 'mixed.case@example.com', name: 'Again' } });
+    expect(again.status).toBe(409);
+    expect(again.body.error.message).toBe('A record with the same email already exists');
+    // The backend's own sign-up lowercases, and finds the address taken too.
+    const signUp = await apiClient(backend.url)('POST', '/api/auth/sign-up/email', { body: { email: 'MIXED.case@example.com', name: 'Third', password: 'correct horse battery' } });
+    expect(signUp.status).toBe(409);
+    // A case-sensitive where tells the two apart; an insensitive one does not.
+    expect((await service('GET', `/Users?${where([{ field: 'email', value: 'mixed.case@example.com' }])}`)).body.data).toEqual([]);
+    expect((await service('GET', `/Users?${where([{ field: 'email', value: 'mixed.case@example.com', mode: 'insensitive' }])}`)).body.data).toHaveLength(1);
+  });
+
+  it('consumes one record by filter, and refuses increments of fields that are not numbers', async () => {
+    const [user] = await users('consume', [{ email: 'once@example.com' }]);
+    const byId = where([{ field: 'id', value: user!.id }]);
+    const consumed = await service('POST', `/Users/consume-one?${byId}`);
+    expect(consumed.status).toBe(200);
+    expect(consumed.body.data).toMatchObject({ id: user!.id, email: user!.email });
+    expect((await service('POST', `/Users/consume-one?${byId}`)).body.data).toBeNull();
+    // A write by filter: a where (or all=true) is required.
+    expect((await service('POST', '/Users/consume-one')).status).toBe(400);
+
+    const [other] = await users('increment', [{ email: 'count@example.com' }]);
+    const otherId = where([{ field: 'id', value: other!.id }]);
+    const notANumber = await service('POST', `/Users/increment-one?${otherId}`, { body: { increment: { name: 1 } } });
+    expect(notANumber.status).toBe(422);
+    expect(notANumber.body.error.details).toEqual({ 'increment.name': 'User has no number fields' });
+    expect((await service('POST', `/Users/increment-one?${otherId}`, { body: {} })).status).toBe(422);
+    const set = await service('POST', `/Users/increment-one?${otherId}`, { body: { set: { name: 'Renamed' } } });
+    expect(set.body.data).toMatchObject({ id: other!.id, name: 'Renamed' });
+    // Not for a user.
+    expect((await person.api('POST', `/Users/consume-one?${byId}`)).status).toBeGreaterThanOrEqual(400);
+    expect((await person.api('POST', `/Users/consume-one?${byId}`)).status).toBeLessThan(500);
+  });
+
   describe('hostile where values get a 400, never a 500', () => {
     const hostile: [string, string][] = [
       ['not JSON', '{field:'],

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createAdapterFactory, type CustomAdapter } from 'better-auth/adapters';
+import type { BetterAuthOptions } from 'better-auth';
+import { createAdapterFactory, type AdapterFactoryConfig, type AdapterFactoryCustomizeAdapterCreator, type CustomAdapter, type DBTransactionAdapter } from 'better-auth/adapters';
 import { collectionPathOf, entityNameOf, fromBackendRecord, toBackendField, toBackendRecord } from './models.js';
 import { betterAuthSchema } from './schema.js';
-import { restClient, type RestClientOptions } from './rest.js';
+import { restClient, type RestClient, type RestClientOptions } from './rest.js';
 
 export interface AuthstrapAdapterOptions extends RestClientOptions {
   /** Log each call of the adapter (Better Auth's adapter debug logs). */
@@ -13,6 +14,13 @@ export interface AuthstrapAdapterOptions extends RestClientOptions {
    * off when Better Auth's organization plugin manages organizations. Default true.
    */
   personalOrganization?: boolean;
+  /**
+   * Better Auth's transactions (a sign-up's user, account and session; an organization with its
+   * owner) are transactions of the backend: opened, used and committed over HTTP, so a flow that
+   * fails half-way leaves nothing behind. The backend bounds them (SERVICE_TRANSACTION_*,
+   * docs/better-auth.md). Default true; false sends each write on its own, as before.
+   */
+  transactions?: boolean;
 }
 
 /** Only the fields Better Auth selected (and the related records it joined), when it selected any. */
@@ -54,26 +62,52 @@ type JoinConfig = NonNullable<Parameters<CustomAdapter['findOne']>[0]['join']>;
  *   })
  */
 export function authstrapAdapter(options: AuthstrapAdapterOptions) {
-  const rest = restClient(options);
+  /** Better Auth's options, once it has called the adapter with them: a transaction's adapter needs them too. */
+  let betterAuthOptions: BetterAuthOptions | undefined;
 
-  return createAdapterFactory({
-    config: {
-      adapterId: 'authstrap',
-      adapterName: 'authstrap REST',
-      usePlural: false,
-      debugLogs: options.debugLogs ?? false,
-      // The backend's ids are uuids; Better Auth's own are not.
-      supportsNumericIds: false,
-      supportsUUIDs: true,
-      customIdGenerator: () => randomUUID(),
-      // JSON answers carry dates as ISO strings: Better Auth turns them back into Dates.
-      supportsDates: false,
-      supportsBooleans: true,
-      supportsJSON: true,
-      supportsArrays: false,
-      transaction: false,
-    },
-    adapter: ({ getDefaultModelName, getDefaultFieldName, getFieldName, getFieldAttributes }) => {
+  /** Runs `work` with an adapter whose every request is in one backend transaction; commits unless it throws. */
+  const transaction = async <R>(work: (adapter: DBTransactionAdapter) => Promise<R>): Promise<R> => {
+    const inTransaction = restClient(options, randomUUID());
+    await inTransaction.begin();
+    const adapter = createAdapterFactory({ config: { ...config, transaction: false }, adapter: adapterOn(inTransaction) })(betterAuthOptions!);
+    let result: R;
+    try {
+      result = await work(adapter);
+    } catch (error) {
+      // Nothing to keep; a transaction the backend already ended is rolled back there.
+      await inTransaction.rollback().catch(() => {});
+      throw error;
+    }
+    await inTransaction.commit();
+    return result;
+  };
+
+  const config: AdapterFactoryConfig = {
+    adapterId: 'authstrap',
+    adapterName: 'authstrap REST',
+    usePlural: false,
+    debugLogs: options.debugLogs ?? false,
+    // The backend's ids are uuids; Better Auth's own are not.
+    supportsNumericIds: false,
+    supportsUUIDs: true,
+    customIdGenerator: () => randomUUID(),
+    // JSON answers carry dates as ISO strings: Better Auth turns them back into Dates.
+    supportsDates: false,
+    supportsBooleans: true,
+    supportsJSON: true,
+    supportsArrays: false,
+    transaction: options.transactions === false ? false : transaction,
+  };
+
+  const factory = createAdapterFactory({ config, adapter: adapterOn(restClient(options)) });
+  return (betterAuth: BetterAuthOptions) => {
+    betterAuthOptions = betterAuth;
+    return factory(betterAuth);
+  };
+
+  /** The adapter's calls, each a request of `rest` (in a transaction when `rest` is one's). */
+  function adapterOn(rest: RestClient): AdapterFactoryCustomizeAdapterCreator {
+    return ({ getDefaultModelName, getDefaultFieldName, getFieldName, getFieldAttributes }) => {
       // Better Auth hands the adapter its database names: a `modelName` or `fieldName` its options
       // may have customised (`users`, `email_address`). The backend knows Better Auth's own keys
       // (`user`, `email`), so its tables stay the same whatever the options call them.
@@ -272,12 +306,27 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
         },
 
         /**
-         * `npx @better-auth/cli generate`: Better Auth's tables as authstrap entities, in
+         * `npx authstrap-better-auth-schema` (or Better Auth's CLI): Better Auth's tables as authstrap entities, in
          * better-auth.schema.json (or the file given), which `authstrap generate` reads beside
          * authstrap.schema.ts. Run it in the backend's folder, or pass --output with that folder.
          */
         async createSchema({ file, tables }) {
           return { path: file ?? 'better-auth.schema.json', code: `${JSON.stringify(betterAuthSchema(tables), null, 2)}\n`, overwrite: true };
+        },
+
+        async consumeOne({ model, where }) {
+          const clauses = withUuidIds(model, where);
+          if (clauses === 'nothing' || looksUpStoredHash(modelKeyOf(model), clauses)) return null;
+          const consumed = await rest.consumeOne<Record<string, unknown>>(pathOf(model), writeFilter(model, clauses));
+          return (consumed ? betterAuthRecord(model, consumed) : null) as never;
+        },
+
+        async incrementOne({ model, where, increment, set }) {
+          const clauses = withUuidIds(model, where);
+          if (clauses === 'nothing') return null;
+          const body = { increment: backendRecord(model, increment) as Record<string, number>, set: backendRecord(model, set ?? {}) };
+          const updated = await rest.incrementOne<Record<string, unknown>>(pathOf(model), writeFilter(model, clauses), body);
+          return (updated ? betterAuthRecord(model, updated) : null) as never;
         },
 
         async deleteMany({ model, where }) {
@@ -286,6 +335,6 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
           return rest.removeMany(pathOf(model), writeFilter(model, clauses));
         },
       } satisfies CustomAdapter;
-    },
-  });
+    };
+  }
 }

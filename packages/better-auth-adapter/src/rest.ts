@@ -26,13 +26,22 @@ export interface RestClientOptions {
   fetch?: typeof fetch;
 }
 
-export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: RestClientOptions) {
+/** The header that puts a request in one of the backend's transactions (its src/http/service-transactions.ts). */
+const transactionHeader = 'x-authstrap-transaction';
+const transactionsPath = '/api/service/transactions';
+
+/** `transaction`: every request of this client runs in that transaction of the backend. */
+export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: RestClientOptions, transaction?: string) {
   async function call<T>(method: string, path: string, options: { query?: Record<string, string>; body?: unknown } = {}): Promise<{ data: T; meta?: { total: number } } | undefined> {
     const url = new URL(path, baseUrl);
     for (const [name, value] of Object.entries(options.query ?? {})) url.searchParams.set(name, value);
     const response = await fetchImpl(url, {
       method,
-      headers: { authorization: `Bearer ${serviceKey}`, ...(options.body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${serviceKey}`,
+        ...(transaction === undefined ? {} : { [transactionHeader]: transaction }),
+        ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
     });
     if (response.status === 204) return undefined;
@@ -50,6 +59,21 @@ export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: Re
   }
 
   return {
+    /** Opens the transaction this client was made for (its id chosen here, so a proxy can route by it). */
+    async begin(): Promise<void> {
+      try {
+        await call('POST', transactionsPath);
+      } catch (error) {
+        if (!(error instanceof AuthstrapRequestError && error.status === 404)) throw error;
+        throw new AuthstrapRequestError(404, error.code, `${error.message}: this backend has no transactions yet; run \`authstrap generate\` in it, or pass authstrapAdapter({ transactions: false })`);
+      }
+    },
+    async commit(): Promise<void> {
+      await call('POST', `${transactionsPath}/commit`);
+    },
+    async rollback(): Promise<void> {
+      await call('POST', `${transactionsPath}/rollback`);
+    },
     async list<Row>(path: string, query: Record<string, string>): Promise<Page<Row>> {
       const answer = await call<Row[]>('GET', path, { query });
       return { rows: answer!.data, total: answer!.meta?.total ?? answer!.data.length };
@@ -79,6 +103,14 @@ export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: Re
     },
     async removeMany(path: string, query: Record<string, string>): Promise<number> {
       return (await call<{ count: number }>('DELETE', path, { query }))!.data.count;
+    },
+    /** Deletes one record a filter matches and returns it, in one statement; null when none matched. */
+    async consumeOne<Row>(path: string, query: Record<string, string>): Promise<Row | null> {
+      return (await call<Row | null>('POST', `${path}/consume-one`, { query }))!.data;
+    },
+    /** Adds to one record's counters (and sets values) while the filter holds, in one statement; null when none matched. */
+    async incrementOne<Row>(path: string, query: Record<string, string>, body: { increment: Record<string, number>; set: Record<string, unknown> }): Promise<Row | null> {
+      return (await call<Row | null>('POST', `${path}/increment-one`, { query, body }))!.data;
     },
   };
 }

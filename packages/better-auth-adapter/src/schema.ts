@@ -117,7 +117,7 @@ export function betterAuthSchema(tables: BetterAuthDBSchema): AuthstrapSchemaPar
     };
   }
   return {
-    $comment: 'Written by @authstrap/better-auth-adapter (npx @better-auth/cli generate) from your Better Auth options; authstrap generate reads it with authstrap.schema.ts. Do not edit: change the options and generate again.',
+    $comment: 'Written by @authstrap/better-auth-adapter (npx authstrap-better-auth-schema) from your Better Auth options; authstrap generate reads it with authstrap.schema.ts. Do not edit: change the options and generate again.',
     entities,
   };
 }

@@ -279,3 +279,43 @@ describe('applyRenames and renameInDefinition', () => {
     expect(schemaRenames(schema)).toEqual({ tables: [{ from: 'projects', to: 'boards' }], columns: [{ table: 'boards', from: 'title', to: 'board_name' }] });
   });
 });
+
+describe('e-mail addresses unique case-insensitively, in a project made before', () => {
+  const schema = schemaOf({});
+  /** The tables as projects had them: User.email a UNIQUE constraint, no index of lower(email). */
+  const before = (() => {
+    const model = databaseModel(schema);
+    return {
+      tables: model.tables.map((table) =>
+        table.name !== 'User'
+          ? table
+          : {
+              ...table,
+              constraints: [...table.constraints, { name: 'User_email_key', definition: 'UNIQUE ("email")' }],
+              indexes: table.indexes.filter((index) => !index.lowercase),
+            },
+      ),
+    };
+  })();
+
+  it('gets a migration that swaps the constraint for a unique index of lower(email), which PostgreSQL (PGlite) runs', async () => {
+    const next = plan({ files: ['0001_init.sql'], snapshot: before, handWritten: [] }, schema);
+    expect(next.problems).toEqual([]);
+    expect(next.statements).toEqual(['ALTER TABLE "User" DROP CONSTRAINT "User_email_key";', 'CREATE UNIQUE INDEX "User_email_lower_key" ON "User" (lower("email"));']);
+
+    const db = new PGlite();
+    try {
+      const init = planMigrations(schema, { files: [] }).files.find((file) => file.ownership === 'migration')!.contents;
+      // The old tables: today's, with the old constraint instead of the index.
+      await db.exec(init.replace('CREATE UNIQUE INDEX "User_email_lower_key" ON "User" (lower("email"));', 'ALTER TABLE "User" ADD CONSTRAINT "User_email_key" UNIQUE ("email");'));
+      await db.query(`INSERT INTO "User" ("email", "name") VALUES ('ada@example.com', 'Ada')`);
+      await db.exec(next.sql);
+      // The address as written is kept; another case of it is the same address.
+      await db.query(`INSERT INTO "User" ("email", "name") VALUES ('Grace@Example.com', 'Grace')`);
+      expect((await db.query('SELECT "email" FROM "User" ORDER BY "email"')).rows).toEqual([{ email: 'Grace@Example.com' }, { email: 'ada@example.com' }]);
+      await expect(db.query(`INSERT INTO "User" ("email", "name") VALUES ('ADA@example.com', 'Ada again')`)).rejects.toThrow(/User_email_lower_key/);
+    } finally {
+      await db.close();
+    }
+  });
+});

@@ -164,7 +164,7 @@ describe('loadSchema', () => {
       expect(() =>
         loadSchema(project({ entities: { User: { fields: { plan: { type: 'text', nullable: true } } } } }, `User: { fields: { plan: { type: 'string', nullable: true } } }`)),
       ).toThrow('better-auth.schema.json: entity "User", field "plan": is also added in authstrap.schema.ts; keep it in one of them');
-      expect(() => loadSchema(project('{ not json'))).toThrow(/^better-auth\.schema\.json: not valid JSON .*npx @better-auth\/cli generate/);
+      expect(() => loadSchema(project('{ not json'))).toThrow(/^better-auth\.schema\.json: not valid JSON .*npx authstrap-better-auth-schema/);
       expect(() => loadSchema(project({ tables: [] }))).toThrow('better-auth.schema.json: must be an object with "entities"');
     });
   });

@@ -2,10 +2,13 @@
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { AuthService } from '../extensions/auth/auth.service.js';
+import type { ServiceTransactions } from '../http/service-transactions.js';
 
 /** What the generated routers and guards are built from. */
 export interface GeneratedDeps {
   db: Database;
   auth: AuthService;
   config: Config;
+  /** The trusted server's transactions: its requests naming one run in it. */
+  transactions: ServiceTransactions;
 }

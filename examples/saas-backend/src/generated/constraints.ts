@@ -6,7 +6,7 @@
  * detail, except on a table under row-level security, where it names only the constraint.
  */
 export const keyColumnsByConstraint: Readonly<Record<string, readonly string[]>> = {
-  'User_email_key': ['email'],
+  'User_email_lower_key': ['email'],
   'account_providerId_accountId_key': ['providerId', 'accountId'],
   'account_userId_fkey': ['userId'],
   'session_token_key': ['token'],

@@ -34,11 +34,12 @@ interface DatabaseError {
 
 /** `Key ("organizationId", name)=(...)` -> the user-facing column names, without the tenant column. */
 function keyColumns(detail = ''): string[] {
-  const match = /^Key \(([^)]*)\)/.exec(detail);
+  const match = /^Key \((.*?)\)=/.exec(detail);
   if (!match) return [];
   return match[1]!
     .split(',')
-    .map((column) => column.trim().replace(/^"|"$/g, ''))
+    // A unique index of lower(column) names its expression: `lower(email::text)`.
+    .map((column) => column.trim().replace(/^lower\((.*?)(::\w+)?\)$/, '$1').replace(/^"|"$/g, ''))
     .filter((column) => column !== 'organizationId');
 }
 

@@ -225,6 +225,22 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
       request: { query: writeFilterQuery() },
       responses: { 200: count, ...serviceOnly },
     });
+    const oneOrNull = dataEnvelope(`The ${routes.entity}, or null when none matched`, routes.output.nullable());
+    registry.registerPath({
+      method: 'post', path: `${routes.path}/consume-one`, tags, summary: `Delete one ${routes.entity} a filter matches and return it, in one statement (service key only)`,
+      description: 'Of concurrent requests for the same record, exactly one gets it; the others get null. For single-use values (Better Auth\'s consumeOne).',
+      request: { query: writeFilterQuery() },
+      responses: { 200: oneOrNull, ...serviceOnly },
+    });
+    registry.registerPath({
+      method: 'post', path: `${routes.path}/increment-one`, tags, summary: `Add to the number fields of one ${routes.entity} while a filter holds, in one statement (service key only)`,
+      description: 'increment: { field: delta } (a null value counts as 0; a negative delta subtracts); set: values written in the same statement. The where selects and guards: null when no record matched (Better Auth\'s incrementOne).',
+      request: {
+        query: writeFilterQuery(),
+        body: jsonBody(z.object({ increment: z.record(z.string(), z.number()).optional(), set: routes.serviceApi.updateInput.optional() })),
+      },
+      responses: { 200: oneOrNull, ...serviceOnly, ...invalid },
+    });
   }
 
   if (routes.nested) {

@@ -1,28 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { authFlowTestSuite, caseInsensitiveTestSuite, joinsTestSuite, normalTestSuite, testAdapter, uuidTestSuite } from '@better-auth/test-utils/adapter';
+import { authFlowTestSuite, caseInsensitiveTestSuite, joinsTestSuite, normalTestSuite, testAdapter, transactionsTestSuite, uuidTestSuite } from '@better-auth/test-utils/adapter';
 import { serviceApiKey, type DatabaseKind } from '../../../../examples/saas-backend/test/support/backend.js';
 import { AuthstrapRequestError, authstrapAdapter } from '../../src/index.js';
 import { schemaFollowingBackend } from './schema-following-backend.js';
 
 /**
  * Better Auth's own adapter suites (@better-auth/test-utils) through the adapter, against a copy of
- * the example backend started as a real server: normal, auth-flow, uuid, case-insensitive and
- * joins, with `advanced.database.joins` where the joins suite sets it. The suites' `runMigrations`
- * makes the backend's schema follow Better Auth's options, as a project using the adapter does:
- * createSchema's better-auth.schema.json, `authstrap generate`, a restart
- * (support/schema-following-backend.ts). Number-id is out of scope (every id here is a uuid); no
- * transactions are offered (each call is one HTTP request), so that suite has nothing to run.
- *
- * Disabled, by name, with the reason (docs/better-auth.md lists them too): the backend stores
- * User.email lowercased (DECISIONS: e-mail addresses are case-insensitive), so a mixed-case address
- * does not come back as written, and a case-sensitive lookup of its lowercase form finds it.
+ * the example backend started as a real server: normal, auth-flow, uuid, case-insensitive, joins
+ * (with `advanced.database.joins` where that suite sets it) and transactions, none disabled. The
+ * suites' `runMigrations` makes the backend's schema follow Better Auth's options, as a project
+ * using the adapter does: createSchema's better-auth.schema.json, `authstrap generate`, a restart
+ * (support/schema-following-backend.ts). Number-id is out of scope (every id here is a uuid).
  */
-/** In the case-insensitive suite, the only one that has these tests. */
-const disableTests = {
-  'findOne - eq with mode insensitive should match regardless of case': true,
-  'findOne - eq with mode sensitive (default) should not match different case': true,
-};
-
 /** Registers the suites against a backend on `kind`'s database (one test file per kind: they run in parallel). */
 export async function officialSuites(kind: DatabaseKind): Promise<void> {
   const backend = schemaFollowingBackend(kind);
@@ -52,8 +41,9 @@ export async function officialSuites(kind: DatabaseKind): Promise<void> {
       normalTestSuite(),
       authFlowTestSuite(),
       uuidTestSuite(),
-      caseInsensitiveTestSuite({ disableTests }),
+      caseInsensitiveTestSuite(),
       joinsTestSuite(),
+      transactionsTestSuite(),
     ],
   });
   execute();

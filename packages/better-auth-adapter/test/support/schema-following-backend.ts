@@ -8,7 +8,7 @@ import { allowedOrigin, authSecret, createThrowawayDatabase, projectDir as examp
 import { spawnBackend, type BackendProcess } from '../../../../examples/saas-backend/test/support/process.js';
 import { cliPath } from '../../../cli/test/support/cli.js';
 import { freePort } from '../../../cli/test/support/example-copies.js';
-import { betterAuthSchema } from '../../src/schema.js';
+import { betterAuthSchema, type AuthstrapSchemaPart } from '../../src/schema.js';
 
 
 /**
@@ -17,7 +17,7 @@ import { betterAuthSchema } from '../../src/schema.js';
  * `authstrap generate` (dropping what the options no longer have), and a restart, which applies
  * the new migrations. Each step runs only when the options' tables changed.
  */
-export function schemaFollowingBackend(kind: DatabaseKind) {
+export function schemaFollowingBackend(kind: DatabaseKind, extraEnv: Record<string, string> = {}) {
   let dir: string | undefined;
   let database: { url: string; drop(): Promise<void> } | undefined;
   let running: BackendProcess | undefined;
@@ -52,6 +52,46 @@ export function schemaFollowingBackend(kind: DatabaseKind) {
     running = undefined;
   }
 
+  async function migrateTo(part: AuthstrapSchemaPart) {
+    if (!dir) await prepare();
+    const schema = `${JSON.stringify(part, null, 2)}\n`;
+    if (schema === written && running) return;
+    const generate = () => {
+      fs.writeFileSync(path.join(dir!, 'better-auth.schema.json'), schema);
+      execFileSync(process.execPath, [cliPath, 'generate', '--allow-drop', '--allow-type-change'], { cwd: dir!, stdio: 'pipe', timeout: 60_000 });
+    };
+    try {
+      generate();
+    } catch (error) {
+      // A new required column on a table that has rows: a project would choose a default; the
+      // suites' tables hold only test rows, so start again from an empty project and database.
+      if (!String((error as { stderr?: Buffer }).stderr ?? '').includes('is new and required')) throw error;
+      await stopProcess();
+      await discard();
+      await prepare();
+      generate();
+    }
+    written = schema;
+    generations += 1;
+    await stopProcess();
+    running = spawnBackend(
+      {
+        LOG_LEVEL: 'info',
+        PORT: String(port),
+        SERVICE_API_KEY: serviceApiKey,
+        AUTH_SECRET: authSecret,
+        ALLOWED_ORIGINS: allowedOrigin,
+        RATE_LIMIT_API_MAX: '1000000',
+        RATE_LIMIT_AUTH_MAX: '1000000',
+        RATE_LIMIT_DATA_MAX: '1000000',
+        ...extraEnv,
+        ...(database ? { DATABASE_URL: database.url } : { EMBEDDED_DB_DIR: path.join(dir!, '.data') }),
+      },
+      dir,
+    );
+    url = await running.listening;
+  }
+
   return {
     /** The backend's address: the same across restarts (once `migrate` has run). */
     get url() {
@@ -65,44 +105,11 @@ export function schemaFollowingBackend(kind: DatabaseKind) {
       return dir;
     },
     /** Makes the backend's tables those of `options`: the suites' runMigrations. */
-    async migrate(options: BetterAuthOptions) {
-      if (!dir) await prepare();
-      const schema = `${JSON.stringify(betterAuthSchema(getAuthTables(options)), null, 2)}\n`;
-      if (schema === written && running) return;
-      const generate = () => {
-        fs.writeFileSync(path.join(dir!, 'better-auth.schema.json'), schema);
-        execFileSync(process.execPath, [cliPath, 'generate', '--allow-drop', '--allow-type-change'], { cwd: dir!, stdio: 'pipe', timeout: 60_000 });
-      };
-      try {
-        generate();
-      } catch (error) {
-        // A new required column on a table that has rows: a project would choose a default; the
-        // suites' tables hold only test rows, so start again from an empty project and database.
-        if (!String((error as { stderr?: Buffer }).stderr ?? '').includes('is new and required')) throw error;
-        await stopProcess();
-        await discard();
-        await prepare();
-        generate();
-      }
-      written = schema;
-      generations += 1;
-      await stopProcess();
-      running = spawnBackend(
-        {
-          LOG_LEVEL: 'info',
-          PORT: String(port),
-          SERVICE_API_KEY: serviceApiKey,
-          AUTH_SECRET: authSecret,
-          ALLOWED_ORIGINS: allowedOrigin,
-          RATE_LIMIT_API_MAX: '1000000',
-          RATE_LIMIT_AUTH_MAX: '1000000',
-          RATE_LIMIT_DATA_MAX: '1000000',
-          ...(database ? { DATABASE_URL: database.url } : { EMBEDDED_DB_DIR: path.join(dir!, '.data') }),
-        },
-        dir,
-      );
-      url = await running.listening;
+    migrate(options: BetterAuthOptions) {
+      return migrateTo(betterAuthSchema(getAuthTables(options)));
     },
+    /** Makes the backend's tables those of the project's schema with `part` as its better-auth.schema.json. */
+    migrateTo,
     async stop() {
       await stopProcess();
       await discard();

@@ -52,7 +52,7 @@ export const moduleWiring: Check = {
   advice: 'restart the backend: the project mounts every router, so the running process is older than its files',
 };
 
-const mountStatement = 'app.use(generatedRouter({ db, auth, config }))';
+const mountStatement = 'app.use(generatedRouter({ db, auth, config, transactions }))';
 
 interface Edit {
   start: number;
@@ -117,7 +117,7 @@ function mountEdit(app: string, notFound: CallExpression, localName: string): Ed
   const receiver = Node.isPropertyAccessExpression(callee) ? callee.getExpression().getText() : 'app';
   const statement = statementOf(notFound);
   const indent = app.slice(app.lastIndexOf('\n', statement.getStart() - 1) + 1, statement.getStart());
-  const mountText = `${receiver}.use(${localName}({ db, auth, config }));`;
+  const mountText = `${receiver}.use(${localName}({ db, auth, config, transactions }));`;
   const block = statement.getParent();
   const siblings = block && (Node.isBlock(block) || Node.isSourceFile(block)) ? block.getStatements() : [];
   const previous = siblings[siblings.indexOf(statement as (typeof siblings)[number]) - 1];

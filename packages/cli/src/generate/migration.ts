@@ -1,5 +1,5 @@
 import { applyRenames, type Renames } from './renames.js';
-import { constraintName, literal, quote, type Column, type Constraint, type DatabaseModel, type Policy, type Table, type WriteGuard } from './table-model.js';
+import { constraintName, literal, quote, sameIndex, type Column, type Constraint, type DatabaseModel, type Policy, type Table, type WriteGuard } from './table-model.js';
 
 /**
  * What changed between the schema of the last migration and the current one, as SQL. Changes
@@ -75,7 +75,7 @@ function createTable(table: Table): string[] {
 }
 
 const createIndex = (table: Table) => (index: Table['indexes'][number]) =>
-  `CREATE INDEX ${quote(index.name)} ON ${quote(table.name)} (${index.columns.map(quote).join(', ')});`;
+  `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ${quote(index.name)} ON ${quote(table.name)} (${index.columns.map((column) => (index.lowercase ? `lower(${quote(column)})` : quote(column))).join(', ')});`;
 
 /** New tables in an order where every referenced table comes first (cycles keep schema order). */
 function creationOrder(tables: Table[], existing: Set<string>): Table[] {
@@ -245,7 +245,7 @@ function alterTable(old: Table, table: Table, options: DiffOptions, problems: st
   const addForeignKeys: string[] = [];
 
   const renamedConstraints = renamedPairs(old.constraints, table.constraints, (a, b) => a.definition === b.definition);
-  const renamedIndexes = renamedPairs(old.indexes, table.indexes, (a, b) => a.columns.join() === b.columns.join());
+  const renamedIndexes = renamedPairs(old.indexes, table.indexes, sameIndex);
   const renamed = new Set<unknown>([...renamedConstraints, ...renamedIndexes].flat());
   const renames = [
     ...renamedConstraints.map(([from, to]) => `ALTER TABLE ${name} RENAME CONSTRAINT ${quote(from.name)} TO ${quote(to.name)};`),
@@ -270,12 +270,12 @@ function alterTable(old: Table, table: Table, options: DiffOptions, problems: st
   const oldIndexes = new Map(old.indexes.map((index) => [index.name, index]));
   const newIndexes = new Map(table.indexes.map((index) => [index.name, index]));
   for (const index of old.indexes) {
-    if (!renamed.has(index) && (!newIndexes.has(index.name) || newIndexes.get(index.name)!.columns.join() !== index.columns.join())) {
+    if (!renamed.has(index) && (!newIndexes.has(index.name) || !sameIndex(newIndexes.get(index.name)!, index))) {
       dropConstraints.push(`DROP INDEX ${quote(index.name)};`);
     }
   }
   for (const index of table.indexes) {
-    if (!renamed.has(index) && (!oldIndexes.has(index.name) || oldIndexes.get(index.name)!.columns.join() !== index.columns.join())) {
+    if (!renamed.has(index) && (!oldIndexes.has(index.name) || !sameIndex(oldIndexes.get(index.name)!, index))) {
       addConstraints.push(createIndex(table)(index));
     }
   }

@@ -28,7 +28,14 @@ export interface Constraint {
 export interface Index {
   name: string;
   columns: string[];
+  /** A unique index (a UNIQUE constraint cannot hold an expression). */
+  unique?: boolean;
+  /** Of lower(column): unique case-insensitively while the value is kept as written (User.email). */
+  lowercase?: boolean;
 }
+
+/** Whether two indexes are the same index under possibly different names. */
+export const sameIndex = (a: Index, b: Index) => a.columns.join() === b.columns.join() && !a.unique === !b.unique && !a.lowercase === !b.lowercase;
 
 export interface Table {
   name: string;
@@ -137,8 +144,11 @@ function tableOf(entity: Entity, entities: Map<string, Entity>, referencedWithTe
   const dependsOn = new Set<string>();
   // In a tenant-scoped table "unique" means unique within the organization.
   const tenantPrefix = entity.tenantScoped ? ['organizationId'] : [];
+  // A lowercased unique field (an e-mail address) is unique by lower(value), below: the trusted
+  // server keeps the address as Better Auth sends it, the backend's own paths lowercase it.
+  const caseInsensitive = (field: Field) => field.unique && field.lowercase && !entity.tenantScoped;
   const uniques = [
-    ...entity.fields.filter((field) => field.unique).map((field) => [...tenantPrefix, field.column]),
+    ...entity.fields.filter((field) => field.unique && !caseInsensitive(field)).map((field) => [...tenantPrefix, field.column]),
     ...entity.uniqueTogether.map((fields) => fields.map(columnOf)),
   ];
   if (referencedWithTenant.has(entity.name)) uniques.push(['id', 'organizationId']);
@@ -167,7 +177,9 @@ function tableOf(entity: Entity, entities: Map<string, Entity>, referencedWithTe
     });
   }
 
-  const indexes: Index[] = [];
+  const indexes: Index[] = entity.fields
+    .filter(caseInsensitive)
+    .map((field) => ({ name: constraintName(entity.table, [field.column], 'lower_key'), columns: [field.column], unique: true, lowercase: true }));
   // Lists are filtered by organization and sorted by creation time (or by id, for a table without one).
   if (entity.tenantScoped) {
     const tenantIndex = ['organizationId', entity.fields.find((field) => field.name === 'createdAt')?.column ?? 'id'];

@@ -139,6 +139,8 @@ export interface EntityView {
   outputFields: { name: string; zod: string }[];
   /** The secret fields, which only the trusted server reads. */
   secretOutputFields: { name: string; zod: string }[];
+  /** Lowercased fields, as the trusted server writes them: kept as sent. */
+  serviceAsSentFields: { name: string; zod: string }[];
   inputFields: { name: string; zod: string }[];
   /** A body takes a date-time field: the schema file imports DateTimeInput. */
   takesDateTime: boolean;
@@ -372,6 +374,8 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     description: entity.description,
     outputFields: visible.map((field) => ({ name: field.name, zod: zodOutput(field) })),
     secretOutputFields: entity.fields.filter((field) => field.secret).map((field) => ({ name: field.name, zod: zodOutput(field) })),
+    // The trusted server writes a lowercased field (an e-mail address) as it sends it; it stays unique case-insensitively.
+    serviceAsSentFields: writable.filter((field) => field.lowercase).map((field) => ({ name: field.name, zod: zodInput({ ...field, lowercase: false }) })),
     takesDateTime: writable.some((field) => field.type === 'datetime'),
     inputFields: [
       ...(callerChosenId ? [{ name: 'id', zod: 'z.uuid().optional()' }] : []),
@@ -417,13 +421,17 @@ export interface ProjectView {
  */
 function keyConstraintsOf(schema: Schema): ProjectView['keyConstraints'] {
   const keys: ProjectView['keyConstraints'] = [];
+  const add = (name: string, columns: string[]) => {
+    const named = columns.filter((column) => column !== 'organizationId');
+    keys.push({ name: singleQuoted(name), columns: `[${named.map(singleQuoted).join(', ')}]` });
+  };
   for (const table of databaseModel(schema).tables) {
     for (const constraint of table.constraints) {
       const match = /^(?:UNIQUE|FOREIGN KEY) \(([^)]*)\)/.exec(constraint.definition);
-      if (!match) continue;
-      const columns = match[1]!.split(', ').map((column) => column.replace(/^"|"$/g, '')).filter((column) => column !== 'organizationId');
-      keys.push({ name: singleQuoted(constraint.name), columns: `[${columns.map(singleQuoted).join(', ')}]` });
+      if (match) add(constraint.name, match[1]!.split(', ').map((column) => column.replace(/^"|"$/g, '')));
     }
+    // A unique index is named in the error as a constraint is (User's lower(email)).
+    for (const index of table.indexes) if (index.unique) add(index.name, index.columns);
   }
   return keys;
 }

@@ -12,7 +12,7 @@ export type * from './types.js';
 export const schemaFileName = 'authstrap.schema.ts';
 /**
  * Entities that Better Auth's options need, written by @authstrap/better-auth-adapter's
- * `createSchema` (`npx @better-auth/cli generate`): read with the schema when it is there.
+ * `createSchema` (`npx authstrap-better-auth-schema` in the frontend): read with the schema when it is there.
  */
 export const betterAuthSchemaFileName = 'better-auth.schema.json';
 
@@ -39,7 +39,7 @@ export function loadSchemaWithSource(projectDir: string): { schema: Schema; loca
 export function withBetterAuthEntities(value: unknown, projectDir: string): unknown {
   const filePath = path.join(projectDir, betterAuthSchemaFileName);
   if (!fs.existsSync(filePath) || !isObject(value) || !isObject(value.entities)) return value;
-  const again = 'write it again with `npx @better-auth/cli generate` in this folder';
+  const again = 'write it again with `npx authstrap-better-auth-schema --output <this folder>/better-auth.schema.json` in the frontend';
   let part: unknown;
   try {
     part = JSON.parse(fs.readFileSync(filePath, 'utf8'));

@@ -7,7 +7,7 @@ import { exampleDir } from '../support/cli.js';
 import { breakFile } from '../support/example-copies.js';
 
 const app = fs.readFileSync(path.join(exampleDir, 'src/app.ts'), 'utf8');
-const mount = '  app.use(generatedRouter({ db, auth, config }));\n';
+const mount = '  app.use(generatedRouter({ db, auth, config, transactions }));\n';
 const withMount = (to: string, text = app) => {
   if (!text.includes(mount)) throw new Error('src/app.ts of the example no longer mounts generatedRouter as this test expects');
   return text.replace(mount, to);

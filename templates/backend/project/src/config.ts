@@ -57,6 +57,12 @@ export interface Config {
   invitations: { pendingMax: number; perInviterPerHour: number };
   /** The outbox's workers (src/outbox/outbox.ts): how often they look, and how they retry. */
   outbox: { pollMs: number; retryMs: number; maxAttempts: number };
+  /**
+   * The trusted server's transactions over HTTP (http/service-transactions.ts): each is rolled back
+   * `timeoutMs` after it began or `idleMs` after its last request; at most `maxOpen` per key, a
+   * begin waiting up to `waitMs` for a place.
+   */
+  serviceTransactions: { timeoutMs: number; idleMs: number; maxOpen: number; waitMs: number };
 }
 
 export interface MailSettings {
@@ -132,6 +138,9 @@ const environmentSchema = z.object({
   OUTBOX_POLL_MS: count(10, 600_000),
   OUTBOX_RETRY_MS: count(10, maxTimerMs),
   OUTBOX_MAX_ATTEMPTS: count(1, 100),
+  SERVICE_TRANSACTION_TIMEOUT_MS: count(100, 600_000),
+  SERVICE_TRANSACTION_IDLE_MS: count(100, 600_000),
+  SERVICE_TRANSACTIONS_MAX: count(1, 1000),
   RATE_LIMIT_PREFIX: optional(z.string().regex(/^\S+$/, 'must be a key prefix without spaces, like authstrap:rl:')),
 });
 
@@ -239,6 +248,15 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       // 10 s, 20 s, 40 s, ... at most an hour apart: 20 attempts span about 11 hours of outage.
       retryMs: values.OUTBOX_RETRY_MS ?? 10_000,
       maxAttempts: values.OUTBOX_MAX_ATTEMPTS ?? 20,
+    },
+    // A Better Auth sign-up (a bcrypt hash and four writes) takes well under a second; a held
+    // transaction keeps a connection from everyone else, so its bounds are short. Half the pool
+    // (10) may be held at once, so the rest of the API always has connections.
+    serviceTransactions: {
+      timeoutMs: values.SERVICE_TRANSACTION_TIMEOUT_MS ?? 10_000,
+      idleMs: values.SERVICE_TRANSACTION_IDLE_MS ?? 5000,
+      maxOpen: values.SERVICE_TRANSACTIONS_MAX ?? 5,
+      waitMs: values.DATABASE_CONNECT_TIMEOUT_MS ?? 5000,
     },
   };
 }

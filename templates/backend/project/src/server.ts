@@ -11,6 +11,7 @@ import { EmbeddedDatabaseLockedError } from './db/embedded-lock.js';
 import { migrate } from './db/migrate.js';
 import { actAsAppRole } from './db/scope.js';
 import { createRateLimits, type RateLimits } from './http/rate-limit.js';
+import { serviceTransactions } from './http/service-transactions.js';
 import { createLogger } from './logger.js';
 import { mailChannel } from './mail/mail.js';
 import { createOutbox, type Outbox } from './outbox/outbox.js';
@@ -111,7 +112,8 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
 
   // Every instance runs a worker: whichever claims a message first sends it (outbox/outbox.ts).
   const outbox = createOutbox({ db, logger, settings: config.outbox, channels: [mailChannel(config.mail, { ...config, logger })] });
-  const app = createApp({ config, db, logger, rateLimits, outbox });
+  const transactions = serviceTransactions(db, config);
+  const app = createApp({ config, db, logger, rateLimits, outbox, transactions });
   prototypes.adopt(app);
   gate.open(app);
   outbox.start();
@@ -141,6 +143,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       clearTimeout(deadline);
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
       await outbox.stop();
+      await transactions.close();
       await rateLimits.close();
       await db.close();
     })());

@@ -56,6 +56,10 @@ export const auth = betterAuth({
       if (ctx.path === '/change-password') return { context: { ...ctx, body: { ...ctx.body, revokeOtherSessions: true } } };
     }),
   },
+  // No cookie cache: a session revoked anywhere (a sign-out at the backend, a password reset, an
+  // admin) ends here at the next request too, as it does at the backend. With the cache on, this
+  // app would trust a copy of the session in a cookie for up to its maxAge after the revocation.
+  session: { cookieCache: { enabled: false } },
   // The backend embeds a session's user in the same request: get-session is one round trip.
   advanced: { database: { joins: true } },
   // Server actions and route handlers that sign in set the cookie through Next's cookies().

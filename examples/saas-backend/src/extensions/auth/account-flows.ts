@@ -55,7 +55,7 @@ export function createAccountFlows(auth: AuthInternals) {
     const { rows } = await tx.query<PublicUser & { passwordHash: string | null }>(
       `SELECT u."id", u."email", u."name", u."email_verified", u."image", u."createdAt", u."updatedAt", a."password" AS "passwordHash"
        FROM "User" u LEFT JOIN "account" a ON a."userId" = u."id" AND a."providerId" = 'credential'
-       WHERE u."email" = $1`,
+       WHERE lower(u."email") = lower($1)`,
       [email],
     );
     return rows[0];

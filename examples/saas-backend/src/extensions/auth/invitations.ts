@@ -238,7 +238,7 @@ export function createInvitations(auth: AuthInternals) {
     async acceptAsNewUser(input: InvitationSignUpInput, meta: RequestMeta) {
       const passwordHash = await auth.hashPassword(input.password);
       return answering(async (tx) => {
-        const { rows: existing } = await tx.query('SELECT 1 FROM "User" WHERE "email" = $1', [input.email]);
+        const { rows: existing } = await tx.query('SELECT 1 FROM "User" WHERE lower("email") = lower($1)', [input.email]);
         if (existing.length > 0) {
           // Kept for the signed-in accept; said only to whoever holds the mailed secret.
           const { rows: held } = await tx.query(`SELECT 1 FROM "verification" v WHERE v."identifier" = $1 AND ${part(1, 'v.')} = $2 AND v."expiresAt" > now()`, [

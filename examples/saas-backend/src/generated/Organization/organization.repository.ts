@@ -2,7 +2,9 @@
 import type { Queryable } from '../../db/database.js';
 import { insertStatement, updateStatement } from '../../db/sql.js';
 import {
+  consumeOneMatching,
   deleteMatching,
+  incrementOneMatching,
   listRows,
   updateMatching,
   type ListPage,
@@ -158,5 +160,15 @@ export const organizationServiceRepository = {
   /** Deletes every row `where` matches; returns how many. */
   deleteMatching(db: Queryable, where: WhereClause[]): Promise<number> {
     return deleteMatching(db, organizationListSpec, where);
+  },
+
+  /** Deletes one row `where` matches and returns it, in one statement (null when none matched). */
+  consumeOne(db: Queryable, where: WhereClause[]): Promise<OrganizationServiceRecord | null> {
+    return consumeOneMatching<OrganizationServiceRecord>(db, organizationListSpec, where, serviceSelectList);
+  },
+
+  /** Adds to the counters of one row `where` matches (and sets `set`) in one statement; null when none matched. */
+  incrementOne(db: Queryable, where: WhereClause[], increment: Record<string, number>, set: OrganizationServiceUpdateInput): Promise<OrganizationServiceRecord | null> {
+    return incrementOneMatching<OrganizationServiceRecord>(db, organizationListSpec, where, increment, set, serviceUpdateColumns, updatedAtColumn, serviceSelectList);
   },
 };

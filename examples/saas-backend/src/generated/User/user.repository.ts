@@ -2,7 +2,9 @@
 import type { Queryable } from '../../db/database.js';
 import { insertStatement, updateStatement } from '../../db/sql.js';
 import {
+  consumeOneMatching,
   deleteMatching,
+  incrementOneMatching,
   listRows,
   updateMatching,
   type ListPage,
@@ -170,5 +172,15 @@ export const userServiceRepository = {
   /** Deletes every row `where` matches; returns how many. */
   deleteMatching(db: Queryable, where: WhereClause[]): Promise<number> {
     return deleteMatching(db, userListSpec, where);
+  },
+
+  /** Deletes one row `where` matches and returns it, in one statement (null when none matched). */
+  consumeOne(db: Queryable, where: WhereClause[]): Promise<UserServiceRecord | null> {
+    return consumeOneMatching<UserServiceRecord>(db, userListSpec, where, serviceSelectList);
+  },
+
+  /** Adds to the counters of one row `where` matches (and sets `set`) in one statement; null when none matched. */
+  incrementOne(db: Queryable, where: WhereClause[], increment: Record<string, number>, set: UserServiceUpdateInput): Promise<UserServiceRecord | null> {
+    return incrementOneMatching<UserServiceRecord>(db, userListSpec, where, increment, set, serviceUpdateColumns, updatedAtColumn, serviceSelectList);
   },
 };

@@ -41,9 +41,11 @@ export const UserServiceSchema = UserSchema.extend({
 export type UserServiceRecord = z.infer<typeof UserServiceSchema>;
 
 /**
- * The body of POST /Users from the trusted server: it may also set the timestamps, which a database adapter copies as they are.
+ * The body of POST /Users from the trusted server: it may also set the timestamps, which a database adapter copies as they are, and its values are kept as it
+ * sends them (not lowercased).
  */
 export const UserServiceCreateInput = UserCreateInput.extend({
+  email: z.email().max(320),
   createdAt: z.iso.datetime({ offset: true }).optional(),
   updatedAt: z.iso.datetime({ offset: true }).optional(),
 }).meta({ id: 'UserServiceCreateInput' });

@@ -2,7 +2,9 @@
 import type { Queryable } from '../../db/database.js';
 import { insertStatement, updateStatement } from '../../db/sql.js';
 import {
+  consumeOneMatching,
   deleteMatching,
+  incrementOneMatching,
   listRows,
   updateMatching,
   type ListPage,
@@ -205,5 +207,15 @@ export const accountServiceRepository = {
   /** Deletes every row `where` matches; returns how many. */
   deleteMatching(db: Queryable, where: WhereClause[]): Promise<number> {
     return deleteMatching(db, accountListSpec, where);
+  },
+
+  /** Deletes one row `where` matches and returns it, in one statement (null when none matched). */
+  consumeOne(db: Queryable, where: WhereClause[]): Promise<AccountServiceRecord | null> {
+    return consumeOneMatching<AccountServiceRecord>(db, accountListSpec, where, serviceSelectList);
+  },
+
+  /** Adds to the counters of one row `where` matches (and sets `set`) in one statement; null when none matched. */
+  incrementOne(db: Queryable, where: WhereClause[], increment: Record<string, number>, set: AccountServiceUpdateInput): Promise<AccountServiceRecord | null> {
+    return incrementOneMatching<AccountServiceRecord>(db, accountListSpec, where, increment, set, serviceUpdateColumns, updatedAtColumn, serviceSelectList);
   },
 };

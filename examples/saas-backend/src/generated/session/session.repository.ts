@@ -2,7 +2,9 @@
 import type { Queryable } from '../../db/database.js';
 import { insertStatement, updateStatement } from '../../db/sql.js';
 import {
+  consumeOneMatching,
   deleteMatching,
+  incrementOneMatching,
   listRows,
   updateMatching,
   type ListPage,
@@ -181,5 +183,15 @@ export const sessionServiceRepository = {
   /** Deletes every row `where` matches; returns how many. */
   deleteMatching(db: Queryable, where: WhereClause[]): Promise<number> {
     return deleteMatching(db, sessionListSpec, where);
+  },
+
+  /** Deletes one row `where` matches and returns it, in one statement (null when none matched). */
+  consumeOne(db: Queryable, where: WhereClause[]): Promise<SessionServiceRecord | null> {
+    return consumeOneMatching<SessionServiceRecord>(db, sessionListSpec, where, serviceSelectList);
+  },
+
+  /** Adds to the counters of one row `where` matches (and sets `set`) in one statement; null when none matched. */
+  incrementOne(db: Queryable, where: WhereClause[], increment: Record<string, number>, set: SessionServiceUpdateInput): Promise<SessionServiceRecord | null> {
+    return incrementOneMatching<SessionServiceRecord>(db, sessionListSpec, where, increment, set, serviceUpdateColumns, updatedAtColumn, serviceSelectList);
   },
 };

@@ -2,7 +2,9 @@
 import type { Queryable } from '../../db/database.js';
 import { insertStatement, updateStatement } from '../../db/sql.js';
 import {
+  consumeOneMatching,
   deleteMatching,
+  incrementOneMatching,
   listRows,
   updateMatching,
   type ListPage,
@@ -163,5 +165,15 @@ export const verificationServiceRepository = {
   /** Deletes every row `where` matches; returns how many. */
   deleteMatching(db: Queryable, where: WhereClause[]): Promise<number> {
     return deleteMatching(db, verificationListSpec, where);
+  },
+
+  /** Deletes one row `where` matches and returns it, in one statement (null when none matched). */
+  consumeOne(db: Queryable, where: WhereClause[]): Promise<VerificationServiceRecord | null> {
+    return consumeOneMatching<VerificationServiceRecord>(db, verificationListSpec, where, serviceSelectList);
+  },
+
+  /** Adds to the counters of one row `where` matches (and sets `set`) in one statement; null when none matched. */
+  incrementOne(db: Queryable, where: WhereClause[], increment: Record<string, number>, set: VerificationServiceUpdateInput): Promise<VerificationServiceRecord | null> {
+    return incrementOneMatching<VerificationServiceRecord>(db, verificationListSpec, where, increment, set, serviceUpdateColumns, updatedAtColumn, serviceSelectList);
   },
 };

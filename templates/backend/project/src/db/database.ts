@@ -38,6 +38,8 @@ export interface Database extends Queryable {
    * a request's scope is set in the round trip of its statement (db/scope.ts).
    */
   pipeline(statements: Statement[]): Promise<PipelineOutcome>;
+  /** Opens a transaction that stays open across several calls until `commit` or `rollback` (see `OpenTransaction`). */
+  begin(): Promise<OpenTransaction>;
   /** Runs `work` on one dedicated connection, as the user of DATABASE_URL (migrations; session-level locks). */
   withConnection<T>(work: (connection: Queryable & { exec(script: string): Promise<void> }) => Promise<T>): Promise<T>;
   /**
@@ -56,6 +58,18 @@ export interface Database extends Queryable {
 
 /** What asOwner runs first: back to the login user, with the maintenance policies' setting on. */
 const ownerSettings = `SELECT set_config('role', session_user, true), set_config('authstrap.maintenance', 'on', true)`;
+
+/**
+ * A transaction held open between calls, on a connection of its own until `commit` or
+ * `rollback` (the trusted server's transactions over HTTP: src/http/service-transactions.ts,
+ * which bounds how long and how many). On the embedded database, which is one connection, every
+ * other statement waits until it ends.
+ */
+export interface OpenTransaction extends Queryable {
+  commit(): Promise<void>;
+  /** Never throws: a connection that broke has rolled back already. */
+  rollback(): Promise<void>;
+}
 
 /**
  * The database did not answer in time, or the connection to it broke: the request can be tried
@@ -269,6 +283,7 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
         release();
       }
     },
+    begin: () => beginHeldTransaction(poolOf(), deadlines, statements),
     async withConnection(work) {
       // Migrations may run longer than a request's statement timeout: a connection of their own,
       // with the connect timeout but without the statement and read timeouts.
@@ -326,12 +341,109 @@ function readDeadlines(pool: pg.Pool, limitMs: number) {
     watch.waiting = true;
     watch.timer.refresh();
   };
-  pool.on('acquire', statementStarts);
-  pool.on('release', (_error, client) => {
+  /** A connection kept between statements (a held transaction) is idle, not stalled, once its answer came. */
+  const statementEnds = (client: pg.PoolClient) => {
     const watch = watches.get(client);
     if (watch) watch.waiting = false;
+  };
+  pool.on('acquire', statementStarts);
+  pool.on('release', (_error, client) => statementEnds(client));
+  return { statementStarts, statementEnds };
+}
+
+/*
+ * Transactions held open across calls (Database.begin). Kept together here, apart from the rest,
+ * because only the trusted server's transaction API uses them.
+ */
+
+/** A pooled connection checked out and kept, in a transaction, until commit or rollback. */
+async function beginHeldTransaction(pool: pg.Pool, deadlines: ReturnType<typeof readDeadlines>, statements: StatementNames): Promise<OpenTransaction> {
+  const client = await pool.connect().catch((error) => Promise.reject(asUnavailable(error)));
+  let broken: Error | undefined;
+  let released = false;
+  // pg-pool listens for a connection's errors only while it is idle: a break while held is ours.
+  const onError = (error: Error) => void (broken ??= error);
+  client.on('error', onError);
+  const release = () => {
+    if (released) return;
+    released = true;
+    client.removeListener('error', onError);
+    // Released with the error, the pool drops the connection instead of handing it out again.
+    client.release(broken);
+  };
+  const run = async <Row>(text: string, params?: unknown[], name?: string): Promise<QueryResult<Row>> => {
+    if (released) throw new Error('This transaction has ended');
+    try {
+      deadlines.statementStarts(client);
+      const result = await client.query({ text, values: params, name });
+      return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+    } catch (error) {
+      if (!hasSqlState(error)) broken = error as Error;
+      throw asUnavailable(error);
+    } finally {
+      deadlines.statementEnds(client);
+    }
+  };
+  try {
+    await run('BEGIN');
+  } catch (error) {
+    release();
+    throw error;
+  }
+  return {
+    query: (text, params) => run(text, params, statements.nameFor(text)),
+    async commit() {
+      try {
+        await run('COMMIT');
+      } finally {
+        release();
+      }
+    },
+    async rollback() {
+      if (released) return;
+      if (!broken) await run('ROLLBACK').catch(() => {});
+      release();
+    },
+  };
+}
+
+/**
+ * PGlite's own transaction, kept open until commit or rollback: it holds PGlite's lock, so the
+ * rest of the backend's statements wait for it (the embedded database is one connection).
+ */
+function beginEmbeddedTransaction(db: InstanceType<typeof import('@electric-sql/pglite').PGlite>): Promise<OpenTransaction> {
+  return new Promise<OpenTransaction>((started, failedToStart) => {
+    let end: (outcome: 'commit' | 'rollback') => void = () => {};
+    const ended = new Promise<'commit' | 'rollback'>((resolve) => (end = resolve));
+    let finished = false;
+    const done = db
+      .transaction(async (tx) => {
+        started({
+          async query<Row>(text: string, params?: unknown[]) {
+            if (finished) throw new Error('This transaction has ended');
+            const result = await tx.query(text, params);
+            return { rows: result.rows as Row[], rowCount: result.affectedRows ?? result.rows.length };
+          },
+          async commit() {
+            finished = true;
+            end('commit');
+            await done;
+          },
+          async rollback() {
+            finished = true;
+            end('rollback');
+            await done.catch(() => {});
+          },
+        });
+        if ((await ended) === 'rollback') await tx.rollback();
+      })
+      .catch((error) => {
+        failedToStart(error);
+        throw error;
+      });
+    // Errors reach commit() (or are dropped by rollback()); none is left unhandled.
+    done.catch(() => {});
   });
-  return { statementStarts };
 }
 
 /**
@@ -415,6 +527,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
         return { results, error };
       }
     },
+    begin: () => beginEmbeddedTransaction(db),
     // PGlite is a single connection already; what runs on it meanwhile waits for its turn.
     async withConnection(work) {
       if (role) await exec('RESET ROLE');

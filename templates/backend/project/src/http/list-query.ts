@@ -356,8 +356,8 @@ function parseWhere(spec: ListSpec, fields: Readonly<Record<string, ListField>>,
     };
     let typed: unknown;
     if (operator === 'in' || operator === 'not_in') {
-      if (!Array.isArray(value)) throw invalid(`${at}: ${operator} takes an array of values`);
-      if (value.length > maxInValues) throw invalid(`${at}: at most ${maxInValues} values`);
+      if (!Array.isArray(value)) throw invalid(`${at}: ${operator} takes an array of values for ${name}`);
+      if (value.length > maxInValues) throw invalid(`${at}: at most ${maxInValues} values for ${name}`);
       typed = value.map(read);
     } else if (value === null && (operator === 'eq' || operator === 'ne')) {
       typed = null;
@@ -418,6 +418,11 @@ function parseJoins(spec: ListSpec, raw: string, targets: Readonly<Record<string
     const target = targets[entity]!;
     if (typeof from !== 'string' || !Object.hasOwn(spec.fields, from)) throw invalid(`${as}: from must be a field of ${spec.entity}`);
     if (typeof to !== 'string' || !Object.hasOwn(target.spec.fields, to)) throw invalid(`${as}: to must be a field of ${entity}`);
+    const fromField = spec.fields[from]!;
+    const toField = target.spec.fields[to]!;
+    if (!comparable(fromField, toField)) {
+      throw invalid(`${as}: ${spec.entity}.${from} (${fromField.type}) cannot be matched with ${entity}.${to} (${toField.type}); join fields of one type`);
+    }
     if (relation !== 'one-to-one' && relation !== 'one-to-many') throw invalid(`${as}: relation must be one-to-one or one-to-many`);
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxPageSize) throw invalid(`${as}: limit must be a whole number from 1 to ${maxPageSize}`);
     const one = relation === 'one-to-one';
@@ -425,6 +430,10 @@ function parseJoins(spec: ListSpec, raw: string, targets: Readonly<Record<string
     return { as, target, datetimeFields, fromColumn: spec.fields[from]!.column, toColumn: target.spec.fields[to]!.column, limit: one ? 1 : limit, one };
   });
 }
+
+/** Whether PostgreSQL can compare two fields' columns with `=`: one type, or two kinds of number. */
+const numeric = new Set<ListFieldType>(['integer', 'number']);
+const comparable = (a: ListField, b: ListField) => a.type === b.type || (numeric.has(a.type) && numeric.has(b.type));
 
 /** The SELECT column that embeds one join's records as JSON, correlated with the listed row. */
 function joinColumnSql(table: string, join: Join): string {
@@ -504,15 +513,19 @@ export interface ParamCondition {
 }
 
 /** One field filter or where clause as SQL; `param` adds a value and returns its placeholder. */
-function comparisonSql(field: ListField, clause: FieldFilter | WhereClause, param: (value: unknown) => string): string {
+function comparisonSql(field: ListField, clause: FieldFilter | WhereClause, addParam: (value: unknown) => string): string {
   const insensitive = 'insensitive' in clause && clause.insensitive;
+  // An integer column is compared with a bigint, so a value past a 32-bit column's range matches
+  // nothing instead of failing the statement (the index still serves int4 = int8).
+  const cast = field.type === 'integer' ? '::bigint' : '';
+  const param = (raw: unknown) => `${addParam(raw)}${cast}`;
   let column = quoteIdentifier(field.column);
   if (field.type === 'datetime') column = `date_trunc('milliseconds', ${column})`;
   if (clause.value === null) return `${column} IS ${clause.operator === 'ne' ? 'NOT ' : ''}NULL`;
   // Case-insensitive: lower() on both sides, so PostgreSQL's own case rules apply to both.
   const compared = insensitive ? `lower(${column})` : column;
   const value = (raw: unknown) => (insensitive ? `lower(${param(raw)})` : param(raw));
-  const oneOf = () => (insensitive ? `${compared} = ANY(SELECT lower(unnest(${param(clause.value)}::text[])))` : `${column} = ANY(${param(clause.value)})`);
+  const oneOf = () => (insensitive ? `${compared} = ANY(SELECT lower(unnest(${addParam(clause.value)}::text[])))` : `${column} = ANY(${addParam(clause.value)}${cast && `${cast}[]`})`);
   const like = (pattern: string) => `${column} ${insensitive ? 'ILIKE' : 'LIKE'} ${param(pattern)} ESCAPE '\\'`;
   const text = () => escapeLike(clause.value as string);
   switch (clause.operator) {
@@ -683,4 +696,55 @@ export async function deleteMatching(db: Queryable, spec: ListSpec, where: Where
   const params: unknown[] = [];
   const { rowCount } = await db.query(`DELETE FROM ${quoteIdentifier(spec.table)}${whereSql(spec, { where }, {}, [], params)}`, params);
   return rowCount;
+}
+
+/**
+ * The row a write of one record acts on: the first that `where` matches, locked, as a subquery.
+ * Locked rows are waited for and re-checked against `where` once their writer commits, so a
+ * concurrent writer that changed or removed the row makes this pick another match, or none.
+ */
+function oneMatchingRow(spec: ListSpec, where: WhereClause[], params: unknown[]): string {
+  return `"id" = (SELECT "id" FROM ${quoteIdentifier(spec.table)}${whereSql(spec, { where }, {}, [], params)} LIMIT 1 FOR UPDATE)`;
+}
+
+/**
+ * DELETE one row that `where` matches and return it (the trusted server's consume-one): a
+ * single-use value is read and removed by one statement, so of concurrent consumers exactly
+ * one gets it and the others get null.
+ */
+export async function consumeOneMatching<Row>(db: Queryable, spec: ListSpec, where: WhereClause[], returning: string): Promise<Row | null> {
+  const params: unknown[] = [];
+  const { rows } = await db.query<Row>(`DELETE FROM ${quoteIdentifier(spec.table)} WHERE ${oneMatchingRow(spec, where, params)} RETURNING ${returning}`, params);
+  return rows[0] ?? null;
+}
+
+/**
+ * Adds `increment`'s deltas to one row that `where` matches, and sets `values` on it, in one
+ * statement (the trusted server's increment-one): `where` selects and guards, so "count < 10"
+ * holds for the row as it is written. A null counter counts as 0. Returns the row, or null
+ * when nothing matched.
+ */
+export async function incrementOneMatching<Row>(
+  db: Queryable,
+  spec: ListSpec,
+  where: WhereClause[],
+  increment: Record<string, number>,
+  values: Record<string, unknown>,
+  columns: ColumnMap,
+  updatedAtColumn: string | null,
+  returning: string,
+): Promise<Row | null> {
+  const params: unknown[] = [];
+  const added = Object.entries(increment).map(([field, delta]) => {
+    params.push(delta);
+    const column = quoteIdentifier(spec.fields[field]!.column);
+    return `${column} = coalesce(${column}, 0) + $${params.length}`;
+  });
+  // The set values and updatedAt (or, for a table without one and nothing to set, `"id" = "id"`).
+  const assignments = setClause(spec.table, values, columns, updatedAtColumn, params);
+  const { rows } = await db.query<Row>(
+    `UPDATE ${quoteIdentifier(spec.table)} SET ${[...added, assignments].join(', ')} WHERE ${oneMatchingRow(spec, where, params)} RETURNING ${returning}`,
+    params,
+  );
+  return rows[0] ?? null;
 }

@@ -202,7 +202,7 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
       const { rows } = await db.query<PublicUser & { passwordHash: string | null }>(
         `SELECT ${userColumns('u')}, a."password" AS "passwordHash"
          FROM "User" u LEFT JOIN "account" a ON a."userId" = u."id" AND a."providerId" = 'credential'
-         WHERE u."email" = $1`,
+         WHERE lower(u."email") = lower($1)`,
         [input.email],
       );
       const found = rows[0];
