@@ -286,6 +286,7 @@ describe('e-mail addresses unique case-insensitively, in a project made before',
   const before = (() => {
     const model = databaseModel(schema);
     return {
+      ...model,
       tables: model.tables.map((table) =>
         table.name !== 'User'
           ? table
