@@ -23,6 +23,12 @@ export interface Config {
   shutdownDrainMs: number;
   /** How long a client may take to send a whole request (headers and body) before it gets a 408. */
   requestTimeoutMs: number;
+  /**
+   * How long a kept-alive connection may stay idle before the server closes it: longer than the
+   * proxy's own idle timeout, so that the proxy closes it first and never sends a request on a
+   * connection the server is closing.
+   */
+  keepAliveTimeoutMs: number;
   projectDir: string;
   /** A trusted server authenticates with `Authorization: Bearer <serviceApiKey>`. */
   serviceApiKey?: string;
@@ -105,6 +111,7 @@ const environmentSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: count(0),
   SHUTDOWN_DRAIN_MS: count(0, 600_000),
   REQUEST_TIMEOUT_MS: count(1000, 600_000),
+  KEEP_ALIVE_TIMEOUT_MS: count(1000, 600_000),
   SERVICE_API_KEY: optional(z.string().min(32, 'must be at least 32 characters (authstrap setup generates one)')),
   // 4 is bcrypt's minimum (fast, for tests); every step doubles the work.
   BCRYPT_COST: count(4, 15),
@@ -199,6 +206,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     // A client that trickles its request in (a slow-loris attack, a stalled upload) holds a
     // connection; 30 s is long enough for any honest request under the body limit.
     requestTimeoutMs: values.REQUEST_TIMEOUT_MS ?? 30_000,
+    // nginx keeps idle upstream connections 60 s (keepalive_timeout), and so does AWS's ALB by default.
+    keepAliveTimeoutMs: values.KEEP_ALIVE_TIMEOUT_MS ?? 65_000,
     projectDir,
     serviceApiKey: values.SERVICE_API_KEY,
     bcryptCost: values.BCRYPT_COST ?? 12,
