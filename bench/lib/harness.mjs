@@ -5,11 +5,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './loopback.mjs';
+
+export { freePort };
 
 const repoDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const exampleDir = path.join(repoDir, 'examples', 'saas-backend');
@@ -40,17 +42,6 @@ export async function stopChild(child) {
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await child.exited;
   clearTimeout(timer);
-}
-
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /** Polls until `url` answers 200 (every `pollMs`), for at most `seconds`. */

@@ -7,6 +7,12 @@ export interface Config {
   port: number;
   /** A PostgreSQL URL; when absent the embedded database is used. */
   databaseUrl?: string;
+  /**
+   * PostgreSQL itself, when DATABASE_URL goes through a pooler in transaction mode (PgBouncer):
+   * migrations take their session-level advisory lock on it, and the pooled connections then
+   * send no session settings (a pooler refuses them, and could not keep them).
+   */
+  databaseDirectUrl?: string;
   /** Where the embedded database keeps its files (relative to the project), or `memory://`. */
   embeddedDbDir: string;
   authSecret?: string;
@@ -54,7 +60,7 @@ export interface Config {
   };
   /** Bounds on every wait for PostgreSQL: a stalled server gives 503s, never hung requests. */
   databaseTimeouts: { connectMs: number; queryMs: number };
-  /** Statements are prepared once per connection and then run by name (off for a pooler that cannot keep them). */
+  /** Statements are prepared once per connection and then run by name (off by default behind a pooler, which may not keep them). */
   databasePreparedStatements: boolean;
   mail: MailSettings;
   /** An unverified address may not sign in (the default in production); sign-in sends a fresh link instead. */
@@ -99,6 +105,7 @@ const environmentSchema = z.object({
   HOST: optional(z.string()),
   PORT: count(0, 65535),
   DATABASE_URL: optional(z.string().regex(/^postgres(ql)?:\/\/.+/, 'must look like postgresql://user:password@host:5432/database')),
+  DATABASE_DIRECT_URL: optional(z.string().regex(/^postgres(ql)?:\/\/.+/, 'must look like postgresql://user:password@host:5432/database')),
   EMBEDDED_DB_DIR: optional(z.string()),
   AUTH_SECRET: optional(z.string()),
   // http(s) only: the CSRF check trusts this URL's origin, and any other scheme's origin is the
@@ -183,6 +190,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       problems.push('AUTH_SECRET: too weak for production (fewer than 16 different characters); generate one with `openssl rand -base64 32`');
     }
   }
+  if (values.DATABASE_DIRECT_URL && !values.DATABASE_URL) {
+    problems.push('DATABASE_DIRECT_URL: set it only with DATABASE_URL (it is PostgreSQL itself when DATABASE_URL is a pooler such as PgBouncer)');
+  }
   const allowedOrigins = parseOrigins(values.ALLOWED_ORIGINS, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   const authUrl = values.AUTH_URL ?? `http://localhost:${port}`;
@@ -192,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     host: values.HOST ?? '0.0.0.0',
     port,
     databaseUrl: values.DATABASE_URL,
+    databaseDirectUrl: values.DATABASE_DIRECT_URL,
     embeddedDbDir: values.EMBEDDED_DB_DIR ?? '.data/pglite',
     authSecret: values.AUTH_SECRET,
     authUrl,
@@ -227,7 +238,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       connectMs: values.DATABASE_CONNECT_TIMEOUT_MS ?? 5000,
       queryMs: values.DATABASE_QUERY_TIMEOUT_MS ?? 5000,
     },
-    databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS !== 'false',
+    // Behind a pooler, off unless asked for: only PgBouncer 1.21+ with max_prepared_statements keeps them.
+    databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS ? values.DATABASE_PREPARED_STATEMENTS === 'true' : !values.DATABASE_DIRECT_URL,
     mail: {
       smtpUrl: values.SMTP_URL,
       folder: values.MAIL_OUTBOX_DIR ?? '.data/mail',

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { apiClient, createThrowawayDatabase, postgresAdminUrl, redisUrl, signUp } from './support/backend.js';
-import { nginxBinary, siteFromDeployDocs, startNginx } from './support/nginx.js';
+import { nginxBinary, siteFromDeployDocs, startNginx, type Nginx } from '../../../bench/lib/nginx.mjs';
 import { freePort, spawnBackend, type BackendProcess } from './support/process.js';
 
 /**
@@ -31,6 +31,8 @@ interface Failure {
   atMs: number;
 }
 
+if (process.env.CI && !nginxBinary) throw new Error('CI is set but nginx is not installed: .ci/run installs nginx-light');
+
 describe.runIf(postgresAdminUrl && redisUrl && nginxBinary)('a rolling restart behind nginx', () => {
   it('under load, each of three instances stopped (SIGTERM) and started again: no 5xx, no connection error, every acknowledged write kept once', async () => {
     const database = await createThrowawayDatabase();
@@ -48,7 +50,7 @@ describe.runIf(postgresAdminUrl && redisUrl && nginxBinary)('a rolling restart b
       EMBEDDED_DB_DIR: '',
     });
     const running: BackendProcess[] = [];
-    let nginx: Awaited<ReturnType<typeof startNginx>> | undefined;
+    let nginx: Nginx | undefined;
     try {
       // The first one migrates; the other two find nothing to do.
       for (const port of ports) {

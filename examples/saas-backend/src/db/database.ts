@@ -24,7 +24,7 @@ export interface Database extends Queryable {
   readonly kind: 'postgres' | 'embedded';
   /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** Runs `work` on one dedicated connection (session-level locks need that). */
+  /** Runs `work` on one dedicated connection (session-level locks need that), to PostgreSQL itself (DATABASE_DIRECT_URL). */
   withConnection<T>(work: (connection: Queryable & { exec(script: string): Promise<void> }) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
@@ -49,12 +49,12 @@ export const hasSqlState = (error: unknown): error is { code: string; detail?: s
 const asUnavailable = (error: unknown): unknown => (hasSqlState(error) ? error : new DatabaseUnavailableError(error));
 
 export type DatabaseSettings = Pick<Config, 'databaseUrl' | 'embeddedDbDir' | 'projectDir' | 'databaseTimeouts'> &
-  Partial<Pick<Config, 'databasePreparedStatements'>>;
+  Partial<Pick<Config, 'databasePreparedStatements' | 'databaseDirectUrl'>>;
 
 export async function openDatabase(config: DatabaseSettings): Promise<Database> {
   if (config.databaseUrl) {
     const statements = config.databasePreparedStatements === false ? unprepared : preparedStatementNames();
-    return openPostgres(config.databaseUrl, config.databaseTimeouts, statements);
+    return openPostgres(postgresTargets(config.databaseUrl, config.databaseDirectUrl), config.databaseTimeouts, statements);
   }
   const dataDir =
     config.embeddedDbDir === 'memory://' ? 'memory://' : path.resolve(config.projectDir, config.embeddedDbDir);
@@ -113,9 +113,36 @@ const unprepared: StatementNames = { nameFor: () => undefined, forget: () => {} 
 const isStalePlan = (error: unknown) =>
   hasSqlState(error) && error.code === '0A000' && /cached plan must not change result type/.test(String((error as { message?: unknown }).message));
 
-function openPostgres(connectionString: string, timeouts: Config['databaseTimeouts'], statements: StatementNames): Database {
+/**
+ * Where the connections go. `pooled` serves the requests; `direct` is the one connection that
+ * holds session state (the migrations' advisory lock). They are the same server unless
+ * DATABASE_URL is a pooler in transaction mode (PgBouncer), which hands each transaction to any of
+ * its server connections: then DATABASE_DIRECT_URL is PostgreSQL itself, and the pooled
+ * connections carry no session settings (the pooler refuses them at connect time).
+ */
+export interface PostgresTargets {
+  pooled: string;
+  direct: string;
+  throughPooler: boolean;
+}
+
+export function postgresTargets(databaseUrl: string, directUrl: string | undefined): PostgresTargets {
+  return { pooled: databaseUrl, direct: directUrl ?? databaseUrl, throughPooler: directUrl !== undefined };
+}
+
+/**
+ * The server-side bounds each pooled connection asks for when it connects. Through a pooler they
+ * are the database's or the role's own settings instead (`ALTER ROLE ... SET statement_timeout`,
+ * docs/deploy.md), and the read deadline below still ends a wait that never ends.
+ */
+function sessionTimeouts(targets: PostgresTargets, timeouts: Config['databaseTimeouts']) {
+  if (targets.throughPooler) return {};
+  return { statement_timeout: timeouts.queryMs, idle_in_transaction_session_timeout: timeouts.queryMs * 2 };
+}
+
+function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeouts'], statements: StatementNames): Database {
   const pool = new pg.Pool({
-    connectionString,
+    connectionString: targets.pooled,
     max: 10,
     idleTimeoutMillis: 30_000,
     types: typeParsers,
@@ -124,8 +151,7 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
     // getting a connection (from the pool or a new one) ...
     connectionTimeoutMillis: timeouts.connectMs,
     // ... a statement PostgreSQL runs too long (it cancels it: a 503; pool.query then replaces that connection) ...
-    statement_timeout: timeouts.queryMs,
-    idle_in_transaction_session_timeout: timeouts.queryMs * 2,
+    ...sessionTimeouts(targets, timeouts),
     // ... and an answer that never arrives (the server or the network stopped): readDeadlines below.
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
@@ -183,7 +209,8 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
     async withConnection(work) {
       // Migrations may run longer than a request's statement timeout: a connection of their own,
       // with the connect timeout but without the statement and read timeouts.
-      const client = new pg.Client({ connectionString, types: typeParsers, connectionTimeoutMillis: timeouts.connectMs, keepAlive: true });
+      // Session-level locks need a connection of their own on PostgreSQL itself, never through a pooler.
+      const client = new pg.Client({ connectionString: targets.direct, types: typeParsers, connectionTimeoutMillis: timeouts.connectMs, keepAlive: true });
       await client.connect().catch((error) => Promise.reject(asUnavailable(error)));
       client.on('error', () => {});
       try {

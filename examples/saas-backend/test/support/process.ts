@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { projectDir } from './backend.js';
+
+export { accepts, freePort } from '../../../../bench/lib/loopback.mjs';
 
 export interface BackendProcess {
   child: ChildProcess;
@@ -34,28 +35,4 @@ export function spawnBackend(env: Record<string, string>, cwd = projectDir): Bac
   });
   listening.catch(() => {});
   return { child, output: () => output, listening, exited };
-}
-
-/** A port nothing listens on now (the kernel's choice), for a server the test starts next. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** Whether something accepts a TCP connection on 127.0.0.1:`port` now. */
-export function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }

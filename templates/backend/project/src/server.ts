@@ -3,6 +3,7 @@ import http, { type Server } from 'node:http';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
+import type { Logger } from 'pino';
 import { createApp } from './app.js';
 import { appPrototypes } from './http/app-prototypes.js';
 import { loadConfig, maskUrlPassword, type Config } from './config.js';
@@ -88,13 +89,22 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       ? [maskUrlPassword(config.databaseUrl), 'DATABASE_URL']
       : [`the embedded database in ${config.embeddedDbDir}`, 'EMBEDDED_DB_DIR'];
     const reason = error instanceof DatabaseUnavailableError ? ((error.cause as Error)?.message ?? error.message) : (error as Error).message;
-    return abort(new StartupError(`Cannot connect to ${where}: ${reason}. Check ${setting} in .env.`));
+    // PgBouncer refuses the session settings the pool sends when it connects directly.
+    const pooler = /unsupported startup parameter/.test(reason) && !config.databaseDirectUrl
+      ? ' DATABASE_URL looks like a pooler (PgBouncer): set DATABASE_DIRECT_URL to PostgreSQL itself as well (docs/deploy.md).'
+      : '';
+    return abort(new StartupError(`Cannot connect to ${where}: ${reason}. Check ${setting} in .env.${pooler}`));
   }
+  if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger);
 
   try {
     const report = await migrate(db, path.join(projectDir, 'migrations'));
     if (report.applied.length > 0) logger.info({ applied: report.applied }, 'migrations applied');
   } catch (error) {
+    if (error instanceof DatabaseUnavailableError && config.databaseDirectUrl) {
+      const reason = (error.cause as Error)?.message ?? error.message;
+      return abort(new StartupError(`Cannot connect to ${maskUrlPassword(config.databaseDirectUrl)} (the migrations' connection): ${reason}. Check DATABASE_DIRECT_URL in .env.`));
+    }
     return abort(new StartupError((error as Error).message));
   }
 
@@ -155,6 +165,21 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     })());
 
   return { url, config, db, server, outbox, stop };
+}
+
+/**
+ * Through a pooler the backend cannot ask for a statement timeout per connection: PostgreSQL's own
+ * setting for the role or database applies. Without one a runaway statement holds a server
+ * connection until it ends (the read deadline frees the backend, not the server).
+ */
+async function warnWithoutStatementTimeout(db: Database, logger: Logger): Promise<void> {
+  const { rows } = await db.query<{ statement_timeout: string }>('SHOW statement_timeout');
+  if (rows[0]?.statement_timeout === '0') {
+    logger.warn(
+      'DATABASE_URL goes through a pooler, and PostgreSQL has no statement_timeout for this role or database: ' +
+        "set one there (ALTER ROLE <user> SET statement_timeout = '5s'; docs/deploy.md).",
+    );
+  }
 }
 
 /** After a drain, how long idle kept-alive connections stay open once new ones are refused (see stop()). */
