@@ -38,6 +38,8 @@ export interface Config {
   projectDir: string;
   /** A trusted server authenticates with `Authorization: Bearer <serviceApiKey>`. */
   serviceApiKey?: string;
+  /** Prometheus scrapes GET /metrics with `Authorization: Bearer <metricsToken>`; without one there are no metrics. */
+  metricsToken?: string;
   bcryptCost: number;
   /** Shared rate-limit counts for several instances. */
   redisUrl?: string;
@@ -120,6 +122,7 @@ const environmentSchema = z.object({
   REQUEST_TIMEOUT_MS: count(1000, 600_000),
   KEEP_ALIVE_TIMEOUT_MS: count(1000, 600_000),
   SERVICE_API_KEY: optional(z.string().min(32, 'must be at least 32 characters (authstrap setup generates one)')),
+  METRICS_TOKEN: optional(z.string().min(32, 'must be at least 32 characters (openssl rand -base64 32)')),
   // 4 is bcrypt's minimum (fast, for tests); every step doubles the work.
   BCRYPT_COST: count(4, 15),
   REDIS_URL: optional(z.string().regex(/^rediss?:\/\/.+/, 'must look like redis://localhost:6379')),
@@ -221,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     keepAliveTimeoutMs: values.KEEP_ALIVE_TIMEOUT_MS ?? 65_000,
     projectDir,
     serviceApiKey: values.SERVICE_API_KEY,
+    metricsToken: values.METRICS_TOKEN,
     bcryptCost: values.BCRYPT_COST ?? 12,
     redisUrl: values.REDIS_URL,
     rateLimits: {

@@ -26,7 +26,20 @@ export interface Database extends Queryable {
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs `work` on one dedicated connection (session-level locks need that), to PostgreSQL itself (DATABASE_DIRECT_URL). */
   withConnection<T>(work: (connection: Queryable & { exec(script: string): Promise<void> }) => Promise<T>): Promise<T>;
+  /** The connection pool now (PostgreSQL only; the embedded database is one connection), for the metrics. */
+  poolStats?(): PoolStats;
   close(): Promise<void>;
+}
+
+export interface PoolStats {
+  max: number;
+  /** Connections open, and of those the ones not in use. */
+  total: number;
+  idle: number;
+  /** Statements and transactions waiting for a connection now. */
+  waiting: number;
+  /** How many of them had to wait since the pool opened. */
+  waits: number;
 }
 
 /**
@@ -46,7 +59,25 @@ export const hasSqlState = (error: unknown): error is { code: string; detail?: s
   typeof (error as { code?: unknown })?.code === 'string' && /^(?!E[A-Z]{4}$)[0-9A-Z]{5}$/.test((error as { code: string }).code);
 
 /** Driver errors without a SQLSTATE (timeouts, "Connection terminated unexpectedly", refused connections). */
-const asUnavailable = (error: unknown): unknown => (hasSqlState(error) ? error : new DatabaseUnavailableError(error));
+const asUnavailable = (error: unknown): unknown => {
+  countTimeout(error);
+  return hasSqlState(error) ? error : new DatabaseUnavailableError(error);
+};
+
+/**
+ * Waits on PostgreSQL that ran out, since the process started, for the metrics: getting a
+ * connection (DATABASE_CONNECT_TIMEOUT_MS), a statement the server cancelled (its
+ * statement_timeout), an answer that never came (the read deadline below).
+ */
+export const databaseTimeouts = { connect: 0, statement: 0, read: 0 };
+
+function countTimeout(error: unknown): void {
+  if (hasSqlState(error)) {
+    if (error.code === '57014') databaseTimeouts.statement++;
+  } else if (/timeout exceeded when trying to connect|due to connection timeout/.test(String((error as Error)?.message))) {
+    databaseTimeouts.connect++;
+  }
+}
 
 export type DatabaseSettings = Pick<Config, 'databaseUrl' | 'embeddedDbDir' | 'projectDir' | 'databaseTimeouts'> &
   Partial<Pick<Config, 'databasePreparedStatements' | 'databaseDirectUrl'>>;
@@ -140,10 +171,12 @@ function sessionTimeouts(targets: PostgresTargets, timeouts: Config['databaseTim
   return { statement_timeout: timeouts.queryMs, idle_in_transaction_session_timeout: timeouts.queryMs * 2 };
 }
 
+const poolSize = 10;
+
 function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeouts'], statements: StatementNames): Database {
   const pool = new pg.Pool({
     connectionString: targets.pooled,
-    max: 10,
+    max: poolSize,
     idleTimeoutMillis: 30_000,
     types: typeParsers,
     keepAlive: true,
@@ -158,6 +191,7 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
   pool.on('error', () => {});
   // A little longer than the statement timeout, so that a merely slow statement is cancelled by the server first.
   const deadlines = readDeadlines(pool, timeouts.queryMs + 250);
+  const waits = countWaits(pool);
   const toResult = <Row>(result: pg.QueryResult): QueryResult<Row> => ({
     rows: result.rows as Row[],
     rowCount: result.rowCount ?? 0,
@@ -224,8 +258,25 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
         await client.end().catch(() => {});
       }
     },
+    poolStats: () => ({ max: poolSize, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, waits: waits.count }),
     close: () => pool.end(),
   };
+}
+
+/**
+ * Counts the requests for a connection that must wait for one to be released: the pool is at its
+ * size, and the idle connections are all spoken for by requests queued before (pg's pool hands
+ * them out on the next tick). pg's pool says how many wait now, not how many waited. While the
+ * pool is still growing, a request that ends up waiting for a new connection is not counted.
+ */
+function countWaits(pool: pg.Pool) {
+  const counted = { count: 0 };
+  const connect = pool.connect.bind(pool) as (callback?: unknown) => unknown;
+  pool.connect = ((callback?: unknown) => {
+    if (pool.totalCount >= poolSize && pool.waitingCount >= pool.idleCount) counted.count++;
+    return connect(callback);
+  }) as typeof pool.connect;
+  return counted;
 }
 
 /**
@@ -245,7 +296,9 @@ function readDeadlines(pool: pg.Pool, limitMs: number) {
       // It fires `limitMs` after the last statement started. A connection back in the pool is idle,
       // not stalled; ending one with a statement in flight makes `pg` destroy its socket.
       timer: setTimeout(() => {
-        if (watch.waiting) client.end().catch(() => {});
+        if (!watch.waiting) return;
+        databaseTimeouts.read++;
+        client.end().catch(() => {});
       }, limitMs).unref(),
     };
     watches.set(client, watch);

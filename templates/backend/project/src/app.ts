@@ -13,7 +13,9 @@ import { corsPolicy, csrfGuard } from './http/cors.js';
 import { sendData, sendError } from './http/envelope.js';
 import { errorHandler, refuseInvalidUtf8, unknownRoute, whenBodySent } from './http/errors.js';
 import type { RateLimits } from './http/rate-limit.js';
+import { routeTemplates } from './http/route-template.js';
 import { requestLogger } from './logger.js';
+import type { Metrics } from './observability/metrics.js';
 import { createMailer } from './mail/mail.js';
 import type { Outbox } from './outbox/outbox.js';
 import { securityHeaders } from './http/security-headers.js';
@@ -26,6 +28,8 @@ export interface AppDependencies {
   rateLimits: RateLimits;
   /** Where mail waits to be sent (outbox/outbox.ts); server.ts runs its worker. */
   outbox: Outbox;
+  /** Prometheus metrics, when METRICS_TOKEN is set (observability/metrics.ts). */
+  metrics?: Metrics;
 }
 
 /**
@@ -35,7 +39,7 @@ export interface AppDependencies {
  * the auth guard (who is calling) and, when tenant-scoped, the scope guard (which organization,
  * which role) -> 404 -> error envelope.
  */
-export function createApp({ config, db, logger, rateLimits, outbox }: AppDependencies): Express {
+export function createApp({ config, db, logger, rateLimits, outbox, metrics }: AppDependencies): Express {
   const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }) });
   const app = express();
   app.disable('x-powered-by');
@@ -44,7 +48,7 @@ export function createApp({ config, db, logger, rateLimits, outbox }: AppDepende
   // No ETag: hashing every response body costs more than the rare conditional request saves.
   app.set('etag', false);
 
-  app.use(requestLogger(logger));
+  app.use(requestLogger(logger, metrics));
   app.use(
     securityHeaders({
       contentSecurityPolicy: {
@@ -67,6 +71,8 @@ export function createApp({ config, db, logger, rateLimits, outbox }: AppDepende
       sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable');
     }
   });
+  // For Prometheus, with its own token; not rate limited, like the probes.
+  if (metrics) app.get('/metrics', metrics.endpoint);
   // Three budgets: sign-up/sign-in (strict), the rest of /api, and the data routes with the docs
   // page (generous, per session). The service key's requests are counted by none of them.
   app.use('/api/auth', rateLimits.auth);
@@ -85,5 +91,6 @@ export function createApp({ config, db, logger, rateLimits, outbox }: AppDepende
 
   app.use(unknownRoute);
   app.use(errorHandler);
+  if (metrics) metrics.routeOf = routeTemplates(app);
   return app;
 }

@@ -118,7 +118,11 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
 
   // Every instance runs a worker: whichever claims a message first sends it (outbox/outbox.ts).
   const outbox = createOutbox({ db, logger, settings: config.outbox, channels: [mailChannel(config.mail, { ...config, logger })] });
-  const app = createApp({ config, db, logger, rateLimits, outbox });
+  // Loaded only when asked for: without METRICS_TOKEN, prom-client is never imported.
+  const metrics = config.metricsToken
+    ? (await import('./observability/metrics.js')).createMetrics({ token: config.metricsToken, db, rateLimits, outbox })
+    : undefined;
+  const app = createApp({ config, db, logger, rateLimits, outbox, metrics });
   prototypes.adopt(app);
   const gate = requestGate(server, app);
   try {
