@@ -16,6 +16,7 @@ import type { RateLimits } from './http/rate-limit.js';
 import { routeTemplates } from './http/route-template.js';
 import { requestLogger } from './logger.js';
 import type { Metrics } from './observability/metrics.js';
+import type { Tracing } from './observability/tracing.js';
 import { createMailer } from './mail/mail.js';
 import type { Outbox } from './outbox/outbox.js';
 import { securityHeaders } from './http/security-headers.js';
@@ -30,16 +31,18 @@ export interface AppDependencies {
   outbox: Outbox;
   /** Prometheus metrics, when METRICS_TOKEN is set (observability/metrics.ts). */
   metrics?: Metrics;
+  /** OpenTelemetry traces, when the OTEL_* variables ask for them (observability/tracing.ts); `db` then makes spans too. */
+  tracing?: Tracing;
 }
 
 /**
  * The whole HTTP pipeline, in the order a request meets it:
- * request id + log -> security headers -> CORS -> health -> rate limits -> docs ->
- * CSRF -> JSON body -> /api/auth -> your routes (src/extensions) -> generated routes, each behind
+ * request id + log (and metrics) -> the request's span (traces on) -> security headers -> CORS ->
+ * health -> metrics -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> your routes (src/extensions) -> generated routes, each behind
  * the auth guard (who is calling) and, when tenant-scoped, the scope guard (which organization,
  * which role) -> 404 -> error envelope.
  */
-export function createApp({ config, db, logger, rateLimits, outbox, metrics }: AppDependencies): Express {
+export function createApp({ config, db, logger, rateLimits, outbox, metrics, tracing }: AppDependencies): Express {
   const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }) });
   const app = express();
   app.disable('x-powered-by');
@@ -49,6 +52,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, metrics }: A
   app.set('etag', false);
 
   app.use(requestLogger(logger, metrics));
+  if (tracing) app.use(tracing.requests);
   app.use(
     securityHeaders({
       contentSecurityPolicy: {
@@ -91,6 +95,10 @@ export function createApp({ config, db, logger, rateLimits, outbox, metrics }: A
 
   app.use(unknownRoute);
   app.use(errorHandler);
-  if (metrics) metrics.routeOf = routeTemplates(app);
+  if (metrics || tracing) {
+    const routeOf = routeTemplates(app);
+    if (metrics) metrics.routeOf = routeOf;
+    if (tracing) tracing.routeOf = routeOf;
+  }
   return app;
 }

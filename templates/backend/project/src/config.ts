@@ -40,6 +40,11 @@ export interface Config {
   serviceApiKey?: string;
   /** Prometheus scrapes GET /metrics with `Authorization: Bearer <metricsToken>`; without one there are no metrics. */
   metricsToken?: string;
+  /**
+   * OpenTelemetry traces, when the standard OTEL_* variables ask for them (an exporter, or an OTLP
+   * endpoint); undefined otherwise. The exporter reads its endpoint, headers and timeout from them itself.
+   */
+  tracing?: TracingSettings;
   bcryptCost: number;
   /** Shared rate-limit counts for several instances. */
   redisUrl?: string;
@@ -71,6 +76,12 @@ export interface Config {
   invitations: { pendingMax: number; perInviterPerHour: number };
   /** The outbox's workers (src/outbox/outbox.ts): how often they look, and how they retry. */
   outbox: { pollMs: number; retryMs: number; maxAttempts: number };
+}
+
+export interface TracingSettings {
+  exporters: ('otlp' | 'console')[];
+  /** OTLP over HTTP, as protobuf (the standard's default) or JSON. */
+  protocol: 'http/protobuf' | 'http/json';
 }
 
 export interface MailSettings {
@@ -150,7 +161,28 @@ const environmentSchema = z.object({
   OUTBOX_RETRY_MS: count(10, maxTimerMs),
   OUTBOX_MAX_ATTEMPTS: count(1, 100),
   RATE_LIMIT_PREFIX: optional(z.string().regex(/^\S+$/, 'must be a key prefix without spaces, like authstrap:rl:')),
+  // The OpenTelemetry variables this backend reads itself (the SDK and exporter read the rest).
+  OTEL_SDK_DISABLED: optional(z.string()),
+  OTEL_TRACES_EXPORTER: optional(z.string().regex(/^\s*(otlp|console|none)\s*(,\s*(otlp|console|none)\s*)*$/, 'must be otlp, console or none (or a comma-separated list of them)')),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.url({ protocol: /^https?$/, error: 'must be a URL like http://localhost:4318' })),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional(z.url({ protocol: /^https?$/, error: 'must be a URL like http://localhost:4318/v1/traces' })),
+  OTEL_EXPORTER_OTLP_PROTOCOL: optional(z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (gRPC is not built in)' })),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: optional(z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (gRPC is not built in)' })),
 });
+
+/**
+ * Whether the OTEL_* variables ask for traces: off by default, as the SDK switched off
+ * (OTEL_SDK_DISABLED=true) or with OTEL_TRACES_EXPORTER=none; on with an exporter named in
+ * OTEL_TRACES_EXPORTER, or with an OTLP endpoint (then the exporter is OTLP, the standard's default).
+ */
+function tracingSettings(values: z.infer<typeof environmentSchema>): TracingSettings | undefined {
+  if (values.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
+  const named = (values.OTEL_TRACES_EXPORTER ?? '').split(',').map((name) => name.trim()).filter(Boolean);
+  const exporters = (named.length > 0 ? named : values.OTEL_EXPORTER_OTLP_ENDPOINT || values.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? ['otlp'] : [])
+    .filter((name): name is 'otlp' | 'console' => name !== 'none');
+  if (exporters.length === 0) return undefined;
+  return { exporters: [...new Set(exporters)], protocol: values.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? values.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf' };
+}
 
 function parseOrigins(list: string | undefined, problems: string[]): string[] {
   const origins: string[] = [];
@@ -225,6 +257,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     projectDir,
     serviceApiKey: values.SERVICE_API_KEY,
     metricsToken: values.METRICS_TOKEN,
+    tracing: tracingSettings(values),
     bcryptCost: values.BCRYPT_COST ?? 12,
     redisUrl: values.REDIS_URL,
     rateLimits: {

@@ -118,11 +118,15 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
 
   // Every instance runs a worker: whichever claims a message first sends it (outbox/outbox.ts).
   const outbox = createOutbox({ db, logger, settings: config.outbox, channels: [mailChannel(config.mail, { ...config, logger })] });
-  // Loaded only when asked for: without METRICS_TOKEN, prom-client is never imported.
+  // Loaded only when asked for: without METRICS_TOKEN, prom-client is never imported, and without
+  // the OTEL_* variables, nothing of OpenTelemetry.
   const metrics = config.metricsToken
     ? (await import('./observability/metrics.js')).createMetrics({ token: config.metricsToken, db, rateLimits, outbox })
     : undefined;
-  const app = createApp({ config, db, logger, rateLimits, outbox, metrics });
+  const tracing = config.tracing
+    ? await (await import('./observability/tracing.js')).startTracing(config.tracing, { projectDir, databaseUrl: config.databaseUrl })
+    : undefined;
+  const app = createApp({ config, db: tracing ? tracing.traced(db) : db, logger, rateLimits, outbox, metrics, tracing });
   prototypes.adopt(app);
   const gate = requestGate(server, app);
   try {
@@ -166,6 +170,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       await outbox.stop();
       await rateLimits.close();
       await db.close();
+      await tracing?.shutdown();
     })());
 
   return { url, config, db, server, outbox, stop };
