@@ -66,10 +66,11 @@ let built = false;
  * The example backend as production runs it: compiled once (npm run build), then `node
  * dist/index.js` with NODE_ENV=production, on 127.0.0.1, bcrypt at cost 4 and the rate limits out
  * of the way. `env` adds to (or blanks) the settings; `readyPollMs` is how often /ready is tried;
- * `entry` is the compiled entry point (a patched copy of dist/, for bench/middleware-cost.mjs).
+ * `entry` is the compiled entry point (a patched copy of dist/, for bench/middleware-cost.mjs);
+ * `port` a port of its own (a free one otherwise).
  */
-export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js', nodeArgs = [] }) {
-  const port = await freePort();
+export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js', nodeArgs = [], port: fixedPort }) {
+  const port = fixedPort ?? (await freePort());
   const fullEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME ?? os.homedir(),

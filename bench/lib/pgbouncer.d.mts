@@ -6,6 +6,7 @@ export function pgbouncerConfigFromDocs(options: { target: URL; listenPort: numb
 
 export interface PgBouncer {
   port: number;
+  pid: number;
   /** `directUrl` (a database on the PostgreSQL server behind it) through PgBouncer. */
   urlFor(directUrl: string): string;
   output(): string;

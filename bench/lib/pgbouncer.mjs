@@ -80,6 +80,7 @@ export async function startPgbouncer({ targetUrl, settings = '' }) {
   }
   return {
     port: listenPort,
+    pid: child.pid,
     urlFor(directUrl) {
       const url = new URL(directUrl);
       url.hostname = '127.0.0.1';

@@ -1,0 +1,54 @@
+// Speeds of a few variants of the example (settings, or what stands between it and PostgreSQL)
+// under (a)'s list load, measured in turns so that the machine's drift falls on all alike: each
+// round starts each variant afresh, warms it up and loads it, the order reversed every other round
+// (A B C, C B A, A B C, ...). Used by bench/observability.mjs and bench/pgbouncer.mjs.
+import { cpuTicks, listLoadArgs, runWrk, stopChild } from './harness.mjs';
+
+const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
+
+/**
+ * `variants`: [{ name, start(): Promise<{ base, child }>, extraPids?(): number[] }]; every variant
+ * must answer the list with the same body as the first. `seed` is what the load sends (the
+ * session token and the organization). Resolves each variant's runs and their medians: rps, p99,
+ * the backend's CPU per request, and the CPU of the extra processes (PgBouncer) per request.
+ */
+export async function alternate(variants, { seed, rounds, warmupSeconds, seconds }) {
+  const runs = Object.fromEntries(variants.map((variant) => [variant.name, []]));
+  let reference;
+  for (let round = 0; round < rounds; round += 1) {
+    for (const variant of round % 2 === 0 ? variants : [...variants].reverse()) {
+      const { base, child } = await variant.start();
+      try {
+        const body = await (await fetch(`${base}/Projects?limit=20`, { headers: { authorization: `Bearer ${seed.token}`, 'x-organization-id': seed.organizationId } })).text();
+        reference ??= body;
+        if (body !== reference) throw new Error(`${variant.name} answers the list differently:\n${body.slice(0, 300)}\n${reference.slice(0, 300)}`);
+        const args = listLoadArgs(base, seed);
+        await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds);
+        const pids = [child.pid, ...(variant.extraPids?.() ?? [])];
+        const before = pids.map(cpuTicks);
+        const result = await runWrk(['-d', `${seconds}s`, ...args], seconds);
+        const [node, ...extra] = pids.map((pid, index) => ((cpuTicks(pid) - before[index]) * 10_000) / result.requests);
+        const run = {
+          rps: Math.round(result.rps),
+          p50Ms: result.latencyUs.p50 / 1000,
+          p99Ms: result.latencyUs.p99 / 1000,
+          nodeCpuUsPerRequest: Math.round(node),
+          extraCpuUsPerRequest: Math.round(extra.reduce((sum, value) => sum + value, 0)),
+          requests: result.requests,
+        };
+        runs[variant.name].push(run);
+        console.log(`[bench] round ${round + 1} ${variant.name}: ${run.rps} rps, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms, Node ${run.nodeCpuUsPerRequest} µs/request${run.extraCpuUsPerRequest ? `, others ${run.extraCpuUsPerRequest} µs/request` : ''}`);
+        await variant.afterRun?.({ base, run });
+      } finally {
+        await stopChild(child);
+      }
+    }
+  }
+  const medians = Object.fromEntries(
+    Object.entries(runs).map(([name, list]) => [
+      name,
+      Object.fromEntries(['rps', 'p50Ms', 'p99Ms', 'nodeCpuUsPerRequest', 'extraCpuUsPerRequest'].map((key) => [key, median(list.map((run) => run[key]))])),
+    ]),
+  );
+  return { runs, medians };
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// What metrics and traces cost the list route: (a)'s load on the example with nothing on, with
+// Prometheus metrics on (METRICS_TOKEN), and with metrics and traces on (OTEL_EXPORTER_OTLP_ENDPOINT,
+// to an OTLP receiver in this process that takes the spans and drops them). The same compiled
+// example in each, in turns (bench/lib/variants.mjs). Goal: metrics cost at most 3 % of the rps.
+//
+//   node bench/observability.mjs
+//
+// Settings: BENCH_PG_URL, BENCH_ROUNDS (3), BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8).
+// Linux only (reads /proc); needs wrk. Writes bench/results/observability.json.
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { children, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
+import { alternate } from './lib/variants.mjs';
+
+const benchDir = path.dirname(fileURLToPath(import.meta.url));
+const resultsFile = path.join(benchDir, 'results', 'observability.json');
+const settings = {
+  rounds: Number(process.env.BENCH_ROUNDS ?? 3),
+  warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 3),
+  seconds: Number(process.env.BENCH_DURATION_SECONDS ?? 8),
+};
+const metricsToken = 'bench-metrics-token-0123456789abcdef0123456789';
+
+// A collector that takes the spans (OTLP/HTTP) and drops them, counting what it was sent.
+let spanPosts = 0;
+const collector = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    spanPosts += 1;
+    res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+    res.end();
+  });
+});
+await new Promise((resolve) => collector.listen(0, '127.0.0.1', resolve));
+const collectorUrl = `http://127.0.0.1:${collector.address().port}`;
+
+const database = await throwawayDatabase('observability');
+try {
+  const seeding = await startExampleBackend({ dbUrl: database.url });
+  const seed = await seedProjects(seeding.base);
+  await stopChild(seeding.child);
+
+  /** The list requests /metrics counted (the metrics were on, and counted each request once). */
+  const countedByMetrics = async (base) => {
+    const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text();
+    return Number(/^http_request_duration_seconds_count\{method="GET",route="\/Projects",status="200"\} (\d+)/m.exec(text)?.[1] ?? 0);
+  };
+  const variants = [
+    { name: 'off', start: () => startExampleBackend({ dbUrl: database.url }) },
+    {
+      name: 'metrics',
+      start: () => startExampleBackend({ dbUrl: database.url, env: { METRICS_TOKEN: metricsToken } }),
+      async afterRun({ base, run }) {
+        const counted = await countedByMetrics(base);
+        if (counted < run.requests) throw new Error(`/metrics counted ${counted} list requests, wrk completed ${run.requests}`);
+      },
+    },
+    {
+      name: 'metrics + traces',
+      start: () => startExampleBackend({ dbUrl: database.url, env: { METRICS_TOKEN: metricsToken, OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl, OTEL_SERVICE_NAME: 'bench' } }),
+    },
+  ];
+  const { runs, medians } = await alternate(variants, { seed, ...settings });
+  if (spanPosts === 0) throw new Error('the traced variant sent no spans');
+  const slower = (name) => `${(((medians.off.rps - medians[name].rps) / medians.off.rps) * 100).toFixed(1)} %`;
+  console.log(`\nmedians of ${settings.rounds} rounds: off ${medians.off.rps} rps (p99 ${medians.off.p99Ms} ms, ${medians.off.nodeCpuUsPerRequest} µs); ` +
+    `metrics ${medians.metrics.rps} rps (${slower('metrics')} fewer, p99 ${medians.metrics.p99Ms} ms, ${medians.metrics.nodeCpuUsPerRequest} µs); ` +
+    `metrics + traces ${medians['metrics + traces'].rps} rps (${slower('metrics + traces')} fewer, p99 ${medians['metrics + traces'].p99Ms} ms, ${medians['metrics + traces'].nodeCpuUsPerRequest} µs)`);
+  fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
+  fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), loadAverage1m: os.loadavg()[0], settings, runs, medians }, null, 2)}\n`);
+} finally {
+  for (const child of children) await stopChild(child);
+  await database.drop();
+  collector.close();
+}
