@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { startWireCounter } from '../../../../bench/lib/pg-wire-counter.mjs';
 import { pgbouncerBinary, startPgbouncer, type PgBouncer } from '../../../../bench/lib/pgbouncer.mjs';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startMailbox, tokenOf, type Mailbox } from './mailbox.js';
@@ -84,6 +86,7 @@ export const allowedOrigin = 'http://localhost:5173';
 export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, string> = {}): Promise<TestBackend> {
   const database = kind === 'embedded' ? undefined : await createThrowawayDatabase();
   const pgbouncer = kind === 'pgbouncer' ? await behindPgbouncer(database!.url) : undefined;
+  const capture = kind === 'postgres' && captureSqlFile ? await sqlCapture(database!.url) : undefined;
   const mailbox = await startMailbox();
   const env = {
     NODE_ENV: 'test',
@@ -97,7 +100,7 @@ export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, 
     SERVICE_API_KEY: serviceApiKey,
     AUTH_SECRET: authSecret,
     ALLOWED_ORIGINS: allowedOrigin,
-    ...(database ? { DATABASE_URL: pgbouncer?.urlFor(database.url) ?? database.url } : { EMBEDDED_DB_DIR: 'memory://' }),
+    ...(database ? { DATABASE_URL: pgbouncer?.urlFor(database.url) ?? capture?.url ?? database.url } : { EMBEDDED_DB_DIR: 'memory://' }),
     ...(pgbouncer ? { DATABASE_DIRECT_URL: database!.url } : {}),
     SMTP_URL: mailbox.url,
     SMTP_TIMEOUT_MS: '3000',
@@ -115,8 +118,33 @@ export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, 
       await running.stop();
       mailboxes.delete(new URL(running.url).origin);
       await mailbox.close();
+      await capture?.close();
       await pgbouncer?.stop();
       await database?.drop();
+    },
+  };
+}
+
+/**
+ * With AUTHSTRAP_TEST_CAPTURE_SQL=<file>, every statement the backends on PostgreSQL send is
+ * appended to that file (one JSON string a line), read on the wire (bench/lib/pg-wire-counter.mjs)
+ * between the backend and PostgreSQL: what docs/scaling.md checks against Citus's rules, with
+ * bench/statements.mjs.
+ */
+const captureSqlFile = process.env.AUTHSTRAP_TEST_CAPTURE_SQL;
+
+async function sqlCapture(databaseUrl: string): Promise<{ url: string; close(): Promise<void> }> {
+  const target = new URL(databaseUrl);
+  const counter = await startWireCounter({ upstreamHost: target.hostname, upstreamPort: Number(target.port || 5432) });
+  const url = new URL(databaseUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(counter.port);
+  return {
+    url: url.toString(),
+    async close() {
+      const texts = [...counter.snapshot().texts.keys()];
+      fs.appendFileSync(captureSqlFile!, texts.map((text) => `${JSON.stringify(text)}\n`).join(''));
+      await counter.close();
     },
   };
 }
