@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, databaseKinds, postgresAdminUrl, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { apiClient, databaseKinds, postgresAdminUrl, projectDir, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
  * GET /metrics (src/observability/metrics.ts): Prometheus's text, only for a scraper with the
@@ -138,6 +140,16 @@ describe.each(databaseKinds)('metrics on the %s database', (kind) => {
     expect(valueOf(samples, 'authstrap_outbox_deliveries_total', { channel: 'mail', result: 'sent' })).toBeGreaterThan(sentBefore);
     // Nothing waits once it is sent: the lag gauges have no series, or zero.
     expect(valueOf(samples, 'authstrap_outbox_pending_messages', { channel: 'mail' })).toBe(0);
+  });
+
+  it("exports every metric docs/grafana-dashboard.json plots", async () => {
+    const dashboard = JSON.parse(fs.readFileSync(path.resolve(projectDir, '../../docs/grafana-dashboard.json'), 'utf8'));
+    const expressions: string[] = dashboard.panels.flatMap((panel: { targets: { expr: string }[] }) => panel.targets.map((target) => target.expr));
+    const plotted = new Set(expressions.flatMap((expr) => [...expr.matchAll(/\b([a-z_:][a-z0-9_:]*)\{/g)].map((match) => match[1]!.replace(/_(bucket|count|sum)$/, ''))));
+    expect(plotted.size).toBeGreaterThan(10);
+    const text = await (await fetch(`${backend.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+    const exported = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1]));
+    for (const name of plotted) expect(exported, name).toContain(name);
   });
 
   it('has the process metrics', async () => {
