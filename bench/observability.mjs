@@ -44,10 +44,14 @@ try {
   const seed = await seedProjects(seeding.base);
   await stopChild(seeding.child);
 
-  /** The list requests /metrics counted (the metrics were on, and counted each request once). */
-  const countedByMetrics = async (base) => {
+  /** What /metrics says of the run: the list requests it counted, and how often the pool made one wait. */
+  const scrape = async (base) => {
     const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text();
-    return Number(/^http_request_duration_seconds_count\{method="GET",route="\/Projects",status="200"\} (\d+)/m.exec(text)?.[1] ?? 0);
+    const sample = (pattern) => Number(pattern.exec(text)?.[1] ?? 0);
+    return {
+      counted: sample(/^http_request_duration_seconds_count\{method="GET",route="\/Projects",status="200"\} (\d+)/m),
+      poolWaits: sample(/^authstrap_db_pool_waits_total (\d+)/m),
+    };
   };
   const variants = [
     { name: 'off', start: () => startExampleBackend({ dbUrl: database.url }) },
@@ -55,8 +59,10 @@ try {
       name: 'metrics',
       start: () => startExampleBackend({ dbUrl: database.url, env: { METRICS_TOKEN: metricsToken } }),
       async afterRun({ base, run }) {
-        const counted = await countedByMetrics(base);
+        const { counted, poolWaits } = await scrape(base);
         if (counted < run.requests) throw new Error(`/metrics counted ${counted} list requests, wrk completed ${run.requests}`);
+        run.poolWaitsPerRequest = poolWaits / counted;
+        console.log(`[bench]   /metrics: ${counted} list requests counted (warm-up included), ${poolWaits} waited for a connection`);
       },
     },
     {

@@ -189,6 +189,12 @@ export function cpuTicks(pid) {
   }
 }
 
+/** utime + stime so far of every PostgreSQL process on this machine (its server and its backends), in clock ticks. */
+export function postgresCpuTicks() {
+  const pids = execFileSync('pgrep', ['-x', 'postgres'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+  return pids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
+}
+
 /** The PostgreSQL the benches create their databases in (a role that may CREATE DATABASE). */
 export const benchPgUrl = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 

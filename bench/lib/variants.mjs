@@ -2,15 +2,16 @@
 // under (a)'s list load, measured in turns so that the machine's drift falls on all alike: each
 // round starts each variant afresh, warms it up and loads it, the order reversed every other round
 // (A B C, C B A, A B C, ...). Used by bench/observability.mjs and bench/pgbouncer.mjs.
-import { cpuTicks, listLoadArgs, runWrk, stopChild } from './harness.mjs';
+import { cpuTicks, listLoadArgs, postgresCpuTicks, runWrk, stopChild } from './harness.mjs';
 
 const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
 
 /**
  * `variants`: [{ name, start(): Promise<{ base, child }>, extraPids?(): number[] }]; every variant
  * must answer the list with the same body as the first. `seed` is what the load sends (the
- * session token and the organization). Resolves each variant's runs and their medians: rps, p99,
- * the backend's CPU per request, and the CPU of the extra processes (PgBouncer) per request.
+ * session token and the organization). Resolves each variant's runs and their medians: rps, p50,
+ * p99, and CPU per request of the backend, of PostgreSQL (every `postgres` process on the machine)
+ * and of the variant's extra processes (PgBouncer).
  */
 export async function alternate(variants, { seed, rounds, warmupSeconds, seconds }) {
   const runs = Object.fromEntries(variants.map((variant) => [variant.name, []]));
@@ -26,18 +27,21 @@ export async function alternate(variants, { seed, rounds, warmupSeconds, seconds
         await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds);
         const pids = [child.pid, ...(variant.extraPids?.() ?? [])];
         const before = pids.map(cpuTicks);
+        const postgresBefore = postgresCpuTicks();
         const result = await runWrk(['-d', `${seconds}s`, ...args], seconds);
+        const postgres = ((postgresCpuTicks() - postgresBefore) * 10_000) / result.requests;
         const [node, ...extra] = pids.map((pid, index) => ((cpuTicks(pid) - before[index]) * 10_000) / result.requests);
         const run = {
           rps: Math.round(result.rps),
           p50Ms: result.latencyUs.p50 / 1000,
           p99Ms: result.latencyUs.p99 / 1000,
           nodeCpuUsPerRequest: Math.round(node),
+          postgresCpuUsPerRequest: Math.round(postgres),
           extraCpuUsPerRequest: Math.round(extra.reduce((sum, value) => sum + value, 0)),
           requests: result.requests,
         };
         runs[variant.name].push(run);
-        console.log(`[bench] round ${round + 1} ${variant.name}: ${run.rps} rps, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms, Node ${run.nodeCpuUsPerRequest} µs/request${run.extraCpuUsPerRequest ? `, others ${run.extraCpuUsPerRequest} µs/request` : ''}`);
+        console.log(`[bench] round ${round + 1} ${variant.name}: ${run.rps} rps, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms, Node ${run.nodeCpuUsPerRequest} µs/request, PostgreSQL ${run.postgresCpuUsPerRequest} µs/request${run.extraCpuUsPerRequest ? `, others ${run.extraCpuUsPerRequest} µs/request` : ''}`);
         await variant.afterRun?.({ base, run });
       } finally {
         await stopChild(child);
@@ -47,7 +51,7 @@ export async function alternate(variants, { seed, rounds, warmupSeconds, seconds
   const medians = Object.fromEntries(
     Object.entries(runs).map(([name, list]) => [
       name,
-      Object.fromEntries(['rps', 'p50Ms', 'p99Ms', 'nodeCpuUsPerRequest', 'extraCpuUsPerRequest'].map((key) => [key, median(list.map((run) => run[key]))])),
+      Object.fromEntries(['rps', 'p50Ms', 'p99Ms', 'nodeCpuUsPerRequest', 'postgresCpuUsPerRequest', 'extraCpuUsPerRequest'].map((key) => [key, median(list.map((run) => run[key]))])),
     ]),
   );
   return { runs, medians };
