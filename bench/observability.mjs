@@ -14,15 +14,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { children, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
-import { alternate } from './lib/variants.mjs';
+import { alternate, roundSettings } from './lib/variants.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'observability.json');
-const settings = {
-  rounds: Number(process.env.BENCH_ROUNDS ?? 3),
-  warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 3),
-  seconds: Number(process.env.BENCH_DURATION_SECONDS ?? 8),
-};
+const settings = roundSettings();
 const metricsToken = 'bench-metrics-token-0123456789abcdef0123456789';
 
 // A collector that takes the spans (OTLP/HTTP) and drops them, counting what it was sent.

@@ -15,15 +15,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { children, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
 import { pgbouncerVersion, startPgbouncer } from './lib/pgbouncer.mjs';
-import { alternate } from './lib/variants.mjs';
+import { alternate, roundSettings } from './lib/variants.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'pgbouncer.json');
-const settings = {
-  rounds: Number(process.env.BENCH_ROUNDS ?? 3),
-  warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 3),
-  seconds: Number(process.env.BENCH_DURATION_SECONDS ?? 8),
-};
+const settings = roundSettings();
 
 const database = await throwawayDatabase('pgbouncer');
 const pgbouncer = await startPgbouncer({ targetUrl: database.url });

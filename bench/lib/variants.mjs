@@ -4,6 +4,13 @@
 // (A B C, C B A, A B C, ...). Used by bench/observability.mjs and bench/pgbouncer.mjs.
 import { cpuTicks, listLoadArgs, postgresCpuTicks, runWrk, stopChild } from './harness.mjs';
 
+/** The rounds and the load's length, from BENCH_ROUNDS (3), BENCH_WARMUP_SECONDS (3) and BENCH_DURATION_SECONDS (8). */
+export const roundSettings = () => ({
+  rounds: Number(process.env.BENCH_ROUNDS ?? 3),
+  warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 3),
+  seconds: Number(process.env.BENCH_DURATION_SECONDS ?? 8),
+});
+
 const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
 
 /**
