@@ -126,6 +126,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   const tracing = config.tracing
     ? await (await import('./observability/tracing.js')).startTracing(config.tracing, { projectDir, databaseUrl: config.databaseUrl })
     : undefined;
+  if (tracing) steps.push({ close: () => tracing.shutdown() });
   const app = createApp({ config, db: tracing ? tracing.traced(db) : db, logger, rateLimits, outbox, metrics, tracing });
   prototypes.adopt(app);
   const gate = requestGate(server, app);

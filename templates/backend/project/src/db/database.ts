@@ -242,8 +242,8 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
     },
     async withConnection(work) {
       // Migrations may run longer than a request's statement timeout: a connection of their own,
-      // with the connect timeout but without the statement and read timeouts.
-      // Session-level locks need a connection of their own on PostgreSQL itself, never through a pooler.
+      // with the connect timeout but without the statement and read timeouts, to PostgreSQL
+      // itself (their advisory lock is the session's, which a pooler would not keep).
       const client = new pg.Client({ connectionString: targets.direct, types: typeParsers, connectionTimeoutMillis: timeouts.connectMs, keepAlive: true });
       await client.connect().catch((error) => Promise.reject(asUnavailable(error)));
       client.on('error', () => {});
