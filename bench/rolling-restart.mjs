@@ -10,7 +10,8 @@
 //   node bench/rolling-restart.mjs
 //
 // Settings: BENCH_PG_URL, BENCH_REDIS_URL (redis://127.0.0.1:6379), BENCH_ROUNDS (5),
-// BENCH_CLIENTS (16), BENCH_DRAIN_MS (the production default when unset). Needs nginx.
+// BENCH_CLIENTS (16), BENCH_DRAIN_MS (the production default when unset), BENCH_ENTRY (a compiled
+// copy of the example to run instead of its dist/index.js, e.g. a version before a change). Needs nginx.
 // Writes bench/results/rolling-restart.json.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -40,7 +41,9 @@ const env = {
   // One line per failure only: 5xx answers are what this bench is about.
   LOG_LEVEL: 'error',
 };
-const start = (port) => startExampleBackend({ dbUrl: database.url, port, env, readyPollMs: 50 });
+// BENCH_ENTRY: another compiled copy of the example inside examples/saas-backend (a version before a change).
+const entry = process.env.BENCH_ENTRY ?? 'dist/index.js';
+const start = (port) => startExampleBackend({ dbUrl: database.url, port, env, readyPollMs: 50, entry });
 let nginx;
 let stopping = false;
 try {
@@ -116,7 +119,7 @@ try {
   const result = {
     date: new Date().toISOString(),
     loadAverage1m: os.loadavg()[0],
-    settings: { rounds, clients, drainMs: env.SHUTDOWN_DRAIN_MS || 'production default (5000)' },
+    settings: { rounds, clients, drainMs: env.SHUTDOWN_DRAIN_MS || 'production default (5000)', entry },
     restarts: restarts.length,
     requests: sent,
     elapsedMs,
