@@ -11,7 +11,12 @@ export const roundSettings = () => ({
   seconds: Number(process.env.BENCH_DURATION_SECONDS ?? 8),
 });
 
-const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
+/** The middle value (of an even count, the mean of the two middle ones). */
+const median = (values) => {
+  const sorted = values.slice().sort((x, y) => x - y);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+};
 
 /**
  * `variants`: [{ name, start(): Promise<{ base, child }>, extraPids?(): number[] }]; every variant
