@@ -88,16 +88,18 @@ try {
   ];
   // BENCH_VARIANTS=off,metrics measures only those (more rounds of the comparison that matters).
   const chosen = process.env.BENCH_VARIANTS ? variants.filter((variant) => process.env.BENCH_VARIANTS.split(',').includes(variant.name)) : variants;
-  const { runs, medians } = await alternate(chosen, { seed, ...settings });
+  const { runs, medians, againstFirst } = await alternate(chosen, { seed, ...settings });
   if (chosen.some((variant) => variant.name.includes('traces')) && spanPosts === 0) throw new Error('the traced variants sent no spans');
   const change = (name, key) => `${(((medians[name][key] - medians.off[key]) / medians.off[key]) * 100).toFixed(1)} %`;
   console.log(`\nmedians of ${settings.rounds} rounds:`);
+  const percent = (ratio) => `${ratio >= 1 ? '+' : ''}${((ratio - 1) * 100).toFixed(1)} %`;
   for (const { name } of chosen) {
     const { rps, p99Ms, nodeCpuUsPerRequest } = medians[name];
-    console.log(`  ${name}: ${rps} rps (${change(name, 'rps')}), p99 ${p99Ms} ms, Node ${nodeCpuUsPerRequest} µs per request (${change(name, 'nodeCpuUsPerRequest')})`);
+    const paired = againstFirst[name] ? `; against "off" in the same round: rps ${percent(againstFirst[name].rps)}, Node CPU ${percent(againstFirst[name].nodeCpuUsPerRequest)}` : '';
+    console.log(`  ${name}: ${rps} rps (${change(name, 'rps')}), p99 ${p99Ms} ms, Node ${nodeCpuUsPerRequest} µs per request (${change(name, 'nodeCpuUsPerRequest')})${paired}`);
   }
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
-  fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), loadAverage1m: os.loadavg()[0], settings, runs, medians }, null, 2)}\n`);
+  fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), loadAverage1m: os.loadavg()[0], settings, runs, medians, againstFirst }, null, 2)}\n`);
 } finally {
   for (const child of children) await stopChild(child);
   await database.drop();

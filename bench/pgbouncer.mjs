@@ -37,11 +37,11 @@ try {
       extraPids: () => [pgbouncer.pid],
     },
   ];
-  const { runs, medians } = await alternate(variants, { seed, ...settings });
+  const { runs, medians, againstFirst } = await alternate(variants, { seed, ...settings });
   const line = (name) => `${name} ${medians[name].rps} rps (p99 ${medians[name].p99Ms} ms, Node ${medians[name].nodeCpuUsPerRequest} µs${medians[name].extraCpuUsPerRequest ? `, PgBouncer ${medians[name].extraCpuUsPerRequest} µs` : ''})`;
   console.log(`\nmedians of ${settings.rounds} rounds, PgBouncer ${pgbouncerVersion?.join('.')}: ${variants.map((variant) => line(variant.name)).join('; ')}`);
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
-  fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), loadAverage1m: os.loadavg()[0], pgbouncerVersion, settings, runs, medians }, null, 2)}\n`);
+  fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), loadAverage1m: os.loadavg()[0], pgbouncerVersion, settings, runs, medians, againstFirst }, null, 2)}\n`);
 } finally {
   for (const child of children) await stopChild(child);
   await pgbouncer.stop();

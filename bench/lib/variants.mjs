@@ -23,7 +23,8 @@ const median = (values) => {
  * must answer the list with the same body as the first. `seed` is what the load sends (the
  * session token and the organization). Resolves each variant's runs and their medians: rps, p50,
  * p99, and CPU per request of the backend, of PostgreSQL (every `postgres` process on the machine)
- * and of the variant's extra processes (PgBouncer).
+ * and of the variant's extra processes (PgBouncer); and `againstFirst`, each other variant's
+ * median over the rounds of its ratio to the first variant of the same round.
  */
 export async function alternate(variants, { seed, rounds, warmupSeconds, seconds }) {
   const runs = Object.fromEntries(variants.map((variant) => [variant.name, []]));
@@ -66,5 +67,14 @@ export async function alternate(variants, { seed, rounds, warmupSeconds, seconds
       Object.fromEntries(['rps', 'p50Ms', 'p99Ms', 'nodeCpuUsPerRequest', 'postgresCpuUsPerRequest', 'extraCpuUsPerRequest'].map((key) => [key, median(list.map((run) => run[key]))])),
     ]),
   );
-  return { runs, medians };
+  // Each round measures every variant within a minute or so: against the first variant of the same
+  // round, a variant's rate and CPU suffer the machine's drift much less than across rounds.
+  const first = variants[0].name;
+  const againstFirst = Object.fromEntries(
+    variants.slice(1).map(({ name }) => [
+      name,
+      Object.fromEntries(['rps', 'nodeCpuUsPerRequest', 'postgresCpuUsPerRequest'].map((key) => [key, median(runs[name].map((run, round) => run[key] / runs[first][round][key]))])),
+    ]),
+  );
+  return { runs, medians, againstFirst };
 }
