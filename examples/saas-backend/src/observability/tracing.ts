@@ -62,14 +62,12 @@ export async function startTracing(settings: TracingSettings, { projectDir, data
     routeOf: () => unmatchedRoute,
     requests(req, res, next) {
       const parent = propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
-      const span = tracer.startSpan(
-        req.method,
-        {
-          kind: SpanKind.SERVER,
-          attributes: { 'http.request.method': req.method, 'url.path': req.path, 'authstrap.request_id': req.id },
-        },
-        parent,
-      );
+      const span = tracer.startSpan(req.method, { kind: SpanKind.SERVER }, parent);
+      // A request the sampler leaves out (OTEL_TRACES_SAMPLER) gets no statement spans either, so
+      // nothing has to follow it: no attributes, no listener, and no AsyncLocalStorage, whose
+      // hooks, once any request uses it, cost every promise of the process something.
+      if (!span.isRecording()) return next();
+      span.setAttributes({ 'http.request.method': req.method, 'url.path': req.path, 'authstrap.request_id': req.id });
       res.once('close', () => {
         const route = tracing.routeOf(req);
         span.updateName(`${req.method} ${route}`);
