@@ -10,11 +10,10 @@
 //
 // Settings: BENCH_PG_URL, BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8).
 // Writes bench/results/cpu-per-request.json.
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuTicks, freePort, runWrk, seedProjects, startChild, startExampleBackend, stopChild, throwawayDatabase, waitForOk } from './lib/harness.mjs';
+import { cpuTicks, freePort, postgresCpuTicks, runWrk, seedProjects, startChild, startExampleBackend, stopChild, throwawayDatabase, waitForOk } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'cpu-per-request.json');
@@ -30,8 +29,7 @@ if (!fs.existsSync('/proc/self/stat')) {
 
 /** CPU ticks so far of the given Node process and of every PostgreSQL process. */
 function snapshot(nodePid) {
-  const postgresPids = execFileSync('pgrep', ['-x', 'postgres'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
-  return { node: cpuTicks(nodePid), postgres: postgresPids.reduce((sum, pid) => sum + cpuTicks(pid), 0) };
+  return { node: cpuTicks(nodePid), postgres: postgresCpuTicks() };
 }
 
 /** Loads one server and reports rps, latency and CPU microseconds per request. */

@@ -5,11 +5,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './loopback.mjs';
+
+export { freePort };
 
 const repoDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const exampleDir = path.join(repoDir, 'examples', 'saas-backend');
@@ -42,17 +44,6 @@ export async function stopChild(child) {
   clearTimeout(timer);
 }
 
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
 /** Polls until `url` answers 200 (every `pollMs`), for at most `seconds`. */
 export async function waitForOk(url, child, seconds = 30, pollMs = 200) {
   const deadline = Date.now() + seconds * 1000;
@@ -75,10 +66,11 @@ let built = false;
  * The example backend as production runs it: compiled once (npm run build), then `node
  * dist/index.js` with NODE_ENV=production, on 127.0.0.1, bcrypt at cost 4 and the rate limits out
  * of the way. `env` adds to (or blanks) the settings; `readyPollMs` is how often /ready is tried;
- * `entry` is the compiled entry point (a patched copy of dist/, for bench/middleware-cost.mjs).
+ * `entry` is the compiled entry point (a patched copy of dist/, for bench/middleware-cost.mjs);
+ * `port` a port of its own (a free one otherwise).
  */
-export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js', nodeArgs = [] }) {
-  const port = await freePort();
+export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js', nodeArgs = [], port: fixedPort }) {
+  const port = fixedPort ?? (await freePort());
   const fullEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME ?? os.homedir(),
@@ -195,6 +187,12 @@ export function cpuTicks(pid) {
   } catch {
     return 0; // the process ended in between
   }
+}
+
+/** utime + stime so far of every PostgreSQL process on this machine (its server and its backends), in clock ticks. */
+export function postgresCpuTicks() {
+  const pids = execFileSync('pgrep', ['-x', 'postgres'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+  return pids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
 }
 
 /** The PostgreSQL the benches create their databases in (a role that may CREATE DATABASE). */

@@ -13,8 +13,11 @@ import { corsPolicy, csrfGuard } from './http/cors.js';
 import { sendData, sendError } from './http/envelope.js';
 import { errorHandler, refuseInvalidUtf8, unknownRoute, whenBodySent } from './http/errors.js';
 import type { RateLimits } from './http/rate-limit.js';
+import { routeTemplates } from './http/route-template.js';
 import { registerTransactionRoutes, type ServiceTransactions } from './http/service-transactions.js';
 import { requestLogger } from './logger.js';
+import type { Metrics } from './observability/metrics.js';
+import type { Tracing } from './observability/tracing.js';
 import { createMailer } from './mail/mail.js';
 import type { Outbox } from './outbox/outbox.js';
 import { securityHeaders } from './http/security-headers.js';
@@ -29,16 +32,20 @@ export interface AppDependencies {
   outbox: Outbox;
   /** The trusted server's transactions over HTTP; server.ts rolls back what is open when it stops. */
   transactions: ServiceTransactions;
+  /** Prometheus metrics, when METRICS_TOKEN is set (observability/metrics.ts). */
+  metrics?: Metrics;
+  /** OpenTelemetry traces, when the OTEL_* variables ask for them (observability/tracing.ts); `db` then makes spans too. */
+  tracing?: Tracing;
 }
 
 /**
  * The whole HTTP pipeline, in the order a request meets it:
- * request id + log -> security headers -> CORS -> health -> rate limits -> docs ->
- * CSRF -> JSON body -> /api/auth -> your routes (src/extensions) -> generated routes, each behind
- * the auth guard (who is calling) and, when tenant-scoped, the scope guard (which organization,
- * which role) -> 404 -> error envelope.
+ * request id + log (and metrics) -> the request's span (traces on) -> security headers -> CORS ->
+ * health -> metrics -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> your routes
+ * (src/extensions) -> generated routes, each behind the auth guard (who is calling) and, when
+ * tenant-scoped, the scope guard (which organization, which role) -> 404 -> error envelope.
  */
-export function createApp({ config, db, logger, rateLimits, outbox, transactions }: AppDependencies): Express {
+export function createApp({ config, db, logger, rateLimits, outbox, transactions, metrics, tracing }: AppDependencies): Express {
   const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }) });
   const app = express();
   app.disable('x-powered-by');
@@ -47,7 +54,8 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   // No ETag: hashing every response body costs more than the rare conditional request saves.
   app.set('etag', false);
 
-  app.use(requestLogger(logger));
+  app.use(requestLogger(logger, metrics));
+  if (tracing) app.use(tracing.requests);
   app.use(
     securityHeaders({
       contentSecurityPolicy: {
@@ -70,6 +78,8 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
       sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable');
     }
   });
+  // For Prometheus, with its own token; not rate limited, like the probes.
+  if (metrics) app.get('/metrics', metrics.endpoint);
   // Three budgets: sign-up/sign-in (strict), the rest of /api, and the data routes with the docs
   // page (generous, per session). The service key's requests are counted by none of them.
   app.use('/api/auth', rateLimits.auth);
@@ -92,5 +102,10 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
 
   app.use(unknownRoute);
   app.use(errorHandler);
+  if (metrics || tracing) {
+    const routeOf = routeTemplates(app);
+    if (metrics) metrics.routeOf = routeOf;
+    if (tracing) tracing.routeOf = routeOf;
+  }
   return app;
 }

@@ -7,6 +7,12 @@ export interface Config {
   port: number;
   /** A PostgreSQL URL; when absent the embedded database is used. */
   databaseUrl?: string;
+  /**
+   * PostgreSQL itself, when DATABASE_URL goes through a pooler in transaction mode (PgBouncer):
+   * migrations take their session-level advisory lock on it, and the pooled connections then
+   * send no session settings (a pooler refuses them, and could not keep them).
+   */
+  databaseDirectUrl?: string;
   /** Where the embedded database keeps its files (relative to the project), or `memory://`. */
   embeddedDbDir: string;
   authSecret?: string;
@@ -23,9 +29,22 @@ export interface Config {
   shutdownDrainMs: number;
   /** How long a client may take to send a whole request (headers and body) before it gets a 408. */
   requestTimeoutMs: number;
+  /**
+   * How long a kept-alive connection may stay idle before the server closes it: longer than the
+   * proxy's own idle timeout, so that the proxy closes it first and never sends a request on a
+   * connection the server is closing.
+   */
+  keepAliveTimeoutMs: number;
   projectDir: string;
   /** A trusted server authenticates with `Authorization: Bearer <serviceApiKey>`. */
   serviceApiKey?: string;
+  /** Prometheus scrapes GET /metrics with `Authorization: Bearer <metricsToken>`; without one there are no metrics. */
+  metricsToken?: string;
+  /**
+   * OpenTelemetry traces, when the standard OTEL_* variables ask for them (an exporter, or an OTLP
+   * endpoint); undefined otherwise. The exporter reads its endpoint, headers and timeout from them itself.
+   */
+  tracing?: TracingSettings;
   bcryptCost: number;
   /** Shared rate-limit counts for several instances. */
   redisUrl?: string;
@@ -48,7 +67,7 @@ export interface Config {
   };
   /** Bounds on every wait for PostgreSQL: a stalled server gives 503s, never hung requests. */
   databaseTimeouts: { connectMs: number; queryMs: number };
-  /** Statements are prepared once per connection and then run by name (off for a pooler that cannot keep them). */
+  /** Statements are prepared once per connection and then run by name (off by default behind a pooler, which may not keep them). */
   databasePreparedStatements: boolean;
   mail: MailSettings;
   /** An unverified address may not sign in (the default in production); sign-in sends a fresh link instead. */
@@ -63,6 +82,12 @@ export interface Config {
    * begin waiting up to `waitMs` for a place.
    */
   serviceTransactions: { timeoutMs: number; idleMs: number; maxOpen: number; waitMs: number };
+}
+
+export interface TracingSettings {
+  exporters: ('otlp' | 'console')[];
+  /** OTLP over HTTP, as protobuf (the standard's default) or JSON. */
+  protocol: 'http/protobuf' | 'http/json';
 }
 
 export interface MailSettings {
@@ -99,6 +124,7 @@ const environmentSchema = z.object({
   HOST: optional(z.string()),
   PORT: count(0, 65535),
   DATABASE_URL: optional(z.string().regex(/^postgres(ql)?:\/\/.+/, 'must look like postgresql://user:password@host:5432/database')),
+  DATABASE_DIRECT_URL: optional(z.string().regex(/^postgres(ql)?:\/\/.+/, 'must look like postgresql://user:password@host:5432/database')),
   EMBEDDED_DB_DIR: optional(z.string()),
   AUTH_SECRET: optional(z.string()),
   // http(s) only: the CSRF check trusts this URL's origin, and any other scheme's origin is the
@@ -111,7 +137,9 @@ const environmentSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: count(0),
   SHUTDOWN_DRAIN_MS: count(0, 600_000),
   REQUEST_TIMEOUT_MS: count(1000, 600_000),
+  KEEP_ALIVE_TIMEOUT_MS: count(1000, 600_000),
   SERVICE_API_KEY: optional(z.string().min(32, 'must be at least 32 characters (authstrap setup generates one)')),
+  METRICS_TOKEN: optional(z.string().min(32, 'must be at least 32 characters (openssl rand -base64 32)')),
   // 4 is bcrypt's minimum (fast, for tests); every step doubles the work.
   BCRYPT_COST: count(4, 15),
   REDIS_URL: optional(z.string().regex(/^rediss?:\/\/.+/, 'must look like redis://localhost:6379')),
@@ -142,7 +170,28 @@ const environmentSchema = z.object({
   SERVICE_TRANSACTION_IDLE_MS: count(100, 600_000),
   SERVICE_TRANSACTIONS_MAX: count(1, 1000),
   RATE_LIMIT_PREFIX: optional(z.string().regex(/^\S+$/, 'must be a key prefix without spaces, like authstrap:rl:')),
+  // The OpenTelemetry variables this backend reads itself (the SDK and exporter read the rest).
+  OTEL_SDK_DISABLED: optional(z.string()),
+  OTEL_TRACES_EXPORTER: optional(z.string().regex(/^\s*(otlp|console|none)\s*(,\s*(otlp|console|none)\s*)*$/, 'must be otlp, console or none (or a comma-separated list of them)')),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.url({ protocol: /^https?$/, error: 'must be a URL like http://localhost:4318' })),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional(z.url({ protocol: /^https?$/, error: 'must be a URL like http://localhost:4318/v1/traces' })),
+  OTEL_EXPORTER_OTLP_PROTOCOL: optional(z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (gRPC is not built in)' })),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: optional(z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (gRPC is not built in)' })),
 });
+
+/**
+ * Whether the OTEL_* variables ask for traces: off by default, as the SDK switched off
+ * (OTEL_SDK_DISABLED=true) or with OTEL_TRACES_EXPORTER=none; on with an exporter named in
+ * OTEL_TRACES_EXPORTER, or with an OTLP endpoint (then the exporter is OTLP, the standard's default).
+ */
+function tracingSettings(values: z.infer<typeof environmentSchema>): TracingSettings | undefined {
+  if (values.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
+  const named = (values.OTEL_TRACES_EXPORTER ?? '').split(',').map((name) => name.trim()).filter(Boolean);
+  const exporters = (named.length > 0 ? named : values.OTEL_EXPORTER_OTLP_ENDPOINT || values.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? ['otlp'] : [])
+    .filter((name): name is 'otlp' | 'console' => name !== 'none');
+  if (exporters.length === 0) return undefined;
+  return { exporters: [...new Set(exporters)], protocol: values.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? values.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf' };
+}
 
 function parseOrigins(list: string | undefined, problems: string[]): string[] {
   const origins: string[] = [];
@@ -185,6 +234,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       problems.push('AUTH_SECRET: too weak for production (fewer than 16 different characters); generate one with `openssl rand -base64 32`');
     }
   }
+  if (values.DATABASE_DIRECT_URL && !values.DATABASE_URL) {
+    problems.push('DATABASE_DIRECT_URL: set it only with DATABASE_URL (it is PostgreSQL itself when DATABASE_URL is a pooler such as PgBouncer)');
+  }
   const allowedOrigins = parseOrigins(values.ALLOWED_ORIGINS, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   const authUrl = values.AUTH_URL ?? `http://localhost:${port}`;
@@ -194,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     host: values.HOST ?? '0.0.0.0',
     port,
     databaseUrl: values.DATABASE_URL,
+    databaseDirectUrl: values.DATABASE_DIRECT_URL,
     embeddedDbDir: values.EMBEDDED_DB_DIR ?? '.data/pglite',
     authSecret: values.AUTH_SECRET,
     authUrl,
@@ -208,8 +261,12 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     // A client that trickles its request in (a slow-loris attack, a stalled upload) holds a
     // connection; 30 s is long enough for any honest request under the body limit.
     requestTimeoutMs: values.REQUEST_TIMEOUT_MS ?? 30_000,
+    // nginx keeps idle upstream connections 60 s (keepalive_timeout), and so does AWS's ALB by default.
+    keepAliveTimeoutMs: values.KEEP_ALIVE_TIMEOUT_MS ?? 65_000,
     projectDir,
     serviceApiKey: values.SERVICE_API_KEY,
+    metricsToken: values.METRICS_TOKEN,
+    tracing: tracingSettings(values),
     bcryptCost: values.BCRYPT_COST ?? 12,
     redisUrl: values.REDIS_URL,
     rateLimits: {
@@ -227,7 +284,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       connectMs: values.DATABASE_CONNECT_TIMEOUT_MS ?? 5000,
       queryMs: values.DATABASE_QUERY_TIMEOUT_MS ?? 5000,
     },
-    databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS !== 'false',
+    // Behind a pooler, off unless asked for: only PgBouncer 1.21+ with max_prepared_statements keeps them.
+    databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS ? values.DATABASE_PREPARED_STATEMENTS === 'true' : !values.DATABASE_DIRECT_URL,
     mail: {
       smtpUrl: values.SMTP_URL,
       folder: values.MAIL_OUTBOX_DIR ?? '.data/mail',

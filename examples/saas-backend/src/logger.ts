@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
+import type { Metrics } from './observability/metrics.js';
 
 export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   return pino({ level: config.logLevel });
@@ -26,9 +27,10 @@ const acceptableRequestId = /^[\w.:-]{1,128}$/;
  * Gives each request an id (returned to the client as `x-request-id`) and logs one short line
  * when it is answered: method, URL, status and time taken, at info (error for a 5xx, warn for a
  * 4xx). Headers stay out of the logs: they carry cookies and tokens. A line below LOG_LEVEL costs
- * nothing but the level check (bench/README.md measured the per-request middleware).
+ * nothing but the level check (bench/README.md measured the per-request middleware). With
+ * metrics on, the same moment counts the request (observability/metrics.ts).
  */
-export function requestLogger(logger: Logger): RequestHandler {
+export function requestLogger(logger: Logger, metrics?: Pick<Metrics, 'requestEnded'>): RequestHandler {
   return (req, res, next) => {
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && acceptableRequestId.test(incoming) ? incoming : randomUUID();
@@ -39,11 +41,13 @@ export function requestLogger(logger: Logger): RequestHandler {
     // 'close' comes once per response: after the last byte was handed over, or when the connection broke first.
     res.once('close', () => {
       const status = res.statusCode;
+      const elapsedMs = performance.now() - startedAt;
+      metrics?.requestEnded(req, status, elapsedMs);
       // A connection closed before the whole answer was sent: the client gave up, or the socket broke.
       const aborted = !res.writableFinished;
       const level = status >= 500 ? 'error' : status >= 400 || aborted ? 'warn' : 'info';
       if (!logger.isLevelEnabled(level)) return;
-      const responseTime = Math.round(performance.now() - startedAt);
+      const responseTime = Math.round(elapsedMs);
       logger[level]({ reqId: id, req: { method: req.method, url: req.originalUrl }, res: { statusCode: status }, responseTime }, aborted ? 'request aborted' : 'request completed');
     });
     next();

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import http, { type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
+import type { Logger } from 'pino';
 import { createApp } from './app.js';
 import { appPrototypes } from './http/app-prototypes.js';
 import { loadConfig, maskUrlPassword, type Config } from './config.js';
@@ -23,7 +24,7 @@ export interface RunningServer {
   server: Server;
   /** Mail waiting to be sent, and the worker that sends it. */
   outbox: Outbox;
-  /** Drains (SHUTDOWN_DRAIN_MS: /ready 503), stops taking requests, lets in-flight ones finish, then closes the database. */
+  /** Drains (SHUTDOWN_DRAIN_MS: /ready 503), refuses new connections, serves what arrives on open ones with `Connection: close`, then closes the database. */
   stop(): Promise<void>;
 }
 
@@ -35,9 +36,10 @@ export class StartupError extends Error {
 /**
  * Starts the backend, in the order that makes a failed start cheap and clear: configuration; the
  * port (one in use ends the start before anything else runs); the database (the embedded one is
- * locked to this process first); migrations; rate limits; then the app takes the requests. Until
- * then, and once stopping, requests get a 503. `env` defaults to the process environment plus the
- * project's `.env` (variables already set win over the file).
+ * locked to this process first); migrations; rate limits; then the app, and only then does it
+ * listen: until it is ready, connections are refused, which a proxy answers by trying another
+ * instance (a 503 from a starting instance would reach the client of a POST). `env` defaults to the
+ * process environment plus the project's `.env` (variables already set win over the file).
  */
 export async function startServer(options: { projectDir: string; env?: NodeJS.ProcessEnv }): Promise<RunningServer> {
   const { projectDir } = options;
@@ -57,6 +59,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     );
   }
 
+  await portIsFree(config);
   // Requests and responses made as the app's, so Express need not change them (http/app-prototypes.ts).
   const prototypes = appPrototypes();
   const server = http.createServer({
@@ -67,9 +70,8 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     // How often Node looks for requests past those timeouts.
     connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs / 2),
   });
-  const gate = requestGate(server);
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
   server.on('clientError', answerUnparsableRequest);
-  await listen(server, config);
 
   const steps: { close(): Promise<void> }[] = [];
   const abort = async (error: unknown): Promise<never> => {
@@ -90,8 +92,13 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       ? [maskUrlPassword(config.databaseUrl), 'DATABASE_URL']
       : [`the embedded database in ${config.embeddedDbDir}`, 'EMBEDDED_DB_DIR'];
     const reason = error instanceof DatabaseUnavailableError ? ((error.cause as Error)?.message ?? error.message) : (error as Error).message;
-    return abort(new StartupError(`Cannot connect to ${where}: ${reason}. Check ${setting} in .env.`));
+    // PgBouncer refuses the session settings the pool sends when it connects directly.
+    const pooler = /unsupported startup parameter/.test(reason) && !config.databaseDirectUrl
+      ? ' DATABASE_URL looks like a pooler (PgBouncer): set DATABASE_DIRECT_URL to PostgreSQL itself as well (docs/deploy.md).'
+      : '';
+    return abort(new StartupError(`Cannot connect to ${where}: ${reason}. Check ${setting} in .env.${pooler}`));
   }
+  if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger);
 
   try {
     const report = await migrate(db, path.join(projectDir, 'migrations'));
@@ -99,6 +106,10 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     // From here on, requests act as the role row-level security applies to (db/scope.ts).
     await actAsAppRole(db);
   } catch (error) {
+    if (error instanceof DatabaseUnavailableError && config.databaseDirectUrl) {
+      const reason = (error.cause as Error)?.message ?? error.message;
+      return abort(new StartupError(`Cannot connect to ${maskUrlPassword(config.databaseDirectUrl)} (the migrations' connection): ${reason}. Check DATABASE_DIRECT_URL in .env.`));
+    }
     return abort(new StartupError((error as Error).message));
   }
 
@@ -112,10 +123,26 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
 
   // Every instance runs a worker: whichever claims a message first sends it (outbox/outbox.ts).
   const outbox = createOutbox({ db, logger, settings: config.outbox, channels: [mailChannel(config.mail, { ...config, logger })] });
-  const transactions = serviceTransactions(db, config);
-  const app = createApp({ config, db, logger, rateLimits, outbox, transactions });
+  // Loaded only when asked for: without METRICS_TOKEN, prom-client is never imported, and without
+  // the OTEL_* variables, nothing of OpenTelemetry.
+  const metrics = config.metricsToken
+    ? (await import('./observability/metrics.js')).createMetrics({ token: config.metricsToken, db, rateLimits, outbox })
+    : undefined;
+  const tracing = config.tracing
+    ? await (await import('./observability/tracing.js')).startTracing(config.tracing, { projectDir, databaseUrl: config.databaseUrl })
+    : undefined;
+  if (tracing) steps.push({ close: () => tracing.shutdown() });
+  const appDb = tracing ? tracing.traced(db) : db;
+  const transactions = serviceTransactions(appDb, config);
+  const app = createApp({ config, db: appDb, logger, rateLimits, outbox, transactions, metrics, tracing });
   prototypes.adopt(app);
-  gate.open(app);
+  const gate = requestGate(server, app);
+  try {
+    await listen(server, config);
+  } catch (error) {
+    // Taken since the check at the start (another process was quicker).
+    return abort(error);
+  }
   outbox.start();
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;
@@ -131,28 +158,76 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
         logger.info({ drainMs: config.shutdownDrainMs }, 'draining: /ready answers 503, requests are still served');
         await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
       }
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // From now on nothing new is served: requests on kept-alive connections get a 503 with
-      // `Connection: close`, answers in flight are sent with it, idle connections are closed.
+      // New connections are refused from now on (a proxy tries another instance, even for a POST).
+      const closed = stopListening(server);
+      // What arrives on a connection already open is served, with `Connection: close`, as are the
+      // answers in flight: refusing it with a 503 would fail a proxy's POST, which it cannot retry.
       gate.close();
-      logger.info('shutting down: finishing the requests in flight, refusing new ones');
-      server.closeIdleConnections();
+      logger.info('shutting down: finishing the requests in flight, refusing new connections');
+      // Closing an idle kept-alive connection races with a proxy sending its next request on it
+      // (nginx answers that request 502). After a drain, a proxy that reuses one gets it served
+      // and closed, and a proxy that tried a new one was refused and has stopped sending here; so
+      // the idle ones left after a moment are closed then. Without a drain, at once.
+      const idleGrace = setTimeout(() => server.closeIdleConnections(), config.shutdownDrainMs > 0 ? idleGraceMs : 0);
       const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
       deadline.unref();
       await closed;
+      clearTimeout(idleGrace);
       clearTimeout(deadline);
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
       await outbox.stop();
       await transactions.close();
       await rateLimits.close();
       await db.close();
+      await tracing?.shutdown();
     })());
 
   return { url, config, db, server, outbox, stop };
 }
 
+/**
+ * Through a pooler the backend cannot ask for a statement timeout per connection: PostgreSQL's own
+ * setting for the role or database applies. Without one a runaway statement holds a server
+ * connection until it ends (the read deadline frees the backend, not the server).
+ */
+async function warnWithoutStatementTimeout(db: Database, logger: Logger): Promise<void> {
+  const { rows } = await db.query<{ statement_timeout: string }>('SHOW statement_timeout');
+  if (rows[0]?.statement_timeout === '0') {
+    logger.warn(
+      'DATABASE_URL goes through a pooler, and PostgreSQL has no statement_timeout for this role or database: ' +
+        "set one there (ALTER ROLE <user> SET statement_timeout = '5s'; docs/deploy.md).",
+    );
+  }
+}
+
+/** After a drain, how long idle kept-alive connections stay open once new ones are refused (see stop()). */
+const idleGraceMs = 1000;
+
+/**
+ * Stops accepting connections and resolves once every open one has closed. Node's own
+ * `server.close()` also closes idle kept-alive connections at once, which is what stop() must
+ * not do yet; `net.Server`'s close leaves them, and so does not stop Node's timer for request
+ * timeouts, which is cleared once the connections are gone.
+ */
+function stopListening(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    net.Server.prototype.close.call(server, () => {
+      // The listener is closed already: this only clears that timer (and reports "not running").
+      server.close(() => resolve());
+    });
+  });
+}
+
+/** Fails the start at once, naming the port, when another process listens on it (checked before the database is opened). */
+async function portIsFree(config: Config): Promise<void> {
+  if (config.port === 0) return;
+  const probe = net.createServer();
+  await listen(probe, config);
+  await new Promise((resolve) => probe.close(resolve));
+}
+
 /** Binds the port, or explains in one line why it cannot. */
-function listen(server: http.Server, config: Config): Promise<void> {
+function listen(server: net.Server, config: Config): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       const where = `${config.host}:${config.port}`;
@@ -195,9 +270,9 @@ function answerUnparsableRequest(error: NodeJS.ErrnoException, socket: Duplex): 
 type Connection = Duplex & { _httpMessage?: http.ServerResponse | null };
 
 /**
- * What stands before the app: while starting and once stopping, every request gets a 503 (and,
- * when stopping, `Connection: close`, so keep-alive clients go elsewhere); in between, the app.
- * While draining (after SIGTERM, before stopping), only /ready gets the 503.
+ * What stands before the app. While draining (after SIGTERM, before stopping), /ready answers 503;
+ * once stopping, every answer carries `Connection: close`, so each open connection serves at most
+ * one more request and closes.
  *
  * Stopping also closes the connections of the answers in flight, once each is sent. They are found
  * through the open connections, not by keeping every response in a set: a set that each request
@@ -205,35 +280,28 @@ type Connection = Duplex & { _httpMessage?: http.ServerResponse | null };
  * spent a large part of each request's CPU time copying them (bench/README.md, "Requests born
  * with the app's prototypes").
  */
-function requestGate(server: http.Server) {
-  let app: ((req: http.IncomingMessage, res: http.ServerResponse) => void) | undefined;
+function requestGate(server: http.Server, app: (req: http.IncomingMessage, res: http.ServerResponse) => void) {
   let closed = false;
   let draining = false;
   const connections = new Set<Socket>();
-
-  const unavailable = (res: http.ServerResponse, message: string) => {
-    res.statusCode = 503;
-    res.setHeader('content-type', 'application/json; charset=utf-8');
-    res.setHeader('retry-after', '1');
-    if (closed) res.setHeader('connection', 'close');
-    res.end(JSON.stringify({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message } }));
-  };
 
   server.on('connection', (socket: Socket) => {
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
   });
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (closed) return unavailable(res, 'The server is shutting down; try again');
-    if (!app) return unavailable(res, 'The server is starting; try again in a moment');
-    if (draining && (req.url === '/ready' || req.url?.startsWith('/ready?'))) return unavailable(res, 'The server is shutting down; send requests elsewhere');
+    if (closed) res.setHeader('connection', 'close');
+    if (draining && (req.url === '/ready' || req.url?.startsWith('/ready?'))) {
+      res.statusCode = 503;
+      res.setHeader('content-type', 'application/json; charset=utf-8');
+      res.setHeader('retry-after', '1');
+      res.end(JSON.stringify({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'The server is shutting down; send requests elsewhere' } }));
+      return;
+    }
     app(req, res);
   });
 
   return {
-    open(handler: (req: http.IncomingMessage, res: http.ServerResponse) => void) {
-      app = handler;
-    },
     /** /ready answers 503 from now on; every other request is still the app's. */
     drain() {
       draining = true;

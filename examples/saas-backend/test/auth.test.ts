@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, databaseKinds, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
+import { apiClient, pooledDatabaseKinds, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
 import { sha256 } from './support/secrets.js';
 
 const password = 'correct horse battery';
 
-describe.each(databaseKinds)('sign-up, sign-in and sessions on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('sign-up, sign-in and sessions on the %s database', (kind) => {
   let backend: TestBackend;
   let anonymous: Api;
   const count = async (table: string, where = 'true', params: unknown[] = []) =>

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, databaseKinds, invitationTokenFor, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { apiClient, pooledDatabaseKinds, invitationTokenFor, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
  * Nobody joins an organization without consent: an owner's POST /members (or POST /Users) is an
@@ -8,7 +8,7 @@ import { apiClient, databaseKinds, invitationTokenFor, serviceApiKey, signUp, st
  * address has an account, never carries the secret, and before accepting the invitee is invisible
  * to the inviter.
  */
-describe.each(databaseKinds)('invitations and consent on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('invitations and consent on the %s database', (kind) => {
   let backend: TestBackend;
   let counter = 0;
   // Addresses of one length, so that answers for different addresses can be compared byte for byte.

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertStatement, updateStatement } from '../src/db/sql.js';
-import { databaseKinds, postgresAdminUrl, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
+import { pooledDatabaseKinds, postgresAdminUrl, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
 
-describe.each(databaseKinds)('generic routes on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('generic routes on the %s database', (kind) => {
   let backend: TestBackend;
   let api: Api;
   let org: string;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addMember,
   apiClient,
-  databaseKinds,
+  pooledDatabaseKinds,
   invitationTokenFor,
   serviceApiKey,
   signUp,
@@ -21,7 +21,7 @@ import { tokenOf } from './support/mailbox.js';
 const password = 'correct horse battery';
 const newPassword = 'a brand new password';
 
-describe.each(databaseKinds)('identity flows on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('identity flows on the %s database', (kind) => {
   let backend: TestBackend;
   let counter = 0;
   // Addresses of one length, so that answers for different addresses can be compared byte for byte.

@@ -3,7 +3,7 @@ import { projectListSpec, projectRepository } from '../src/generated/Project/pro
 import { taskListSpec, taskRepository } from '../src/generated/Task/task.repository.js';
 import { withScope } from '../src/db/scope.js';
 import { parseListQuery } from '../src/http/list-query.js';
-import { databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { pooledDatabaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
  * The routes send the JSON PostgreSQL writes for Project and Task reads (listJson, findJsonById).
@@ -43,7 +43,7 @@ const awkwardTimestamps: [stored: string, answered: string | null][] = [
   ['-infinity', null],
 ];
 
-describe.each(databaseKinds)('JSON written by PostgreSQL, %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('JSON written by PostgreSQL, %s database', (kind) => {
   let backend: TestBackend;
   let ada: SignedUp;
   let projectId: string;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKinds, serviceApiKey, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
+import { pooledDatabaseKinds, serviceApiKey, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
 
-describe.each(databaseKinds)('list queries on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('list queries on the %s database', (kind) => {
   let backend: TestBackend;
   let api: Api;
   let org: string;
@@ -148,7 +148,7 @@ describe.each(databaseKinds)('list queries on the %s database', (kind) => {
   });
 });
 
-describe.each(databaseKinds)('field filters on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('field filters on the %s database', (kind) => {
   let backend: TestBackend;
   let api: Api;
   let org: string;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { apiClient, createThrowawayDatabase, databaseKinds, postgresAdminUrl, signUp, startBackend, type TestBackend } from './support/backend.js';
+import { apiClient, createThrowawayDatabase, pooledDatabaseKinds, postgresAdminUrl, signUp, startBackend, type TestBackend } from './support/backend.js';
 import { faultProxy, type FaultProxy } from './support/fault-proxy.js';
 import { startMailbox, type Mailbox } from './support/mailbox.js';
 import { spawnBackend } from './support/process.js';
@@ -33,7 +33,7 @@ async function expectOneResetEach(mailbox: Mailbox, addresses: string[], timeout
   await expect.poll(resets, { timeout, interval: 100 }).toEqual(addresses.map(() => 1));
 }
 
-describe.each(databaseKinds)('the mail outbox on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('the mail outbox on the %s database', (kind) => {
   let mailbox: Mailbox;
   let proxy: FaultProxy;
   let backend: TestBackend;

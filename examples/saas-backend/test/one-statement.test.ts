@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { perRequest, type WireCounter } from '../../../bench/lib/pg-wire-counter.mjs';
-import { addMember, apiClient, databaseKinds, serviceApiKey, signUp, startBackend, startCountedBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, databaseKinds, pooledDatabaseKinds, serviceApiKey, signUp, startBackend, startCountedBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
  * A read of your own tenant-scoped entities checks its caller in its own statement
@@ -13,7 +13,7 @@ import { addMember, apiClient, databaseKinds, serviceApiKey, signUp, startBacken
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
-describe.each(databaseKinds)('reads that check their caller in their own statement, %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('reads that check their caller in their own statement, %s database', (kind) => {
   let backend: TestBackend;
   let ada: SignedUp;
   let bob: SignedUp;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addMember,
   apiClient,
-  databaseKinds,
+  pooledDatabaseKinds,
   invitationTokenFor,
   serviceApiKey,
   signUp,
@@ -20,7 +20,7 @@ const sorted = (values: string[]) => [...values].sort();
 // Each test builds its own organization (owner, admin, member) so that what one test changes
 // cannot decide another's outcome. Everyone acts with a Bearer token; the team's clients send the
 // team organization's id unless a request says otherwise (`organizationId: ''` sends none).
-describe.each(databaseKinds)('roles and the auth entities on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('roles and the auth entities on the %s database', (kind) => {
   let backend: TestBackend;
   let outsider: SignedUp;
   let counter = 0;

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   apiClient,
-  databaseKinds,
+  pooledDatabaseKinds,
   serviceApiKey,
   signUp,
   startBackend,
@@ -28,7 +28,7 @@ const inOneDay = () => new Date(Date.now() + 24 * 60 * 60 * 1000).toISOString();
 // The trusted server's API (`Authorization: Bearer <SERVICE_API_KEY>`), which a Better Auth
 // database adapter uses: `where` filters with Better Auth's operators, sort by any field, offset
 // paging, counts, update-many and delete-many, secrets and timestamps. None of it for a user.
-describe.each(databaseKinds)('the service API on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('the service API on the %s database', (kind) => {
   let backend: TestBackend;
   let service: Api;
   let person: SignedUp;

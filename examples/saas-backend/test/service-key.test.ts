@@ -3,7 +3,7 @@ import bcrypt from 'bcrypt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   apiClient,
-  databaseKinds,
+  pooledDatabaseKinds,
   serviceApiKey,
   signUp,
   startBackend,
@@ -19,7 +19,7 @@ const inOneDay = () => new Date(Date.now() + 24 * 60 * 60 * 1000).toISOString();
 // full CRUD on User, account, session and verification, ids of its own choosing, and the secret
 // columns (password hashes, tokens) read and written as they are: an adapter needs them. It is not
 // a member of any organization. (Filters, writes by filter and /members: service-api.test.ts.)
-describe.each(databaseKinds)('the service key on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('the service key on the %s database', (kind) => {
   let backend: TestBackend;
   let service: Api;
   let anonymous: Api;

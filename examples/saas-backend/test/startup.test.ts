@@ -7,7 +7,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createThrowawayDatabase, postgresAdminUrl, projectDir, signUp } from './support/backend.js';
-import { spawnBackend } from './support/process.js';
+import { accepts, freePort, spawnBackend } from './support/process.js';
 
 const migrationFiles = fs.readdirSync(path.resolve(import.meta.dirname, '../migrations')).filter((name) => name.endsWith('.sql'));
 
@@ -222,7 +222,7 @@ describe('SIGTERM', () => {
     });
   }
 
-  it('serves nothing new after the signal, even on kept-alive connections, finishes what is in flight and exits 0', async () => {
+  it('refuses new connections after the signal, serves what arrives on open ones with Connection: close, finishes what is in flight and exits 0', async () => {
     // bcrypt at cost 12 keeps a sign-up in flight for a while.
     const backend = spawnBackend({ EMBEDDED_DB_DIR: 'memory://', BCRYPT_COST: '12' });
     const url = new URL(await backend.listening);
@@ -247,23 +247,64 @@ describe('SIGTERM', () => {
     backend.child.kill('SIGTERM');
     while (!backend.output().includes('shutting down')) await new Promise((resolve) => setTimeout(resolve, 10));
 
-    // After the signal, on the kept-alive connections: a 503 that closes the connection, or no connection at all.
+    // After the signal, without a drain: the idle kept-alive connections are closed and new ones
+    // refused; a request that still reached an open connection is served, and its connection closed.
     const after = await Promise.all(
       Array.from({ length: 8 }, (_, n) => send(agent, url, { method: 'POST', path: '/Projects', headers: authorized, body: JSON.stringify({ name: `After ${n}` }) })),
     );
     for (const result of after) {
-      if (result.status !== undefined) {
-        expect(result.status).toBe(503);
-        expect(result.connection).toBe('close');
-      } else {
-        expect(['ECONNRESET', 'ECONNREFUSED', 'EPIPE']).toContain(result.error);
-      }
+      if (result.status !== undefined) expect(result).toEqual({ status: 201, connection: 'close' });
+      else expect(['ECONNRESET', 'ECONNREFUSED', 'EPIPE']).toContain(result.error);
     }
+    expect(await accepts(Number(url.port))).toBe(false);
     // Answered, and told that their connections close with the answer.
     for (const result of await Promise.all(inFlight)) expect(result).toEqual({ status: 201, connection: 'close' });
     expect(await backend.exited).toBe(0);
     agent.destroy();
     inFlightAgent.destroy();
+  });
+
+  it('after a drain, refuses new connections but serves a request on a kept-alive one (Connection: close), and closes the idle ones a moment later', async () => {
+    const backend = spawnBackend({ EMBEDDED_DB_DIR: 'memory://', SHUTDOWN_DRAIN_MS: '300' });
+    const url = new URL(await backend.listening);
+    const owner = await signUp(url.origin, 'kept-alive@example.com');
+    const authorized = { authorization: `Bearer ${owner.token}`, 'x-organization-id': owner.organizationId, 'content-type': 'application/json' };
+    // Two kept-alive connections, as a proxy keeps them to each instance.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 2 });
+    await Promise.all(Array.from({ length: 2 }, () => send(agent, url, { method: 'GET', path: '/Projects', headers: authorized })));
+    const idle = [...(agent.freeSockets[`${url.hostname}:${url.port}:`] ?? [])];
+    expect(idle).toHaveLength(2);
+    const closedAt = idle.map((socket) => new Promise<number>((resolve) => socket.once('close', () => resolve(performance.now()))));
+
+    backend.child.kill('SIGTERM');
+    while (!backend.output().includes('shutting down')) await new Promise((resolve) => setTimeout(resolve, 10));
+    const stoppedAt = performance.now();
+    // New connections are refused (a proxy tries another instance, even for a POST) ...
+    expect(await accepts(Number(url.port))).toBe(false);
+    // ... while a POST on a connection that was idle is served, not refused with a 503.
+    const created = await send(agent, url, { method: 'POST', path: '/Projects', headers: authorized, body: JSON.stringify({ name: 'On a kept-alive connection' }) });
+    expect(created).toEqual({ status: 201, connection: 'close' });
+    // The other idle connection is closed by the server about a second after it stopped listening.
+    const lastClosed = Math.max(...(await Promise.all(closedAt)));
+    expect(lastClosed - stoppedAt).toBeGreaterThan(500);
+    expect(await backend.exited).toBe(0);
+    agent.destroy();
+  });
+
+  it('refuses connections until it is ready, then answers at once (never a 503 while starting)', async () => {
+    const port = await freePort();
+    const backend = spawnBackend({ EMBEDDED_DB_DIR: 'memory://', PORT: String(port) });
+    let refused = 0;
+    while (!(await accepts(port))) {
+      refused++;
+      expect(backend.child.exitCode).toBeNull();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The embedded database takes a moment to open and migrate, during which nothing listened.
+    expect(refused).toBeGreaterThan(0);
+    expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).toBe(200);
+    backend.child.kill('SIGTERM');
+    expect(await backend.exited).toBe(0);
   });
 
   it('drains first: /ready answers 503 for SHUTDOWN_DRAIN_MS while every other request is still served, then stops', async () => {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { pooledDatabaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 // Two tenants: Alice owns organization A, Bob owns organization B. Each acts with their own
 // session; "wrong organization" is Bob naming A's id, "another organization's record" is Bob
 // naming one of A's ids while acting in B.
-describe.each(databaseKinds)('tenant isolation on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('tenant isolation on the %s database', (kind) => {
   let backend: TestBackend;
   let alice: SignedUp;
   let bob: SignedUp;

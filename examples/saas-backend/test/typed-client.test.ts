@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthstrapError, createAuthstrapClient, type AuthstrapClient, type Project } from '../client/authstrap-client.js';
-import { allowedOrigin, databaseKinds, startBackend, type TestBackend } from './support/backend.js';
+import { allowedOrigin, pooledDatabaseKinds, startBackend, type TestBackend } from './support/backend.js';
 import { tokenOf } from './support/mailbox.js';
 
 // The typed client that `authstrap generate` writes to client/authstrap-client.ts, against the
@@ -42,7 +42,7 @@ function browserFetch(jar: Map<string, string>, origin: string): typeof fetch {
   };
 }
 
-describe.each(databaseKinds)('the generated typed client on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('the generated typed client on the %s database', (kind) => {
   let backend: TestBackend;
   /** Ada, signed in with her token, acting in her personal organization. */
   let ada: AuthstrapClient;

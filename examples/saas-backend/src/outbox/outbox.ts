@@ -61,6 +61,10 @@ export interface Outbox {
   start(): void;
   /** Stops polling and waits for the deliveries in hand. */
   stop(): Promise<void>;
+  /** Deliveries by this instance since it started, per channel: sent, to be retried, failed for good (for the metrics). */
+  deliveries: Map<string, { sent: number; retried: number; failed: number }>;
+  /** What waits to be sent, per channel: how many messages, and how long the oldest has waited (the outbox's lag). */
+  backlog(): Promise<{ channel: string; pending: number; oldestSeconds: number }[]>;
 }
 
 interface ClaimedRow {
@@ -82,6 +86,7 @@ export function retryDelayMs(attempt: number, retryMs: number): number {
 
 export function createOutbox({ db, channels, logger, settings }: { db: Database; channels: Channel<never>[]; logger: Logger; settings: Config['outbox'] }): Outbox {
   const byName = new Map(channels.map((channel) => [channel.name, channel as Channel<unknown>]));
+  const deliveries = new Map(channels.map((channel) => [channel.name, { sent: 0, retried: 0, failed: 0 }]));
   // Long enough that a delivery still in hand (it gives up after its timeout) is never claimed twice.
   const leaseMs = 2 * Math.max(...channels.map((channel) => channel.timeoutMs)) + 5000;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -100,8 +105,10 @@ export function createOutbox({ db, channels, logger, settings }: { db: Database;
       await channel.deliver(row.payload, { id: row.id, attempt: row.attempts });
       const kept = channel.redact ? channel.redact(row.payload) : row.payload;
       await settle(`"status" = 'sent', "sentAt" = now(), "lastError" = NULL, "payload" = $3::jsonb`, [JSON.stringify(kept)]);
+      counted(row.channel).sent++;
     } catch (error) {
       const permanent = error instanceof PermanentDeliveryError || row.attempts >= settings.maxAttempts;
+      counted(row.channel)[permanent ? 'failed' : 'retried']++;
       const reason = String((error as Error)?.message ?? error).slice(0, 1000);
       logger.warn({ outboxId: row.id, channel: row.channel, attempt: row.attempts, permanent, err: reason }, permanent ? 'outbox message failed for good' : 'outbox delivery failed; will retry');
       await settle(
@@ -109,6 +116,13 @@ export function createOutbox({ db, channels, logger, settings }: { db: Database;
         [permanent ? 'failed' : 'pending', reason, retryDelayMs(row.attempts, settings.retryMs)],
       );
     }
+  }
+
+  /** A message for a channel this backend does not have is counted under its name too. */
+  function counted(channel: string) {
+    let counts = deliveries.get(channel);
+    if (!counts) deliveries.set(channel, (counts = { sent: 0, retried: 0, failed: 0 }));
+    return counts;
   }
 
   async function prune() {
@@ -169,6 +183,14 @@ export function createOutbox({ db, channels, logger, settings }: { db: Database;
 
   return {
     enqueue,
+    deliveries,
+    async backlog() {
+      const { rows } = await db.query<{ channel: string; pending: number; oldestSeconds: number }>(
+        `SELECT "channel", count(*)::int AS "pending", extract(epoch FROM now() - min("createdAt"))::float8 AS "oldestSeconds"
+           FROM "authstrap_outbox" WHERE "status" = 'pending' GROUP BY "channel"`,
+      );
+      return rows;
+    },
     wake: () => schedule(0),
     start() {
       stopped = false;

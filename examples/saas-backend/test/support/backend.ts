@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { startWireCounter, type WireCounter } from '../../../../bench/lib/pg-wire-counter.mjs';
+import { pgbouncerBinary, startPgbouncer, type PgBouncer } from '../../../../bench/lib/pgbouncer.mjs';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startMailbox, tokenOf, type Mailbox } from './mailbox.js';
 
@@ -26,7 +28,14 @@ if (process.env.CI && !redisUrl) {
 }
 
 export const databaseKinds = ['embedded', ...(postgresAdminUrl ? ['postgres' as const] : [])] as const;
-export type DatabaseKind = (typeof databaseKinds)[number];
+
+if (process.env.CI && !pgbouncerBinary) throw new Error('CI is set but PgBouncer is not installed: .ci/run installs pgbouncer');
+/**
+ * The databases of the suites that also run through PgBouncer in transaction mode (with the
+ * settings of docs/deploy.md): those kinds, and PostgreSQL behind PgBouncer when both are at hand.
+ */
+export const pooledDatabaseKinds = [...databaseKinds, ...(postgresAdminUrl && pgbouncerBinary ? ['pgbouncer' as const] : [])] as const;
+export type DatabaseKind = (typeof pooledDatabaseKinds)[number];
 
 /** A fresh, empty PostgreSQL database; `drop` removes it again. */
 export async function createThrowawayDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
@@ -103,7 +112,9 @@ export const allowedOrigin = 'http://localhost:5173';
  * at its lowest cost and the rate limits are out of the way unless a test sets them.
  */
 export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, string> = {}): Promise<TestBackend> {
-  const database = kind === 'postgres' ? await createThrowawayDatabase() : undefined;
+  const database = kind === 'embedded' ? undefined : await createThrowawayDatabase();
+  const pgbouncer = kind === 'pgbouncer' ? await behindPgbouncer(database!.url) : undefined;
+  const capture = kind === 'postgres' && captureSqlFile ? await sqlCapture(database!.url) : undefined;
   const mailbox = await startMailbox();
   const env = {
     NODE_ENV: 'test',
@@ -117,7 +128,8 @@ export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, 
     SERVICE_API_KEY: serviceApiKey,
     AUTH_SECRET: authSecret,
     ALLOWED_ORIGINS: allowedOrigin,
-    ...(database ? { DATABASE_URL: database.url } : { EMBEDDED_DB_DIR: 'memory://' }),
+    ...(database ? { DATABASE_URL: pgbouncer?.urlFor(database.url) ?? capture?.url ?? database.url } : { EMBEDDED_DB_DIR: 'memory://' }),
+    ...(pgbouncer ? { DATABASE_DIRECT_URL: database!.url } : {}),
     SMTP_URL: mailbox.url,
     SMTP_TIMEOUT_MS: '3000',
     OUTBOX_POLL_MS: '100',
@@ -134,9 +146,54 @@ export async function startBackend(kind: DatabaseKind, extraEnv: Record<string, 
       await running.stop();
       mailboxes.delete(new URL(running.url).origin);
       await mailbox.close();
+      await capture?.close();
+      await pgbouncer?.stop();
       await database?.drop();
     },
   };
+}
+
+/**
+ * With AUTHSTRAP_TEST_CAPTURE_SQL=<file>, every statement the backends on PostgreSQL send is
+ * appended to that file (one JSON string a line), read on the wire (bench/lib/pg-wire-counter.mjs)
+ * between the backend and PostgreSQL: what docs/scaling.md checks against Citus's rules, with
+ * bench/statements.mjs.
+ */
+const captureSqlFile = process.env.AUTHSTRAP_TEST_CAPTURE_SQL;
+
+async function sqlCapture(databaseUrl: string): Promise<{ url: string; close(): Promise<void> }> {
+  const target = new URL(databaseUrl);
+  const counter = await startWireCounter({ upstreamHost: target.hostname, upstreamPort: Number(target.port || 5432) });
+  const url = new URL(databaseUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(counter.port);
+  return {
+    url: url.toString(),
+    async close() {
+      const texts = [...counter.snapshot().texts.keys()];
+      fs.appendFileSync(captureSqlFile!, texts.map((text) => `${JSON.stringify(text)}\n`).join(''));
+      await counter.close();
+    },
+  };
+}
+
+/**
+ * PgBouncer in transaction mode in front of `databaseUrl`'s server, as docs/deploy.md sets it up
+ * (the statement timeout on the database, since the backend cannot ask for one through it), but
+ * with only 3 server connections: every transaction is likely to land on a connection another
+ * client used last, which is what any session state left behind would show.
+ */
+async function behindPgbouncer(databaseUrl: string): Promise<PgBouncer> {
+  await setStatementTimeout(databaseUrl, '5s');
+  return startPgbouncer({ targetUrl: databaseUrl, settings: 'default_pool_size = 3\n' });
+}
+
+/** PostgreSQL's statement_timeout for every new session of the database at `databaseUrl` (docs/deploy.md, PgBouncer). */
+export async function setStatementTimeout(databaseUrl: string, timeout: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query(`ALTER DATABASE "${new URL(databaseUrl).pathname.slice(1)}" SET statement_timeout = '${timeout}'`);
+  await admin.end();
 }
 
 export interface ApiResponse {

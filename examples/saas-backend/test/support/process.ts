@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { projectDir } from './backend.js';
 
+export { accepts, freePort } from '../../../../bench/lib/loopback.mjs';
+
 export interface BackendProcess {
   child: ChildProcess;
   output(): string;
@@ -11,10 +13,10 @@ export interface BackendProcess {
 
 /**
  * Runs the example (or a copy of it in `cwd`) as `npm start` does (`node --import tsx
- * src/index.ts`), in its own process.
+ * src/index.ts`), in its own process, with `nodeArgs` before those.
  */
-export function spawnBackend(env: Record<string, string>, cwd = projectDir): BackendProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
+export function spawnBackend(env: Record<string, string>, cwd = projectDir, nodeArgs: string[] = []): BackendProcess {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/index.ts'], {
     cwd,
     env: { PATH: process.env.PATH, NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', BCRYPT_COST: '4', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

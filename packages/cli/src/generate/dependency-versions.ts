@@ -7,6 +7,15 @@ import { version } from '../version.js';
 export const backendDependencies = {
   '@asteasolutions/zod-to-openapi': '^9.1.0',
   '@electric-sql/pglite': '^0.5.16',
+  // Traces, only loaded when OTEL_* turns them on (src/observability/tracing.ts). The 2.x SDK and
+  // the 0.223 exporters are the last to support Node 20 (3.x and 0.300 need Node 22); the SDK
+  // accepts the API below 1.10.
+  '@opentelemetry/api': '~1.9.0',
+  '@opentelemetry/core': '^2.12.1',
+  '@opentelemetry/exporter-trace-otlp-http': '~0.223.1',
+  '@opentelemetry/exporter-trace-otlp-proto': '~0.223.1',
+  '@opentelemetry/resources': '^2.12.1',
+  '@opentelemetry/sdk-trace-base': '^2.12.1',
   bcrypt: '^6.0.0',
   cors: '^2.8.5',
   express: '^5.2.1',
@@ -16,6 +25,8 @@ export const backendDependencies = {
   nodemailer: '^8.0.9',
   pg: '^8.16.3',
   pino: '^10.1.0',
+  // Prometheus metrics (src/observability/metrics.ts), served when METRICS_TOKEN is set.
+  'prom-client': '^15.1.3',
   'rate-limit-redis': '^6.0.1',
   redis: '^5.9.0',
   'swagger-ui-express': '^5.0.1',

@@ -40,7 +40,10 @@ export interface Database extends Queryable {
   pipeline(statements: Statement[]): Promise<PipelineOutcome>;
   /** Opens a transaction that stays open across several calls until `commit` or `rollback` (see `OpenTransaction`). */
   begin(): Promise<OpenTransaction>;
-  /** Runs `work` on one dedicated connection, as the user of DATABASE_URL (migrations; session-level locks). */
+  /**
+   * Runs `work` on one dedicated connection, to PostgreSQL itself (DATABASE_DIRECT_URL), as its user:
+   * migrations, session-level locks.
+   */
   withConnection<T>(work: (connection: Queryable & { exec(script: string): Promise<void> }) => Promise<T>): Promise<T>;
   /**
    * From now on every statement of the pool acts as `role` (row-level security applies to it).
@@ -53,7 +56,20 @@ export interface Database extends Queryable {
    * `authstrap_app` itself (production, db/scope.ts) has no such user, and sees no tenant rows here.
    */
   asOwner<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** The connection pool now (PostgreSQL only; the embedded database is one connection), for the metrics. */
+  poolStats?(): PoolStats;
   close(): Promise<void>;
+}
+
+export interface PoolStats {
+  max: number;
+  /** Connections open, and of those the ones not in use. */
+  total: number;
+  idle: number;
+  /** Statements and transactions waiting for a connection now. */
+  waiting: number;
+  /** How many of them had to wait since the pool opened. */
+  waits: number;
 }
 
 /** What asOwner runs first: back to the login user, with the maintenance policies' setting on. */
@@ -88,15 +104,33 @@ export const hasSqlState = (error: unknown): error is { code: string; detail?: s
   typeof (error as { code?: unknown })?.code === 'string' && /^(?!E[A-Z]{4}$)[0-9A-Z]{5}$/.test((error as { code: string }).code);
 
 /** Driver errors without a SQLSTATE (timeouts, "Connection terminated unexpectedly", refused connections). */
-const asUnavailable = (error: unknown): unknown => (hasSqlState(error) ? error : new DatabaseUnavailableError(error));
+const asUnavailable = (error: unknown): unknown => {
+  countTimeout(error);
+  return hasSqlState(error) ? error : new DatabaseUnavailableError(error);
+};
+
+/**
+ * Waits on PostgreSQL that ran out, since the process started, for the metrics: getting a
+ * connection (DATABASE_CONNECT_TIMEOUT_MS), a statement the server cancelled (its
+ * statement_timeout), an answer that never came (the read deadline below).
+ */
+export const databaseTimeouts = { connect: 0, statement: 0, read: 0 };
+
+function countTimeout(error: unknown): void {
+  if (hasSqlState(error)) {
+    if (error.code === '57014') databaseTimeouts.statement++;
+  } else if (/timeout exceeded when trying to connect|due to connection timeout/.test(String((error as Error)?.message))) {
+    databaseTimeouts.connect++;
+  }
+}
 
 export type DatabaseSettings = Pick<Config, 'databaseUrl' | 'embeddedDbDir' | 'projectDir' | 'databaseTimeouts'> &
-  Partial<Pick<Config, 'databasePreparedStatements'>>;
+  Partial<Pick<Config, 'databasePreparedStatements' | 'databaseDirectUrl'>>;
 
 export async function openDatabase(config: DatabaseSettings): Promise<Database> {
   if (config.databaseUrl) {
     const statements = config.databasePreparedStatements === false ? unprepared : preparedStatementNames();
-    return openPostgres(config.databaseUrl, config.databaseTimeouts, statements);
+    return openPostgres(postgresTargets(config.databaseUrl, config.databaseDirectUrl), config.databaseTimeouts, statements);
   }
   const dataDir =
     config.embeddedDbDir === 'memory://' ? 'memory://' : path.resolve(config.projectDir, config.embeddedDbDir);
@@ -155,36 +189,75 @@ const unprepared: StatementNames = { nameFor: () => undefined, forget: () => {} 
 const isStalePlan = (error: unknown) =>
   hasSqlState(error) && error.code === '0A000' && /cached plan must not change result type/.test(String((error as { message?: unknown }).message));
 
-function openPostgres(connectionString: string, timeouts: Config['databaseTimeouts'], statements: StatementNames): Database {
+/**
+ * Where the connections go. `pooled` serves the requests; `direct` is the one connection that
+ * holds session state (the migrations' advisory lock). They are the same server unless
+ * DATABASE_URL is a pooler in transaction mode (PgBouncer), which hands each transaction to any of
+ * its server connections: then DATABASE_DIRECT_URL is PostgreSQL itself, and the pooled
+ * connections carry no session settings (the pooler refuses them at connect time).
+ */
+export interface PostgresTargets {
+  pooled: string;
+  direct: string;
+  throughPooler: boolean;
+}
+
+export function postgresTargets(databaseUrl: string, directUrl: string | undefined): PostgresTargets {
+  return { pooled: databaseUrl, direct: directUrl ?? databaseUrl, throughPooler: directUrl !== undefined };
+}
+
+/**
+ * The server-side bounds each pooled connection asks for when it connects. Through a pooler they
+ * are the database's or the role's own settings instead (`ALTER ROLE ... SET statement_timeout`,
+ * docs/deploy.md), and the read deadline below still ends a wait that never ends.
+ */
+function sessionTimeouts(targets: PostgresTargets, timeouts: Config['databaseTimeouts']) {
+  if (targets.throughPooler) return {};
+  return { statement_timeout: timeouts.queryMs, idle_in_transaction_session_timeout: timeouts.queryMs * 2 };
+}
+
+const poolSize = 10;
+
+/**
+ * How a pooled connection comes to act as the app role (actAs). Directly to PostgreSQL, as it is
+ * made: a startup parameter rather than a SET ROLE after connecting, so that no connection is
+ * ever handed out before it acts as the role, and one that cannot is an error, not a connection
+ * that silently acts as its login user. Through a pooler, which refuses startup parameters and
+ * hands each transaction to any server connection, in every transaction: each statement runs
+ * behind this one, in the same round trip (db/pipeline.ts).
+ */
+const roleStatement = (role: string): Statement => ({ text: `SELECT set_config('role', $1, true)`, params: [role] });
+
+function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeouts'], statements: StatementNames): Database {
   /** The role every pooled connection acts as, from its first statement on (actAs). */
   let role: string | undefined;
+  /** Through a pooler: the statement in front of every transaction that switches to `role`. */
+  let switchRole: Statement | undefined;
   let pool: pg.Pool | undefined;
   let deadlines: ReturnType<typeof readDeadlines>;
+  let waits: ReturnType<typeof countWaits>;
   // Made at the first statement, so that actAs (at startup, after the migrations) comes first.
   const poolOf = (): pg.Pool => {
     if (pool) return pool;
     pool = new pg.Pool({
-      connectionString,
-      max: 10,
+      connectionString: targets.pooled,
+      max: poolSize,
       idleTimeoutMillis: 30_000,
       types: typeParsers,
       keepAlive: true,
-      // A startup parameter rather than a SET ROLE after connecting: no connection is ever handed
-      // out before it acts as the role, and one that cannot is an error, not a connection that
-      // silently acts as its login user.
-      ...(role ? { options: `-c role=${role}` } : {}),
+      ...(role && !targets.throughPooler ? { options: `-c role=${role}` } : {}),
       // Every wait is bounded, so a stalled or failing-over PostgreSQL gives 503s, never hung requests:
       // getting a connection (from the pool or a new one) ...
       connectionTimeoutMillis: timeouts.connectMs,
       // ... a statement PostgreSQL runs too long (it cancels it: a 503; pool.query then replaces that connection) ...
-      statement_timeout: timeouts.queryMs,
-      idle_in_transaction_session_timeout: timeouts.queryMs * 2,
+      ...sessionTimeouts(targets, timeouts),
       // ... and an answer that never arrives (the server or the network stopped): readDeadlines below.
     });
     // An idle client losing its connection must not crash the process; the next query reconnects.
     pool.on('error', () => {});
     // A little longer than the statement timeout, so that a merely slow statement is cancelled by the server first.
     deadlines = readDeadlines(pool, timeouts.queryMs + 250);
+    waits = countWaits(pool);
     return pool;
   };
   const toResult = <Row>(result: pg.QueryResult): QueryResult<Row> => ({
@@ -232,6 +305,7 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
     };
     try {
       await run('BEGIN');
+      if (switchRole) await run(switchRole.text, switchRole.params);
       if (first) await run(first);
       const result = await work({ query: run });
       await run('COMMIT');
@@ -246,9 +320,40 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
     }
   }
 
+  /** Statements in one round trip and one transaction (db/pipeline.ts), behind the role switch when there is one. */
+  async function pipelined(sent: Statement[]): Promise<PipelineOutcome> {
+    const all = switchRole ? [switchRole, ...sent] : sent;
+    const { client, breaks, release } = await checkOut();
+    try {
+      const run = () => {
+        deadlines.statementStarts(client);
+        return runPipeline(client, all.map(({ text, params }) => ({ text, values: params, name: statements.nameFor(text) })), typeParsers);
+      };
+      let outcome = await run();
+      // Nothing was kept (the transaction failed), so a statement whose plan went stale may run again.
+      if (isStalePlan(outcome.error)) {
+        for (const { text } of all) statements.forget(text);
+        outcome = await run();
+      }
+      if (outcome.error !== undefined && !hasSqlState(outcome.error)) throw outcome.error;
+      const results = outcome.results.slice(switchRole ? 1 : 0).map((result) => toResult<Record<string, unknown>>(result));
+      return outcome.error !== undefined ? { results, error: outcome.error } : { results };
+    } catch (error) {
+      breaks(error);
+      throw asUnavailable(error);
+    } finally {
+      release();
+    }
+  }
+
   return {
     kind: 'postgres',
-    async query<Row>(text: string, params?: unknown[]) {
+    async query<Row>(text: string, params: unknown[] = []) {
+      if (switchRole) {
+        const outcome = await pipelined([{ text, params }]);
+        if (outcome.error !== undefined) throw outcome.error;
+        return outcome.results[0] as QueryResult<Row>;
+      }
       // pool.query drops a client that failed, so a timed-out connection is not reused.
       const run = () => poolOf().query({ text, values: params, name: statements.nameFor(text) });
       const result = await run()
@@ -261,33 +366,13 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
       return toResult<Row>(result);
     },
     transaction: (work) => inTransaction(work),
-    async pipeline(pipelined) {
-      const { client, breaks, release } = await checkOut();
-      try {
-        const run = () => {
-          deadlines.statementStarts(client);
-          return runPipeline(client, pipelined.map(({ text, params }) => ({ text, values: params, name: statements.nameFor(text) })), typeParsers);
-        };
-        let outcome = await run();
-        // Nothing was kept (the transaction failed), so a statement whose plan went stale may run again.
-        if (isStalePlan(outcome.error)) {
-          for (const { text } of pipelined) statements.forget(text);
-          outcome = await run();
-        }
-        if (outcome.error !== undefined && !hasSqlState(outcome.error)) throw outcome.error;
-        return { results: outcome.results.map((result) => toResult<Record<string, unknown>>(result)), ...(outcome.error !== undefined ? { error: outcome.error } : {}) };
-      } catch (error) {
-        breaks(error);
-        throw asUnavailable(error);
-      } finally {
-        release();
-      }
-    },
-    begin: () => beginHeldTransaction(poolOf(), deadlines, statements),
+    pipeline: pipelined,
+    begin: () => beginHeldTransaction(poolOf(), deadlines, statements, switchRole),
     async withConnection(work) {
       // Migrations may run longer than a request's statement timeout: a connection of their own,
-      // with the connect timeout but without the statement and read timeouts.
-      const client = new pg.Client({ connectionString, types: typeParsers, connectionTimeoutMillis: timeouts.connectMs, keepAlive: true });
+      // with the connect timeout but without the statement and read timeouts, to PostgreSQL
+      // itself (their advisory lock is the session's, which a pooler would not keep).
+      const client = new pg.Client({ connectionString: targets.direct, types: typeParsers, connectionTimeoutMillis: timeouts.connectMs, keepAlive: true });
       await client.connect().catch((error) => Promise.reject(asUnavailable(error)));
       client.on('error', () => {});
       try {
@@ -304,12 +389,30 @@ function openPostgres(connectionString: string, timeouts: Config['databaseTimeou
     async actAs(appRole) {
       if (pool) throw new Error('actAs must come before the first pooled statement');
       role = appRole;
+      if (targets.throughPooler) switchRole = roleStatement(appRole);
     },
     asOwner: (work) => inTransaction(work, ownerSettings),
+    poolStats: () => ({ max: poolSize, total: pool?.totalCount ?? 0, idle: pool?.idleCount ?? 0, waiting: pool?.waitingCount ?? 0, waits: waits?.count ?? 0 }),
     close: async () => {
       await pool?.end();
     },
   };
+}
+
+/**
+ * Counts the requests for a connection that must wait for one to be released: the pool is at its
+ * size, and the idle connections are all spoken for by requests queued before (pg's pool hands
+ * them out on the next tick). pg's pool says how many wait now, not how many waited. While the
+ * pool is still growing, a request that ends up waiting for a new connection is not counted.
+ */
+function countWaits(pool: pg.Pool) {
+  const counted = { count: 0 };
+  const connect = pool.connect.bind(pool) as (callback?: unknown) => unknown;
+  pool.connect = ((callback?: unknown) => {
+    if (pool.totalCount >= poolSize && pool.waitingCount >= pool.idleCount) counted.count++;
+    return connect(callback);
+  }) as typeof pool.connect;
+  return counted;
 }
 
 /**
@@ -329,7 +432,9 @@ function readDeadlines(pool: pg.Pool, limitMs: number) {
       // It fires `limitMs` after the last statement started. A connection back in the pool is idle,
       // not stalled; ending one with a statement in flight makes `pg` destroy its socket.
       timer: setTimeout(() => {
-        if (watch.waiting) client.end().catch(() => {});
+        if (!watch.waiting) return;
+        databaseTimeouts.read++;
+        client.end().catch(() => {});
       }, limitMs).unref(),
     };
     watches.set(client, watch);
@@ -357,7 +462,7 @@ function readDeadlines(pool: pg.Pool, limitMs: number) {
  */
 
 /** A pooled connection checked out and kept, in a transaction, until commit or rollback. */
-async function beginHeldTransaction(pool: pg.Pool, deadlines: ReturnType<typeof readDeadlines>, statements: StatementNames): Promise<OpenTransaction> {
+async function beginHeldTransaction(pool: pg.Pool, deadlines: ReturnType<typeof readDeadlines>, statements: StatementNames, switchRole: Statement | undefined): Promise<OpenTransaction> {
   const client = await pool.connect().catch((error) => Promise.reject(asUnavailable(error)));
   let broken: Error | undefined;
   let released = false;
@@ -386,6 +491,7 @@ async function beginHeldTransaction(pool: pg.Pool, deadlines: ReturnType<typeof 
   };
   try {
     await run('BEGIN');
+    if (switchRole) await run(switchRole.text, switchRole.params);
   } catch (error) {
     release();
     throw error;

@@ -18,8 +18,12 @@ export interface RateLimits {
    * limit per session (per IP without one), so that no client sends without bound.
    */
   data: RequestHandler;
+  /** Requests each limit refused (a 429) since the start, for the metrics. */
+  refusals: Record<LimitName, number>;
   close(): Promise<void>;
 }
+
+export type LimitName = 'auth' | 'api' | 'data';
 
 /** `/auth/get-session/` -> `/auth/get-session`: routing ignores case and a trailing slash, so must we. */
 const normalise = (path: string) => path.toLowerCase().replace(/\/+$/, '');
@@ -127,7 +131,9 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
   // requests are not the users' and are not counted against them.
   const isService = (req: Request) => isServiceKeyRequest(req, config.serviceApiKey);
 
+  const refusals: Record<LimitName, number> = { auth: 0, api: 0, data: 0 };
   const limiter = (options: {
+    name: LimitName;
     windowMs: number;
     limit: number;
     message: string;
@@ -146,7 +152,10 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
       // The path test first: it is cheap, and most limiters do not apply to most paths.
       skip: (req) => options.skip(req) || isService(req),
       ...(options.keyGenerator ? { keyGenerator: options.keyGenerator } : {}),
-      handler: (_req, res) => sendError(res, 429, 'RATE_LIMITED', options.message),
+      handler: (_req, res) => {
+        refusals[options.name]++;
+        sendError(res, 429, 'RATE_LIMITED', options.message);
+      },
     });
 
   const { prefix } = config.rateLimits;
@@ -157,6 +166,7 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
       : '';
   return {
     auth: limiter({
+      name: 'auth',
       windowMs: config.rateLimits.authWindowMs,
       limit: config.rateLimits.authMax,
       message: `Too many login attempts${authHint}`,
@@ -164,6 +174,7 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
       skip: (req) => isSignedInRead(req.method, `/auth${req.path}`),
     }),
     api: limiter({
+      name: 'api',
       windowMs: config.rateLimits.apiWindowMs,
       limit: config.rateLimits.apiMax,
       message: 'Too many requests',
@@ -174,6 +185,7 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
       skip: (req) => (isUnderAuth(req.path) && !isSignedInRead(req.method, req.path)) || isDocs(req.path),
     }),
     data: limiter({
+      name: 'data',
       windowMs: config.rateLimits.dataWindowMs,
       limit: config.rateLimits.dataMax,
       message: 'Too many requests',
@@ -181,6 +193,7 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
       skip: (req) => !isDataPath(req.path),
       keyGenerator: dataClientKey,
     }),
+    refusals,
     async close() {
       if (redis?.isOpen) await redis.close();
     },
