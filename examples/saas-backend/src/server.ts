@@ -98,7 +98,6 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       : '';
     return abort(new StartupError(`Cannot connect to ${where}: ${reason}. Check ${setting} in .env.${pooler}`));
   }
-  if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger);
 
   try {
     const report = await migrate(db, path.join(projectDir, 'migrations'));
@@ -112,6 +111,8 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     }
     return abort(new StartupError((error as Error).message));
   }
+  // Through the pool, so once requests' role is set: what their statements would see.
+  if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger).catch((error) => abort(error));
 
   let rateLimits: RateLimits;
   try {

@@ -122,8 +122,12 @@ describe('traces', () => {
     }, 'statement span of GET /Projects');
     for (const statement of statements) {
       expect(statement).toMatchObject({ traceId: list.traceId, kind: 3, attributes: { 'db.system.name': 'postgresql', 'authstrap.request_id': 'trace-list' } });
-      expect(statement.attributes['db.query.text']).toMatch(/"Project"/);
     }
+    // One round trip: the caller's session (which scopes the transaction) and then the list itself.
+    const texts = statements.map((statement) => String(statement.attributes['db.query.text']));
+    expect(texts).toHaveLength(2);
+    expect(texts[0]).toMatch(/FROM "session"/);
+    expect(texts[1]).toMatch(/FROM "Project"/);
 
     // Sign-up runs a transaction: its statements are children of the transaction's span.
     const signUpSpan = await until(() => receiver.spans().find((span) => span.attributes['authstrap.request_id'] === 'trace-sign-up' && span.kind === 2), 'span of sign-up');
