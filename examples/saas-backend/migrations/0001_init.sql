@@ -141,6 +141,45 @@ CREATE TABLE "authstrap_outbox" (
 
 CREATE INDEX "authstrap_outbox_status_nextAttemptAt_idx" ON "authstrap_outbox" ("status", "nextAttemptAt");
 
+CREATE TABLE "authstrap_event" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "type" text NOT NULL,
+  "organizationId" uuid,
+  "userId" uuid,
+  "actorType" text NOT NULL,
+  "actorId" text,
+  "entity" text,
+  "entityId" text,
+  "data" jsonb NOT NULL DEFAULT '{}'::jsonb,
+  "requestId" text,
+  "ipAddress" text,
+  "userAgent" text,
+  "createdAt" timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE INDEX "authstrap_event_organizationId_createdAt_idx" ON "authstrap_event" ("organizationId", "createdAt");
+
+CREATE INDEX "authstrap_event_userId_createdAt_idx" ON "authstrap_event" ("userId", "createdAt");
+
+CREATE INDEX "authstrap_event_createdAt_idx" ON "authstrap_event" ("createdAt");
+
+CREATE TABLE "authstrap_webhook_endpoint" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "organizationId" uuid NOT NULL,
+  "url" text NOT NULL,
+  "description" text,
+  "eventTypes" text[] NOT NULL DEFAULT '{}',
+  "secret" text NOT NULL,
+  "enabled" boolean NOT NULL DEFAULT true,
+  "failureCount" integer NOT NULL DEFAULT 0,
+  "disabledReason" text,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_webhook_endpoint_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE
+);
+
+CREATE INDEX "authstrap_webhook_endpoint_organizationId_idx" ON "authstrap_webhook_endpoint" ("organizationId");
+
 DO $$
 BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'authstrap_app') THEN
@@ -177,9 +216,85 @@ CREATE OR REPLACE FUNCTION authstrap.role() RETURNS text LANGUAGE sql STABLE AS 
 
 CREATE OR REPLACE FUNCTION authstrap.maintenance() RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT COALESCE(current_setting('authstrap.maintenance', true), '') = 'on' $$;
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "Project", "Task", "authstrap_outbox" TO "authstrap_app";
+CREATE OR REPLACE FUNCTION authstrap.record_event(event_type text, organization_id uuid, subject_user_id uuid, entity text, entity_id text, data jsonb, context jsonb DEFAULT NULL)
+RETURNS uuid LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  request jsonb := COALESCE(context, NULLIF(current_setting('authstrap.request', true), '')::jsonb, '{}'::jsonb);
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  event "authstrap_event";
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent")
+  VALUES (
+    event_type, organization_id, subject_user_id,
+    COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NULL THEN 'system' ELSE 'user' END),
+    COALESCE(request->>'actorId', authstrap.user_id()::text),
+    entity, entity_id, COALESCE(data, '{}'::jsonb),
+    request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
+  RETURNING * INTO event;
+  IF organization_id IS NOT NULL THEN
+    INSERT INTO "authstrap_outbox" ("channel", "payload")
+    SELECT 'webhook', jsonb_build_object('endpointId', w."id", 'organizationId', w."organizationId", 'event', to_jsonb(event))
+      FROM "authstrap_webhook_endpoint" w
+     WHERE w."organizationId" = organization_id AND w."enabled"
+       AND (cardinality(w."eventTypes") = 0 OR event_type = ANY (w."eventTypes"));
+  END IF;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN event."id";
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.data_event() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  hidden text[] := TG_ARGV[2]::text[];
+  changed text[];
+  after jsonb;
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM authstrap.record_event(TG_ARGV[0] || '.deleted', (to_jsonb(OLD)->>TG_ARGV[3])::uuid, NULL, TG_ARGV[1], OLD."id"::text, '{}'::jsonb);
+    RETURN OLD;
+  END IF;
+  after := to_jsonb(NEW) - hidden;
+  IF TG_OP = 'INSERT' THEN
+    PERFORM authstrap.record_event(TG_ARGV[0] || '.created', (after->>TG_ARGV[3])::uuid, NULL, TG_ARGV[1], NEW."id"::text, jsonb_build_object('record', after));
+    RETURN NEW;
+  END IF;
+  -- The fields whose value changed (secret ones by name only); the timestamp of the change is not one.
+  SELECT array_agg(n.key ORDER BY n.key) INTO changed
+    FROM jsonb_each(to_jsonb(NEW)) n JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
+   WHERE n.value IS DISTINCT FROM o.value AND n.key <> 'updatedAt';
+  IF changed IS NULL THEN
+    RETURN NEW;
+  END IF;
+  PERFORM authstrap.record_event(TG_ARGV[0] || '.updated', (after->>TG_ARGV[3])::uuid, NULL, TG_ARGV[1], NEW."id"::text, jsonb_build_object('changedFields', to_jsonb(changed), 'record', after));
+  RETURN NEW;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.prune_events(days integer) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  pruned integer;
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  DELETE FROM "authstrap_event" WHERE "createdAt" < now() - make_interval(days => days);
+  GET DIAGNOSTICS pruned = ROW_COUNT;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN pruned;
+END
+$$;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
+
+DROP TRIGGER IF EXISTS "authstrap_events" ON "Organization";
+
+CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Organization" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('organization', 'Organization', '{}', 'id');
+
+DROP TRIGGER IF EXISTS "authstrap_events" ON "member";
+
+CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "member" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('member', 'member', '{}', 'organizationId');
 
 ALTER TABLE "Project" ENABLE ROW LEVEL SECURITY;
 
@@ -195,6 +310,10 @@ CREATE POLICY "authstrap_delete" ON "Project" FOR DELETE USING ("organizationId"
 
 CREATE POLICY "authstrap_maintenance" ON "Project" FOR ALL TO CURRENT_USER USING (authstrap.maintenance()) WITH CHECK (authstrap.maintenance());
 
+DROP TRIGGER IF EXISTS "authstrap_events" ON "Project";
+
+CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Project" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('project', 'Project', '{}', 'organizationId');
+
 ALTER TABLE "Task" ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE "Task" FORCE ROW LEVEL SECURITY;
@@ -208,3 +327,29 @@ CREATE POLICY "authstrap_update" ON "Task" FOR UPDATE USING ("organizationId" = 
 CREATE POLICY "authstrap_delete" ON "Task" FOR DELETE USING ("organizationId" = authstrap.organization_id());
 
 CREATE POLICY "authstrap_maintenance" ON "Task" FOR ALL TO CURRENT_USER USING (authstrap.maintenance()) WITH CHECK (authstrap.maintenance());
+
+DROP TRIGGER IF EXISTS "authstrap_events" ON "Task";
+
+CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Task" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('task', 'Task', '{}', 'organizationId');
+
+ALTER TABLE "authstrap_event" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_event" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_event" FOR SELECT USING (("organizationId" = authstrap.organization_id() AND authstrap.role() IN ('owner', 'admin')) OR "userId" = authstrap.user_id());
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_event" FOR ALL TO CURRENT_USER USING (authstrap.maintenance()) WITH CHECK (authstrap.maintenance());
+
+ALTER TABLE "authstrap_webhook_endpoint" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_webhook_endpoint" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_webhook_endpoint" FOR SELECT USING ("organizationId" = authstrap.organization_id());
+
+CREATE POLICY "authstrap_insert" ON "authstrap_webhook_endpoint" FOR INSERT WITH CHECK ("organizationId" = authstrap.organization_id() AND authstrap.role() IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_webhook_endpoint" FOR UPDATE USING ("organizationId" = authstrap.organization_id()) WITH CHECK ("organizationId" = authstrap.organization_id());
+
+CREATE POLICY "authstrap_delete" ON "authstrap_webhook_endpoint" FOR DELETE USING ("organizationId" = authstrap.organization_id() AND authstrap.role() IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_webhook_endpoint" FOR ALL TO CURRENT_USER USING (authstrap.maintenance()) WITH CHECK (authstrap.maintenance());

@@ -6,6 +6,8 @@ import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import { authRouter, registerAuthRoutes } from './extensions/auth/auth.router.js';
 import { createAuthService } from './extensions/auth/auth.service.js';
+import { eventContext } from './events/events.js';
+import { auditEventsRouter } from './events/events.router.js';
 import { extensionRouter } from './extensions/index.js';
 import { generatedRouter } from './generated/index.js';
 import { buildOpenApiDocument } from './generated/openapi.js';
@@ -95,8 +97,9 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
 
   app.use(csrfGuard(config));
   app.use(whenBodySent(express.json({ limit: config.bodyLimit, verify: refuseInvalidUtf8 })));
-  app.use('/api/auth', authRouter({ auth, config }));
+  app.use('/api/auth', eventContext(), authRouter({ auth, config }));
   app.use('/api/service/transactions', transactions.router());
+  app.use('/audit-events', ...auditEventsRouter({ config, db, auth }));
   app.use(extensionRouter({ config, db, auth }));
   app.use(generatedRouter({ db, auth, config, transactions }));
 

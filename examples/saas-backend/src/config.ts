@@ -82,6 +82,23 @@ export interface Config {
    * begin waiting up to `waitMs` for a place.
    */
   serviceTransactions: { timeoutMs: number; idleMs: number; maxOpen: number; waitMs: number };
+  /** The event log (src/events/events.ts): how many days an event is kept. */
+  events: { retentionDays: number };
+  webhooks: WebhookSettings;
+}
+
+/** Webhook deliveries (src/events/webhooks.ts). */
+export interface WebhookSettings {
+  /** One delivery attempt, connection to last byte. */
+  timeoutMs: number;
+  /** The first retry's delay; each one after doubles it (at most an hour), with jitter. */
+  retryMs: number;
+  /** Attempts before a delivery is marked failed. */
+  maxAttempts: number;
+  /** Deliveries to one endpoint that failed for good in a row before it is disabled (and its owners mailed). */
+  disableAfter: number;
+  /** Development only: http:// URLs and loopback, private and link-local addresses are allowed. */
+  allowPrivate: boolean;
 }
 
 export interface TracingSettings {
@@ -169,6 +186,12 @@ const environmentSchema = z.object({
   SERVICE_TRANSACTION_TIMEOUT_MS: count(100, 600_000),
   SERVICE_TRANSACTION_IDLE_MS: count(100, 600_000),
   SERVICE_TRANSACTIONS_MAX: count(1, 1000),
+  EVENTS_RETENTION_DAYS: count(1, 36_500),
+  WEBHOOK_TIMEOUT_MS: count(100, 600_000),
+  WEBHOOK_RETRY_MS: count(10, maxTimerMs),
+  WEBHOOK_MAX_ATTEMPTS: count(1, 100),
+  WEBHOOK_DISABLE_AFTER: count(1, 10_000),
+  WEBHOOKS_ALLOW_PRIVATE: optional(z.enum(['true', 'false'], { error: 'must be true or false' })),
   RATE_LIMIT_PREFIX: optional(z.string().regex(/^\S+$/, 'must be a key prefix without spaces, like authstrap:rl:')),
   // The OpenTelemetry variables this backend reads itself (the SDK and exporter read the rest).
   OTEL_SDK_DISABLED: optional(z.string()),
@@ -233,6 +256,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       // "aaaa...", "abababab...", a word repeated: long enough, and still guessable.
       problems.push('AUTH_SECRET: too weak for production (fewer than 16 different characters); generate one with `openssl rand -base64 32`');
     }
+    // Webhooks to private addresses would let any organization's admin reach the backend's own network.
+    if (values.WEBHOOKS_ALLOW_PRIVATE === 'true') problems.push('WEBHOOKS_ALLOW_PRIVATE: development only; production sends webhooks to public https:// addresses only');
   }
   if (values.DATABASE_DIRECT_URL && !values.DATABASE_URL) {
     problems.push('DATABASE_DIRECT_URL: set it only with DATABASE_URL (it is PostgreSQL itself when DATABASE_URL is a pooler such as PgBouncer)');
@@ -315,6 +340,15 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       idleMs: values.SERVICE_TRANSACTION_IDLE_MS ?? 5000,
       maxOpen: values.SERVICE_TRANSACTIONS_MAX ?? 5,
       waitMs: values.DATABASE_CONNECT_TIMEOUT_MS ?? 5000,
+    },
+    events: { retentionDays: values.EVENTS_RETENTION_DAYS ?? 365 },
+    webhooks: {
+      timeoutMs: values.WEBHOOK_TIMEOUT_MS ?? 10_000,
+      // 5 s, 10 s, 20 s, ... at most an hour apart: 16 attempts span about 8 hours.
+      retryMs: values.WEBHOOK_RETRY_MS ?? 5000,
+      maxAttempts: values.WEBHOOK_MAX_ATTEMPTS ?? 16,
+      disableAfter: values.WEBHOOK_DISABLE_AFTER ?? 20,
+      allowPrivate: values.WEBHOOKS_ALLOW_PRIVATE === 'true',
     },
   };
 }

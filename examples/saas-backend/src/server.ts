@@ -16,6 +16,7 @@ import { serviceTransactions } from './http/service-transactions.js';
 import { createLogger } from './logger.js';
 import { mailChannel } from './mail/mail.js';
 import { createOutbox, type Outbox } from './outbox/outbox.js';
+import { startEventRetention } from './events/events.js';
 
 export interface RunningServer {
   url: string;
@@ -145,6 +146,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     return abort(error);
   }
   outbox.start();
+  const retention = startEventRetention({ db, logger, retentionDays: config.events.retentionDays });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;
   logger.info({ url, database: db.kind }, `listening on ${url}`);
@@ -176,6 +178,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       clearTimeout(idleGrace);
       clearTimeout(deadline);
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
+      retention.stop();
       await outbox.stop();
       await transactions.close();
       await rateLimits.close();

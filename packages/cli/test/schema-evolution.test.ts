@@ -111,6 +111,9 @@ describe('renaming an entity with renamedFrom', () => {
       'ALTER TABLE "Board" RENAME CONSTRAINT "Project_organizationId_fkey" TO "Board_organizationId_fkey";',
       'ALTER TABLE "Board" RENAME CONSTRAINT "Project_status_check" TO "Board_status_check";',
       'ALTER INDEX "Project_organizationId_createdAt_idx" RENAME TO "Board_organizationId_createdAt_idx";',
+      // Its events are board.* from now on.
+      'DROP TRIGGER IF EXISTS "authstrap_events" ON "Board";',
+      `CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Board" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('board', 'Board', '{}', 'organizationId');`,
     ]);
     expect(next.snapshot).toEqual(databaseModel(v2));
     expect(plan({ files: ['0001_init.sql', '0002_rename_board.sql'], snapshot: next.snapshot }, v2).path).toBeUndefined();

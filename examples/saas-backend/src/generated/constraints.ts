@@ -20,4 +20,5 @@ export const keyColumnsByConstraint: Readonly<Record<string, readonly string[]>>
   'Project_organizationId_fkey': [],
   'Task_organizationId_fkey': [],
   'Task_projectId_fkey': ['projectId'],
+  'authstrap_webhook_endpoint_organizationId_fkey': [],
 };

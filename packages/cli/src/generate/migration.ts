@@ -1,3 +1,4 @@
+import { eventTriggerStatements } from './event-sql.js';
 import { applyRenames, type Renames } from './renames.js';
 import { constraintName, literal, quote, sameIndex, type Column, type Constraint, type DatabaseModel, type Policy, type Table, type WriteGuard } from './table-model.js';
 
@@ -434,6 +435,8 @@ function securityChanges(previous: DatabaseModel, next: DatabaseModel, createdTa
     }
     if (old && !now) changes.push(`ALTER TABLE ${name} NO FORCE ROW LEVEL SECURITY;`, `ALTER TABLE ${name} DISABLE ROW LEVEL SECURITY;`);
     changes.push(...writeGuardChanges(table.name, before.get(table.name)?.rowSecurity?.writeGuards ?? [], table.rowSecurity?.writeGuards ?? []));
+    const eventsBefore = before.get(table.name)?.events;
+    if (JSON.stringify(eventsBefore) !== JSON.stringify(table.events) && (eventsBefore || table.events)) changes.push(...eventTriggerStatements(table.name, table.events));
     if (changes.length > 0) tables.push(table.name);
     statements.push(...changes);
   }

@@ -88,6 +88,8 @@ export function applyRenames(model: DatabaseModel, renames: Renames): RenamedMod
       dependsOn: table.dependsOn.map((other) => tableNames.get(other) ?? other).sort(),
       // PostgreSQL keeps a table's policies through its renames (their text is compared afterwards).
       ...(table.rowSecurity ? { rowSecurity: table.rowSecurity } : {}),
+      // So are its triggers: the events trigger is made again only if its arguments change.
+      ...(table.events ? { events: table.events } : {}),
     };
   });
   return { model: { ...model, tables }, statements, changedTables };

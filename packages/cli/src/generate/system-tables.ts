@@ -31,4 +31,85 @@ export const outboxTable: Table = {
   dependsOn: [],
 };
 
-export const systemTables: Table[] = [outboxTable];
+/**
+ * The event log (src/events/events.ts): what happened, who did it (`actorType`, `actorId`), in
+ * which organization, from which request. One row per event, written in the transaction of its
+ * change by `authstrap.record_event` (below), never by a request's own statement: requests may
+ * read the rows their organization's owners and admins, or their own user, may see, and may
+ * neither write, change nor delete one. Kept as long as EVENTS_RETENTION_DAYS says.
+ */
+export const eventTable: Table = {
+  name: 'authstrap_event',
+  columns: [
+    { name: 'id', type: 'uuid', nullable: false, default: 'gen_random_uuid()', primaryKey: true },
+    { name: 'type', type: 'text', nullable: false },
+    { name: 'organizationId', type: 'uuid', nullable: true },
+    { name: 'userId', type: 'uuid', nullable: true },
+    { name: 'actorType', type: 'text', nullable: false },
+    { name: 'actorId', type: 'text', nullable: true },
+    { name: 'entity', type: 'text', nullable: true },
+    { name: 'entityId', type: 'text', nullable: true },
+    { name: 'data', type: 'jsonb', nullable: false, default: "'{}'::jsonb" },
+    { name: 'requestId', type: 'text', nullable: true },
+    { name: 'ipAddress', type: 'text', nullable: true },
+    { name: 'userAgent', type: 'text', nullable: true },
+    { name: 'createdAt', type: 'timestamptz', nullable: false, default: 'clock_timestamp()' },
+  ],
+  constraints: [],
+  // The audit log lists an organization's events newest first; a user's security events likewise.
+  indexes: [
+    { name: 'authstrap_event_organizationId_createdAt_idx', columns: ['organizationId', 'createdAt'] },
+    { name: 'authstrap_event_userId_createdAt_idx', columns: ['userId', 'createdAt'] },
+    { name: 'authstrap_event_createdAt_idx', columns: ['createdAt'] },
+  ],
+  dependsOn: [],
+  rowSecurity: {
+    policies: [
+      {
+        name: 'authstrap_select',
+        command: 'SELECT',
+        using: `("organizationId" = authstrap.organization_id() AND authstrap.role() IN ('owner', 'admin')) OR "userId" = authstrap.user_id()`,
+      },
+      { name: 'authstrap_maintenance', command: 'ALL', to: 'CURRENT_USER', using: 'authstrap.maintenance()', withCheck: 'authstrap.maintenance()' },
+    ],
+  },
+};
+
+/**
+ * An organization's webhook endpoints (src/events/webhooks.ts): where its events are sent, which
+ * ones, signed with which secret. Reached in the organization's scope only; only its owners and
+ * admins add or remove one (the routes check the same first).
+ */
+export const webhookEndpointTable: Table = {
+  name: 'authstrap_webhook_endpoint',
+  columns: [
+    { name: 'id', type: 'uuid', nullable: false, default: 'gen_random_uuid()', primaryKey: true },
+    { name: 'organizationId', type: 'uuid', nullable: false },
+    { name: 'url', type: 'text', nullable: false },
+    { name: 'description', type: 'text', nullable: true },
+    { name: 'eventTypes', type: 'text[]', nullable: false, default: "'{}'" },
+    { name: 'secret', type: 'text', nullable: false },
+    { name: 'enabled', type: 'boolean', nullable: false, default: 'true' },
+    { name: 'failureCount', type: 'integer', nullable: false, default: '0' },
+    { name: 'disabledReason', type: 'text', nullable: true },
+    { name: 'createdAt', type: 'timestamptz', nullable: false, default: 'now()' },
+    { name: 'updatedAt', type: 'timestamptz', nullable: false, default: 'now()' },
+  ],
+  constraints: [
+    { name: 'authstrap_webhook_endpoint_organizationId_fkey', definition: 'FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE' },
+  ],
+  indexes: [{ name: 'authstrap_webhook_endpoint_organizationId_idx', columns: ['organizationId'] }],
+  dependsOn: ['Organization'],
+  rowSecurity: {
+    policies: [
+      { name: 'authstrap_select', command: 'SELECT', using: '"organizationId" = authstrap.organization_id()' },
+      { name: 'authstrap_insert', command: 'INSERT', withCheck: `"organizationId" = authstrap.organization_id() AND authstrap.role() IN ('owner', 'admin')` },
+      // The delivery worker, in the organization's scope without a role, counts failures and disables.
+      { name: 'authstrap_update', command: 'UPDATE', using: '"organizationId" = authstrap.organization_id()', withCheck: '"organizationId" = authstrap.organization_id()' },
+      { name: 'authstrap_delete', command: 'DELETE', using: `"organizationId" = authstrap.organization_id() AND authstrap.role() IN ('owner', 'admin')` },
+      { name: 'authstrap_maintenance', command: 'ALL', to: 'CURRENT_USER', using: 'authstrap.maintenance()', withCheck: 'authstrap.maintenance()' },
+    ],
+  },
+};
+
+export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable];

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Entity, Field, Schema } from '../schema/types.js';
 import { tenantPolicies, writeGuards } from './rules-sql.js';
 import { literal, quote } from './sql-text.js';
+import { builtinEventEntities, eventFunctions, tableEvents, type TableEvents } from './event-sql.js';
 import { systemTables } from './system-tables.js';
 
 /**
@@ -46,6 +47,8 @@ export interface Table {
   dependsOn: string[];
   /** Row-level security (ENABLE and FORCE) with these policies: a tenant-scoped table of the schema's own. */
   rowSecurity?: { policies: Policy[]; writeGuards?: WriteGuard[] };
+  /** A trigger records every row created, changed or deleted as an event (event-sql.ts): a tenant table of the schema's own. */
+  events?: TableEvents;
 }
 
 /**
@@ -224,11 +227,13 @@ export function databaseModel(schema: Schema): DatabaseModel {
   const entityTables = schema.entities.map((entity) => {
     const table = tableOf(entity, entities, referencedWithTenant);
     // Your own tenant-scoped tables; `member` is what the scope is made of, so it stays readable.
+    if (schema.auth && entity.builtin && builtinEventEntities.has(entity.name)) return { ...table, events: tableEvents(entity) };
     if (!schema.auth || !entity.tenantScoped || entity.builtin) return table;
     const guards = writeGuards(entity, table);
-    return { ...table, rowSecurity: { policies: tenantPolicies(entity), ...(guards.length > 0 ? { writeGuards: guards } : {}) } };
+    return { ...table, rowSecurity: { policies: tenantPolicies(entity), ...(guards.length > 0 ? { writeGuards: guards } : {}) }, events: tableEvents(entity) };
   });
   if (!schema.auth) return { tables: entityTables };
   // The backend's own tables (the outbox) come with auth, whose flows write to them.
-  return { tables: [...entityTables, ...systemTables], access: { appRole, functions: scopeFunctions } };
+  // The event log and webhooks (event-sql.ts) come with it too.
+  return { tables: [...entityTables, ...systemTables], access: { appRole, functions: [...scopeFunctions, ...eventFunctions] } };
 }

@@ -4,6 +4,7 @@ import type { Config } from '../../config.js';
 import type { Database, Queryable, QueryResult } from '../../db/database.js';
 import { callerStatement, setScopeStatement, type CallerRow, type Scope, type ScopedQueryable } from '../../db/scope.js';
 import { quoteIdentifier, type Statement } from '../../db/sql.js';
+import { eventContextStatement, requestContext } from '../../events/events.js';
 import type { Role } from '../../extensions/auth/auth.service.js';
 import { HttpError, notFound } from '../../http/errors.js';
 import { isServiceKeyRequest, presentedSession, setSessionCookie, storedTokenCandidates, type PresentedSession } from '../../http/session-token.js';
@@ -178,8 +179,10 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
     if (pending) first = callerStatement(pending.tokens, pending.organizationHeader);
     else if (req.scope) first = setScopeStatement(req.scope);
     else throw new Error('asCaller needs tenantScoped in front of the route: it knows no caller for this request');
-    if (parentChecked || !parent) return { statements: [first], pending };
-    return { statements: [first, parentStatement(parent)], pending, parentAt: 1 };
+    // A write's events carry its request (src/events/events.ts); a read records none, and sends nothing more.
+    const context = req.method === 'GET' || req.method === 'HEAD' ? [] : [eventContextStatement(requestContext(req))];
+    if (parentChecked || !parent) return { statements: [first, ...context], pending };
+    return { statements: [first, parentStatement(parent), ...context], pending, parentAt: 1 };
   };
   /** The caller's answer (401, 400, 403) first, then the parent's 404: what the preamble found. */
   const settle = async (results: QueryResult<Record<string, unknown>>[], pending: NonNullable<Request['pendingCaller']> | undefined, parentAt: number | undefined) => {

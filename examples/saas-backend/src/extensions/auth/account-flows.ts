@@ -2,6 +2,7 @@ import bcrypt from 'bcrypt';
 import { z } from 'zod';
 import type { Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
+import { byUser, recordAuthEvent } from '../../events/events.js';
 import { messages } from '../mail/messages.js';
 import type { AuthInternals, PublicUser } from './auth.service.js';
 import { passwordSchema } from './password.js';
@@ -142,6 +143,7 @@ export function createAccountFlows(auth: AuthInternals) {
           [userId ?? null, email ?? null],
         );
         if (!rows[0]) throw invalidLink();
+        await recordAuthEvent(tx, { type: 'user.email_verified', userId: rows[0].id, entity: 'User', entityId: rows[0].id }, byUser(rows[0].id));
         return rows[0];
       });
     },
@@ -187,6 +189,7 @@ export function createAccountFlows(auth: AuthInternals) {
         await setPassword(tx, userId!, passwordHash);
         await tx.query(`DELETE FROM "session" WHERE "userId" = $1`, [userId]);
         await revokeTokens(tx, 'reset-password', userId!);
+        await recordAuthEvent(tx, { type: 'user.password_reset', userId, entity: 'User', entityId: userId }, byUser(userId!));
         await mailer.send(tx, { kind: 'password-changed', to: user.email, message: messages.passwordChanged({ name: user.name }) });
       });
     },
@@ -198,6 +201,7 @@ export function createAccountFlows(auth: AuthInternals) {
       await withMail(async (tx) => {
         await setPassword(tx, user.id, passwordHash);
         await tx.query(`DELETE FROM "session" WHERE "userId" = $1 AND "id" <> $2`, [user.id, currentSessionId]);
+        await recordAuthEvent(tx, { type: 'user.password_changed', userId: user.id, entity: 'User', entityId: user.id }, byUser(user.id));
         await mailer.send(tx, { kind: 'password-changed', to: user.email, message: messages.passwordChanged({ name: user.name }) });
       });
     },
@@ -232,6 +236,7 @@ export function createAccountFlows(auth: AuthInternals) {
             [userId ?? null, oldEmail ?? null, newEmail ?? null],
           );
           if (!rows[0]) throw invalidLink();
+          await recordAuthEvent(tx, { type: 'user.email_changed', userId: rows[0].id, entity: 'User', entityId: rows[0].id }, byUser(rows[0].id));
           return rows[0];
         })
         .catch((error) => {
@@ -244,7 +249,10 @@ export function createAccountFlows(auth: AuthInternals) {
     /** Deletes the signed-in user's account (with its password, when it has one); see deleteUsers. */
     async deleteAccount(user: PublicUser, password: string | undefined): Promise<void> {
       await assertPassword(user.id, password);
-      await db.transaction((tx) => deleteUsers(tx, [user.id]));
+      await db.transaction(async (tx) => {
+        await recordAuthEvent(tx, { type: 'user.deleted', userId: user.id, entity: 'User', entityId: user.id }, byUser(user.id));
+        await deleteUsers(tx, [user.id]);
+      });
     },
   };
 }

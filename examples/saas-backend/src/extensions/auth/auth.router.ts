@@ -2,7 +2,9 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { Config } from '../../config.js';
+import { auditEventListSpec } from '../../events/events.js';
 import { sendData, sendList } from '../../http/envelope.js';
+import { parseListQuery } from '../../http/list-query.js';
 import { forbidden, HttpError } from '../../http/errors.js';
 import { clearSessionCookie, isServiceKeyRequest, presentedSession, setSessionCookie } from '../../http/session-token.js';
 import { parseBody, parseId, parseQuery } from '../../http/validate.js';
@@ -122,6 +124,12 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
   });
   router.post('/change-email/confirm', async (req, res) => {
     sendData(res, { user: await auth.confirmEmailChange(parseBody('change-email', TokenInput, req).token) });
+  });
+
+  // One's own security events: sign-ins (and failed ones), password and address changes, sessions ended.
+  router.get('/security-events', async (req, res) => {
+    const { user } = await signedIn(req);
+    sendList(res, await auth.securityEvents(user.id, parseListQuery(req.query, auditEventListSpec)));
   });
 
   // One's own sessions: which devices are signed in, and signing them out.

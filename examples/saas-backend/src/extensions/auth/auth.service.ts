@@ -5,6 +5,8 @@ import type { Config } from '../../config.js';
 import type { Database, Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
 import { hashToken, storedTokenCandidates } from '../../http/session-token.js';
+import { byUser, listSecurityEvents, recordAuthEvent } from '../../events/events.js';
+import type { ListQuery } from '../../http/list-query.js';
 import type { Mailer } from '../../mail/mail.js';
 import { messages } from '../mail/messages.js';
 import { createAccountFlows } from './account-flows.js';
@@ -189,6 +191,7 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
       const passwordHash = await hashPassword(input.password);
       const signedUp = await db.transaction(async (tx) => {
         const user = await insertUserWithPassword(tx, input, passwordHash);
+        await recordAuthEvent(tx, { type: 'user.signed_up', userId: user.id, entity: 'User', entityId: user.id }, byUser(user.id));
         const organizationId = await createPersonalOrganization(tx, user);
         await sendVerificationLink(tx, user);
         const started = config.requireEmailVerification ? undefined : await createSession(tx, user.id, organizationId, meta);
@@ -213,7 +216,11 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
         await bcrypt.compare(input.password, await timingDummy());
         throw invalidCredentials();
       }
-      if (!(await bcrypt.compare(input.password, found.passwordHash))) throw invalidCredentials();
+      if (!(await bcrypt.compare(input.password, found.passwordHash))) {
+        // The account's owner sees the attempt in their security events; an unknown address records nothing.
+        await db.transaction((tx) => recordAuthEvent(tx, { type: 'session.sign_in_failed', userId: found.id, entity: 'User', entityId: found.id }, { actorType: 'system' }));
+        throw invalidCredentials();
+      }
       const { passwordHash: _hash, ...user } = found;
       if (config.requireEmailVerification && !user.email_verified) {
         // Only someone who knows the password learns this, and gets a fresh link.
@@ -225,12 +232,19 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
         `SELECT "organizationId" FROM "member" WHERE "userId" = $1 ORDER BY "createdAt" LIMIT 1`,
         [user.id],
       );
-      const { token, session } = await createSession(db, user.id, memberships[0]?.organizationId ?? null, meta);
+      const { token, session } = await db.transaction(async (tx) => {
+        const started = await createSession(tx, user.id, memberships[0]?.organizationId ?? null, meta);
+        await recordAuthEvent(tx, { type: 'session.signed_in', userId: user.id, entity: 'session', entityId: started.session.id }, byUser(user.id));
+        return started;
+      });
       return { user, token, session };
     },
 
     async signOut(token: string): Promise<void> {
-      await db.query(`DELETE FROM "session" WHERE "token" = ANY($1::text[])`, [storedTokenCandidates(token)]);
+      await db.transaction(async (tx) => {
+        const { rows } = await tx.query<{ id: string; userId: string }>(`DELETE FROM "session" WHERE "token" = ANY($1::text[]) RETURNING "id", "userId"`, [storedTokenCandidates(token)]);
+        for (const ended of rows) await recordAuthEvent(tx, { type: 'session.signed_out', userId: ended.userId, entity: 'session', entityId: ended.id }, byUser(ended.userId));
+      });
     },
 
     /**
@@ -312,16 +326,25 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
       return rows.map((session) => ({ ...session, current: session.id === currentSessionId }));
     },
 
+    /** The events about the user (GET /api/auth/security-events), newest first. */
+    securityEvents: (userId: string, query: ListQuery) => listSecurityEvents(db, userId, query),
+
     /** Ends one of the user's sessions; false when they have none with that id. */
     async revokeSession(userId: string, sessionId: string): Promise<boolean> {
-      const { rowCount } = await db.query(`DELETE FROM "session" WHERE "id" = $1 AND "userId" = $2`, [sessionId, userId]);
-      return rowCount > 0;
+      return db.transaction(async (tx) => {
+        const { rowCount } = await tx.query(`DELETE FROM "session" WHERE "id" = $1 AND "userId" = $2`, [sessionId, userId]);
+        if (rowCount > 0) await recordAuthEvent(tx, { type: 'session.revoked', userId, entity: 'session', entityId: sessionId, data: { revoked: 1 } }, byUser(userId));
+        return rowCount > 0;
+      });
     },
 
     /** Ends every session of the user but `keepSessionId`; how many ended. */
     async revokeOtherSessions(userId: string, keepSessionId: string): Promise<number> {
-      const { rowCount } = await db.query(`DELETE FROM "session" WHERE "userId" = $1 AND "id" <> $2`, [userId, keepSessionId]);
-      return rowCount;
+      return db.transaction(async (tx) => {
+        const { rowCount } = await tx.query(`DELETE FROM "session" WHERE "userId" = $1 AND "id" <> $2`, [userId, keepSessionId]);
+        if (rowCount > 0) await recordAuthEvent(tx, { type: 'session.revoked', userId, data: { revoked: rowCount } }, byUser(userId));
+        return rowCount;
+      });
     },
 
     /**

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
 import { hashToken } from '../../http/session-token.js';
+import { byUser, recordAuthEvent } from '../../events/events.js';
 import { messages } from '../mail/messages.js';
 import type { AuthInternals, PublicUser, RequestMeta } from './auth.service.js';
 import { passwordSchema } from './password.js';
@@ -184,6 +185,7 @@ export function createInvitations(auth: AuthInternals) {
           link,
           sentBy: inviter.id,
         });
+        await recordAuthEvent(tx, { type: 'invitation.sent', organizationId, entity: 'invitation', entityId: rows[0]!.id, data: { email: input.email, role } }, byUser(inviter.id));
         return { id: rows[0]!.id, email: input.email, organizationId, role, expiresAt: rows[0]!.expiresAt };
       });
       mailer.sendCommitted();
@@ -224,6 +226,8 @@ export function createInvitations(auth: AuthInternals) {
       return answering(async (tx) => {
         const invitation = await consume(tx, user.email, token);
         if (!invitation || (accept && !invitation.valid)) return noLongerValid();
+        const answered = { organizationId: invitation.organizationId, userId: user.id, entity: 'invitation', data: { role: invitation.role } };
+        await recordAuthEvent(tx, { type: accept ? 'invitation.accepted' : 'invitation.declined', ...answered }, byUser(user.id));
         if (!accept) return { declined: true as const, organizationId: invitation.organizationId };
         await tx.query(`UPDATE "User" SET "email_verified" = true, "updatedAt" = now() WHERE "id" = $1 AND NOT "email_verified"`, [user.id]);
         return join(tx, user.id, invitation);
@@ -250,6 +254,8 @@ export function createInvitations(auth: AuthInternals) {
         const invitation = await consume(tx, input.email, input.token);
         if (!invitation || !invitation.valid) return noLongerValid();
         const user: PublicUser = await auth.insertUserWithPassword(tx, { email: input.email, name: input.name, emailVerified: true }, passwordHash);
+        await recordAuthEvent(tx, { type: 'user.signed_up', userId: user.id, entity: 'User', entityId: user.id }, byUser(user.id));
+        await recordAuthEvent(tx, { type: 'invitation.accepted', organizationId: invitation.organizationId, userId: user.id, entity: 'invitation', data: { role: invitation.role } }, byUser(user.id));
         await auth.createPersonalOrganization(tx, user);
         const joined = await join(tx, user.id, invitation);
         const { token } = await auth.createSession(tx, user.id, joined.organization.id, meta);

@@ -1,0 +1,207 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Request, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import type { Database, Queryable } from '../db/database.js';
+import type { Statement } from '../db/sql.js';
+import { listRows, type ListPage, type ListQuery, type ListSpec } from '../http/list-query.js';
+
+/**
+ * Events: what happened, who did it, in which organization, from which request. Each one is
+ * written in the transaction of the change that caused it, by the SQL function
+ * `authstrap.record_event` (made by the migrations): so a change and its event are kept or
+ * rolled back together, and the event's webhook deliveries (src/events/webhooks.ts) go into the
+ * outbox in the same transaction too.
+ *
+ * - Data events (`project.created`, `project.updated` with the names of the changed fields,
+ *   `project.deleted`; `organization.*`, `member.*`) are written by a trigger on the table, so
+ *   every path that changes a row records them: the routes, the service key, your own SQL.
+ * - Auth events (`user.signed_up`, `session.signed_in`, ...) are written by the auth flows
+ *   (src/extensions/auth/), with `recordEvent` below.
+ *
+ * Who and from where: the caller's user id is the scope's (`authstrap.user_id`, db/scope.ts);
+ * the request id, IP address, user agent, and the actor when it is not a signed-in user, travel
+ * in the transaction setting `authstrap.request` (eventContextStatement). An event never holds a
+ * secret: password hashes and tokens live in tables that have no events, and a schema field
+ * marked `secret` is left out of a record.
+ */
+
+/** Every event type the backend itself records, with what it means (docs/events.md, the OpenAPI `webhooks`). */
+export const authEventTypes = {
+  'user.signed_up': 'A user signed up (or was made by accepting an invitation)',
+  'user.deleted': 'A user deleted their account',
+  'user.email_verified': "A user confirmed their e-mail address",
+  'user.email_changed': "A user's e-mail address changed (confirmed from the new address)",
+  'user.password_changed': 'A user changed their password (their other sessions ended)',
+  'user.password_reset': 'A user reset their password with a link from the mail (all their sessions ended)',
+  'session.signed_in': 'A user signed in',
+  'session.sign_in_failed': 'A sign-in with a wrong password for an existing user',
+  'session.signed_out': 'A user signed out',
+  'session.revoked': "One or more of a user's sessions were signed out by the user",
+  'invitation.sent': 'An owner or admin invited an e-mail address to the organization',
+  'invitation.accepted': 'An invitation was accepted',
+  'invitation.declined': 'An invitation was declined',
+  'webhook_endpoint.created': 'An owner or admin added a webhook endpoint',
+  'webhook_endpoint.updated': 'A webhook endpoint was changed, enabled or disabled',
+  'webhook_endpoint.deleted': 'A webhook endpoint was removed',
+} as const;
+
+export type AuthEventType = keyof typeof authEventTypes;
+
+/** Who acted, when it is not the signed-in user of the transaction's scope. */
+export type Actor = { actorType: 'user'; actorId: string } | { actorType: 'service' | 'system'; actorId?: undefined };
+
+/** Where a change came from: the request, and who made it. Stored with each of its events. */
+export interface EventContext {
+  requestId?: string;
+  ipAddress?: string;
+  userAgent?: string;
+  actorType?: Actor['actorType'];
+  actorId?: string;
+}
+
+/** The request's id, address and user agent, and its caller when it is known here. */
+export function requestContext(req: Pick<Request, 'ip' | 'header'> & { id?: string }, actor?: Actor): EventContext {
+  return { requestId: req.id, ipAddress: req.ip, userAgent: req.header('user-agent')?.slice(0, 512), ...actor };
+}
+
+/**
+ * Sets the context for the rest of the transaction: every event it records, by a trigger or by
+ * recordEvent, carries it. Sent in the round trip of a request's statement (tenant.guard.ts).
+ */
+export const eventContextStatement = (context: EventContext): Statement => ({
+  text: `SELECT set_config('authstrap.request', $1, true)`,
+  params: [JSON.stringify(context)],
+});
+
+/** See eventContextStatement; for a transaction of the auth flows. */
+export async function setEventContext(tx: Queryable, context: EventContext): Promise<void> {
+  const statement = eventContextStatement(context);
+  await tx.query(statement.text, statement.params);
+}
+
+export interface NewEvent {
+  type: AuthEventType;
+  organizationId?: string | null;
+  /** The user the event is about: it shows in their security events (GET /api/auth/security-events). */
+  userId?: string | null;
+  entity?: string;
+  entityId?: string;
+  /** What else is worth knowing. Never a secret: no password, hash, token or link. */
+  data?: Record<string, unknown>;
+}
+
+/** Records an event in `tx`: it exists only if `tx` commits. The context is the transaction's unless given. */
+export async function recordEvent(tx: Queryable, event: NewEvent, context?: EventContext): Promise<string> {
+  const { rows } = await tx.query<{ id: string }>(`SELECT authstrap.record_event($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb) AS "id"`, [
+    event.type,
+    event.organizationId ?? null,
+    event.userId ?? null,
+    event.entity ?? null,
+    event.entityId ?? null,
+    JSON.stringify(event.data ?? {}),
+    context ? JSON.stringify(context) : null,
+  ]);
+  return rows[0]!.id;
+}
+
+/** An event as the audit log and the security events answer it. */
+export interface AuditEvent {
+  id: string;
+  type: string;
+  organizationId: string | null;
+  userId: string | null;
+  actorType: string;
+  actorId: string | null;
+  entity: string | null;
+  entityId: string | null;
+  data: Record<string, unknown>;
+  requestId: string | null;
+  ipAddress: string | null;
+  userAgent: string | null;
+  createdAt: Date;
+}
+
+/** The event log through the one list-query module: filter by type, actor, entity, time; newest first. */
+export const auditEventListSpec: ListSpec = {
+  entity: 'AuditEvent',
+  table: 'authstrap_event',
+  selectList: `"id", "type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent", "createdAt"`,
+  fields: {
+    type: { column: 'type', type: 'string' },
+    actorType: { column: 'actorType', type: 'string', values: ['user', 'service', 'system'] },
+    actorId: { column: 'actorId', type: 'string', nullable: true },
+    userId: { column: 'userId', type: 'uuid', nullable: true },
+    entity: { column: 'entity', type: 'string', nullable: true },
+    entityId: { column: 'entityId', type: 'string', nullable: true },
+    requestId: { column: 'requestId', type: 'string', nullable: true },
+    createdAt: { column: 'createdAt', type: 'datetime' },
+  },
+  defaultSort: 'createdAt',
+  searchColumns: [],
+  createdAtColumn: 'createdAt',
+};
+
+/**
+ * A user's own security events (sign-ins, failed ones, password and address changes, sessions
+ * ended, invitations answered), whichever organization they were in: row-level security lets a
+ * transaction that names the user see the events about them.
+ */
+export function listSecurityEvents(db: Database, userId: string, query: ListQuery): Promise<ListPage<AuditEvent>> {
+  return db.transaction(async (tx) => {
+    await tx.query(`SELECT set_config('authstrap.user_id', $1, true)`, [userId]);
+    return listRows<AuditEvent>(tx, auditEventListSpec, query, { userId });
+  });
+}
+
+const pruneEveryMs = 60 * 60 * 1000;
+
+/**
+ * Deletes events past EVENTS_RETENTION_DAYS, hourly, in every instance (the deletes of two
+ * instances overlap harmlessly). Requests cannot delete events; `authstrap.prune_events` can.
+ */
+export function startEventRetention({ db, logger, retentionDays }: { db: Database; logger: Logger; retentionDays: number }) {
+  const prune = async () => {
+    try {
+      const { rows } = await db.query<{ pruned: number }>('SELECT authstrap.prune_events($1) AS "pruned"', [retentionDays]);
+      if (rows[0]!.pruned > 0) logger.info({ pruned: rows[0]!.pruned, retentionDays }, 'events past their retention deleted');
+    } catch (error) {
+      logger.warn({ err: (error as Error)?.message }, 'events: could not delete old events; trying again later');
+    }
+  };
+  const first = setTimeout(prune, 1000);
+  const timer = setInterval(prune, pruneEveryMs);
+  first.unref();
+  timer.unref();
+  return {
+    prune,
+    stop() {
+      clearTimeout(first);
+      clearInterval(timer);
+    },
+  };
+}
+
+/**
+ * The context of the request being served, for the auth flows' events: set by `eventContext` on
+ * /api/auth, read by recordEvent. Other routes send theirs with their statements instead.
+ */
+const requestContexts = new AsyncLocalStorage<EventContext>();
+
+export const eventContext = (): RequestHandler => (req, _res, next) => requestContexts.run(requestContext(req), next);
+
+/**
+ * Records an auth flow's event in `tx` (it exists only if `tx` commits), done by `actor`, and
+ * makes the request's context the transaction's: the data events the same transaction records
+ * later (a new organization, a membership) carry it too.
+ */
+export async function recordAuthEvent(tx: Queryable, event: NewEvent, actor: Actor): Promise<string> {
+  const context: EventContext = { ...requestContexts.getStore(), ...actor };
+  const { rows } = await tx.query<{ id: string }>(
+    `SELECT set_config('authstrap.request', $7, true), authstrap.record_event($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb) AS "id"`,
+    [event.type, event.organizationId ?? null, event.userId ?? null, event.entity ?? null, event.entityId ?? null, JSON.stringify(event.data ?? {}), JSON.stringify(context)],
+  );
+  return rows[0]!.id;
+}
+
+/** The signed-in user as the actor of an auth event. */
+export const byUser = (userId: string): Actor => ({ actorType: 'user', actorId: userId });

@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addMember, apiClient, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+
+interface Event {
+  id: string;
+  type: string;
+  organizationId: string | null;
+  userId: string | null;
+  actorType: string;
+  actorId: string | null;
+  entity: string | null;
+  entityId: string | null;
+  data: Record<string, unknown>;
+  requestId: string | null;
+  ipAddress: string | null;
+  userAgent: string | null;
+  createdAt: string;
+}
+
+// Alice owns organization A, with Mia as a member and Adam as an admin; Bob owns organization B.
+describe.each(databaseKinds)('events and the audit log on the %s database', (kind) => {
+  let backend: TestBackend;
+  let alice: SignedUp;
+  let bob: SignedUp;
+  let mia: SignedUp;
+  let adam: SignedUp;
+
+  const auditLog = async (who: SignedUp, query = '') => {
+    const response = await who.api('GET', `/audit-events${query}`);
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    return response.body.data as Event[];
+  };
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+    alice = await signUp(backend.url, 'alice@example.com');
+    bob = await signUp(backend.url, 'bob@example.com');
+    mia = await addMember(backend.url, alice, 'mia@example.com', 'member');
+    adam = await addMember(backend.url, alice, 'adam@example.com', 'admin');
+  });
+  afterAll(() => backend?.stop());
+
+  it("records a record's creation, the names of the fields an update changed, and its deletion, with the request they came from", async () => {
+    const created = await alice.api('POST', '/Projects', { body: { name: 'Apollo' }, headers: { 'user-agent': 'events-test/1', 'x-request-id': 'req-create-1' } });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id;
+    await alice.api('PATCH', `/Projects/${id}`, { body: { name: 'Apollo 11', status: 'active' } });
+    // A write that changes nothing is no event.
+    await alice.api('PATCH', `/Projects/${id}`, { body: { name: 'Apollo 11' } });
+    await mia.api('DELETE', `/Projects/${id}`);
+
+    const events = await auditLog(alice, `?entityId=${id}&order=asc`);
+    expect(events.map((event) => event.type)).toEqual(['project.created', 'project.updated', 'project.deleted']);
+    const [creation, update, deletion] = events;
+    expect(creation).toMatchObject({ organizationId: alice.organizationId, actorType: 'user', actorId: alice.user.id, entity: 'Project', requestId: 'req-create-1', userAgent: 'events-test/1', ipAddress: '127.0.0.1' });
+    expect((creation!.data.record as { name: string }).name).toBe('Apollo');
+    expect(update!.data.changedFields).toEqual(['name']);
+    expect(deletion).toMatchObject({ actorId: mia.user.id, entityId: id });
+  });
+
+  it('leaves no event behind a change that was rolled back', async () => {
+    const service = apiClient(backend.url, { token: 'test-service-key-0123456789abcdef0123456789' });
+    // A held transaction of the trusted server: the write is made, then rolled back.
+    const inTransaction = { 'x-authstrap-transaction': randomUUID() };
+    const begun = await service('POST', '/api/service/transactions', { headers: inTransaction });
+    expect(begun.status, JSON.stringify(begun.body)).toBe(201);
+    const made = await service('POST', '/Organizations', { body: { name: 'Rolled back', slug: `rolled-back-${Date.now()}` }, headers: inTransaction });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    expect((await service('POST', '/api/service/transactions/rollback', { headers: inTransaction })).status).toBe(200);
+
+    const rows = await backend.running.db.asOwner((tx) => tx.query<{ type: string }>(`SELECT "type" FROM "authstrap_event" WHERE "entityId" = $1`, [made.body.data.id]));
+    expect(rows.rows).toEqual([]);
+    // The same write committed is an event: the check above could have found one.
+    const committed = await service('POST', '/Organizations', { body: { name: 'Kept', slug: `kept-${Date.now()}` } });
+    const kept = await backend.running.db.asOwner((tx) => tx.query<{ type: string; actorType: string }>(`SELECT "type", "actorType" FROM "authstrap_event" WHERE "entityId" = $1`, [committed.body.data.id]));
+    expect(kept.rows.map((row) => row.type)).toEqual(['organization.created']);
+  });
+
+  it('records auth events, and never a password, hash or token', async () => {
+    const carol = await signUp(backend.url, 'carol@example.com', 'first password 1');
+    const anonymous = apiClient(backend.url);
+    expect((await anonymous('POST', '/api/auth/sign-in/email', { body: { email: 'carol@example.com', password: 'wrong password' } })).status).toBe(401);
+    const signedIn = await anonymous('POST', '/api/auth/sign-in/email', { body: { email: 'carol@example.com', password: 'first password 1' } });
+    expect(signedIn.status).toBe(200);
+    expect((await carol.api('POST', '/api/auth/change-password', { body: { currentPassword: 'first password 1', newPassword: 'second password 2' } })).status).toBe(200);
+
+    const own = await carol.api('GET', '/api/auth/security-events?order=asc');
+    expect(own.status).toBe(200);
+    const types = (own.body.data as Event[]).map((event) => event.type);
+    // Sign-up starts a session of its own: that is no sign-in.
+    expect(types).toEqual(['user.signed_up', 'session.sign_in_failed', 'session.signed_in', 'user.password_changed']);
+    expect((own.body.data as Event[]).every((event) => event.userId === carol.user.id)).toBe(true);
+
+    const everything = await backend.running.db.asOwner((tx) => tx.query<{ row: string }>(`SELECT row_to_json(e)::text AS "row" FROM "authstrap_event" e`));
+    const dump = everything.rows.map((row) => row.row).join('\n');
+    for (const secret of ['first password 1', 'second password 2', 'wrong password', carol.token, signedIn.body.data.token, '$2b$']) {
+      expect(dump.includes(secret), secret).toBe(false);
+    }
+  });
+
+  it("shows an organization's events to its owners and admins only, and never another organization's", async () => {
+    await bob.api('POST', '/Projects', { body: { name: 'Bob only' } });
+    const ofAlice = await auditLog(alice, '?limit=100');
+    expect(ofAlice.length).toBeGreaterThan(0);
+    expect(ofAlice.every((event) => event.organizationId === alice.organizationId)).toBe(true);
+    expect(ofAlice.some((event) => event.type === 'invitation.sent')).toBe(true);
+    expect((await auditLog(adam, '?limit=100')).map((event) => event.id).sort()).toEqual(ofAlice.map((event) => event.id).sort());
+
+    const ofBob = await auditLog(bob, '?limit=100');
+    expect(ofBob.some((event) => event.type === 'project.created')).toBe(true);
+    expect(ofBob.every((event) => event.organizationId === bob.organizationId)).toBe(true);
+
+    // Bob naming A: not a member there.
+    expect((await bob.api('GET', '/audit-events', { organizationId: alice.organizationId })).status).toBe(403);
+    const asMember = await mia.api('GET', '/audit-events');
+    expect(asMember.status).toBe(403);
+    expect((await apiClient(backend.url)('GET', '/audit-events')).status).toBe(401);
+  });
+
+  it('filters the audit log through the list parameters: type, actor, time range, paging', async () => {
+    const before = new Date(Date.now() - 1000).toISOString();
+    await adam.api('POST', '/Projects', { body: { name: 'By Adam' } });
+    const byAdam = await auditLog(alice, `?actorId=${adam.user.id}&type=project.created&createdAt[gte]=${before}`);
+    expect(byAdam.map((event) => event.type)).toEqual(['project.created']);
+    const page = await alice.api('GET', '/audit-events?limit=1&page=2');
+    expect(page.body.meta).toMatchObject({ page: 2, limit: 1 });
+    expect(page.body.meta.total).toBeGreaterThan(2);
+    expect((await alice.api('GET', '/audit-events?createdAt[lt]=2000-01-01T00:00:00Z')).body.data).toEqual([]);
+    expect((await alice.api('GET', '/audit-events?nosuchfield=1')).status).toBe(400);
+  });
+
+  it('deletes events past their retention, and requests may not delete or change one', async () => {
+    await backend.running.db.asOwner((tx) => tx.query(`UPDATE "authstrap_event" SET "createdAt" = now() - interval '400 days' WHERE "type" = 'user.signed_up' AND "userId" = $1`, [bob.user.id]));
+    const pruned = await backend.running.db.query<{ pruned: number }>('SELECT authstrap.prune_events(365) AS "pruned"');
+    expect(pruned.rows[0]!.pruned).toBe(1);
+    // As the requests' role: no policy lets it write the log.
+    const deleted = await backend.running.db.query(`DELETE FROM "authstrap_event"`);
+    expect(deleted.rowCount).toBe(0);
+    await expect(backend.running.db.query(`INSERT INTO "authstrap_event" ("type", "actorType") VALUES ('forged', 'user')`)).rejects.toThrow(/row-level security/);
+  });
+});

@@ -1,0 +1,140 @@
+import type { Entity } from '../schema/types.js';
+import { literal, quote } from './sql-text.js';
+
+/**
+ * Events as SQL (src/events/ in the backend). Every event is written by one function,
+ * `authstrap.record_event`, in the transaction of the change that caused it: the backend's auth
+ * flows call it, and a trigger on each tenant table of the schema calls it for every row created,
+ * changed or deleted, whatever path the change took (a route, the service key, your own SQL). So a
+ * change and its event commit or roll back together, and a statement that changed nothing records
+ * nothing.
+ *
+ * The same function puts one webhook delivery per subscribed endpoint of the organization in the
+ * outbox (channel 'webhook'), so deliveries are as transactional as the events.
+ *
+ * Who and from where come from the transaction's settings: `authstrap.user_id` (the caller, set
+ * with the scope: src/db/scope.ts) and `authstrap.request` (JSON: request id, IP, user agent, and
+ * the actor when it is not a user: src/events/events.ts).
+ */
+
+/** `Project` -> `project`, `TaskItem` -> `task_item`: the prefix of an entity's event types. */
+export const eventPrefix = (entity: Pick<Entity, 'name'>) => entity.name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
+
+/** The entity event types: `project.created`, `project.updated`, `project.deleted`. */
+export const entityEventTypes = (entity: Pick<Entity, 'name'>) => ['created', 'updated', 'deleted'].map((what) => `${eventPrefix(entity)}.${what}`);
+
+/**
+ * Runs as the tables' owner (SECURITY DEFINER) with the maintenance setting on for its own
+ * statements only: requests can neither write an event nor read another organization's
+ * endpoints, but the event of their change is written, and delivered to every endpoint subscribed.
+ */
+const recordEvent = `CREATE OR REPLACE FUNCTION authstrap.record_event(event_type text, organization_id uuid, subject_user_id uuid, entity text, entity_id text, data jsonb, context jsonb DEFAULT NULL)
+RETURNS uuid LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  request jsonb := COALESCE(context, NULLIF(current_setting('authstrap.request', true), '')::jsonb, '{}'::jsonb);
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  event "authstrap_event";
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent")
+  VALUES (
+    event_type, organization_id, subject_user_id,
+    COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NULL THEN 'system' ELSE 'user' END),
+    COALESCE(request->>'actorId', authstrap.user_id()::text),
+    entity, entity_id, COALESCE(data, '{}'::jsonb),
+    request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
+  RETURNING * INTO event;
+  IF organization_id IS NOT NULL THEN
+    INSERT INTO "authstrap_outbox" ("channel", "payload")
+    SELECT 'webhook', jsonb_build_object('endpointId', w."id", 'organizationId', w."organizationId", 'event', to_jsonb(event))
+      FROM "authstrap_webhook_endpoint" w
+     WHERE w."organizationId" = organization_id AND w."enabled"
+       AND (cardinality(w."eventTypes") = 0 OR event_type = ANY (w."eventTypes"));
+  END IF;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN event."id";
+END
+$$;`;
+
+/**
+ * The trigger of every tenant table of the schema, and of the organizations and their members. Its
+ * arguments: the event type prefix, the entity's name, the columns no event may carry (secret
+ * fields), and the column that holds the organization ("id" for the organizations themselves).
+ */
+const dataEvent = `CREATE OR REPLACE FUNCTION authstrap.data_event() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  hidden text[] := TG_ARGV[2]::text[];
+  changed text[];
+  after jsonb;
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM authstrap.record_event(TG_ARGV[0] || '.deleted', (to_jsonb(OLD)->>TG_ARGV[3])::uuid, NULL, TG_ARGV[1], OLD."id"::text, '{}'::jsonb);
+    RETURN OLD;
+  END IF;
+  after := to_jsonb(NEW) - hidden;
+  IF TG_OP = 'INSERT' THEN
+    PERFORM authstrap.record_event(TG_ARGV[0] || '.created', (after->>TG_ARGV[3])::uuid, NULL, TG_ARGV[1], NEW."id"::text, jsonb_build_object('record', after));
+    RETURN NEW;
+  END IF;
+  -- The fields whose value changed (secret ones by name only); the timestamp of the change is not one.
+  SELECT array_agg(n.key ORDER BY n.key) INTO changed
+    FROM jsonb_each(to_jsonb(NEW)) n JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
+   WHERE n.value IS DISTINCT FROM o.value AND n.key <> 'updatedAt';
+  IF changed IS NULL THEN
+    RETURN NEW;
+  END IF;
+  PERFORM authstrap.record_event(TG_ARGV[0] || '.updated', (after->>TG_ARGV[3])::uuid, NULL, TG_ARGV[1], NEW."id"::text, jsonb_build_object('changedFields', to_jsonb(changed), 'record', after));
+  RETURN NEW;
+END
+$$;`;
+
+/** Deletes events older than `days` (EVENTS_RETENTION_DAYS), which requests may not; returns how many. */
+const pruneEvents = `CREATE OR REPLACE FUNCTION authstrap.prune_events(days integer) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  pruned integer;
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  DELETE FROM "authstrap_event" WHERE "createdAt" < now() - make_interval(days => days);
+  GET DIAGNOSTICS pruned = ROW_COUNT;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN pruned;
+END
+$$;`;
+
+export const eventFunctions = [
+  { name: 'record_event', definition: recordEvent },
+  { name: 'data_event', definition: dataEvent },
+  { name: 'prune_events', definition: pruneEvents },
+];
+
+/** What a tenant table's event trigger is made of (table-model: Table.events). */
+export interface TableEvents {
+  prefix: string;
+  entity: string;
+  hidden: string[];
+  organizationColumn: string;
+}
+
+/** The built-in tables whose changes are events too: organizations, and who is a member with which role. */
+export const builtinEventEntities = new Set(['Organization', 'member']);
+
+export function tableEvents(entity: Entity): TableEvents {
+  return {
+    prefix: eventPrefix(entity),
+    entity: entity.name,
+    hidden: entity.fields.filter((field) => field.secret).map((field) => field.column),
+    organizationColumn: entity.name === 'Organization' ? 'id' : 'organizationId',
+  };
+}
+
+/** The trigger that records a tenant table's changes (made again, in case it was dropped). */
+export function eventTriggerStatements(table: string, events: TableEvents | undefined): string[] {
+  const drop = `DROP TRIGGER IF EXISTS ${quote('authstrap_events')} ON ${quote(table)};`;
+  if (!events) return [drop];
+  const hidden = `{${events.hidden.map((column) => `"${column}"`).join(',')}}`;
+  return [
+    drop,
+    `CREATE TRIGGER ${quote('authstrap_events')} AFTER INSERT OR UPDATE OR DELETE ON ${quote(table)} FOR EACH ROW EXECUTE FUNCTION authstrap.data_event(${literal(events.prefix)}, ${literal(events.entity)}, ${literal(hidden)}, ${literal(events.organizationColumn)});`,
+  ];
+}
