@@ -17,6 +17,7 @@ import { createLogger } from './logger.js';
 import { mailChannel } from './mail/mail.js';
 import { createOutbox, type Outbox } from './outbox/outbox.js';
 import { startEventRetention } from './events/events.js';
+import { webhookChannel } from './events/webhooks.js';
 
 export interface RunningServer {
   url: string;
@@ -123,8 +124,9 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     return abort(new StartupError(`Cannot connect to Redis at ${maskUrlPassword(config.redisUrl ?? '')}: ${(error as Error).message}. Check REDIS_URL in .env.`));
   }
 
-  // Every instance runs a worker: whichever claims a message first sends it (outbox/outbox.ts).
-  const outbox = createOutbox({ db, logger, settings: config.outbox, channels: [mailChannel(config.mail, { ...config, logger })] });
+  // Every instance runs a worker: whichever claims a message first sends it (outbox/outbox.ts),
+  // mail and webhooks alike.
+  const outbox = createOutbox({ db, logger, settings: config.outbox, channels: [mailChannel(config.mail, { ...config, logger }), webhookChannel(config.webhooks, { db, logger })] });
   // Loaded only when asked for: without METRICS_TOKEN, prom-client is never imported, and without
   // the OTEL_* variables, nothing of OpenTelemetry.
   const metrics = config.metricsToken

@@ -8,6 +8,7 @@ import { authRouter, registerAuthRoutes } from './extensions/auth/auth.router.js
 import { createAuthService } from './extensions/auth/auth.service.js';
 import { eventContext } from './events/events.js';
 import { auditEventsRouter } from './events/events.router.js';
+import { webhooksRouter } from './events/webhooks.router.js';
 import { extensionRouter } from './extensions/index.js';
 import { generatedRouter } from './generated/index.js';
 import { buildOpenApiDocument } from './generated/openapi.js';
@@ -100,6 +101,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use('/api/auth', eventContext(), authRouter({ auth, config }));
   app.use('/api/service/transactions', transactions.router());
   app.use('/audit-events', ...auditEventsRouter({ config, db, auth }));
+  app.use('/webhook-endpoints', ...webhooksRouter({ config, db, auth, outbox, settings: config.webhooks }));
   app.use(extensionRouter({ config, db, auth }));
   app.use(generatedRouter({ db, auth, config, transactions }));
 

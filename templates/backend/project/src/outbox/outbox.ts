@@ -20,11 +20,18 @@ import type { Database, Queryable } from '../db/database.js';
  * - Requests never wait for a delivery: they write the row, and wake the worker after commit.
  */
 
-/** One way out of the backend. Mail is `mailChannel` in src/mail/mail.ts; a new channel is a module like it. */
+/**
+ * One way out of the backend. Mail is `mailChannel` in src/mail/mail.ts, webhooks `webhookChannel`
+ * in src/events/webhooks.ts; a new channel is a module like them.
+ */
 export interface Channel<Payload = unknown> {
   name: string;
   /** The longest one delivery may take; the channel gives up (throws) by then. */
   timeoutMs: number;
+  /** Its own retry bounds, when they differ from OUTBOX_RETRY_MS and OUTBOX_MAX_ATTEMPTS. */
+  retry?: { retryMs: number; maxAttempts: number };
+  /** Told once a message has failed for good (after its last attempt, or a permanent error). */
+  failed?(payload: Payload, message: OutboxMessage, reason: string): Promise<void>;
   /** Delivers one message. Throws PermanentDeliveryError when no retry can help. */
   deliver(payload: Payload, message: OutboxMessage): Promise<void>;
   /** What stays in the table once the message is sent (the secrets of a link need not). */
@@ -107,14 +114,20 @@ export function createOutbox({ db, channels, logger, settings }: { db: Database;
       await settle(`"status" = 'sent', "sentAt" = now(), "lastError" = NULL, "payload" = $3::jsonb`, [JSON.stringify(kept)]);
       counted(row.channel).sent++;
     } catch (error) {
-      const permanent = error instanceof PermanentDeliveryError || row.attempts >= settings.maxAttempts;
+      const retry = channel?.retry ?? settings;
+      const permanent = error instanceof PermanentDeliveryError || row.attempts >= retry.maxAttempts;
       counted(row.channel)[permanent ? 'failed' : 'retried']++;
       const reason = String((error as Error)?.message ?? error).slice(0, 1000);
       logger.warn({ outboxId: row.id, channel: row.channel, attempt: row.attempts, permanent, err: reason }, permanent ? 'outbox message failed for good' : 'outbox delivery failed; will retry');
       await settle(
         `"status" = $3, "lastError" = $4, "nextAttemptAt" = now() + make_interval(secs => $5::double precision / 1000)`,
-        [permanent ? 'failed' : 'pending', reason, retryDelayMs(row.attempts, settings.retryMs)],
+        [permanent ? 'failed' : 'pending', reason, retryDelayMs(row.attempts, retry.retryMs)],
       );
+      if (permanent && channel?.failed) {
+        await channel.failed(row.payload, { id: row.id, attempt: row.attempts }, reason).catch((failure) => {
+          logger.warn({ outboxId: row.id, channel: row.channel, err: (failure as Error)?.message }, 'outbox: the channel could not handle a failed message');
+        });
+      }
     }
   }
 

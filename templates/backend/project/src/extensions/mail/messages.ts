@@ -94,4 +94,11 @@ export const messages = {
       body: `Someone signed in to your account asked to change its e-mail address to ${asPlainText(to.newEmail)}. It changes once the new address is confirmed.`,
       footnote: 'If this was not you, change your password at once and sign out your other sessions.',
     }),
+
+  webhookEndpointDisabled: (to: { name?: string; organizationName: string; url: string; failures: number }) =>
+    message(`A webhook endpoint of ${asPlainText(to.organizationName)} was disabled`, {
+      greeting: hello(to.name),
+      body: `The last ${to.failures} deliveries to the webhook endpoint ${asPlainText(to.url)} of "${asPlainText(to.organizationName)}" failed, so it was disabled: no more events are sent to it.`,
+      footnote: 'Fix the receiver, then enable the endpoint again and redeliver what failed from its delivery log.',
+    }),
 };

@@ -1,0 +1,214 @@
+import { Router, type Request } from 'express';
+import { z } from 'zod';
+import type { WebhookSettings } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { ScopedQueryable } from '../db/scope.js';
+import { assertRole } from '../extensions/auth/auth.decorator.js';
+import type { CallerDeps } from '../generated/guards/auth.guard.js';
+import { asCaller, tenantScoped } from '../generated/guards/tenant.guard.js';
+import { sendData, sendList } from '../http/envelope.js';
+import { forbidden, HttpError, notFound, validationFailed } from '../http/errors.js';
+import { listRows, parseListQuery, type ListSpec } from '../http/list-query.js';
+import { parseBody, parseId } from '../http/validate.js';
+import type { Outbox } from '../outbox/outbox.js';
+import { recordEvent, requestContext } from './events.js';
+import { parseWebhookUrl, RefusedWebhookAddress, resolveWebhookAddress } from './webhook-address.js';
+import { newWebhookSecret, webhookChannelName } from './webhooks.js';
+
+/**
+ * The organization's webhook endpoints, for its owners and admins:
+ *
+ *   GET    /webhook-endpoints                                   the endpoints (never their secrets)
+ *   POST   /webhook-endpoints                                   a new one; its secret is in this answer only
+ *   PATCH  /webhook-endpoints/:id                               URL, event types, description, enabled
+ *   DELETE /webhook-endpoints/:id
+ *   GET    /webhook-endpoints/:id/deliveries                    the delivery log (?status=failed, paged)
+ *   POST   /webhook-endpoints/:id/deliveries/:delivery/redeliver   send it again, with the same webhook-id
+ */
+
+const eventType = z.string().regex(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/, 'an event type such as project.created');
+
+export const WebhookEndpointInput = z
+  .strictObject({
+    url: z.string().max(2048),
+    eventTypes: z.array(eventType).max(100).default([]).meta({ description: 'The event types sent to it; empty: every event' }),
+    description: z.string().max(500).nullable().optional(),
+    enabled: z.boolean().default(true),
+  })
+  .meta({ id: 'WebhookEndpointInput' });
+
+export const WebhookEndpointUpdate = z
+  .strictObject({
+    url: z.string().max(2048).optional(),
+    eventTypes: z.array(eventType).max(100).optional(),
+    description: z.string().max(500).nullable().optional(),
+    enabled: z.boolean().optional(),
+  })
+  .meta({ id: 'WebhookEndpointUpdate' });
+
+export const WebhookEndpoint = z
+  .object({
+    id: z.uuid(),
+    url: z.string(),
+    description: z.string().nullable(),
+    eventTypes: z.array(z.string()),
+    enabled: z.boolean(),
+    failureCount: z.int().meta({ description: 'Deliveries that failed for good in a row' }),
+    disabledReason: z.string().nullable(),
+    createdAt: z.date(),
+    updatedAt: z.date(),
+  })
+  .meta({ id: 'WebhookEndpoint' });
+
+export const WebhookDelivery = z
+  .object({
+    id: z.uuid().meta({ description: 'The webhook-id header: the same on every attempt and on a redelivery' }),
+    eventId: z.uuid(),
+    eventType: z.string(),
+    status: z.enum(['pending', 'sent', 'failed']),
+    attempts: z.int(),
+    lastError: z.string().nullable(),
+    nextAttemptAt: z.date(),
+    sentAt: z.date().nullable(),
+    createdAt: z.date(),
+  })
+  .meta({ id: 'WebhookDelivery' });
+
+const endpointColumns = `"id", "url", "description", "eventTypes", "enabled", "failureCount", "disabledReason", "createdAt", "updatedAt"`;
+
+/** The delivery log: the outbox's webhook messages of one endpoint, through the one list-query module. */
+const deliveryListSpec: ListSpec = {
+  entity: 'WebhookDelivery',
+  table: 'authstrap_outbox',
+  selectList: `"id", "payload"->'event'->>'id' AS "eventId", "payload"->'event'->>'type' AS "eventType", "status", "attempts", "lastError", "nextAttemptAt", "sentAt", "createdAt"`,
+  fields: {
+    status: { column: 'status', type: 'string', values: ['pending', 'sent', 'failed'] },
+    createdAt: { column: 'createdAt', type: 'datetime' },
+  },
+  defaultSort: 'createdAt',
+  searchColumns: [],
+  createdAtColumn: 'createdAt',
+};
+
+export function webhooksRouter(deps: CallerDeps & { db: Database; outbox: Outbox; settings: WebhookSettings }) {
+  const { db, settings } = deps;
+  const router = Router();
+
+  /** The caller's database, once they are known to be an owner or admin of the organization. */
+  const asAdmin = async (req: Request) => {
+    if (req.caller?.kind === 'service') throw forbidden('Webhook endpoints are managed by the owners and admins of an organization, not the service key');
+    const caller = asCaller(db, req);
+    await caller.checkNow();
+    assertRole(req.role, ['owner', 'admin']);
+    return caller;
+  };
+
+  /** A URL webhooks may go to now (it is checked again on every delivery): 422 otherwise. */
+  const checkedUrl = async (raw: string) => {
+    try {
+      const url = parseWebhookUrl(raw, settings.allowPrivate);
+      await resolveWebhookAddress(url, settings.allowPrivate);
+      return url.toString();
+    } catch (error) {
+      if (error instanceof RefusedWebhookAddress) throw validationFailed('This URL cannot receive webhooks', { url: error.message });
+      throw validationFailed('This URL cannot receive webhooks', { url: `its name does not resolve (${(error as Error).message})` });
+    }
+  };
+
+  const endpointOf = async (tx: ScopedQueryable, id: string) => {
+    const { rows } = await tx.query(`SELECT ${endpointColumns} FROM "authstrap_webhook_endpoint" WHERE "id" = $1 AND "organizationId" = authstrap.organization_id()`, [id]);
+    if (!rows[0]) throw notFound('webhook endpoint', id);
+    return rows[0];
+  };
+
+  router.get('/', async (req, res) => {
+    const caller = await asAdmin(req);
+    const { rows } = await caller.query(`SELECT ${endpointColumns} FROM "authstrap_webhook_endpoint" WHERE "organizationId" = authstrap.organization_id() ORDER BY "createdAt", "id"`);
+    sendData(res, rows);
+  });
+
+  router.post('/', async (req, res) => {
+    const caller = await asAdmin(req);
+    const input = parseBody('webhook endpoint', WebhookEndpointInput, req);
+    const url = await checkedUrl(input.url);
+    const secret = newWebhookSecret();
+    const created = await caller.transaction(async (tx) => {
+      const { rows } = await tx.query<{ id: string }>(
+        `INSERT INTO "authstrap_webhook_endpoint" ("organizationId", "url", "description", "eventTypes", "enabled", "secret")
+         VALUES (authstrap.organization_id(), $1, $2, $3, $4, $5) RETURNING ${endpointColumns}`,
+        [url, input.description ?? null, input.eventTypes, input.enabled, secret],
+      );
+      const endpoint = rows[0]!;
+      // The URL and event types, never the secret.
+      await recordEvent(tx, { type: 'webhook_endpoint.created', organizationId: req.organizationId, entity: 'webhook_endpoint', entityId: endpoint.id, data: { url, eventTypes: input.eventTypes } }, requestContext(req));
+      return endpoint;
+    });
+    // Shown once: only its receiver keeps it from now on.
+    sendData(res, { ...created, secret }, 201);
+  });
+
+  router.patch('/:id', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('webhook endpoint', req.params.id);
+    const patch = parseBody('webhook endpoint', WebhookEndpointUpdate, req);
+    const url = patch.url === undefined ? undefined : await checkedUrl(patch.url);
+    const updated = await caller.transaction(async (tx) => {
+      await endpointOf(tx, id);
+      const { rows } = await tx.query(
+        `UPDATE "authstrap_webhook_endpoint" SET
+           "url" = COALESCE($2, "url"), "eventTypes" = COALESCE($3, "eventTypes"),
+           "description" = CASE WHEN $4::boolean THEN $5 ELSE "description" END,
+           "enabled" = COALESCE($6, "enabled"),
+           -- Enabled again by a person: the count of failures starts over.
+           "failureCount" = CASE WHEN $6 THEN 0 ELSE "failureCount" END,
+           "disabledReason" = CASE WHEN $6 IS NULL THEN "disabledReason" WHEN $6 THEN NULL ELSE 'disabled by an owner or admin' END,
+           "updatedAt" = now()
+         WHERE "id" = $1 RETURNING ${endpointColumns}`,
+        [id, url ?? null, patch.eventTypes ?? null, patch.description !== undefined, patch.description ?? null, patch.enabled ?? null],
+      );
+      const changedFields = Object.keys(patch).sort();
+      await recordEvent(tx, { type: 'webhook_endpoint.updated', organizationId: req.organizationId, entity: 'webhook_endpoint', entityId: id, data: { changedFields } }, requestContext(req));
+      return rows[0];
+    });
+    sendData(res, updated);
+  });
+
+  router.delete('/:id', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('webhook endpoint', req.params.id);
+    await caller.transaction(async (tx) => {
+      const { rowCount } = await tx.query(`DELETE FROM "authstrap_webhook_endpoint" WHERE "id" = $1 AND "organizationId" = authstrap.organization_id()`, [id]);
+      if (rowCount === 0) throw notFound('webhook endpoint', id);
+      await recordEvent(tx, { type: 'webhook_endpoint.deleted', organizationId: req.organizationId, entity: 'webhook_endpoint', entityId: id }, requestContext(req));
+    });
+    res.status(204).end();
+  });
+
+  router.get('/:id/deliveries', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('webhook endpoint', req.params.id);
+    const query = parseListQuery(req.query, deliveryListSpec);
+    // The endpoint is the organization's (row-level security says so too); its deliveries are the outbox's.
+    await endpointOf(caller, id);
+    sendList(res, await listRows(caller, deliveryListSpec, query, { channel: webhookChannelName }, [{ sql: (placeholder) => `"payload"->>'endpointId' = ${placeholder}`, value: id }]));
+  });
+
+  router.post('/:id/deliveries/:deliveryId/redeliver', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('webhook endpoint', req.params.id);
+    const deliveryId = parseId('webhook delivery', req.params.deliveryId);
+    await endpointOf(caller, id);
+    // The same message again, from its first attempt: the same webhook-id, so a receiver that has it drops it.
+    const { rows } = await caller.query(
+      `UPDATE "authstrap_outbox" SET "status" = 'pending', "attempts" = 0, "nextAttemptAt" = now(), "lockedUntil" = NULL, "lastError" = NULL, "sentAt" = NULL
+        WHERE "id" = $1 AND "channel" = $2 AND "payload"->>'endpointId' = $3 AND "status" <> 'pending'
+        RETURNING "id", "payload"->'event'->>'id' AS "eventId", "payload"->'event'->>'type' AS "eventType", "status", "attempts", "lastError", "nextAttemptAt", "sentAt", "createdAt"`,
+      [deliveryId, webhookChannelName, id],
+    );
+    if (!rows[0]) throw new HttpError(404, 'NOT_FOUND', `No finished delivery with id '${deliveryId}' for this endpoint (one still pending is being retried already)`);
+    deps.outbox.wake();
+    sendData(res, rows[0], 202);
+  });
+
+  return tenantScoped(deps, router);
+}
