@@ -8,6 +8,7 @@ import { authRouter, registerAuthRoutes } from './extensions/auth/auth.router.js
 import { createAuthService } from './extensions/auth/auth.service.js';
 import { eventContext } from './events/events.js';
 import { auditEventsRouter } from './events/events.router.js';
+import { registerEventRoutes } from './events/openapi.js';
 import { webhooksRouter } from './events/webhooks.router.js';
 import { extensionRouter } from './extensions/index.js';
 import { generatedRouter } from './generated/index.js';
@@ -93,6 +94,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   const document = buildOpenApiDocument({ title: `${name} API`, version, serverUrl: config.authUrl }, (registry) => {
     registerAuthRoutes(registry);
     registerTransactionRoutes(registry);
+    registerEventRoutes(registry);
   });
   app.use('/api/docs', docsRouter(document));
 

@@ -1,7 +1,9 @@
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook, WebhookVerificationError, type EventType } from '../client/authstrap-client.js';
 import { withScope } from '../src/db/scope.js';
+import { eventTypes } from '../src/generated/events.js';
 import { addMember, apiClient, createThrowawayDatabase, databaseKinds, postgresAdminUrl, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { startMailbox } from './support/mailbox.js';
 import { freePort, spawnBackend } from './support/process.js';
@@ -83,6 +85,40 @@ describe.each(databaseKinds)('webhooks on the %s database', (kind) => {
     );
     expect(stored.rows[0]!.text).not.toContain(endpoint.secret.slice(6));
     expect(receiver.received.map((entry) => entry.body).join('')).not.toContain(endpoint.secret.slice(6));
+  });
+
+  it("verifies with the typed client's verifyWebhook too, which refuses a wrong secret, a changed body and an old timestamp", async () => {
+    const endpoint = await addEndpoint(receiver.url);
+    receiver.state.secret = endpoint.secret;
+    const projectId = await createProject('Client-verified');
+    await expect.poll(() => receiver.received.filter((entry) => entry.verified?.data.entityId === projectId).length, { timeout: 10_000 }).toBe(1);
+    const { headers, body } = receiver.received.find((entry) => entry.verified?.data.entityId === projectId)!;
+
+    const event = await verifyWebhook(endpoint.secret, headers, body);
+    const type: EventType = event.type;
+    expect(type).toBe('project.created');
+    expect(event.webhookId).toBe(headers['webhook-id']);
+    const otherSecret = (await addEndpoint(receiver.url)).secret;
+    await expect(verifyWebhook(otherSecret, headers, body)).rejects.toThrow(WebhookVerificationError);
+    await expect(verifyWebhook(endpoint.secret, headers, body.replace('Client-verified', 'Client-forged'))).rejects.toThrow(/signature/);
+    await expect(verifyWebhook(endpoint.secret, headers, body, { now: new Date(Date.now() + 10 * 60_000) })).rejects.toThrow(/timestamp/);
+  });
+
+  it("lists every event type in the OpenAPI document's webhooks section, with the entity's record as payload", async () => {
+    const document = (await apiClient(backend.url)('GET', '/api/docs/openapi.json')).body;
+    expect(document.openapi).toBe('3.1.0');
+    expect(Object.keys(document.webhooks).sort()).toEqual(Object.keys(eventTypes).sort());
+    const created = document.webhooks['project.created'].post;
+    const schema = created.requestBody.content['application/json'].schema;
+    const body = schema.$ref ? document.components.schemas[schema.$ref.split('/').pop()] : schema;
+    expect(body.properties.type.enum ?? [body.properties.type.const]).toEqual(['project.created']);
+    // The record is a Project as the API returns it: its fields, its enum.
+    const record = body.properties.data.properties.record;
+    const project = record.$ref ? document.components.schemas[record.$ref.split('/').pop()] : record;
+    expect(Object.keys(project.properties)).toEqual(expect.arrayContaining(['id', 'name', 'description', 'status']));
+    expect(project.properties.status.enum).toEqual(['active', 'archived']);
+    expect(created.parameters.map((parameter: { name: string }) => parameter.name).sort()).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
+    for (const path of ['/audit-events', '/webhook-endpoints', '/webhook-endpoints/{id}/deliveries', '/api/auth/security-events']) expect(document.paths[path], path).toBeDefined();
   });
 
   it('retries a receiver that answers 500, too slowly and not at all, then delivers once it is healthy', async () => {

@@ -1,3 +1,4 @@
+import { eventTypesOf } from './event-sql.js';
 import { camelCase } from '../schema/naming.js';
 import type { Field, Schema } from '../schema/types.js';
 import { projectView, type EntityView } from './view-model.js';
@@ -70,6 +71,8 @@ export interface ClientView {
   usesJson: boolean;
   /** The entity the example at the top of the file lists. */
   example?: string;
+  /** Every event type the backend records (its webhooks), with its description as a string literal. */
+  events: { type: string; description: string }[];
 }
 
 /** Built-in entities whose user routes are plain CRUD; the others are written out in the template. */
@@ -172,5 +175,6 @@ export function clientView(schema: Schema): ClientView {
     crudEntities: entities.filter((entity) => entity.crud),
     usesJson: entities.some((entity) => entity.output.some((field) => /\bJson\b/.test(field.type))),
     example: exampleEntity?.name,
+    events: eventTypesOf(schema),
   };
 }

@@ -1,4 +1,4 @@
-import type { Entity } from '../schema/types.js';
+import type { Entity, Schema } from '../schema/types.js';
 import { literal, quote } from './sql-text.js';
 
 /**
@@ -16,6 +16,43 @@ import { literal, quote } from './sql-text.js';
  * with the scope: src/db/scope.ts) and `authstrap.request` (JSON: request id, IP, user agent, and
  * the actor when it is not a user: src/events/events.ts).
  */
+
+/**
+ * The events the backend's own code records (src/extensions/auth/, src/events/): with the
+ * entities' events, what generated/events.ts, the OpenAPI document and the typed client list.
+ */
+export const authEventTypes: Record<string, string> = {
+  'user.signed_up': 'A user signed up (or was made by accepting an invitation)',
+  'user.deleted': 'A user deleted their account',
+  'user.email_verified': 'A user confirmed their e-mail address',
+  'user.email_changed': "A user's e-mail address changed (confirmed from the new address)",
+  'user.password_changed': 'A user changed their password (their other sessions ended)',
+  'user.password_reset': 'A user reset their password with a link from the mail (all their sessions ended)',
+  'session.signed_in': 'A user signed in',
+  'session.sign_in_failed': 'A sign-in with a wrong password for an existing user',
+  'session.signed_out': 'A user signed out',
+  'session.revoked': "One or more of a user's sessions were signed out by the user",
+  'invitation.sent': 'An owner or admin invited an e-mail address to the organization',
+  'invitation.accepted': 'An invitation was accepted',
+  'invitation.declined': 'An invitation was declined',
+  'webhook_endpoint.created': 'An owner or admin added a webhook endpoint',
+  'webhook_endpoint.updated': 'A webhook endpoint was changed, enabled or disabled (by a person, or by the backend after repeated failures)',
+  'webhook_endpoint.deleted': 'A webhook endpoint was removed',
+};
+
+/** Whether an entity's changes are events: the tenant tables of the schema, and the organizations and their members. */
+export const hasEvents = (entity: Entity, auth: boolean) => auth && ((entity.tenantScoped && !entity.builtin) || (entity.builtin && builtinEventEntities.has(entity.name)));
+
+/** Every event type of a schema's backend, sorted, each with its description as a string literal. */
+export function eventTypesOf(schema: Schema): { type: string; description: string }[] {
+  if (!schema.auth) return [];
+  const described: [string, string][] = Object.entries(authEventTypes);
+  for (const entity of schema.entities.filter((candidate) => hasEvents(candidate, schema.auth))) {
+    const [created, updated, deleted] = entityEventTypes(entity);
+    described.push([created!, `${entity.name} created`], [updated!, `${entity.name} changed (changedFields names what)`], [deleted!, `${entity.name} deleted`]);
+  }
+  return described.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([type, description]) => ({ type, description: JSON.stringify(description) }));
+}
 
 /** `Project` -> `project`, `TaskItem` -> `task_item`: the prefix of an entity's event types. */
 export const eventPrefix = (entity: Pick<Entity, 'name'>) => entity.name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();

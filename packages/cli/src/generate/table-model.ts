@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Entity, Field, Schema } from '../schema/types.js';
 import { tenantPolicies, writeGuards } from './rules-sql.js';
 import { literal, quote } from './sql-text.js';
-import { builtinEventEntities, eventFunctions, tableEvents, type TableEvents } from './event-sql.js';
+import { eventFunctions, hasEvents, tableEvents, type TableEvents } from './event-sql.js';
 import { systemTables } from './system-tables.js';
 
 /**
@@ -227,8 +227,7 @@ export function databaseModel(schema: Schema): DatabaseModel {
   const entityTables = schema.entities.map((entity) => {
     const table = tableOf(entity, entities, referencedWithTenant);
     // Your own tenant-scoped tables; `member` is what the scope is made of, so it stays readable.
-    if (schema.auth && entity.builtin && builtinEventEntities.has(entity.name)) return { ...table, events: tableEvents(entity) };
-    if (!schema.auth || !entity.tenantScoped || entity.builtin) return table;
+    if (!schema.auth || !entity.tenantScoped || entity.builtin) return hasEvents(entity, schema.auth) ? { ...table, events: tableEvents(entity) } : table;
     const guards = writeGuards(entity, table);
     return { ...table, rowSecurity: { policies: tenantPolicies(entity), ...(guards.length > 0 ? { writeGuards: guards } : {}) }, events: tableEvents(entity) };
   });

@@ -1,3 +1,4 @@
+import { eventPrefix, eventTypesOf, hasEvents } from './event-sql.js';
 import { camelCase, kebabCase, pascalCase } from '../schema/naming.js';
 import { ruleOperations, type Entity, type Field, type OperationRule, type Schema } from '../schema/types.js';
 import { fieldReaders, fieldWriters, rowCondition, ruleCondition } from './rules-sql.js';
@@ -167,6 +168,8 @@ export interface EntityView {
   openApiCreate?: string;
   /** The routes a signed-in user may call, as code, when not all (the rest are the service key's). */
   userOperations?: string;
+  /** The prefix of its event types (`project` of `project.created`), when its changes are events (event-sql.ts). */
+  eventPrefix?: string;
   parent?: {
     field: string;
     entity: string;
@@ -399,6 +402,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     openApiCreate: entity.builtin ? invitationCreateRoutes[entity.name] : undefined,
     userOperations: entity.builtin && auth ? userOperationsOf[entity.name] : entity.serviceOnly ? '[]' : undefined,
     isUser: entity.builtin && entity.name === 'User',
+    eventPrefix: hasEvents(entity, auth) ? eventPrefix(entity) : undefined,
     parent,
   };
 }
@@ -412,6 +416,8 @@ export interface ProjectView {
   mounts: { path: string; handlers: string; comment: string }[];
   /** Each unique and foreign key's columns but the organization, as code, by constraint name (generated/constraints.ts). */
   keyConstraints: { name: string; columns: string }[];
+  /** Every event type the backend records, with what it means as code (a string literal): generated/events.ts. */
+  events: { type: string; description: string }[];
 }
 
 /**
@@ -463,5 +469,5 @@ export function projectView(schema: Schema): ProjectView {
       mounts.push({ path: entity.path, handlers: handlersOf(entity, `${entity.camel}Router`, schema.auth), comment: entity.name });
     }
   }
-  return { auth: schema.auth, entities, serviceApis: entities.filter((entity) => entity.serviceApi), mounts, keyConstraints: keyConstraintsOf(schema) };
+  return { auth: schema.auth, entities, serviceApis: entities.filter((entity) => entity.serviceApi), mounts, keyConstraints: keyConstraintsOf(schema), events: eventTypesOf(schema) };
 }

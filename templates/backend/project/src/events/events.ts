@@ -3,6 +3,7 @@ import type { Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
 import type { Statement } from '../db/sql.js';
+import type { EventType } from '../generated/events.js';
 import { listRows, type ListPage, type ListQuery, type ListSpec } from '../http/list-query.js';
 
 /**
@@ -25,27 +26,8 @@ import { listRows, type ListPage, type ListQuery, type ListSpec } from '../http/
  * marked `secret` is left out of a record.
  */
 
-/** Every event type the backend itself records, with what it means (docs/events.md, the OpenAPI `webhooks`). */
-export const authEventTypes = {
-  'user.signed_up': 'A user signed up (or was made by accepting an invitation)',
-  'user.deleted': 'A user deleted their account',
-  'user.email_verified': "A user confirmed their e-mail address",
-  'user.email_changed': "A user's e-mail address changed (confirmed from the new address)",
-  'user.password_changed': 'A user changed their password (their other sessions ended)',
-  'user.password_reset': 'A user reset their password with a link from the mail (all their sessions ended)',
-  'session.signed_in': 'A user signed in',
-  'session.sign_in_failed': 'A sign-in with a wrong password for an existing user',
-  'session.signed_out': 'A user signed out',
-  'session.revoked': "One or more of a user's sessions were signed out by the user",
-  'invitation.sent': 'An owner or admin invited an e-mail address to the organization',
-  'invitation.accepted': 'An invitation was accepted',
-  'invitation.declined': 'An invitation was declined',
-  'webhook_endpoint.created': 'An owner or admin added a webhook endpoint',
-  'webhook_endpoint.updated': 'A webhook endpoint was changed, enabled or disabled',
-  'webhook_endpoint.deleted': 'A webhook endpoint was removed',
-} as const;
-
-export type AuthEventType = keyof typeof authEventTypes;
+/** What code records (the auth flows, the webhook routes): one of the types of src/generated/events.ts. */
+export type AuthEventType = EventType;
 
 /** Who acted, when it is not the signed-in user of the transaction's scope. */
 export type Actor = { actorType: 'user'; actorId: string } | { actorType: 'service' | 'system'; actorId?: undefined };
