@@ -1,0 +1,136 @@
+#!/usr/bin/env node
+// What events and webhooks cost a write (issue 29): the example, built as it is, on three
+// databases that differ only in what a POST /Projects records:
+//   off      the events trigger of the tables switched off (ALTER TABLE ... DISABLE TRIGGER, by the
+//            owner): no event, no delivery, as before events existed (the request still sends its
+//            context in the round trip of its statement);
+//   events   as generated: each write also writes its event (authstrap.record_event);
+//   webhook  as generated, with one webhook endpoint subscribed to project.created: each write also
+//            puts a delivery in the outbox, and the backend's worker POSTs it, signed, to a
+//            receiver on loopback while the load runs.
+// Loaded in turns (off / events / webhook, then the reverse order, ...: the machine's drift falls
+// on all), with the write (POST /Projects {name}) and the authenticated list (GET /Projects?limit=20).
+// For the webhook side it also reports the time from commit (the event's timestamp, taken in the
+// transaction) to the receiver's arrival, p50 and p99, and how many deliveries were still waiting
+// when the load stopped and how many never arrived (lost: the goal is 0).
+//
+//   npm run bootstrap && (cd examples/saas-backend && npm run build)
+//   node bench/events.mjs
+//
+// Settings: BENCH_PG_URL, BENCH_PAIRS (2), BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8).
+// Linux; needs wrk. Runs the backends with NODE_ENV=development, the only mode that lets webhooks go
+// to a loopback receiver (WEBHOOKS_ALLOW_PRIVATE). Writes bench/results/events.json.
+import fs from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { api, children, exampleDir, expectStatus, listLoadArgs, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
+
+const benchDir = path.dirname(fileURLToPath(import.meta.url));
+const resultsFile = path.join(benchDir, 'results', 'events.json');
+const pairs = Number(process.env.BENCH_PAIRS ?? 2);
+const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
+const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
+const percentile = (values, p) => values.slice().sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
+const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
+const env = { NODE_ENV: 'development', WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOX_POLL_MS: '200' };
+
+/** wrk's arguments for the write: POST /Projects with a name, each request a new project. */
+function writeLoadArgs(base, { token, organizationId }) {
+  return ['-t', '2', '-c', '20', '--timeout', '5s', '-s', path.join(benchDir, 'wrk-create.lua'), '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${base}/Projects`];
+}
+
+async function asOwner(url, statement) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A webhook receiver on loopback: answers 200 at once, and keeps when each event arrived. */
+async function startReceiver() {
+  const arrivals = new Map();
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      const event = JSON.parse(body);
+      if (!arrivals.has(event.id)) arrivals.set(event.id, Date.now() - Date.parse(event.timestamp));
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}/hooks`, arrivals, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+const sides = ['off', 'events', 'webhook'];
+const databases = Object.fromEntries(await Promise.all(sides.map(async (side) => [side, await throwawayDatabase(`events${side}`)])));
+const receiver = await startReceiver();
+try {
+  const seeded = {};
+  for (const side of sides) {
+    const backend = await startExampleBackend({ dbUrl: databases[side].url, env });
+    seeded[side] = await seedProjects(backend.base);
+    if (side === 'webhook') {
+      await expectStatus(api(backend.base, 'POST', '/webhook-endpoints', { ...seeded[side], body: { url: receiver.url, eventTypes: ['project.created'] } }), 201, 'POST /webhook-endpoints');
+    }
+    await stopChild(backend.child);
+  }
+  await asOwner(databases.off.url, 'ALTER TABLE "Project" DISABLE TRIGGER "authstrap_events"; ALTER TABLE "Task" DISABLE TRIGGER "authstrap_events"');
+
+  const runs = { write: Object.fromEntries(sides.map((side) => [side, []])), list: Object.fromEntries(sides.map((side) => [side, []])) };
+  const delivery = [];
+  for (let pair = 0; pair < pairs; pair += 1) {
+    for (const side of pair % 2 === 0 ? sides : [...sides].reverse()) {
+      const backend = await startExampleBackend({ dbUrl: databases[side].url, env });
+      for (const [load, argsOf] of [['write', writeLoadArgs], ['list', listLoadArgs]]) {
+        const args = argsOf(backend.base, seeded[side]);
+        const wrkEnv = { ...process.env, BENCH_REPORT_LUA: path.join(benchDir, 'wrk-report.lua') };
+        await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds, wrkEnv);
+        receiver.arrivals.clear();
+        const startedAt = new Date();
+        const result = await runWrk(['-d', `${seconds}s`, ...args], seconds, wrkEnv);
+        const run = { rps: Math.round(result.rps), p50Ms: result.latencyUs.p50 / 1000, p99Ms: result.latencyUs.p99 / 1000 };
+        runs[load][side].push(run);
+        console.log(`[bench] ${load}, ${side}: ${run.rps} rps, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms`);
+        if (side === 'webhook' && load === 'write') {
+          // The deliveries of the events this run committed: wait until none is pending (at most a minute), then compare.
+          const pendingAtEnd = Number((await asOwner(databases.webhook.url, `SELECT count(*) FROM "authstrap_outbox" WHERE "channel" = 'webhook' AND "status" = 'pending'`)).rows[0].count);
+          const deadline = Date.now() + 60_000;
+          let pending = pendingAtEnd;
+          while (pending > 0 && Date.now() < deadline) {
+            await new Promise((resolve) => setTimeout(resolve, 500));
+            pending = Number((await asOwner(databases.webhook.url, `SELECT count(*) FROM "authstrap_outbox" WHERE "channel" = 'webhook' AND "status" = 'pending'`)).rows[0].count);
+          }
+          const { rows } = await asOwner(databases.webhook.url, `SELECT "id" FROM "authstrap_event" WHERE "type" = 'project.created' AND "createdAt" >= '${startedAt.toISOString()}'`);
+          const lost = rows.filter((row) => !receiver.arrivals.has(row.id)).length;
+          const latencies = [...receiver.arrivals.values()];
+          const measured = { events: rows.length, delivered: latencies.length, pendingAtEnd, lost, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
+          delivery.push(measured);
+          console.log(`[bench] commit to delivery: ${JSON.stringify(measured)}`);
+        }
+      }
+      await stopChild(backend.child);
+    }
+  }
+
+  const summary = {};
+  for (const load of ['write', 'list']) {
+    const of = (side) => ({ rps: median(runs[load][side].map((run) => run.rps)), p50Ms: median(runs[load][side].map((run) => run.p50Ms)), p99Ms: median(runs[load][side].map((run) => run.p99Ms)) });
+    summary[load] = Object.fromEntries(sides.map((side) => [side, of(side)]));
+    summary[load].eventsOverOff = Number((summary[load].events.rps / summary[load].off.rps).toFixed(3));
+    summary[load].webhookOverOff = Number((summary[load].webhook.rps / summary[load].off.rps).toFixed(3));
+    console.log(`${load}: off ${summary[load].off.rps} rps, events ${summary[load].events.rps} rps (${summary[load].eventsOverOff}), events + webhook ${summary[load].webhook.rps} rps (${summary[load].webhookOverOff})`);
+  }
+  fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
+  fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), pairs, warmupSeconds, seconds, runs, delivery, summary }, null, 2)}\n`);
+} finally {
+  for (const child of children) await stopChild(child);
+  await receiver.close();
+  for (const database of Object.values(databases)) await database.drop();
+}
