@@ -86,17 +86,17 @@ const answerKept = 512;
  * POSTs `body` to `url`, connecting to `address` (checked) and never following a redirect.
  * Resolves on a 2xx answer; throws otherwise.
  */
-function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Record<string, string>, body: string, timeoutMs: number): Promise<void> {
+function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Record<string, string>, body: string, timeoutMs: number, agents: Agents): Promise<void> {
   // The name is resolved once, by resolveWebhookAddress: the connection uses that answer.
   const lookup: LookupFunction = (_hostname, options, callback) => {
     if (options.all) (callback as (error: null, addresses: { address: string; family: number }[]) => void)(null, [address]);
     else callback(null, address.address, address.family);
   };
-  const client = url.protocol === 'https:' ? https : http;
+  const [client, agent] = url.protocol === 'https:' ? [https, agents.https] : [http, agents.http];
   return new Promise((resolve, reject) => {
     const request = client.request(
       url,
-      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'authstrap-webhooks/1', ...headers }, lookup, agent: false },
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'authstrap-webhooks/1', ...headers }, lookup, agent },
       (response) => {
         let answer = '';
         response.setEncoding('utf8');
@@ -118,7 +118,18 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
   });
 }
 
+/**
+ * Connections kept open between deliveries to the same host and port (no TCP and TLS handshake
+ * per delivery). A connection is made only after its address was checked; a kept one goes to that
+ * same checked address, and every attempt still resolves and checks the name first.
+ */
+interface Agents {
+  http: http.Agent;
+  https: https.Agent;
+}
+
 export function webhookChannel(settings: WebhookSettings, { db, logger }: { db: Database; logger: Logger }): Channel<WebhookPayload> {
+  const agents: Agents = { http: new http.Agent({ keepAlive: true, maxSockets: 10 }), https: new https.Agent({ keepAlive: true, maxSockets: 10 }) };
   /** The endpoint, read in its organization's scope (row-level security): null when it is gone. */
   const endpointOf = async (payload: WebhookPayload) => {
     const scoped = withScope(db, { organizationId: payload.organizationId, userId: '', role: '' });
@@ -130,6 +141,10 @@ export function webhookChannel(settings: WebhookSettings, { db, logger }: { db: 
     name: webhookChannelName,
     timeoutMs: settings.timeoutMs,
     retry: { retryMs: settings.retryMs, maxAttempts: settings.maxAttempts },
+    close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
 
     async deliver(payload: WebhookPayload, message: OutboxMessage) {
       const { scoped, endpoint } = await endpointOf(payload);
@@ -152,6 +167,7 @@ export function webhookChannel(settings: WebhookSettings, { db, logger }: { db: 
         { 'webhook-id': message.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(endpoint.secret, message.id, timestamp, body) },
         body,
         settings.timeoutMs,
+        agents,
       );
       if (endpoint.failureCount > 0) await scoped.query(`UPDATE "authstrap_webhook_endpoint" SET "failureCount" = 0 WHERE "id" = $1`, [payload.endpointId]);
     },
