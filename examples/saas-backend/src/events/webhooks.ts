@@ -9,7 +9,7 @@ import { withScope } from '../db/scope.js';
 import { messages } from '../extensions/mail/messages.js';
 import { mailChannelName, type MailPayload } from '../mail/mail.js';
 import { enqueue, PermanentDeliveryError, type Channel, type OutboxMessage } from '../outbox/outbox.js';
-import { recordEvent } from './events.js';
+import { recordEvent, type AuditEvent } from './events.js';
 import { parseWebhookUrl, RefusedWebhookAddress, resolveWebhookAddress } from './webhook-address.js';
 
 /**
@@ -33,19 +33,8 @@ export const webhookChannelName = 'webhook';
 export interface WebhookPayload {
   endpointId: string;
   organizationId: string;
-  /** The event as the event log holds it. */
-  event: {
-    id: string;
-    type: string;
-    organizationId: string | null;
-    userId: string | null;
-    actorType: string;
-    actorId: string | null;
-    entity: string | null;
-    entityId: string | null;
-    data: Record<string, unknown>;
-    createdAt: string;
-  };
+  /** The event as the event log holds it (its row as JSON: the time as text). */
+  event: Omit<AuditEvent, 'createdAt'> & { createdAt: string };
 }
 
 /** A new endpoint's signing secret: `whsec_` and 24 random bytes in base64, as Standard Webhooks has it. */

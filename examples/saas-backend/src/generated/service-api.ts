@@ -3,6 +3,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import { z } from 'zod';
 import { callerOf } from '../extensions/auth/auth.decorator.js';
 import type { Queryable } from '../db/database.js';
+import { requestContext, setEventContext } from '../events/events.js';
 import { sendData, sendList } from '../http/envelope.js';
 import { forbidden, notFound, validationFailed } from '../http/errors.js';
 import { idsMatching, parseListQuery, parseWriteFilter, type JoinTarget, type ListPage, type ListQuery, type ListSpec, type WhereClause } from '../http/list-query.js';
@@ -49,6 +50,28 @@ interface ServiceApi<Row, Create extends z.ZodType, Replace extends z.ZodType, U
   afterCreate?: (tx: Queryable, created: Row, req: Request) => Promise<unknown>;
   /** How records are deleted when it is more than a DELETE (users: never an organization's last owner): how many were. */
   removeMany?: (tx: Queryable, ids: string[]) => Promise<number>;
+  /** Its writes record events (src/events/events.ts): each runs in a transaction that names the service key as their actor. */
+  events?: boolean;
+}
+
+/**
+ * `db` for a write of the trusted server whose events must name it: every statement (or piece of
+ * atomic work) runs in a transaction whose event context says `service`, with the request's id.
+ */
+function asService(db: Runner, req: Request): Runner {
+  const context = requestContext(req, { actorType: 'service' });
+  return {
+    query: (text, params) =>
+      db.transaction(async (tx) => {
+        await setEventContext(tx, context);
+        return tx.query(text, params);
+      }),
+    transaction: (work) =>
+      db.transaction(async (tx) => {
+        await setEventContext(tx, context);
+        return work(tx);
+      }),
+  };
 }
 
 /**
@@ -60,7 +83,7 @@ interface ServiceApi<Row, Create extends z.ZodType, Replace extends z.ZodType, U
 function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodType, Update extends z.ZodType>(
   transactions: ServiceTransactions,
   joinTargets: Readonly<Record<string, JoinTarget>>,
-  { entity, list, repository, createInput, replaceInput, updateInput, afterCreate, removeMany }: ServiceApi<Row, Create, Replace, Update>,
+  { entity, list, repository, createInput, replaceInput, updateInput, afterCreate, removeMany, events }: ServiceApi<Row, Create, Replace, Update>,
 ): Router {
   const router = Router();
   router.use((req, _res, next) => (callerOf(req).kind === 'service' ? next() : next('router')));
@@ -68,7 +91,7 @@ function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodTy
   const route =
     (handler: (req: Request, res: Response, db: Runner) => Promise<void>): RequestHandler =>
     (req, res) =>
-      transactions.run(req, (db) => handler(req, res, db));
+      transactions.run(req, (db) => handler(req, res, events && req.method !== 'GET' ? asService(db, req) : db));
 
   router.get('/', route(async (req, res, db) => {
     sendList(res, await repository.list(db, parseListQuery(req.query, list, 'service', joinTargets)));
@@ -204,6 +227,8 @@ export function serviceApiRouters({ auth, transactions }: GeneratedDeps) {
       createInput: UserServiceCreateInput,
       replaceInput: UserServiceReplaceInput,
       updateInput: UserServiceUpdateInput,
+      // Its personal organization and membership are events.
+      events: true,
       afterCreate: withPersonalOrganization(auth),
       // Better Auth's deleteUser comes here: the same rule as a user deleting their own account.
       removeMany: auth.deleteUsers,
@@ -239,6 +264,7 @@ export function serviceApiRouters({ auth, transactions }: GeneratedDeps) {
       createInput: OrganizationServiceCreateInput,
       replaceInput: OrganizationServiceReplaceInput,
       updateInput: OrganizationServiceUpdateInput,
+      events: true,
     }),
     member: serviceApiRouter(transactions, joinTargets, {
       entity: 'member',
@@ -247,6 +273,7 @@ export function serviceApiRouters({ auth, transactions }: GeneratedDeps) {
       createInput: MemberServiceCreateInput,
       replaceInput: MemberServiceReplaceInput,
       updateInput: MemberServiceUpdateInput,
+      events: true,
     }),
   };
 }
