@@ -76,8 +76,8 @@ export function registerEventRoutes(registry: OpenAPIRegistry): void {
       ipAddress: z.string().nullable(),
       userAgent: z.string().nullable(),
       createdAt: z.date(),
-    })
-    .meta({ id: 'AuditEvent' });
+    });
+  // Unnamed, as the webhook endpoints' (webhooks.router.ts): not a generated collection for `authstrap verify`.
   const meta = z.object({ page: z.int(), limit: z.int(), total: z.int(), totalPages: z.int() });
   const list = (item: z.ZodType) => ({ content: { 'application/json': { schema: z.object({ success: z.literal(true), data: z.array(item), meta }) } } });
   const one = (item: z.ZodType) => ({ content: { 'application/json': { schema: z.object({ success: z.literal(true), data: item }) } } });

@@ -46,6 +46,8 @@ export const WebhookEndpointUpdate = z
   })
   .meta({ id: 'WebhookEndpointUpdate' });
 
+// The answers' schemas have no component name: `authstrap verify` takes a route whose list or
+// create answers a named schema for a generated collection, and probes it as one.
 export const WebhookEndpoint = z
   .object({
     id: z.uuid(),
@@ -57,8 +59,7 @@ export const WebhookEndpoint = z
     disabledReason: z.string().nullable(),
     createdAt: z.date(),
     updatedAt: z.date(),
-  })
-  .meta({ id: 'WebhookEndpoint' });
+  });
 
 export const WebhookDelivery = z
   .object({
@@ -71,8 +72,7 @@ export const WebhookDelivery = z
     nextAttemptAt: z.date(),
     sentAt: z.date().nullable(),
     createdAt: z.date(),
-  })
-  .meta({ id: 'WebhookDelivery' });
+  });
 
 const endpointColumns = `"id", "url", "description", "eventTypes", "enabled", "failureCount", "disabledReason", "createdAt", "updatedAt"`;
 
