@@ -26,8 +26,12 @@ import { listRows, type ListPage, type ListQuery, type ListSpec } from '../http/
  * marked `secret` is left out of a record.
  */
 
-/** What code records (the auth flows, the webhook routes): one of the types of src/generated/events.ts. */
-export type AuthEventType = EventType;
+/**
+ * What code records: one of the types of src/generated/events.ts (the auth flows', the webhook
+ * routes'), or one of your own (`report.exported`), recorded and delivered the same way but not
+ * listed in the OpenAPI document or the typed client.
+ */
+export type AuthEventType = EventType | (string & {});
 
 /** Who acted, when it is not the signed-in user of the transaction's scope. */
 export type Actor = { actorType: 'user'; actorId: string } | { actorType: 'service' | 'system'; actorId?: undefined };
