@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { Database, Queryable } from '../db/database.js';
 
 /**
- * The transactional outbox: what must leave the backend (mail today) is written to the
+ * The transactional outbox: what must leave the backend (mail, webhooks) is written to the
  * `authstrap_outbox` table in the same transaction as the change that causes it, and delivered
  * after commit by a worker that runs in every instance. So a change and its message are kept or
  * lost together; a crash, a restart or an SMTP outage delays a message, never loses it.
