@@ -301,7 +301,7 @@ describe('validateSchema: problems name the entity and the field', () => {
 });
 
 describe('validateSchema: the resolved schema', () => {
-  const builtins = ['User', 'account', 'session', 'verification', 'Organization', 'member'];
+  const builtins = ['User', 'account', 'session', 'verification', 'Organization', 'member', 'apikey'];
 
   it('adds the built-in entities before your own when auth is on (the default)', () => {
     const schema = validateSchema({ entities: { Project: { fields: {} } } });
