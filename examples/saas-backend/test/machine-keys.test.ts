@@ -129,6 +129,24 @@ describe.each(databaseKinds)('machine keys on the %s database', (kind) => {
     expect((await alice.api('GET', '/Projects')).status).toBe(200);
   });
 
+  it("answers 429 once a quota (Better Auth's `remaining`) is used up", async () => {
+    const made = await makeKey({});
+    expect((await service()('PATCH', `/apikeys/${made.id}`, { body: { remaining: 2 } })).status).toBe(200);
+    expect((await withKey(made.key)('GET', '/Projects')).status).toBe(200);
+    expect((await withKey(made.key)('GET', '/Projects')).status).toBe(200);
+    const refused = await withKey(made.key)('GET', '/Projects');
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.message).toMatch(/used all of its requests/);
+    expect((await service()('GET', `/apikeys/${made.id}`)).body.data.remaining).toBe(0);
+  });
+
+  it('grants nothing when its permissions are not JSON (written by another tool)', async () => {
+    const made = await makeKey({});
+    expect((await service()('PATCH', `/apikeys/${made.id}`, { body: { permissions: '{"Project": ["list"' } })).status).toBe(200);
+    expect((await withKey(made.key)('GET', '/Projects')).status).toBe(403);
+    expect((await alice.api('GET', '/api/auth/api-keys')).body.data.find((key: { id: string }) => key.id === made.id).permissions).toEqual({});
+  });
+
   it('lets exactly rateLimitMax of 20 concurrent requests through', async () => {
     const { key } = await makeKey({ rateLimitMax: 10, rateLimitTimeWindow: 60_000 });
     const statuses = await Promise.all(Array.from({ length: 20 }, () => withKey(key)('GET', '/Projects').then((response) => response.status)));

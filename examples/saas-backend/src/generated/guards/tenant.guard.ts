@@ -25,7 +25,6 @@ import { noOrganization, notAMember, organizationHeader, scopeOf } from './scope
  *   row-level security.
  * - The service key and a request with a malformed header are checked first, as authGuard and
  *   scopeGuard check them on the built-in routers: one statement for the caller, then the route's.
- *
  * - A machine key (`x-api-key`) is checked the same way, in the round trip of the route's
  *   statement (db/scope.ts, machineKeyStatement), for the one entity and operation the request
  *   asks for: `entity` names the router's entity (a router without one takes no machine keys).
