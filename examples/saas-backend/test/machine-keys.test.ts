@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { perRequest, type WireCounter } from '../../../bench/lib/pg-wire-counter.mjs';
-import { addMember, apiClient, databaseKinds, serviceApiKey, signUp, startBackend, startCountedBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, databaseKinds, pooledDatabaseKinds, serviceApiKey, signUp, startBackend, startCountedBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
  * Machine keys (extensions/auth/machine-keys.ts): made by an organization's owners and admins,
  * sent as `x-api-key`, they reach that organization's tenant-scoped routes as far as their
  * permissions say, each request checked in the round trip of the route's own statement.
  */
-describe.each(databaseKinds)('machine keys on the %s database', (kind) => {
+describe.each(pooledDatabaseKinds)('machine keys on the %s database', (kind) => {
   let backend: TestBackend;
   let alice: SignedUp;
   let bob: SignedUp;
