@@ -45,6 +45,21 @@ describe.each(pooledDatabaseKinds)('machine keys on the %s database', (kind) => 
     expect(await projectCount()).toBe(2);
   });
 
+  it('reaches nested routes as the child entity: a Task key lists and creates the Tasks of a Project, replaces and deletes them', async () => {
+    const project = (await alice.api('POST', '/Projects', { body: { name: 'Parent' } })).body.data;
+    const { key } = await makeKey({ permissions: { Task: ['list', 'create', 'update', 'delete'] } });
+    const task = await withKey(key)('POST', `/Projects/${project.id}/Tasks`, { title: 'Nightly' });
+    expect(task.status, JSON.stringify(task.body)).toBe(201);
+    expect((await withKey(key)('GET', `/Projects/${project.id}/Tasks`)).body.data.map((row: { title: string }) => row.title)).toEqual(['Nightly']);
+    expect((await withKey(key)('PUT', `/Tasks/${task.body.data.id}`, { title: 'Weekly', projectId: project.id })).status).toBe(200);
+    // Reading one record is an operation of its own, not granted here.
+    expect((await withKey(key)('GET', `/Tasks/${task.body.data.id}`)).status).toBe(403);
+    expect((await withKey(key)('GET', `/Projects/${project.id}`)).status).toBe(403);
+    expect((await withKey(key)('DELETE', `/Tasks/${task.body.data.id}`)).status).toBe(204);
+    expect((await alice.api('GET', `/Projects/${project.id}/Tasks`)).body.meta.total).toBe(0);
+    await alice.api('DELETE', `/Projects/${project.id}`);
+  });
+
   it('shows the key once: the list has no key and no hash, and the table keeps only its SHA-256', async () => {
     const made = await makeKey({ name: 'shown once' });
     const hash = createHash('sha256').update(made.key).digest('base64url');
