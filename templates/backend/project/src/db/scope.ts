@@ -112,6 +112,13 @@ export interface MachineKeyRow {
   retryAfterMs: number | null;
 }
 
+/** Milliseconds since a timestamp column, in SQL. */
+const sinceMs = (column: string) => `(extract(epoch FROM now() - ${column}) * 1000)`;
+/** The key's row (`k`) is inside its rate-limit window: its last request was less than a window ago. */
+const inWindow = `(k."lastRequest" IS NOT NULL AND ${sinceMs('k."lastRequest"')} <= k."rateLimitTimeWindow")`;
+/** The key's quota is due to be set back to `refillAmount`. */
+const refillDue = `(k."refillInterval" IS NOT NULL AND k."refillAmount" IS NOT NULL AND ${sinceMs('COALESCE(k."lastRefillAt", k."createdAt")')} > k."refillInterval")`;
+
 /**
  * The conditions on a key row (alias `k`) that decide whether a request may use it, one SQL
  * expression each, with $2 the organization header (or null), $3 the entity, $4 the operation.
@@ -122,9 +129,6 @@ export interface MachineKeyRow {
  * - quota: `remaining` requests in all (null: no quota), set back to `refillAmount` every
  *   `refillInterval` ms.
  */
-const sinceMs = (column: string) => `(extract(epoch FROM now() - ${column}) * 1000)`;
-const inWindow = `(k."lastRequest" IS NOT NULL AND ${sinceMs('k."lastRequest"')} <= k."rateLimitTimeWindow")`;
-const refillDue = `(k."refillInterval" IS NOT NULL AND k."refillAmount" IS NOT NULL AND ${sinceMs('COALESCE(k."lastRefillAt", k."createdAt")')} > k."refillInterval")`;
 const keyConditions = {
   enabled: `k."enabled"`,
   unexpired: `(k."expiresAt" IS NULL OR k."expiresAt" > now())`,
