@@ -178,6 +178,17 @@ describe.each(pooledDatabaseKinds)('machine keys on the %s database', (kind) => 
     expect(new Date(listed.lastRequest).getTime()).toBeGreaterThanOrEqual(startedAt - 1000);
   });
 
+  it('is in the OpenAPI document: the machineKey scheme on the routes it reaches, and /api/auth/api-keys', async () => {
+    const document = (await apiClient(backend.url)('GET', '/api/docs/openapi.json')).body;
+    expect(document.components.securitySchemes.machineKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'x-api-key' });
+    for (const [path, method] of [['/Projects', 'get'], ['/Projects/{id}', 'patch'], ['/Projects/{projectId}/Tasks', 'post']] as const) {
+      expect(document.paths[path][method].security, `${method} ${path}`).toContainEqual({ machineKey: [] });
+    }
+    expect(document.paths['/Users'].get.security ?? document.security).not.toContainEqual({ machineKey: [] });
+    expect(Object.keys(document.paths['/api/auth/api-keys'])).toEqual(expect.arrayContaining(['get', 'post']));
+    expect(document.paths['/api/auth/api-keys/{id}'].delete).toBeDefined();
+  });
+
   it("is refused with 403 everywhere but the organization's own entities", async () => {
     const { key } = await makeKey({});
     for (const [method, path] of [
