@@ -89,6 +89,36 @@ CREATE INDEX "member_organizationId_createdAt_idx" ON "member" ("organizationId"
 
 CREATE INDEX "member_userId_idx" ON "member" ("userId");
 
+CREATE TABLE "apikey" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "referenceId" uuid NOT NULL,
+  "configId" text NOT NULL DEFAULT 'default',
+  "name" text,
+  "start" text,
+  "prefix" text,
+  "key" text NOT NULL,
+  "role" text NOT NULL DEFAULT 'member',
+  "permissions" text,
+  "enabled" boolean NOT NULL DEFAULT true,
+  "expiresAt" timestamptz,
+  "lastRequest" timestamptz,
+  "requestCount" integer NOT NULL DEFAULT 0,
+  "rateLimitEnabled" boolean NOT NULL DEFAULT true,
+  "rateLimitTimeWindow" double precision DEFAULT 60000,
+  "rateLimitMax" integer DEFAULT 600,
+  "remaining" integer,
+  "refillInterval" double precision,
+  "refillAmount" integer,
+  "lastRefillAt" timestamptz,
+  "metadata" text,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "apikey_key_key" UNIQUE ("key"),
+  CONSTRAINT "apikey_role_check" CHECK ("role" IN ('owner', 'admin', 'member'))
+);
+
+CREATE INDEX "apikey_referenceId_idx" ON "apikey" ("referenceId");
+
 CREATE TABLE "Project" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   "organizationId" uuid NOT NULL,
@@ -177,7 +207,17 @@ CREATE OR REPLACE FUNCTION authstrap.role() RETURNS text LANGUAGE sql STABLE AS 
 
 CREATE OR REPLACE FUNCTION authstrap.maintenance() RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT COALESCE(current_setting('authstrap.maintenance', true), '') = 'on' $$;
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "Project", "Task", "authstrap_outbox" TO "authstrap_app";
+CREATE OR REPLACE FUNCTION authstrap.key_allows(permissions text, entity text, operation text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  granted jsonb;
+BEGIN
+  granted := permissions::jsonb -> entity;
+  RETURN COALESCE(jsonb_typeof(granted) = 'array' AND granted ? operation, false);
+EXCEPTION WHEN invalid_text_representation THEN
+  RETURN false;
+END $$;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
 

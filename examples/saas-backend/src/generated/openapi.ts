@@ -50,6 +50,14 @@ import {
   MemberServiceUpdateInput,
   MemberUpdateInput,
 } from './member/member.schema.js';
+import { apikeyListSpec } from './apikey/apikey.repository.js';
+import {
+  ApikeyCreateInput,
+  ApikeyReplaceInput,
+  ApikeySchema,
+  ApikeyServiceUpdateInput,
+  ApikeyUpdateInput,
+} from './apikey/apikey.schema.js';
 import { projectListSpec } from './Project/project.repository.js';
 import {
   ProjectCreateInput,
@@ -161,6 +169,20 @@ export function buildOpenApiDocument(
   });
 
   registerCrudRoutes(registry, {
+    entity: 'apikey',
+    path: '/apikeys',
+    tenantScoped: false,
+    output: ApikeySchema,
+    createInput: ApikeyCreateInput,
+    replaceInput: ApikeyReplaceInput,
+    updateInput: ApikeyUpdateInput,
+    idType: 'uuid',
+    list: apikeyListSpec,
+    serviceApi: { updateInput: ApikeyServiceUpdateInput },
+    userOperations: [],
+  });
+
+  registerCrudRoutes(registry, {
     entity: 'Project',
     path: '/Projects',
     tenantScoped: true,
@@ -170,6 +192,7 @@ export function buildOpenApiDocument(
     updateInput: ProjectUpdateInput,
     idType: 'uuid',
     list: projectListSpec,
+    machineKeys: true,
   });
 
   registerCrudRoutes(registry, {
@@ -182,6 +205,7 @@ export function buildOpenApiDocument(
     updateInput: TaskUpdateInput,
     idType: 'uuid',
     list: taskListSpec,
+    machineKeys: true,
     nested: {
       path: '/Projects/{projectId}/Tasks',
       parentParam: 'projectId',
