@@ -21,16 +21,18 @@ const { projectListSpec, projectRepository } = await import(new URL('dist/genera
 const organizationId = process.env.ORG_ID;
 const query = parseListQuery({ limit: '20' }, projectListSpec);
 
-// The repository is asked once, through a stand-in database that only keeps the statement.
+// The repository is asked once, through a stand-in database that only keeps the statement. (a)
+// reads the organization from its transaction's scope (authstrap.organization_id(), set by the
+// caller lookup in the same round trip); here, with no caller, it is one more parameter.
 let statement;
 await projectRepository.listJson(
   {
     async query(text, params) {
-      statement = { name: 'list', text, values: params };
+      const values = [...params, organizationId];
+      statement = { name: 'list', text: text.replaceAll('authstrap.organization_id()', `$${values.length}::uuid`), values };
       return { rows: [{ total: 0, json: '[]' }], rowCount: 1 };
     },
   },
-  organizationId,
   query,
 );
 

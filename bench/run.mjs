@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // The "Measure" bench: how much the example backend's authenticated, tenant-scoped
 // GET /Projects?limit=20 costs next to (b) a bare node:http + pg server running the same data
-// query and (c) Better Auth on Express 5 doing the same work, and how many SQL statements (and
+// query, (c) Better Auth on Express 5 doing the same work, (d) Express running (a)'s own statement
+// and (f) the floor: node:http + pg doing (a)'s whole job (session, membership, count and page) in
+// one named statement; then POST /Projects {name} on (a) and (f). And how many SQL statements (and
 // database round trips) one authenticated request makes on each.
 //
 //   node bench/run.mjs            (or: pnpm bench)
@@ -18,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { api, children, expectStatus, freePort, runWrk, startChild, startExampleBackend, stopChild, waitForOk } from './lib/harness.mjs';
+import { api, children, expectStatus, freePort, runWrk, seedProjects, startChild, startExampleBackend, stopChild, waitForOk } from './lib/harness.mjs';
 import { perRequest, startWireCounter } from './lib/pg-wire-counter.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
@@ -137,6 +139,18 @@ async function startExpressFloor(organizationId, dbUrl) {
   return { child, base };
 }
 
+/** (f): the floor (bench/floor-server.mjs): (a)'s whole job for the list and the create, by hand, one statement each. */
+async function startFloor(dbUrl) {
+  const port = await freePort();
+  const child = startChild('floor server', process.execPath, [path.join(benchDir, 'floor-server.mjs')], {
+    cwd: benchDir,
+    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, PORT: String(port) },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitForOk(`${base}/health`, child, 30);
+  return { child, base };
+}
+
 /** (c): Better Auth on Express 5 (bench/better-auth-server), its tables migrated at startup. */
 async function startBetterAuth(dbUrl) {
   const port = await freePort();
@@ -196,15 +210,23 @@ function listLoad(base, headers, seconds) {
   return runWrk(args, seconds);
 }
 
+/** The write: POST /Projects, each request a project of its own name (bench/wrk-create.lua). */
+function writeLoad(base, headers, seconds) {
+  const args = ['-t', String(settings.threads), '-c', String(settings.connections), '-d', `${seconds}s`, '--timeout', '5s', '-s', path.join(benchDir, 'wrk-create.lua')];
+  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
+  args.push(`${base}/Projects`);
+  return runWrk(args, seconds, { ...process.env, BENCH_REPORT_LUA: path.join(benchDir, 'wrk-report.lua') });
+}
+
 /** Warm-up (discarded), then the measured run; commits counted across both. */
-async function measure(name, server, headers) {
+async function measure(name, server, headers, load = listLoad) {
   await sleep(statsSettleMs);
   const loadBefore = os.loadavg()[0];
   const commitsBefore = await xactCommit();
   log(`${name}: warm-up ${settings.warmupSeconds} s`);
-  const warmup = await listLoad(server.base, headers, settings.warmupSeconds);
+  const warmup = await load(server.base, headers, settings.warmupSeconds);
   log(`${name}: measuring ${settings.durationSeconds} s (${settings.threads} threads, ${settings.connections} connections)`);
-  const result = await listLoad(server.base, headers, settings.durationSeconds);
+  const result = await load(server.base, headers, settings.durationSeconds);
   const loadAfter = os.loadavg()[0];
   await stopChild(server.child);
   await waitForNoBackends();
@@ -256,6 +278,8 @@ async function main() {
   const session = await expectStatus(api(example.base, 'GET', '/api/auth/get-session', { token }), 200, 'get-session');
   const organizationId = session.data.organizations[0].id;
   const auth = { token, organizationId };
+  // The write load creates projects in an organization of its own, so the list's page never changes.
+  const writer = await seedProjects(example.base, { email: 'writer@example.com', name: 'Writer', projects: 0 });
 
   let before = counter.snapshot();
   for (let index = 1; index <= settings.projects; index += 1) {
@@ -318,6 +342,15 @@ async function main() {
   if (floorBody !== exampleBody) throw new Error('the Express floor does not answer what the example answers');
   const d = await measure('(d) Express floor', floor, {});
 
+  // 3c. (f) the floor: the same page and total for the same bearer, or a/f means nothing.
+  let handWritten = await startFloor(databaseUrl());
+  const bearer = { Authorization: `Bearer ${token}`, 'x-organization-id': organizationId };
+  const floorList = await (await fetch(`${handWritten.base}${listPath}`, { headers: bearer })).json();
+  if (JSON.stringify(floorList.data) !== JSON.stringify(exampleList.data) || floorList.meta.total !== exampleList.meta.total) {
+    throw new Error('the floor server (f) does not answer the page the example answers');
+  }
+  const f = await measure('(f) floor, node:http + pg, one statement', handWritten, bearer);
+
   // 4. (c) Better Auth on Express 5, same database, same page, same session headers' worth of work.
   betterAuth = await startBetterAuth(databaseUrl());
   const betterAuthList = await baGet();
@@ -325,6 +358,18 @@ async function main() {
     throw new Error('the Better Auth server does not return the same page as the example');
   }
   const c = await measure('(c) Better Auth on Express 5', betterAuth, baHeaders);
+
+  // 5. The write, POST /Projects {name}, on (a) and on (f): the same record's fields back.
+  const writerHeaders = { Authorization: `Bearer ${writer.token}`, 'x-organization-id': writer.organizationId };
+  example = await startExample(databaseUrl());
+  const exampleCreated = await expectStatus(api(example.base, 'POST', '/Projects', { ...writer, body: { name: 'Shape' } }), 201, 'POST /Projects');
+  const aWrite = await measure('(a) example, POST /Projects', example, writerHeaders, writeLoad);
+  handWritten = await startFloor(databaseUrl());
+  const floorCreated = await (await fetch(`${handWritten.base}/Projects`, { method: 'POST', headers: { ...writerHeaders, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Shape' }) })).json();
+  if (JSON.stringify(Object.keys(floorCreated.data)) !== JSON.stringify(Object.keys(exampleCreated.data)) || floorCreated.data.organizationId !== writer.organizationId) {
+    throw new Error('the floor server (f) does not answer the record the example answers');
+  }
+  const fWrite = await measure('(f) floor, POST /Projects', handWritten, writerHeaders, writeLoad);
 
   const cpus = os.cpus();
   const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoDir, encoding: 'utf8' }).stdout.trim();
@@ -355,6 +400,12 @@ async function main() {
     example: { what: `GET ${listPath} with Authorization: Bearer <session token> and x-organization-id`, ...a },
     bare: { what: `node:http + pg, same SQL (count + page), no auth (bench/bare-server.mjs)`, ...b },
     expressFloor: { what: `Express 5 + pg running (a)'s own list statement, built once; no auth, no middleware (bench/express-floor.mjs)`, ...d },
+    floor: { what: `node:http + pg doing (a)'s whole list job in one named statement: session by SHA-256, membership, count and page as JSON (bench/floor-server.mjs)`, ...f },
+    write: {
+      what: 'POST /Projects {name}: (a) the example; (f) the floor, the session, membership and insert in one named statement',
+      example: aWrite,
+      floor: fWrite,
+    },
     betterAuth: {
       what: `Better Auth ${betterAuthVersion} on Express 5: auth.api.getSession (cookie), the membership, then the same page and total (bench/better-auth-server)`,
       ...c,
@@ -366,6 +417,11 @@ async function main() {
       // What authstrap's pipeline costs (a/d), and what Express with the JSON statement costs (d/b).
       rpsOverExpressFloor: Number((a.rps / d.rps).toFixed(3)),
       expressFloorOverBare: Number((d.rps / b.rps).toFixed(3)),
+      // Issue 32's goals: a/f >= 0.7 for the list, >= 0.75 for the write, p99(a) <= 1.5 x p99(f).
+      rpsOverFloor: Number((a.rps / f.rps).toFixed(3)),
+      p99OverFloor: Number((a.p99Ms / f.p99Ms).toFixed(3)),
+      writeRpsOverFloor: Number((aWrite.rps / fWrite.rps).toFixed(3)),
+      writeP99OverFloor: Number((aWrite.p99Ms / fWrite.p99Ms).toFixed(3)),
     },
     statementsPerRequest: {
       method: 'wire-protocol count through a loopback proxy (bench/lib/pg-wire-counter.mjs), sequential requests after a warm-up',
@@ -388,8 +444,12 @@ async function main() {
   row('(b) bare node:http + pg', b);
   row('(c) Better Auth, Express 5', c);
   row('(d) Express floor', d);
+  row('(f) floor, one statement', f);
+  row('(a) POST /Projects', aWrite);
+  row('(f) POST /Projects', fWrite);
   console.log(`1-min load average before/after: (a) ${a.loadAverage1m.before}/${a.loadAverage1m.after}, (b) ${b.loadAverage1m.before}/${b.loadAverage1m.after}, (c) ${c.loadAverage1m.before}/${c.loadAverage1m.after}, (d) ${d.loadAverage1m.before}/${d.loadAverage1m.after}`);
   console.log(`ratio a/b: rps ${results.ratio.rps}, p99 ${results.ratio.p99}; a/c: rps ${results.ratio.rpsOverBetterAuth}; a/d: rps ${results.ratio.rpsOverExpressFloor}; d/b: rps ${results.ratio.expressFloorOverBare}`);
+  console.log(`ratio a/f: list rps ${results.ratio.rpsOverFloor}, p99 ${results.ratio.p99OverFloor}; write rps ${results.ratio.writeRpsOverFloor}, p99 ${results.ratio.writeP99OverFloor}`);
   console.log('');
   console.log(`GET ${listPath} on the example, counted on the wire over ${listCount.requests} requests:`);
   console.log(`  ${listCount.statementsPerRequest} statements and ${listCount.roundTripsPerRequest} round trips per request`);

@@ -468,6 +468,53 @@ export interface Joined {
   role: Role;
 }
 
+/** What a machine key may do: entity -> operations, e.g. `{ Project: ['list', 'read'] }`. */
+export type MachineKeyPermissions = Record<string, ('list' | 'read' | 'create' | 'update' | 'delete')[]>;
+
+/** A machine key of an organization, as listed: never the key itself. */
+export interface MachineKey {
+  id: string;
+  name: string | null;
+  /** The key's first characters, to recognise it by. */
+  start: string | null;
+  prefix: string | null;
+  role: Role;
+  permissions: MachineKeyPermissions;
+  enabled: boolean;
+  expiresAt: string | null;
+  lastRequest: string | null;
+  requestCount: number;
+  rateLimitEnabled: boolean;
+  rateLimitMax: number | null;
+  rateLimitTimeWindow: number | null;
+  remaining: number | null;
+  createdAt: string;
+}
+
+export interface MachineKeyInput {
+  name: string;
+  /** The role the key acts with; at most your own. Default 'member'. */
+  role?: Role;
+  permissions: MachineKeyPermissions;
+  /** Seconds from now; without it the key does not expire. */
+  expiresIn?: number;
+  /** At most this many requests while less than `rateLimitTimeWindow` ms pass between two (default 600 in 60 000 ms). */
+  rateLimitMax?: number;
+  rateLimitTimeWindow?: number;
+}
+
+/**
+ * An organization's machine keys (the client's organization, or the session's active one), for its
+ * owners and admins. A key goes to a machine as `createAuthstrapClient({ apiKey })`.
+ */
+export interface MachineKeysApi {
+  /** Makes a key: `key` is in this answer only (the backend keeps its hash). */
+  create(input: MachineKeyInput): Promise<MachineKey & { key: string }>;
+  list(): Promise<MachineKey[]>;
+  /** Revokes a key: its next request is refused. */
+  revoke(id: string): Promise<void>;
+}
+
 /**
  * /api/auth: sign-up, sign-in, sign-out and the current session; the account flows (confirming
  * the address, resetting and changing the password and the address, one's sessions, deleting the
@@ -513,6 +560,8 @@ export interface AuthApi {
   /** Accepts without an account: it is made (its address confirmed by the link) and signed in. */
   acceptInvitationAsNewUser(input: { token: string; email: string; name: string; password: string }): Promise<Joined & SignedIn>;
   declineInvitation(token: string): Promise<{ declined: true; organizationId: string }>;
+  /** The organization's machine keys (/api/auth/api-keys). */
+  apiKeys: MachineKeysApi;
 }
 
 export interface AuthstrapClientOptions {
@@ -525,6 +574,11 @@ export interface AuthstrapClientOptions {
   organizationId?: string;
   /** A session token, sent as `Authorization: Bearer`. Without one, the session cookie (if any) authenticates. */
   token?: string;
+  /**
+   * A machine key of one organization (auth.apiKeys.create), sent as `x-api-key`: for a cron job or
+   * another service. It reaches that organization's own entities only, as its permissions say.
+   */
+  apiKey?: string;
   /** Whether a browser sends and keeps the session cookie. Default 'include': the backend is usually another origin (port). */
   credentials?: RequestCredentials;
   /** The fetch to use instead of the global one: a cookie jar's, a test's, one with Next.js caching options. */
@@ -616,6 +670,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     if (body !== undefined) headers.set('content-type', 'application/json');
     if (organizationId !== undefined) headers.set('x-organization-id', organizationId);
     if (token !== undefined) headers.set('authorization', `Bearer ${token}`);
+    if (options.apiKey !== undefined) headers.set('x-api-key', options.apiKey);
 
     let response: Response;
     let text: string;
@@ -724,6 +779,11 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       acceptInvitation: (secret) => data('POST', '/api/auth/invitations/accept', { token: secret }),
       acceptInvitationAsNewUser: async (input) => remember(await data<Joined & SignedIn>('POST', '/api/auth/invitations/accept', input)),
       declineInvitation: (secret) => data('POST', '/api/auth/invitations/decline', { token: secret }),
+      apiKeys: {
+        create: (input) => data('POST', '/api/auth/api-keys', input),
+        list: () => data<MachineKey[]>('GET', '/api/auth/api-keys'),
+        revoke: (id) => data<void>('DELETE', `/api/auth/api-keys/${encodeURIComponent(id)}`),
+      },
     },
     User: { ...users, create: (input) => data<SentInvitation>('POST', '/Users', input) },
     account: { list: accounts.list, get: accounts.get },
@@ -746,6 +806,8 @@ export type EventType =
   | 'invitation.accepted'
   | 'invitation.declined'
   | 'invitation.sent'
+  | 'key.created'
+  | 'key.revoked'
   | 'member.created'
   | 'member.deleted'
   | 'member.updated'
@@ -781,7 +843,7 @@ export interface WebhookEvent<Type extends EventType = EventType> {
   timestamp: string;
   organizationId: string | null;
   data: {
-    actor: { type: 'user' | 'service' | 'system'; id: string | null };
+    actor: { type: 'user' | 'machine_key' | 'service' | 'system'; id: string | null };
     userId: string | null;
     entity: string | null;
     entityId: string | null;

@@ -89,6 +89,36 @@ CREATE INDEX "member_organizationId_createdAt_idx" ON "member" ("organizationId"
 
 CREATE INDEX "member_userId_idx" ON "member" ("userId");
 
+CREATE TABLE "apikey" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "referenceId" uuid NOT NULL,
+  "configId" text NOT NULL DEFAULT 'default',
+  "name" text,
+  "start" text,
+  "prefix" text,
+  "key" text NOT NULL,
+  "role" text NOT NULL DEFAULT 'member',
+  "permissions" text,
+  "enabled" boolean NOT NULL DEFAULT true,
+  "expiresAt" timestamptz,
+  "lastRequest" timestamptz,
+  "requestCount" integer NOT NULL DEFAULT 0,
+  "rateLimitEnabled" boolean NOT NULL DEFAULT true,
+  "rateLimitTimeWindow" double precision DEFAULT 60000,
+  "rateLimitMax" integer DEFAULT 600,
+  "remaining" integer,
+  "refillInterval" double precision,
+  "refillAmount" integer,
+  "lastRefillAt" timestamptz,
+  "metadata" text,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "apikey_key_key" UNIQUE ("key"),
+  CONSTRAINT "apikey_role_check" CHECK ("role" IN ('owner', 'admin', 'member'))
+);
+
+CREATE INDEX "apikey_referenceId_idx" ON "apikey" ("referenceId");
+
 CREATE TABLE "Project" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   "organizationId" uuid NOT NULL,
@@ -216,19 +246,31 @@ CREATE OR REPLACE FUNCTION authstrap.role() RETURNS text LANGUAGE sql STABLE AS 
 
 CREATE OR REPLACE FUNCTION authstrap.maintenance() RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT COALESCE(current_setting('authstrap.maintenance', true), '') = 'on' $$;
 
+CREATE OR REPLACE FUNCTION authstrap.key_allows(permissions text, entity text, operation text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  granted jsonb;
+BEGIN
+  granted := permissions::jsonb -> entity;
+  RETURN COALESCE(jsonb_typeof(granted) = 'array' AND granted ? operation, false);
+EXCEPTION WHEN invalid_text_representation THEN
+  RETURN false;
+END $$;
+
 CREATE OR REPLACE FUNCTION authstrap.record_event(event_type text, organization_id uuid, subject_user_id uuid, entity text, entity_id text, data jsonb, context jsonb DEFAULT NULL)
 RETURNS uuid LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   request jsonb := COALESCE(context, NULLIF(current_setting('authstrap.request', true), '')::jsonb, '{}'::jsonb);
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  -- A machine key's request (db/scope.ts) is no user's: its key is the actor.
+  key_id text := NULLIF(current_setting('authstrap.key_id', true), '');
   event "authstrap_event";
 BEGIN
   PERFORM set_config('authstrap.maintenance', 'on', true);
   INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent")
   VALUES (
     event_type, organization_id, subject_user_id,
-    COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NULL THEN 'system' ELSE 'user' END),
-    COALESCE(request->>'actorId', authstrap.user_id()::text),
+    COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END),
+    COALESCE(request->>'actorId', authstrap.user_id()::text, key_id),
     entity, entity_id, COALESCE(data, '{}'::jsonb),
     request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
   RETURNING * INTO event;
@@ -284,7 +326,7 @@ BEGIN
 END
 $$;
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint" TO "authstrap_app";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
 

@@ -48,7 +48,9 @@ export function requestLogger(logger: Logger, metrics?: Pick<Metrics, 'requestEn
       const level = status >= 500 ? 'error' : status >= 400 || aborted ? 'warn' : 'info';
       if (!logger.isLevelEnabled(level)) return;
       const responseTime = Math.round(elapsedMs);
-      logger[level]({ reqId: id, req: { method: req.method, url: req.originalUrl }, res: { statusCode: status }, responseTime }, aborted ? 'request aborted' : 'request completed');
+      // A machine key's request names the key by its id, never by the key.
+      const key = req.caller?.kind === 'key' ? { keyId: req.caller.keyId } : {};
+      logger[level]({ reqId: id, req: { method: req.method, url: req.originalUrl, ...key }, res: { statusCode: status }, responseTime }, aborted ? 'request aborted' : 'request completed');
     });
     next();
   };

@@ -118,6 +118,24 @@ describe.each(databaseKinds)('events and the audit log on the %s database', (kin
     expect((await alice.api('GET', '/audit-events?nosuchfield=1')).status).toBe(400);
   });
 
+  it("records a machine key's making and revoking, and names the key as the actor of its writes", async () => {
+    const made = await alice.api('POST', '/api/auth/api-keys', { body: { name: 'ci', permissions: { Project: ['create'] } } });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const { id, key } = made.body.data as { id: string; key: string };
+    const created = await apiClient(backend.url)('POST', '/Projects', { body: { name: 'By a key' }, headers: { 'x-api-key': key } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect((await alice.api('DELETE', `/api/auth/api-keys/${id}`)).status).toBe(204);
+
+    const [creation] = await auditLog(alice, `?entityId=${created.body.data.id}`);
+    expect(creation).toMatchObject({ type: 'project.created', actorType: 'machine_key', actorId: id });
+    const keyEvents = await auditLog(alice, `?entityId=${id}&order=asc`);
+    expect(keyEvents.map((event) => [event.type, event.actorType, event.actorId])).toEqual([
+      ['key.created', 'user', alice.user.id],
+      ['key.revoked', 'user', alice.user.id],
+    ]);
+    expect(JSON.stringify(keyEvents)).not.toContain(key);
+  });
+
   it('deletes events past their retention, and requests may not delete or change one', async () => {
     await backend.running.db.asOwner((tx) => tx.query(`UPDATE "authstrap_event" SET "createdAt" = now() - interval '400 days' WHERE "type" = 'user.signed_up' AND "userId" = $1`, [bob.user.id]));
     const pruned = await backend.running.db.query<{ pruned: number }>('SELECT authstrap.prune_events(365) AS "pruned"');

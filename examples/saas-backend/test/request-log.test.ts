@@ -12,7 +12,7 @@ interface LogLine {
   level: number;
   msg: string;
   reqId?: string;
-  req?: { method: string; url: string };
+  req?: { method: string; url: string; keyId?: string };
   res?: { statusCode: number };
   responseTime?: number;
 }
@@ -65,6 +65,16 @@ describe('the request log', () => {
     expect(response.status).toBe(200);
     await linesOf('trace-secrets');
     for (const secret of [user.token, 'cookie-secret', 'a password nobody may log', 'authorization', 'cookie']) expect(backend.output()).not.toContain(secret);
+  });
+
+  it("names a machine key's request by the key's id, never by the key", async () => {
+    const owner = await signUp(url, 'keys@example.com');
+    const made = (await owner.api('POST', '/api/auth/api-keys', { body: { name: 'logged', permissions: { Project: ['list'] } } })).body.data;
+    const response = await apiClient(url)('GET', '/Projects', { headers: { 'x-api-key': made.key, 'x-request-id': 'trace-key' } });
+    expect(response.status).toBe(200);
+    const [completed] = await linesOf('trace-key');
+    expect(completed).toMatchObject({ req: { method: 'GET', url: '/Projects', keyId: made.id }, res: { statusCode: 200 } });
+    expect(backend.output()).not.toContain(made.key);
   });
 
   it('logs a request whose client went away before the answer as aborted', async () => {

@@ -237,6 +237,25 @@ describe.each(pooledDatabaseKinds)('the generated typed client on the %s databas
     }
   });
 
+  it('makes, lists and revokes a machine key, and a client with `apiKey` acts with it', async () => {
+    const made = await ada.auth.apiKeys.create({ name: `cron ${kind}`, permissions: { Project: ['list', 'create'] }, rateLimitMax: 50 });
+    expect(made.key).toMatch(/^ask_/);
+    expect((await ada.auth.apiKeys.list()).find((key) => key.id === made.id)).toMatchObject({ name: `cron ${kind}`, role: 'member', rateLimitMax: 50 });
+    expect(JSON.stringify(await ada.auth.apiKeys.list())).not.toContain(made.key);
+
+    const machine = createAuthstrapClient({ baseUrl: backend.url, apiKey: made.key });
+    const created = await machine.Project.create({ name: 'Nightly' });
+    expect(created.organizationId).toBe(adaOrganization);
+    expect((await machine.Project.list({ search: 'Nightly' })).data.map((project) => project.id)).toEqual([created.id]);
+    expect(await failure(machine.Project.delete(created.id))).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    // A key is no session: /api/auth refuses it.
+    expect(await failure(machine.auth.getSession())).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+
+    await ada.auth.apiKeys.revoke(made.id);
+    expect(await failure(machine.Project.list())).toMatchObject({ status: 401, code: 'UNAUTHORIZED' });
+    await ada.Project.delete(created.id);
+  });
+
   it("keeps another user out of the first user's records", async () => {
     const secret = await ada.Project.create({ name: 'Ada only' });
     const eve = createAuthstrapClient({ baseUrl: backend.url });

@@ -7,7 +7,7 @@ import { entityNameOf, toBackendField } from './models.js';
  * reads with it. Pure: tables in, schema data out.
  *
  * - A model the backend has built in (user, session, account, verification, organization,
- *   member) keeps its built-in fields; only the fields Better Auth's options add to it become an
+ *   member, and the api-key plugin's apikey) keeps its built-in fields; only the fields Better Auth's options add to it become an
  *   extension of it (`User: { fields: { plan: ... } }`).
  * - Any other model (a plugin's: twoFactor, passkey, invitation...) becomes an entity of its own
  *   that only the service key reads and writes (`serviceOnly`), in no organization.
@@ -47,6 +47,12 @@ const builtinFields: Record<string, ReadonlySet<string>> = {
   verification: new Set(['id', 'identifier', 'value', 'expiresAt', 'createdAt', 'updatedAt']),
   organization: new Set(['id', 'name', 'slug', 'createdAt', 'updatedAt']),
   member: new Set(['id', 'organizationId', 'userId', 'role', 'createdAt', 'updatedAt']),
+  // The api-key plugin's model: the backend's machine keys are kept in the same table.
+  apikey: new Set([
+    'id', 'configId', 'name', 'start', 'referenceId', 'prefix', 'key', 'refillInterval', 'refillAmount', 'lastRefillAt',
+    'enabled', 'rateLimitEnabled', 'rateLimitTimeWindow', 'rateLimitMax', 'requestCount', 'remaining', 'lastRequest',
+    'expiresAt', 'createdAt', 'updatedAt', 'permissions', 'metadata',
+  ]),
 };
 
 /** The authstrap entity a Better Auth model (by key or by table name) is kept in. */

@@ -32,7 +32,8 @@ const lastSecret = (to: string, kind: string) => [...sent].reverse().find((mail)
 const plugins = [
   organization({ teams: { enabled: true }, dynamicAccessControl: { enabled: true }, ac, roles }),
   admin(),
-  apiKey(),
+  // Keys of users (the default), and keys of organizations, which the backend's routes take.
+  apiKey([{ configId: 'default' }, { configId: 'organization', references: 'organization' }]),
   jwt(),
   twoFactor({ issuer: 'authstrap' }),
   passkey({ rpID: 'localhost', rpName: 'authstrap', origin: 'http://localhost:3100' }),
@@ -149,6 +150,27 @@ describe.each(databaseKinds)('the plugin matrix on the %s database', (kind) => {
     expect(JSON.stringify(stored)).not.toContain(created.key);
     await auth.api.deleteApiKey({ body: { keyId: created.id }, headers: owner.headers });
     expect((await auth.api.verifyApiKey({ body: { key: created.key } })).valid).toBe(false);
+  });
+
+  it("api-key, organization references: a key Better Auth made for an organization reaches that organization's entities on the backend, as its permissions say, until deleted", async () => {
+    const owner = await newUser(`apikey-org-${kind}@example.com`);
+    const organization = (await auth.api.createOrganization({ body: { name: 'Machines', slug: `machines-${kind}` }, headers: owner.headers }))!;
+    // Permissions are a server-only property in Better Auth: made on the server, for the owner.
+    const created = await auth.api.createApiKey({
+      body: { configId: 'organization', organizationId: organization.id, userId: owner.id, name: 'etl', permissions: { Project: ['list', 'create'] } },
+    });
+    const withKey = (method: string, path: string, body?: unknown) => apiClient(backend.url!)(method, path, { body, headers: { 'x-api-key': created.key } });
+    const made = await withKey('POST', '/Projects', { name: 'Loaded' });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    expect((await withKey('GET', '/Projects')).body.data.map((project: { name: string }) => project.name)).toEqual(['Loaded']);
+    const refused = await withKey('DELETE', `/Projects/${made.body.data.id}`);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.message).toMatch(/may not delete Project/);
+    // The backend's record of the key is Better Auth's: the same row, counting the two requests it let through.
+    const stored = (await service()('GET', `${collectionPathOf('apikey')}/${created.id}`)).body.data;
+    expect(stored).toMatchObject({ referenceId: organization.id, configId: 'organization', requestCount: 2 });
+    await auth.api.deleteApiKey({ body: { keyId: created.id, configId: 'organization' }, headers: owner.headers });
+    expect((await withKey('GET', '/Projects')).status).toBe(401);
   });
 
   it('jwt: a token for the session, signed by a key the JWKS publishes (kept in the backend, the private half encrypted)', async () => {

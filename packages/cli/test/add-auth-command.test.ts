@@ -121,7 +121,7 @@ describe.runIf(adminUrl)('authstrap add-auth on an authstrap project with auth o
     expect(schema).toContain("references: 'AppAccount'");
     expect(fs.existsSync(path.join(dir, 'src/generated/AppAccount/app-account.router.ts'))).toBe(true);
     expect(fs.existsSync(path.join(dir, 'src/generated/Account'))).toBe(false);
-  });
+  }, 180_000); // add-auth, a build, the migrations and verify: 72 s on a 2-core machine at load 10
 
   it('a second run finds nothing to do and changes nothing', async () => {
     const before = readTree(dir, ['node_modules', '.authstrap']);

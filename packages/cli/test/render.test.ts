@@ -71,8 +71,9 @@ describe('renderProject', () => {
     expect(files.get('src/generated/Task/task.schema.ts')).toBe('// Task at /Tasks, nested at /Projects/:projectId/Tasks\n');
     // Global routers first, then tenant-scoped ones; a nested path before its collections. The
     // trusted server's API stands in front of each built-in entity's own router, before the scope
-    // guard (it acts across organizations); verification has no router for users at all. Your own
-    // tenant-scoped entities stand behind tenantScoped (a read checks its caller in its statement).
+    // guard (it acts across organizations); verification and apikey have no router for users at all.
+    // Your own tenant-scoped entities stand behind tenantScoped (a read checks its caller in its
+    // statement), which names the entity for machine keys.
     expect(files.get('src/generated/index.ts')).toBe(
       [
         '/Users -> signedIn, serviceApi.user, userRouter(deps)',
@@ -80,10 +81,11 @@ describe('renderProject', () => {
         '/sessions -> signedIn, serviceApi.session, sessionRouter(deps)',
         '/verifications -> signedIn, requires.serviceKey, serviceApi.verification',
         '/Organizations -> signedIn, serviceApi.organization, organizationRouter(deps)',
-        '/Projects/:projectId/Tasks -> ...tenantScoped(deps, taskNestedRouter(deps))',
+        '/apikeys -> signedIn, requires.serviceKey, serviceApi.apikey',
+        "/Projects/:projectId/Tasks -> ...tenantScoped(deps, taskNestedRouter(deps), 'Task')",
         '/members -> signedIn, serviceApi.member, scopeGuard, memberRouter(deps)',
-        '/Projects -> ...tenantScoped(deps, projectRouter(deps))',
-        '/Tasks -> ...tenantScoped(deps, taskRouter(deps))',
+        "/Projects -> ...tenantScoped(deps, projectRouter(deps), 'Project')",
+        "/Tasks -> ...tenantScoped(deps, taskRouter(deps), 'Task')",
         '',
       ].join('\n'),
     );

@@ -161,6 +161,8 @@ describe('validateSchema: problems name the entity and the field', () => {
     ['Verification', 'verification'],
     ['ORGANIZATION', 'Organization'],
     ['Members', 'member'],
+    ['ApiKey', 'apikey'],
+    ['APIKEYS', 'apikey'],
   ])('refuses an entity "%s" that clashes with the built-in "%s"', (name, builtin) => {
     expect(problemsOf({ entities: { [name]: { fields: {} } } })).toEqual([
       `authstrap.schema.ts: entity "${name}": clashes with the built-in entity "${builtin}" (names and paths are matched case-insensitively); rename one of them`,
@@ -177,6 +179,12 @@ describe('validateSchema: problems name the entity and the field', () => {
     expect(user.fields.map((field) => field.name)).toEqual(['id', 'email', 'name', 'email_verified', 'image', 'plan', 'nickname', 'createdAt', 'updatedAt']);
     expect(user.indexes).toEqual([['plan']]);
     expect(schema.entities.filter((candidate) => candidate.name === 'User')).toHaveLength(1);
+  });
+
+  it('says to write better-auth.schema.json again when it still has apikey as a serviceOnly entity (older than the built-in machine keys)', () => {
+    expect(problemsOf({ entities: { apikey: { serviceOnly: true, fields: { key: { type: 'text' }, referenceId: { type: 'text' } } } } })).toEqual([
+      'authstrap.schema.ts: entity "apikey" (built in; only fields and indexes can be added to it): is built in now, so it is no serviceOnly entity: write better-auth.schema.json again (npx authstrap-better-auth-schema), or remove this definition',
+    ]);
   });
 
   it('refuses an extension that redefines a built-in field, adds a required field, or changes more than fields', () => {
@@ -301,7 +309,7 @@ describe('validateSchema: problems name the entity and the field', () => {
 });
 
 describe('validateSchema: the resolved schema', () => {
-  const builtins = ['User', 'account', 'session', 'verification', 'Organization', 'member'];
+  const builtins = ['User', 'account', 'session', 'verification', 'Organization', 'member', 'apikey'];
 
   it('adds the built-in entities before your own when auth is on (the default)', () => {
     const schema = validateSchema({ entities: { Project: { fields: {} } } });

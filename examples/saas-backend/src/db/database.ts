@@ -372,7 +372,10 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
       // Migrations may run longer than a request's statement timeout: a connection of their own,
       // with the connect timeout but without the statement and read timeouts, to PostgreSQL
       // itself (their advisory lock is the session's, which a pooler would not keep).
-      const client = new pg.Client({ connectionString: targets.direct, types: typeParsers, connectionTimeoutMillis: timeouts.connectMs, keepAlive: true });
+      // No statement timeout, said as a startup parameter: a pooler (PgBouncer) given as the only URL
+      // refuses it, so the backend stops at start naming DATABASE_DIRECT_URL (server.ts) instead of
+      // running migrations through it, where their session lock would not hold.
+      const client = new pg.Client({ connectionString: targets.direct, types: typeParsers, connectionTimeoutMillis: timeouts.connectMs, keepAlive: true, options: '-c statement_timeout=0' });
       await client.connect().catch((error) => Promise.reject(asUnavailable(error)));
       client.on('error', () => {});
       try {

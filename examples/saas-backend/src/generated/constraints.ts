@@ -16,6 +16,7 @@ export const keyColumnsByConstraint: Readonly<Record<string, readonly string[]>>
   'member_organizationId_userId_key': ['userId'],
   'member_organizationId_fkey': [],
   'member_userId_fkey': ['userId'],
+  'apikey_key_key': ['key'],
   'Project_id_organizationId_key': ['id'],
   'Project_organizationId_fkey': [],
   'Task_organizationId_fkey': [],

@@ -10,6 +10,8 @@ export const eventTypes = {
   'invitation.accepted': "An invitation was accepted",
   'invitation.declined': "An invitation was declined",
   'invitation.sent': "An owner or admin invited an e-mail address to the organization",
+  'key.created': "An owner or admin made a machine key for the organization (its name, role and permissions; never the key)",
+  'key.revoked': "An owner or admin revoked a machine key",
   'member.created': "member created",
   'member.deleted': "member deleted",
   'member.updated': "member changed (changedFields names what)",

@@ -18,10 +18,14 @@ import { taskNestedRouter, taskRouter } from './Task/task.router.js';
  * Every generated route, in one place, with what stands in front of it:
  * `signedIn` (the auth guard) resolves the caller, 401 without a valid session or service key;
  * `scopeGuard` resolves the organization from `x-organization-id` and the caller's role there;
- * `tenantScoped(deps, router)` says the same for your own entities, with a read's caller checked
- * in the read's own statement (one round trip; see guards/tenant.guard.ts).
+ * `tenantScoped(deps, router, entity)` says the same for your own entities, with a read's caller
+ * (a session, or a machine key of the organization) checked in the read's own statement (one round
+ * trip; see guards/tenant.guard.ts).
  * `serviceApi.<entity>` serves the trusted server (the service key) and passes everyone else on.
  */
+/** The entities an organization's machine keys may reach: what their permissions may name (none without auth). */
+export const keyEntities: readonly string[] = ['Project', 'Task'];
+
 export function generatedRouter(deps: GeneratedDeps): Router {
   const router = Router();
   const signedIn = authGuard(deps);
@@ -32,10 +36,11 @@ export function generatedRouter(deps: GeneratedDeps): Router {
   router.use('/sessions', signedIn, serviceApi.session, sessionRouter(deps)); // session
   router.use('/verifications', signedIn, requires.serviceKey, serviceApi.verification); // verification
   router.use('/Organizations', signedIn, serviceApi.organization, organizationRouter(deps)); // Organization
-  router.use('/Projects/:projectId/Tasks', ...tenantScoped(deps, taskNestedRouter(deps))); // Task of one Project
+  router.use('/apikeys', signedIn, requires.serviceKey, serviceApi.apikey); // apikey
+  router.use('/Projects/:projectId/Tasks', ...tenantScoped(deps, taskNestedRouter(deps), 'Task')); // Task of one Project
   router.use('/members', signedIn, serviceApi.member, scopeGuard, memberRouter(deps)); // member
-  router.use('/Projects', ...tenantScoped(deps, projectRouter(deps))); // Project
-  router.use('/Tasks', ...tenantScoped(deps, taskRouter(deps))); // Task
+  router.use('/Projects', ...tenantScoped(deps, projectRouter(deps), 'Project')); // Project
+  router.use('/Tasks', ...tenantScoped(deps, taskRouter(deps), 'Task')); // Task
 
   return router;
 }

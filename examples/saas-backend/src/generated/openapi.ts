@@ -51,6 +51,14 @@ import {
   MemberServiceUpdateInput,
   MemberUpdateInput,
 } from './member/member.schema.js';
+import { apikeyListSpec } from './apikey/apikey.repository.js';
+import {
+  ApikeyCreateInput,
+  ApikeyReplaceInput,
+  ApikeySchema,
+  ApikeyServiceUpdateInput,
+  ApikeyUpdateInput,
+} from './apikey/apikey.schema.js';
 import { projectListSpec } from './Project/project.repository.js';
 import {
   ProjectCreateInput,
@@ -164,6 +172,20 @@ export function buildOpenApiDocument(
   registerEntityWebhooks(registry, { prefix: 'member', entity: 'member', record: MemberSchema });
 
   registerCrudRoutes(registry, {
+    entity: 'apikey',
+    path: '/apikeys',
+    tenantScoped: false,
+    output: ApikeySchema,
+    createInput: ApikeyCreateInput,
+    replaceInput: ApikeyReplaceInput,
+    updateInput: ApikeyUpdateInput,
+    idType: 'uuid',
+    list: apikeyListSpec,
+    serviceApi: { updateInput: ApikeyServiceUpdateInput },
+    userOperations: [],
+  });
+
+  registerCrudRoutes(registry, {
     entity: 'Project',
     path: '/Projects',
     tenantScoped: true,
@@ -173,6 +195,7 @@ export function buildOpenApiDocument(
     updateInput: ProjectUpdateInput,
     idType: 'uuid',
     list: projectListSpec,
+    machineKeys: true,
   });
   registerEntityWebhooks(registry, { prefix: 'project', entity: 'Project', record: ProjectSchema });
 
@@ -186,6 +209,7 @@ export function buildOpenApiDocument(
     updateInput: TaskUpdateInput,
     idType: 'uuid',
     list: taskListSpec,
+    machineKeys: true,
     nested: {
       path: '/Projects/{projectId}/Tasks',
       parentParam: 'projectId',

@@ -22,6 +22,8 @@ import { organizationListSpec, organizationServiceRepository } from './Organizat
 import { OrganizationServiceCreateInput, OrganizationServiceReplaceInput, OrganizationServiceUpdateInput } from './Organization/organization.schema.js';
 import { memberListSpec, memberServiceRepository } from './member/member.repository.js';
 import { MemberServiceCreateInput, MemberServiceReplaceInput, MemberServiceUpdateInput } from './member/member.schema.js';
+import { apikeyListSpec, apikeyServiceRepository } from './apikey/apikey.repository.js';
+import { ApikeyServiceCreateInput, ApikeyServiceReplaceInput, ApikeyServiceUpdateInput } from './apikey/apikey.schema.js';
 
 /** The SQL one entity's trusted-server routes run: its `…ServiceRepository`. */
 interface ServiceRepository<Row, Create, Replace, Update> {
@@ -215,6 +217,7 @@ const joinTargets: Readonly<Record<string, JoinTarget>> = {
   verification: { spec: verificationListSpec, selectList: verificationServiceRepository.selectList },
   Organization: { spec: organizationListSpec, selectList: organizationServiceRepository.selectList },
   member: { spec: memberListSpec, selectList: memberServiceRepository.selectList },
+  apikey: { spec: apikeyListSpec, selectList: apikeyServiceRepository.selectList },
 };
 
 /** The trusted server's routes of every entity it manages, by entity. */
@@ -274,6 +277,14 @@ export function serviceApiRouters({ auth, transactions }: GeneratedDeps) {
       replaceInput: MemberServiceReplaceInput,
       updateInput: MemberServiceUpdateInput,
       events: true,
+    }),
+    apikey: serviceApiRouter(transactions, joinTargets, {
+      entity: 'apikey',
+      list: apikeyListSpec,
+      repository: apikeyServiceRepository,
+      createInput: ApikeyServiceCreateInput,
+      replaceInput: ApikeyServiceReplaceInput,
+      updateInput: ApikeyServiceUpdateInput,
     }),
   };
 }

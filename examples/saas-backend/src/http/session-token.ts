@@ -25,6 +25,25 @@ export function bearerToken(req: Request): string | undefined {
 /** What the database keeps of a session secret (and of an invitation's): its SHA-256, never the secret. */
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 
+/**
+ * A machine key of an organization (extensions/auth/machine-keys.ts), as a cron job or another
+ * service sends it: the `x-api-key` header, Better Auth's api-key plugin's default. It reaches the
+ * organization's tenant-scoped routes only (src/generated/guards/tenant.guard.ts).
+ */
+export const machineKeyHeader = 'x-api-key';
+
+/** The machine key a request presents, unverified; none when the header is absent or empty. */
+export function presentedMachineKey(req: Request): string | undefined {
+  const key = req.header(machineKeyHeader)?.trim();
+  return key ? key : undefined;
+}
+
+/**
+ * What the database keeps of a machine key: its SHA-256 in base64url without padding, exactly as
+ * Better Auth's api-key plugin hashes its keys, so a key made by either is found by the other.
+ */
+export const hashMachineKey = (key: string): string => createHash('sha256').update(key).digest('base64url');
+
 /** Compares two secrets in time independent of where they differ. */
 export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());

@@ -32,6 +32,8 @@ export interface CrudRoutes {
    * (201) is documented beside it.
    */
   create?: { summary: string; input: z.ZodType; output: z.ZodType; status: number };
+  /** An organization's machine keys (`x-api-key`) reach these routes, as their permissions say. */
+  machineKeys?: boolean;
   /** Also reachable as `/<parents>/{parentId}/<children>`. */
   nested?: { path: string; parentParam: string; parentEntity: string; createInput: z.ZodType };
   /** On the entities the trusted server (the service key) manages: the body of its update-many. */
@@ -137,6 +139,9 @@ function listQuery({ list, serviceApi }: CrudRoutes) {
   });
 }
 
+/** A session, the service key, or a machine key of the organization: who may call a route of your own entities. */
+const withMachineKey: Record<string, string[]>[] = [{ bearer: [] }, { sessionCookie: [] }, { machineKey: [] }];
+
 /** Describes the generic routes of one entity: list, create, read, replace, update, delete. */
 export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes): void {
   const tags = [routes.entity];
@@ -144,6 +149,10 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   const scopedErrors: Record<number, ResponseConfig> = routes.tenantScoped
     ? { 400: errorResponse('Bad request (malformed JSON, parameters or x-organization-id)'), 403: errorResponse('Not allowed in this organization') }
     : { 400: errorResponse('Bad request (malformed JSON or parameters)') };
+  if (routes.machineKeys) {
+    scopedErrors[403] = errorResponse('Not allowed in this organization; for a machine key, another organization or an operation beyond its permissions');
+    scopedErrors[429] = errorResponse("A machine key's own rate limit (Retry-After says when) or its quota is used up (code RATE_LIMITED)");
+  }
   const itemPath = `${routes.path}/{id}`;
   const listResponse = {
     description: `A page of ${routes.entity} records`,
@@ -161,7 +170,7 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   // A route only the service key may call says so, in its summary, its security and its 403.
   const forWhom = (operation: CrudOperation, summary: string) =>
     !routes.userOperations || routes.userOperations.includes(operation)
-      ? { summary }
+      ? { summary, ...(routes.machineKeys ? { security: withMachineKey } : {}) }
       : { summary: `${summary} (service key only)`, security: [{ bearer: [] }], serviceKeyOnly: { 403: errorResponse('Not the service key: a signed-in user may not do this') } };
   const list = forWhom('list', `List ${routes.entity} records`);
   const read = forWhom('read', `Read a ${routes.entity}`);
@@ -248,12 +257,12 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
     const params = z.object({ [parentParam]: z.uuid().meta({ description: `The parent ${parentEntity}'s id` }) });
     const parentMissing = { 404: errorResponse(`No ${parentEntity} with that id`) };
     registry.registerPath({
-      method: 'get', path, tags, summary: `List the ${routes.entity} records of a ${parentEntity}`,
+      method: 'get', path, tags, summary: `List the ${routes.entity} records of a ${parentEntity}`, ...(routes.machineKeys ? { security: withMachineKey } : {}),
       request: { params, query: listQuery(routes), ...scoped },
       responses: { 200: listResponse, ...scopedErrors, ...parentMissing },
     });
     registry.registerPath({
-      method: 'post', path, tags, summary: `Create a ${routes.entity} under a ${parentEntity}`,
+      method: 'post', path, tags, summary: `Create a ${routes.entity} under a ${parentEntity}`, ...(routes.machineKeys ? { security: withMachineKey } : {}),
       request: { params, body: jsonBody(createInput), ...scoped },
       responses: { 201: dataEnvelope(`The created ${routes.entity}`, routes.output), ...scopedErrors, ...parentMissing, ...invalid },
     });
@@ -263,6 +272,12 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
 export function createDocument(registry: OpenAPIRegistry, options: { title: string; version: string; serverUrl: string }) {
   registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'A session token, or SERVICE_API_KEY for a trusted server' });
   registry.registerComponent('securitySchemes', 'sessionCookie', { type: 'apiKey', in: 'cookie', name: 'session' });
+  registry.registerComponent('securitySchemes', 'machineKey', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-api-key',
+    description: "A machine key of one organization (POST /api/auth/api-keys): its tenant-scoped routes only, as the key's permissions say",
+  });
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: { title: options.title, version: options.version },

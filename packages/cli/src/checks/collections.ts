@@ -29,7 +29,7 @@ export type JsonSchema = Record<string, any>;
  * the document names `User`, `Account`, ...): their routes have rules of their own (invitations,
  * one's own rows only).
  */
-export const isBuiltin = (collection: Collection) => ['user', 'account', 'session', 'verification', 'organization', 'member'].includes(collection.entity.toLowerCase());
+export const isBuiltin = (collection: Collection) => ['user', 'account', 'session', 'verification', 'organization', 'member', 'apikey'].includes(collection.entity.toLowerCase());
 
 const flatPath = /^\/([^/{}]+)$/;
 const nestedPath = /^\/([^/{}]+)\/\{([^/{}]+)\}\/([^/{}]+)$/;

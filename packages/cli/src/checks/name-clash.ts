@@ -14,7 +14,7 @@ export const nameClash: Check = {
     const clash = project.nameClash;
     if (!clash) {
       if (!project.schema) return pass(`${schemaFileName} has no clashing entity names`);
-      return pass(project.schema.auth ? 'no entity is named like User, account, session, verification, Organization or member' : 'auth is off');
+      return pass(project.schema.auth ? 'no entity is named like User, account, session, verification, Organization, member or apikey' : 'auth is off');
     }
     if (clash.edit.problems.length > 0) return fail(`rename by hand: ${clash.edit.problems.join('; ')}`);
     const named = clash.edit.renames.map((rename) => `${rename.from} (table "${rename.table}")`);

@@ -38,6 +38,8 @@ export const authEventTypes: Record<string, string> = {
   'webhook_endpoint.created': 'An owner or admin added a webhook endpoint',
   'webhook_endpoint.updated': 'A webhook endpoint was changed, enabled or disabled (by a person, or by the backend after repeated failures)',
   'webhook_endpoint.deleted': 'A webhook endpoint was removed',
+  'key.created': 'An owner or admin made a machine key for the organization (its name, role and permissions; never the key)',
+  'key.revoked': 'An owner or admin revoked a machine key',
 };
 
 /** Whether an entity's changes are events: the tenant tables of the schema, and the organizations and their members. */
@@ -70,14 +72,16 @@ RETURNS uuid LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
 DECLARE
   request jsonb := COALESCE(context, NULLIF(current_setting('authstrap.request', true), '')::jsonb, '{}'::jsonb);
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  -- A machine key's request (db/scope.ts) is no user's: its key is the actor.
+  key_id text := NULLIF(current_setting('authstrap.key_id', true), '');
   event "authstrap_event";
 BEGIN
   PERFORM set_config('authstrap.maintenance', 'on', true);
   INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent")
   VALUES (
     event_type, organization_id, subject_user_id,
-    COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NULL THEN 'system' ELSE 'user' END),
-    COALESCE(request->>'actorId', authstrap.user_id()::text),
+    COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END),
+    COALESCE(request->>'actorId', authstrap.user_id()::text, key_id),
     entity, entity_id, COALESCE(data, '{}'::jsonb),
     request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
   RETURNING * INTO event;

@@ -215,6 +215,24 @@ const scopeFunctions: AccessModel['functions'] = [
   definition: `CREATE OR REPLACE FUNCTION authstrap.${name}() RETURNS ${type} LANGUAGE sql STABLE AS $$ SELECT ${expression} $$;`,
 }));
 
+/**
+ * Whether a machine key's `permissions` (Better Auth's JSON: `{"Project":["list","read"]}`) grant
+ * `operation` on `entity`. The key's statement (src/db/scope.ts, machineKeyStatement) scopes a
+ * request only when this is true; JSON that does not parse grants nothing instead of failing.
+ */
+const keyAllows: AccessModel['functions'][number] = {
+  name: 'key_allows',
+  definition: `CREATE OR REPLACE FUNCTION authstrap.key_allows(permissions text, entity text, operation text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  granted jsonb;
+BEGIN
+  granted := permissions::jsonb -> entity;
+  RETURN COALESCE(jsonb_typeof(granted) = 'array' AND granted ? operation, false);
+EXCEPTION WHEN invalid_text_representation THEN
+  RETURN false;
+END $$;`,
+};
+
 export function databaseModel(schema: Schema): DatabaseModel {
   const entities = new Map(schema.entities.map((entity) => [entity.name, entity]));
   const referencedWithTenant = new Set<string>();
@@ -234,5 +252,5 @@ export function databaseModel(schema: Schema): DatabaseModel {
   if (!schema.auth) return { tables: entityTables };
   // The backend's own tables (the outbox) come with auth, whose flows write to them.
   // The event log and webhooks (event-sql.ts) come with it too.
-  return { tables: [...entityTables, ...systemTables], access: { appRole, functions: [...scopeFunctions, ...eventFunctions] } };
+  return { tables: [...entityTables, ...systemTables], access: { appRole, functions: [...scopeFunctions, keyAllows, ...eventFunctions] } };
 }

@@ -130,6 +130,8 @@ export interface EntityView {
   serviceApi: boolean;
   /** Served to the trusted server only (verification): it has no router for users. */
   serviceOnly: boolean;
+  /** Your own tenant-scoped entity: an organization's machine keys may reach it (tenant.guard.ts). */
+  machineKeys: boolean;
   /** The list order when the request gives none: newest first, or by id for a table without createdAt. */
   defaultSort: string;
   /** `'createdAt'` or `null`, as code: the column `createdAfter` filters on. */
@@ -305,13 +307,14 @@ function jsonSelectListOf(fields: Field[]): string {
 }
 
 /** Built-in entities of which a signed-in user may call only some routes (their routers refuse the rest). */
-const userOperationsOf: Record<string, string> = { verification: '[]', account: "['list', 'read']", session: "['list', 'read', 'delete']" };
+const userOperationsOf: Record<string, string> = { verification: '[]', apikey: '[]', account: "['list', 'read']", session: "['list', 'read', 'delete']" };
 
 /** Built-in entities whose POST by a user is an invitation, with its OpenAPI description (invitations.ts). */
 const invitationCreateRoutes: Record<string, string> = { member: 'invitationCreateRoute', User: 'userInvitationRoute' };
 
 /** Built-in entities whose routes only the trusted server (the service key) may use. */
-const serviceOnlyEntities = new Set(['verification']);
+// Machine keys are made and revoked through /api/auth/api-keys (extensions/auth/machine-keys.ts).
+const serviceOnlyEntities = new Set(['verification', 'apikey']);
 
 function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean): EntityView {
   const visible = entity.fields.filter((field) => !field.secret);
@@ -371,6 +374,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     callerChosenId,
     serviceApi: auth && (entity.builtin || entity.serviceOnly),
     serviceOnly: auth && (entity.serviceOnly || (entity.builtin && serviceOnlyEntities.has(entity.name))),
+    machineKeys: auth && entity.tenantScoped && !entity.builtin && !entity.serviceOnly,
     defaultSort: columnOf('createdAt') ? 'createdAt' : 'id',
     createdAtColumn: jsLiteral(columnOf('createdAt') ?? null),
     updatedAtColumn: jsLiteral(columnOf('updatedAt') ?? null),
@@ -414,6 +418,8 @@ export interface ProjectView {
   serviceApis: EntityView[];
   /** Global entities first, then tenant-scoped ones; nested mounts before their collections. */
   mounts: { path: string; handlers: string; comment: string }[];
+  /** The entities an organization's machine keys may reach, as code: `['Project', 'Task']`. */
+  keyEntities: string;
   /** Each unique and foreign key's columns but the organization, as code, by constraint name (generated/constraints.ts). */
   keyConstraints: { name: string; columns: string }[];
   /** Every event type the backend records, with what it means as code (a string literal): generated/events.ts. */
@@ -450,8 +456,9 @@ function handlersOf(entity: EntityView, router: string, auth: boolean): string {
   if (!auth) return `${router}(deps)`;
   const serviceApi = entity.serviceApi ? `serviceApi.${entity.camel}, ` : '';
   if (entity.serviceOnly) return `signedIn, requires.serviceKey, serviceApi.${entity.camel}`;
-  // Your own tenant-scoped entities: a read checks its caller in its own statement (tenant.guard.ts).
-  if (entity.tenantScoped && !entity.builtin && !entity.serviceApi) return `...tenantScoped(deps, ${router}(deps))`;
+  // Your own tenant-scoped entities: a read checks its caller in its own statement (tenant.guard.ts),
+  // and the entity's name is what a machine key's permissions name.
+  if (entity.machineKeys) return `...tenantScoped(deps, ${router}(deps), '${entity.name}')`;
   return `signedIn, ${serviceApi}${entity.tenantScoped ? 'scopeGuard, ' : ''}${router}(deps)`;
 }
 
@@ -469,5 +476,9 @@ export function projectView(schema: Schema): ProjectView {
       mounts.push({ path: entity.path, handlers: handlersOf(entity, `${entity.camel}Router`, schema.auth), comment: entity.name });
     }
   }
-  return { auth: schema.auth, entities, serviceApis: entities.filter((entity) => entity.serviceApi), mounts, keyConstraints: keyConstraintsOf(schema), events: eventTypesOf(schema) };
+  return { auth: schema.auth, entities, serviceApis: entities.filter((entity) => entity.serviceApi), mounts,
+    keyEntities: `[${entities.filter((entity) => entity.machineKeys).map((entity) => singleQuoted(entity.name)).join(', ')}]`,
+    keyConstraints: keyConstraintsOf(schema),
+    events: eventTypesOf(schema),
+  };
 }

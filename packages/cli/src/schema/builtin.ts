@@ -2,7 +2,8 @@ import type { EntityDefinition } from './types.js';
 
 /**
  * The entities authstrap brings when `auth` is on: the four auth entities of the spec (their
- * names are exact: `User` is PascalCase, the other three lowercase) and the tenant model.
+ * names are exact: `User` is PascalCase, the other three lowercase) and the tenant model, and
+ * the organizations' machine keys (`apikey`, Better Auth's api-key model).
  * Column names follow DECISIONS.md §2 "Data model"; the JSON field names are the column names.
  */
 export const builtinEntities: Record<string, EntityDefinition> = {
@@ -72,6 +73,36 @@ export const builtinEntities: Record<string, EntityDefinition> = {
       role: { type: 'enum', values: ['owner', 'admin', 'member'], default: 'member' },
     },
     uniqueTogether: [['organizationId', 'userId']],
+  },
+  // Better Auth's api-key plugin's model, field for field (its `apikey` table), plus `role`.
+  apikey: {
+    tenantScoped: false,
+    description:
+      "A machine key of one organization (`referenceId`): what a cron job or another service sends as `x-api-key`. `key` is the base64url SHA-256 of the key, never the key.",
+    fields: {
+      // No foreign key: Better Auth's user-owned keys reference a user here, not an organization.
+      referenceId: { type: 'uuid' },
+      configId: { type: 'string', default: 'default' },
+      name: { type: 'string', nullable: true, maxLength: 200 },
+      start: { type: 'string', nullable: true },
+      prefix: { type: 'string', nullable: true },
+      key: { type: 'string', unique: true, secret: true, description: 'base64url SHA-256 of the key' },
+      role: { type: 'enum', values: ['owner', 'admin', 'member'], default: 'member' },
+      permissions: { type: 'text', nullable: true, description: 'JSON: entity -> operations, e.g. {"Project":["list","read"]}' },
+      enabled: { type: 'boolean', default: true },
+      expiresAt: { type: 'datetime', nullable: true },
+      lastRequest: { type: 'datetime', nullable: true },
+      requestCount: { type: 'integer', default: 0 },
+      rateLimitEnabled: { type: 'boolean', default: true },
+      rateLimitTimeWindow: { type: 'number', nullable: true, default: 60000 },
+      rateLimitMax: { type: 'integer', nullable: true, default: 600 },
+      remaining: { type: 'integer', nullable: true },
+      refillInterval: { type: 'number', nullable: true },
+      refillAmount: { type: 'integer', nullable: true },
+      lastRefillAt: { type: 'datetime', nullable: true },
+      metadata: { type: 'text', nullable: true },
+    },
+    indexes: [['referenceId']],
   },
 };
 

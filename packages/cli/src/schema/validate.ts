@@ -134,6 +134,12 @@ function extendBuiltin(name: string, builtin: EntityDefinition, extension: unkno
     problem(where, 'must be an object like { fields: { ... } }', at);
     return builtin;
   }
+  // A plugin's table that authstrap has built in since (Better Auth's `apikey`), as an older
+  // better-auth.schema.json describes it: one problem that says what to do, not one per field.
+  if (extension.serviceOnly === true) {
+    problem(where, 'is built in now, so it is no serviceOnly entity: write better-auth.schema.json again (npx authstrap-better-auth-schema), or remove this definition', at);
+    return builtin;
+  }
   unknownKeys(extension, extensionKeys, where, at, problem);
   const fields = extension.fields ?? {};
   if (!isObject(fields)) {

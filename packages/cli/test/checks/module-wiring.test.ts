@@ -80,7 +80,7 @@ const { stage } = describeRepairCycle('module-wiring', [
     name: 'src/generated/index.ts without the /Tasks mount',
     planShows: ['--- a/src/generated/index.ts'],
     alsoFailsInVerify: ['tenant-isolation'],
-    breakFiles: (dir) => breakFile(dir, 'src/generated/index.ts', "  router.use('/Tasks', ...tenantScoped(deps, taskRouter(deps))); // Task\n"),
+    breakFiles: (dir) => breakFile(dir, 'src/generated/index.ts', "  router.use('/Tasks', ...tenantScoped(deps, taskRouter(deps), 'Task')); // Task\n"),
     async afterRepair(_dir, backend, extra) {
       // Signed out: a mounted /Tasks asks who is calling (401); an unmounted one is unknown (404).
       extra.tasksStatus = (await fetch(`${backend.url}/Tasks`)).status;

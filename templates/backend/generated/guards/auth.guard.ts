@@ -2,8 +2,8 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Config } from '../../config.js';
 import type { AuthService } from '../../extensions/auth/auth.service.js';
-import { HttpError } from '../../http/errors.js';
-import { isServiceKeyRequest, presentedSession, setSessionCookie } from '../../http/session-token.js';
+import { forbidden, HttpError } from '../../http/errors.js';
+import { isServiceKeyRequest, presentedMachineKey, presentedSession, setSessionCookie } from '../../http/session-token.js';
 import { isUuid } from '../../http/validate.js';
 
 /**
@@ -12,7 +12,8 @@ import { isUuid } from '../../http/validate.js';
  * - `Authorization: Bearer <token>`, the `session` cookie or Better Auth's session cookie: a user,
  *   with their role in the organization named by `x-organization-id`, all in one database round
  *   trip.
- * No credentials, or an expired, signed-out or forged session: 401.
+ * No credentials, or an expired, signed-out or forged session: 401. A machine key (`x-api-key`)
+ * is a 403 here: it reaches its organization's own entities only (tenant.guard.ts).
  */
 export function authGuard(deps: CallerDeps): RequestHandler {
   return async (req, res, next) => {
@@ -28,6 +29,7 @@ export interface CallerDeps {
 
 /** What authGuard does before passing the request on: sets `req.caller`, or throws the 401. */
 export async function resolveCaller({ auth, config }: CallerDeps, req: Request, res: Response): Promise<void> {
+  if (presentedMachineKey(req) !== undefined) throw machineKeysReachOnlyEntities();
   if (isServiceKeyRequest(req, config.serviceApiKey)) {
     req.caller = { kind: 'service' };
     return;
@@ -44,3 +46,7 @@ export async function resolveCaller({ auth, config }: CallerDeps, req: Request, 
   if (resolved.renewed && presented.via === 'cookie') setSessionCookie(res, presented.token, config);
   req.caller = { kind: 'user', user: resolved.user, session: resolved.session, membership: resolved.membership };
 }
+
+/** A machine key sent anywhere but the tenant-scoped routes of its organization's entities. */
+export const machineKeysReachOnlyEntities = () =>
+  forbidden("Machine keys reach only the organization's own entities (its tenant-scoped routes), not this route");

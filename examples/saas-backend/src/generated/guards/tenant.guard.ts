@@ -2,13 +2,13 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response, Router } from 'express';
 import type { Config } from '../../config.js';
 import type { Database, Queryable, QueryResult } from '../../db/database.js';
-import { callerStatement, setScopeStatement, type CallerRow, type Scope, type ScopedQueryable } from '../../db/scope.js';
+import { callerStatement, machineKeyStatement, setScopeStatement, type CallerRow, type KeyOperation, type MachineKeyRow, type Scope, type ScopedQueryable } from '../../db/scope.js';
 import { quoteIdentifier, type Statement } from '../../db/sql.js';
 import { eventContextStatement, requestContext } from '../../events/events.js';
 import type { Role } from '../../extensions/auth/auth.service.js';
-import { HttpError, notFound } from '../../http/errors.js';
-import { isServiceKeyRequest, presentedSession, setSessionCookie, storedTokenCandidates, type PresentedSession } from '../../http/session-token.js';
-import { resolveCaller, type CallerDeps } from './auth.guard.js';
+import { forbidden, HttpError, notFound } from '../../http/errors.js';
+import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, presentedSession, setSessionCookie, storedTokenCandidates, type PresentedSession } from '../../http/session-token.js';
+import { machineKeysReachOnlyEntities, resolveCaller, type CallerDeps } from './auth.guard.js';
 import { noOrganization, notAMember, organizationHeader, scopeOf } from './scope.guard.js';
 
 /**
@@ -26,22 +26,31 @@ import { noOrganization, notAMember, organizationHeader, scopeOf } from './scope
  *   row-level security.
  * - The service key and a request with a malformed header are checked first, as authGuard and
  *   scopeGuard check them on the built-in routers: one statement for the caller, then the route's.
+ * - A machine key (`x-api-key`) is checked the same way, in the round trip of the route's
+ *   statement (db/scope.ts, machineKeyStatement), for the one entity and operation the request
+ *   asks for: `entity` names the router's entity (a router without one takes no machine keys).
  *
  * A request answered before its statement ran (a bad query string or body, a route that does
  * not exist) is checked on its own first, so that 401 and 403 still come before 400, 404 and 422;
  * so is one whose statement failed (a 409), so that a non-member never learns of a conflict.
  */
-export function tenantScoped(deps: CallerDeps & { db: Queryable }, router: Router) {
+export function tenantScoped(deps: CallerDeps & { db: Queryable }, router: Router, entity?: string) {
   /** Who is calling and in which organization: now, or in the round trip of the route's statement. */
   const guard: RequestHandler = (req, res, next) => {
+    const machineKey = presentedMachineKey(req);
+    if (machineKey !== undefined) {
+      if (entity === undefined) throw machineKeysReachOnlyEntities();
+      req.pendingCaller = machineKeyCheck(req, res, machineKey, { entity, operation: keyOperationOf(req.method, req.path) });
+      return next();
+    }
     const deferred = deferrable(req, deps.config);
     if (!deferred) return checkNow(req, res).then(() => next());
     // A user's request: the check waits for the route's statement.
     const { presented, organizationId } = deferred;
     req.pendingCaller = {
-      tokens: storedTokenCandidates(presented.token),
-      organizationHeader: organizationId,
-      settle: async (caller) => {
+      statement: callerStatement(storedTokenCandidates(presented.token), organizationId),
+      settle: async (row) => {
+        const caller = row as CallerRow | undefined;
         if (!caller) throw new HttpError(401, 'UNAUTHORIZED', 'Your session is invalid or has expired; sign in again');
         if (!caller.organizationId) throw noOrganization();
         if (!caller.role) throw notAMember();
@@ -78,6 +87,62 @@ export function tenantScoped(deps: CallerDeps & { db: Queryable }, router: Route
   return [guard, router, settleUnanswered, settleBeforeError];
 }
 
+/**
+ * The operation a request of a generated router asks for, from its method and its path below
+ * the router: what a machine key's permissions name.
+ */
+export function keyOperationOf(method: string, path: string): KeyOperation {
+  const collection = path === '/' || path === '';
+  if (method === 'GET' || method === 'HEAD') return collection ? 'list' : 'read';
+  if (method === 'POST') return collection ? 'create' : 'update';
+  if (method === 'DELETE') return 'delete';
+  return 'update';
+}
+
+/**
+ * A machine key's check, to run in the round trip of the route's statement; its answer when the
+ * key may not do this: 401 for a key that is unknown, revoked, disabled or expired (or whose
+ * organization is gone), 403 for another organization or an operation beyond its permissions,
+ * 429 for its own rate limit or its exhausted quota.
+ */
+function machineKeyCheck(req: Request, res: Response, key: string, asked: { entity: string; operation: KeyOperation }): NonNullable<Request['pendingCaller']> {
+  // A malformed header is a 400 before anything else: there is no organization to compare.
+  const organizationId = req.header('x-organization-id') === undefined ? undefined : organizationHeader(req);
+  return {
+    statement: machineKeyStatement(hashMachineKey(key), organizationId, asked),
+    settle: async (row) => {
+      const found = row as MachineKeyRow | undefined;
+      if (!found) throw new HttpError(401, 'UNAUTHORIZED', 'This machine key is not valid: unknown, or revoked');
+      switch (found.outcome) {
+        case 'ok':
+          break;
+        case 'disabled':
+          throw new HttpError(401, 'UNAUTHORIZED', 'This machine key is disabled');
+        case 'expired':
+          throw new HttpError(401, 'UNAUTHORIZED', 'This machine key has expired');
+        case 'no-organization':
+          throw new HttpError(401, 'UNAUTHORIZED', "This machine key's organization no longer exists");
+        case 'other-organization':
+          throw forbidden("This machine key belongs to another organization than the one x-organization-id names");
+        case 'forbidden':
+          throw forbidden(`This machine key may not ${asked.operation} ${asked.entity}: its permissions do not include it`);
+        case 'quota-exhausted':
+          throw new HttpError(429, 'RATE_LIMITED', 'This machine key has used all of its requests');
+        case 'rate-limited': {
+          const seconds = Math.max(1, Math.ceil((found.retryAfterMs ?? 1000) / 1000));
+          res.setHeader('Retry-After', String(seconds));
+          throw new HttpError(429, 'RATE_LIMITED', `This machine key has made its most requests for now: try again in ${seconds} s`);
+        }
+      }
+      const role = found.role as Role;
+      req.caller = { kind: 'key', keyId: found.keyId, organizationId: found.organizationId, role };
+      req.organizationId = found.organizationId;
+      req.role = role;
+      req.scope = { organizationId: found.organizationId, userId: '', role, keyId: found.keyId };
+    },
+  };
+}
+
 /** The session and organization header of a user's request that can be checked in the route's round trip; none otherwise. */
 function deferrable(req: Request, config: Pick<Config, 'serviceApiKey' | 'authSecret'>): { presented: PresentedSession; organizationId: string | undefined } | undefined {
   if (isServiceKeyRequest(req, config.serviceApiKey)) return undefined;
@@ -98,8 +163,11 @@ declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace Express {
     interface Request {
-      /** Set by tenantScoped for a user's request: the caller to look up in the round trip of the route's first statement. */
-      pendingCaller?: { tokens: string[]; organizationHeader: string | undefined; settle(caller: CallerRow | undefined): Promise<void> };
+      /**
+       * Set by tenantScoped: the statement that looks the caller up (a session, or a machine key),
+       * to send in the round trip of the route's first statement, and what to make of its row.
+       */
+      pendingCaller?: { statement: Statement; settle(row: Record<string, unknown> | undefined): Promise<void> };
       /** Who this request's statements act for, once the caller is known (db/scope.ts). */
       scope?: Scope;
     }
@@ -111,8 +179,7 @@ async function settleAlone(db: Queryable, req: Request) {
   const pending = req.pendingCaller;
   if (!pending) return;
   req.pendingCaller = undefined;
-  const caller = callerStatement(pending.tokens, pending.organizationHeader);
-  const { rows } = await db.query<CallerRow>(caller.text, caller.params);
+  const { rows } = await db.query<Record<string, unknown>>(pending.statement.text, pending.statement.params);
   await pending.settle(rows[0]);
 }
 
@@ -157,7 +224,7 @@ export async function parsedAfterChecks<T>(caller: CallerDatabase, parse: () => 
  * organization, their user id, their role there; db/scope.ts), in one round trip with what sets
  * it. The first one also looks the caller up, while tenantScoped has not done so yet:
  *
- *   <the session and the membership, which set the scope>   (callerStatement)
+ *   <the session and the membership, which set the scope>   (callerStatement, or machineKeyStatement)
  *   <the nested route's parent, under that scope>            (only with `parent`)
  *   <the route's statement, under that scope>
  *
@@ -176,7 +243,7 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
     const pending = req.pendingCaller;
     req.pendingCaller = undefined;
     let first: Statement;
-    if (pending) first = callerStatement(pending.tokens, pending.organizationHeader);
+    if (pending) first = pending.statement;
     else if (req.scope) first = setScopeStatement(req.scope);
     else throw new Error('asCaller needs tenantScoped in front of the route: it knows no caller for this request');
     // A write's events carry its request (src/events/events.ts); a read records none, and sends nothing more.
@@ -186,7 +253,7 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
   };
   /** The caller's answer (401, 400, 403) first, then the parent's 404: what the preamble found. */
   const settle = async (results: QueryResult<Record<string, unknown>>[], pending: NonNullable<Request['pendingCaller']> | undefined, parentAt: number | undefined) => {
-    if (pending) await pending.settle(results[0]?.rows[0] as CallerRow | undefined);
+    if (pending) await pending.settle(results[0]?.rows[0]);
     if (parentAt !== undefined && parent) {
       parentChecked = true;
       if (results[parentAt]?.rows[0]?.found !== true) throw notFound(parent.entity, parent.id);

@@ -40,18 +40,27 @@ export async function actAsAppRole(db: Database): Promise<void> {
 /** Who a transaction acts for. */
 export interface Scope {
   organizationId: string;
+  /** The signed-in user; '' for a machine key, which is no user. */
   userId: string;
   role: string;
+  /** The machine key the request came with (as `authstrap.key_id`), if it came with one. */
+  keyId?: string;
 }
 
 /** A tenant-scoped table's organization column must equal this: the request's organization. */
 export const callersOrganization = { sql: 'authstrap.organization_id()' } as const;
 
 /** Sets the scope for the rest of the transaction. */
-export const setScopeStatement = (scope: Scope): Statement => ({
-  text: `SELECT set_config('authstrap.organization_id', $1, true), set_config('authstrap.user_id', $2, true), set_config('authstrap.role', $3, true)`,
-  params: [scope.organizationId, scope.userId, scope.role],
-});
+export const setScopeStatement = (scope: Scope): Statement =>
+  scope.keyId === undefined
+    ? {
+        text: `SELECT set_config('authstrap.organization_id', $1, true), set_config('authstrap.user_id', $2, true), set_config('authstrap.role', $3, true)`,
+        params: [scope.organizationId, scope.userId, scope.role],
+      }
+    : {
+        text: `SELECT set_config('authstrap.organization_id', $1, true), set_config('authstrap.user_id', $2, true), set_config('authstrap.role', $3, true), set_config('authstrap.key_id', $4, true)`,
+        params: [scope.organizationId, scope.userId, scope.role, scope.keyId],
+      };
 
 /** What callerStatement found: no row at all means no such (unexpired) session. */
 export interface CallerRow {
@@ -83,6 +92,98 @@ export function callerStatement(tokens: string[], organizationHeader: string | u
      WHERE s."token" = ANY($1::text[]) AND s."expiresAt" > now()
      LIMIT 1`,
     params: [tokens, organizationHeader ?? null],
+  };
+}
+
+/** What a request with a machine key asks for: one operation on one entity. */
+export type KeyOperation = 'list' | 'read' | 'create' | 'update' | 'delete';
+
+/** Why machineKeyStatement did not scope the transaction; 'ok' when it did. */
+export type MachineKeyOutcome = 'ok' | 'disabled' | 'expired' | 'no-organization' | 'other-organization' | 'forbidden' | 'quota-exhausted' | 'rate-limited';
+
+/** What machineKeyStatement found: no row at all means no such key (never made, or revoked). */
+export interface MachineKeyRow {
+  keyId: string;
+  /** The key's organization (its `referenceId`). */
+  organizationId: string;
+  role: string;
+  outcome: MachineKeyOutcome;
+  /** For 'rate-limited': when the key's window lets a request through again. */
+  retryAfterMs: number | null;
+}
+
+/** Milliseconds since a timestamp column, in SQL. */
+const sinceMs = (column: string) => `(extract(epoch FROM now() - ${column}) * 1000)`;
+/** The key's row (`k`) is inside its rate-limit window: its last request was less than a window ago. */
+const inWindow = `(k."lastRequest" IS NOT NULL AND ${sinceMs('k."lastRequest"')} <= k."rateLimitTimeWindow")`;
+/** The key's quota is due to be set back to `refillAmount`. */
+const refillDue = `(k."refillInterval" IS NOT NULL AND k."refillAmount" IS NOT NULL AND ${sinceMs('COALESCE(k."lastRefillAt", k."createdAt")')} > k."refillInterval")`;
+
+/**
+ * The conditions on a key row (alias `k`) that decide whether a request may use it, one SQL
+ * expression each, with $2 the organization header (or null), $3 the entity, $4 the operation.
+ * The rate limit and the quota are Better Auth's api-key plugin's, so a key behaves the same
+ * whichever of the two checks it:
+ * - rate limit: at most `rateLimitMax` requests while less than `rateLimitTimeWindow` ms have
+ *   passed since the key's last request; a request after a quiet window starts the count again;
+ * - quota: `remaining` requests in all (null: no quota), set back to `refillAmount` every
+ *   `refillInterval` ms.
+ */
+const keyConditions = {
+  enabled: `k."enabled"`,
+  unexpired: `(k."expiresAt" IS NULL OR k."expiresAt" > now())`,
+  organizationExists: `EXISTS (SELECT FROM "Organization" o WHERE o."id" = k."referenceId")`,
+  sameOrganization: `($2::uuid IS NULL OR k."referenceId" = $2::uuid)`,
+  permitted: `authstrap.key_allows(k."permissions", $3, $4)`,
+  withinQuota: `(k."remaining" IS NULL OR (CASE WHEN ${refillDue} THEN k."refillAmount" ELSE k."remaining" END) > 0)`,
+  withinRateLimit: `(NOT k."rateLimitEnabled" OR k."rateLimitTimeWindow" IS NULL OR k."rateLimitMax" IS NULL OR NOT ${inWindow} OR k."requestCount" < k."rateLimitMax")`,
+};
+
+/**
+ * Authenticates a machine key (stored as `hashedKey`) for one operation on one entity, and counts
+ * the request against the key's limits: one statement, sent in the round trip of the route's own
+ * statement. The UPDATE counts the request and the transaction is scoped to the key's organization
+ * (user '' and the key's role) only when every condition holds, checked on the row as it is when
+ * the UPDATE locks it: of 20 concurrent requests of a key allowed 10, exactly 10 pass. Otherwise
+ * the scope stays empty, so the route's statement reads nothing and writes nothing, and `outcome`
+ * says which condition failed. One row, or none for an unknown (or revoked) key.
+ */
+export function machineKeyStatement(hashedKey: string, organizationHeader: string | undefined, operation: { entity: string; operation: KeyOperation }): Statement {
+  const all = Object.values(keyConditions).join(' AND ');
+  const c = keyConditions;
+  // Counting makes every request of a key a write, and a write waits for its WAL flush at commit
+  // (about 2.5 ms a request, measured). A read writes nothing else, so its commit need not wait:
+  // a crash may then forget the last few counts of a key (its last-used time and a fraction of a
+  // window), never a record. A request that writes waits as every write does.
+  const flushLater = operation.operation === 'list' || operation.operation === 'read' ? `\n         || set_config('synchronous_commit', 'off', true)` : '';
+  return {
+    text: `WITH counted AS (
+       UPDATE "apikey" k SET
+         "lastRequest" = now(),
+         "requestCount" = CASE WHEN ${inWindow} THEN k."requestCount" + 1 ELSE 1 END,
+         "remaining" = CASE WHEN k."remaining" IS NULL THEN NULL WHEN ${refillDue} THEN k."refillAmount" - 1 ELSE k."remaining" - 1 END,
+         "lastRefillAt" = CASE WHEN k."remaining" IS NOT NULL AND ${refillDue} THEN now() ELSE k."lastRefillAt" END
+       WHERE k."key" = $1 AND ${all}
+       RETURNING k."id", k."referenceId", k."role"
+     )
+     SELECT k."id" AS "keyId", k."referenceId" AS "organizationId", k."role",
+       CASE WHEN c."id" IS NOT NULL THEN 'ok'
+         WHEN NOT ${c.enabled} THEN 'disabled'
+         WHEN NOT ${c.unexpired} THEN 'expired'
+         WHEN NOT ${c.organizationExists} THEN 'no-organization'
+         WHEN NOT ${c.sameOrganization} THEN 'other-organization'
+         WHEN NOT ${c.permitted} THEN 'forbidden'
+         WHEN NOT ${c.withinQuota} THEN 'quota-exhausted'
+         ELSE 'rate-limited' END AS "outcome",
+       CASE WHEN c."id" IS NULL AND ${inWindow} THEN greatest(0, k."rateLimitTimeWindow" - ${sinceMs('k."lastRequest"')})::float8 END AS "retryAfterMs",
+       (set_config('authstrap.organization_id', COALESCE(c."referenceId"::text, ''), true)
+         || set_config('authstrap.user_id', '', true)
+         || set_config('authstrap.role', COALESCE(c."role", ''), true)
+         || set_config('authstrap.key_id', COALESCE(c."id"::text, ''), true)${flushLater}) IS NOT NULL AS "scoped"
+     FROM "apikey" k
+     LEFT JOIN counted c ON c."id" = k."id"
+     WHERE k."key" = $1`,
+    params: [hashedKey, organizationHeader ?? null, operation.entity, operation.operation],
   };
 }
 

@@ -6,7 +6,7 @@ import { RedisStore } from 'rate-limit-redis';
 import { createClient } from 'redis';
 import type { Config } from '../config.js';
 import { sendError } from './envelope.js';
-import { isServiceKeyRequest, sessionCredential } from './session-token.js';
+import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, sessionCredential } from './session-token.js';
 
 export interface RateLimits {
   /** Mounted at /api/auth: sign-up, sign-in, sign-out (10 an hour by default). */
@@ -29,13 +29,18 @@ export type LimitName = 'auth' | 'api' | 'data';
 const normalise = (path: string) => path.toLowerCase().replace(/\/+$/, '');
 /**
  * The signed-in user's reads under /api/auth (their session, sessions and invitations), and the
- * switch of their active organization: an app asks for them on every page, and they guess no
- * password and send no mail, so they count under /api, not under the strict limit. HEAD is
- * answered by the GET route, so it is the same request.
+ * switch of their active organization, and the management of machine keys: an app asks for them
+ * on every page, and they guess no password and send no mail, so they count under /api, not under
+ * the strict limit. HEAD is answered by the GET route, so it is the same request.
  */
 const signedInRequests = new Set(['GET /auth/get-session', 'GET /auth/sessions', 'GET /auth/invitations', 'POST /auth/organization/set-active']);
 const isSignedInRead = (method: string, pathUnderApi: string) =>
-  signedInRequests.has(`${method === 'HEAD' ? 'GET' : method} ${normalise(pathUnderApi)}`);
+  signedInRequests.has(`${method === 'HEAD' ? 'GET' : method} ${normalise(pathUnderApi)}`) || isMachineKeyManagement(pathUnderApi);
+/** An owner's or admin's management of machine keys (/api/auth/api-keys): signed-in work too. */
+const isMachineKeyManagement = (pathUnderApi: string) => {
+  const path = normalise(pathUnderApi);
+  return path === '/auth/api-keys' || path.startsWith('/auth/api-keys/');
+};
 /** `/auth` itself and everything below it: the requests the /api/auth limiter counts. */
 const isUnderAuth = (pathUnderApi: string) => {
   const path = normalise(pathUnderApi);
@@ -201,10 +206,13 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
 }
 
 /**
- * Whom the data limiter counts: a session (its token, hashed: raw secrets never become keys in
- * Redis), or the client IP for a request without one.
+ * Whom the data limiter counts: a machine key or a session (hashed: raw secrets never become keys
+ * in Redis), or the client IP for a request without either.
  */
 function dataClientKey(req: Request): string {
+  // A machine key is one client wherever it runs; its own limit is counted in the database too.
+  const machineKey = presentedMachineKey(req);
+  if (machineKey) return `key:${hashMachineKey(machineKey)}`;
   const token = sessionCredential(req);
   if (token) return `session:${createHash('sha256').update(token).digest('base64url')}`;
   return `ip:${ipKeyGenerator(req.ip ?? '')}`;

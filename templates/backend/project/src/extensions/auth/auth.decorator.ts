@@ -33,7 +33,7 @@ export function callerOf(req: Request): Caller {
 /** The signed-in user; the service key is not a user. */
 export function userOf(req: Request): PublicUser {
   const caller = callerOf(req);
-  if (caller.kind !== 'user') throw forbidden('This route needs a signed-in user, not the service key');
+  if (caller.kind !== 'user') throw forbidden(`This route needs a signed-in user, not ${caller.kind === 'key' ? 'a machine key' : 'the service key'}`);
   return caller.user;
 }
 

@@ -6,7 +6,8 @@ import { auditEventListSpec } from '../../events/events.js';
 import { sendData, sendList } from '../../http/envelope.js';
 import { parseListQuery } from '../../http/list-query.js';
 import { forbidden, HttpError } from '../../http/errors.js';
-import { clearSessionCookie, isServiceKeyRequest, presentedSession, setSessionCookie } from '../../http/session-token.js';
+import { machineKeysReachOnlyEntities } from '../../generated/guards/auth.guard.js';
+import { clearSessionCookie, isServiceKeyRequest, presentedMachineKey, presentedSession, setSessionCookie } from '../../http/session-token.js';
 import { parseBody, parseId, parseQuery } from '../../http/validate.js';
 import {
   ChangeEmailInput,
@@ -20,6 +21,7 @@ import {
 } from './account-flows.js';
 import { SignInInput, SignUpInput, type AuthService } from './auth.service.js';
 import { InvitationAnswerInput, InvitationPageQuery, InvitationSignUpInput } from './invitations.js';
+import { machineKeysRouter, registerMachineKeyRoutes } from './machine-keys.js';
 import { RoleSchema } from './roles.js';
 
 /** The body of POST /api/auth/organization/set-active: an organization of the user's, or null for none. */
@@ -35,6 +37,11 @@ export const SetActiveOrganizationInput = z
  */
 export function authRouter({ auth, config }: { auth: AuthService; config: Config }): Router {
   const router = Router();
+  // A machine key is no user: it reaches its organization's entities only, never /api/auth.
+  router.use((req, _res, next) => {
+    if (presentedMachineKey(req) !== undefined) throw machineKeysReachOnlyEntities();
+    next();
+  });
   const meta = (req: { ip?: string; header(name: string): string | undefined }) => ({ ipAddress: req.ip, userAgent: req.header('user-agent') });
 
   router.post('/sign-up/email', async (req, res) => {
@@ -185,6 +192,9 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
     sendData(res, await auth.invitations.answer(user, parseBody('invitation', InvitationAnswerInput, req).token, false));
   });
 
+  // An organization's machine keys, made, listed and revoked by its owners and admins.
+  router.use('/api-keys', machineKeysRouter({ auth, config, keys: auth.machineKeys }));
+
   return router;
 }
 
@@ -236,4 +246,6 @@ export function registerAuthRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({ method: 'get', path: '/api/auth/invitations', tags, security: bearerOrCookie, summary: "The signed-in user's pending invitations to organizations", request: { query: z.object({ page: z.int().min(1).optional(), limit: z.int().min(1).max(100).optional() }) }, responses: { 200: { description: 'Pending invitations, oldest first', ...listEnvelope(Invitation) }, ...notSignedIn } });
   registry.registerPath({ method: 'post', path: '/api/auth/invitations/accept', tags, summary: "Join an organization with the invitation's token: signed in with the invited address, or, without an account, with a name and a password (the account is made, its address confirmed)", request: { body: json(z.union([InvitationAnswerInput, InvitationSignUpInput])) }, responses: { 200: { description: 'Joined', ...envelope(Membership) }, 201: { description: 'Account made and joined; signed in', ...envelope(Membership.extend({ user: User, token: sessionToken })) }, ...notSignedIn, ...noInvitation, 409: { description: 'Not signed in, and the address has an account: sign in, then accept' }, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/invitations/decline', tags, security: bearerOrCookie, summary: "Decline an invitation to your address, with its token", request: { body: json(InvitationAnswerInput) }, responses: { 200: { description: 'Declined', ...envelope(z.object({ declined: z.literal(true), organizationId: z.uuid() })) }, ...notSignedIn, ...noInvitation, ...tooMany } });
+
+  registerMachineKeyRoutes(registry);
 }

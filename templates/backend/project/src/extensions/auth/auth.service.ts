@@ -11,6 +11,7 @@ import type { Mailer } from '../../mail/mail.js';
 import { messages } from '../mail/messages.js';
 import { createAccountFlows } from './account-flows.js';
 import { createInvitations } from './invitations.js';
+import { createMachineKeys } from './machine-keys.js';
 import { passwordSchema } from './password.js';
 import { RoleSchema, type Role } from './roles.js';
 import { issueToken } from './tokens.js';
@@ -77,7 +78,9 @@ export type Caller =
       session: PublicSession;
       /** The caller's membership of the organization they act in (x-organization-id, or else the session's active one), if any. */
       membership?: { organizationId: string; role: Role };
-    };
+    }
+  /** A machine key of one organization (x-api-key), on that organization's tenant-scoped routes only. */
+  | { kind: 'key'; keyId: string; organizationId: string; role: Role };
 
 export interface RequestMeta {
   ipAddress?: string;
@@ -376,6 +379,9 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
 
     /** Invitations to join an organization (see invitations.ts). */
     invitations: createInvitations(shared),
+
+    /** The organizations' machine keys (see machine-keys.ts). */
+    machineKeys: createMachineKeys(db),
   };
 }
 
