@@ -154,7 +154,8 @@ export function startEventRetention({ db, logger, retentionDays }: { db: Databas
       logger.warn({ err: (error as Error)?.message }, 'events: could not delete old events; trying again later');
     }
   };
-  const first = setTimeout(prune, 1000);
+  // The first a minute after the start, not during it (the start's own statements come first).
+  const first = setTimeout(prune, 60_000);
   const timer = setInterval(prune, pruneEveryMs);
   first.unref();
   timer.unref();
