@@ -46,8 +46,9 @@ export interface AppDependencies {
  * The whole HTTP pipeline, in the order a request meets it:
  * request id + log (and metrics) -> the request's span (traces on) -> security headers -> CORS ->
  * health -> metrics -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> the audit log and
- * the webhook endpoints (src/events) -> your routes (src/extensions) -> generated routes, each behind the auth guard (who is calling) and, when
- * tenant-scoped, the scope guard (which organization, which role) -> 404 -> error envelope.
+ * the webhook endpoints (src/events) -> your routes (src/extensions) -> generated routes, each
+ * behind the auth guard (who is calling) and, when tenant-scoped, the scope guard (which
+ * organization, which role) -> 404 -> error envelope.
  */
 export function createApp({ config, db, logger, rateLimits, outbox, transactions, metrics, tracing }: AppDependencies): Express {
   const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }) });
