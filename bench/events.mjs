@@ -23,10 +23,9 @@
 // to a loopback receiver (WEBHOOKS_ALLOW_PRIVATE). Writes bench/results/events.json.
 import fs from 'node:fs';
 import http from 'node:http';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, children, exampleDir, expectStatus, listLoadArgs, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
+import { api, children, expectStatus, listLoadArgs, queryAsOwner, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'events.json');
@@ -35,23 +34,9 @@ const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
 const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
 const percentile = (values, p) => values.slice().sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
-const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
 const env = { NODE_ENV: 'development', WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOX_POLL_MS: '200' };
 
-/** wrk's arguments for the write: POST /Projects with a name, each request a new project. */
-function writeLoadArgs(base, { token, organizationId }) {
-  return ['-t', '2', '-c', '20', '--timeout', '5s', '-s', path.join(benchDir, 'wrk-create.lua'), '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${base}/Projects`];
-}
 
-async function asOwner(url, statement) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
 
 /** A webhook receiver on loopback: answers 200 at once, and keeps when each event arrived. */
 async function startReceiver() {
@@ -82,7 +67,7 @@ try {
     }
     await stopChild(backend.child);
   }
-  await asOwner(databases.off.url, 'ALTER TABLE "Project" DISABLE TRIGGER "authstrap_events"; ALTER TABLE "Task" DISABLE TRIGGER "authstrap_events"');
+  await queryAsOwner(databases.off.url, 'ALTER TABLE "Project" DISABLE TRIGGER "authstrap_events"; ALTER TABLE "Task" DISABLE TRIGGER "authstrap_events"');
 
   const runs = { write: Object.fromEntries(sides.map((side) => [side, []])), list: Object.fromEntries(sides.map((side) => [side, []])) };
   const delivery = [];
@@ -101,14 +86,14 @@ try {
         console.log(`[bench] ${load}, ${side}: ${run.rps} rps, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms`);
         if (side === 'webhook' && load === 'write') {
           // The deliveries of the events this run committed: wait until none is pending (at most a minute), then compare.
-          const pendingAtEnd = Number((await asOwner(databases.webhook.url, `SELECT count(*) FROM "authstrap_outbox" WHERE "channel" = 'webhook' AND "status" = 'pending'`)).rows[0].count);
+          const pendingAtEnd = Number((await queryAsOwner(databases.webhook.url, `SELECT count(*) FROM "authstrap_outbox" WHERE "channel" = 'webhook' AND "status" = 'pending'`)).rows[0].count);
           const deadline = Date.now() + 60_000;
           let pending = pendingAtEnd;
           while (pending > 0 && Date.now() < deadline) {
             await new Promise((resolve) => setTimeout(resolve, 500));
-            pending = Number((await asOwner(databases.webhook.url, `SELECT count(*) FROM "authstrap_outbox" WHERE "channel" = 'webhook' AND "status" = 'pending'`)).rows[0].count);
+            pending = Number((await queryAsOwner(databases.webhook.url, `SELECT count(*) FROM "authstrap_outbox" WHERE "channel" = 'webhook' AND "status" = 'pending'`)).rows[0].count);
           }
-          const { rows } = await asOwner(databases.webhook.url, `SELECT "id" FROM "authstrap_event" WHERE "type" = 'project.created' AND "createdAt" >= '${startedAt.toISOString()}'`);
+          const { rows } = await queryAsOwner(databases.webhook.url, `SELECT "id" FROM "authstrap_event" WHERE "type" = 'project.created' AND "createdAt" >= '${startedAt.toISOString()}'`);
           const lost = rows.filter((row) => !receiver.arrivals.has(row.id)).length;
           const latencies = [...receiver.arrivals.values()];
           const measured = { events: rows.length, delivered: latencies.length, pendingAtEnd, lost, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
@@ -142,7 +127,7 @@ try {
     const listed = await list;
     const deadline = Date.now() + 30_000;
     while (receiver.arrivals.size < written && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
-    const { rows } = await asOwner(databases.webhook.url, `SELECT "id" FROM "authstrap_event" WHERE "type" = 'project.created' AND "createdAt" >= '${startedAt.toISOString()}'`);
+    const { rows } = await queryAsOwner(databases.webhook.url, `SELECT "id" FROM "authstrap_event" WHERE "type" = 'project.created' AND "createdAt" >= '${startedAt.toISOString()}'`);
     const latencies = rows.filter((row) => receiver.arrivals.has(row.id)).map((row) => receiver.arrivals.get(row.id));
     const measured = { listRps: Math.round(listed.rps), written, events: rows.length, delivered: latencies.length, lost: rows.length - latencies.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
     paced.push(measured);

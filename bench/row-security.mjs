@@ -13,11 +13,10 @@
 // Settings: BENCH_PG_URL, BENCH_PAIRS (3), BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8).
 // Linux; needs wrk. Writes bench/results/row-security.json.
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { perRequest, startWireCounter } from './lib/pg-wire-counter.mjs';
-import { api, children, exampleDir, expectStatus, listLoadArgs, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
+import { api, children, expectStatus, listLoadArgs, queryAsOwner, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'row-security.json');
@@ -25,23 +24,8 @@ const pairs = Number(process.env.BENCH_PAIRS ?? 3);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
 const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
-const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
 
-/** wrk's arguments for the write: POST /Projects with a name, each request a new project. */
-function writeLoadArgs(base, { token, organizationId }) {
-  return ['-t', '2', '-c', '20', '--timeout', '5s', '-s', path.join(benchDir, 'wrk-create.lua'), '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${base}/Projects`];
-}
 
-/** Runs `statement` as the database's owner (the admin user of BENCH_PG_URL). */
-async function asOwner(url, statement) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
 
 const databases = { on: await throwawayDatabase('rlson'), off: await throwawayDatabase('rlsoff') };
 try {
@@ -55,7 +39,7 @@ try {
     writers[side] = await seedProjects(backend.base, { email: 'writer@example.com', name: 'Writer', projects: 0 });
     await stopChild(backend.child);
   }
-  await asOwner(databases.off.url, 'ALTER TABLE "Project" NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY; ALTER TABLE "Task" NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY');
+  await queryAsOwner(databases.off.url, 'ALTER TABLE "Project" NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY; ALTER TABLE "Task" NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY');
 
   // Round trips and statements per request, counted on the wire, with the policies on.
   const target = new URL(databases.on.url);

@@ -164,6 +164,23 @@ export function listLoadArgs(base, { token, organizationId }) {
   return ['-t', '2', '-c', '20', '--timeout', '5s', '-s', report, '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${base}/Projects?limit=20`];
 }
 
+/** wrk's arguments for the write: POST /Projects with a name, each request a new project (wrk-create.lua). The caller adds `-d <seconds>s`. */
+export function writeLoadArgs(base, { token, organizationId }) {
+  return ['-t', '2', '-c', '20', '--timeout', '5s', '-s', path.join(repoDir, 'bench', 'wrk-create.lua'), '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${base}/Projects`];
+}
+
+/** Runs `statement` on a connection of its own to `url` as BENCH_PG_URL's user (the tables' owner), and resolves its result. */
+export async function queryAsOwner(url, statement) {
+  const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
 /**
  * The list load's data, through the API of a running example: one user (whose sign-up creates
  * their organization and session) and `projects` projects in that organization. Resolves what
