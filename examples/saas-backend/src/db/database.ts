@@ -336,7 +336,7 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
         outcome = await run();
       }
       if (outcome.error !== undefined && !hasSqlState(outcome.error)) throw outcome.error;
-      const results = outcome.results.slice(switchRole ? 1 : 0).map((result) => toResult<Record<string, unknown>>(result));
+      const results = switchRole ? outcome.results.slice(1) : outcome.results;
       return outcome.error !== undefined ? { results, error: outcome.error } : { results };
     } catch (error) {
       breaks(error);

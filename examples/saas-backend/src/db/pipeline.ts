@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import pg from 'pg';
+import type pg from 'pg';
 
 /** pg's own conversion of a parameter to its wire form (Dates, arrays, JSON), as its queries use it. */
 const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(value: unknown): unknown };
@@ -22,9 +22,15 @@ export interface PipelinedStatement {
   name?: string;
 }
 
+/** One statement's answer: its rows (objects keyed by column name, read with the pool's type parsers) and how many rows it touched. */
+export interface PipelinedResult {
+  rows: Record<string, unknown>[];
+  rowCount: number;
+}
+
 export interface PipelineOutcome {
   /** One per statement that completed, in order. */
-  results: pg.QueryResult[];
+  results: PipelinedResult[];
   /** What PostgreSQL answered to the statement that failed (results.length is its index). */
   error?: unknown;
 }
@@ -52,8 +58,11 @@ export interface TypeParsers {
  * query's turn and passes it each message of the answer.
  */
 class Pipeline {
-  private readonly results: pg.QueryResult[] = [];
-  private current: pg.Result | undefined;
+  private readonly results: PipelinedResult[] = [];
+  /** The rows of the statement being answered, and how to read them (from its RowDescription). */
+  private rows: Record<string, unknown>[] = [];
+  private columns: string[] = [];
+  private parsers: ((value: string) => unknown)[] = [];
   /** Named statements sent for parsing, in order; each ParseComplete records the next as prepared. */
   private readonly parsing: PipelinedStatement[] = [];
   private connection: WireConnection | undefined;
@@ -90,30 +99,36 @@ class Pipeline {
     return null;
   }
 
-  private result(): pg.Result {
-    // Rows as objects (no row mode), read with the pool's own parsers.
-    return (this.current ??= new pg.Result(undefined as never, this.types as never));
+  // The answer is read here rather than by pg's Result, which builds a template object per
+  // statement and copies it into every row: for the one or two short rows of a request's
+  // statements that was the larger part of reading them (bench/README.md, issue 32).
+  handleRowDescription(message: { fields: { name: string; dataTypeID: number }[] }) {
+    this.columns = message.fields.map((field) => field.name);
+    // Every value comes as text: no statement here asks for binary results.
+    this.parsers = message.fields.map((field) => this.types.getTypeParser(field.dataTypeID, 'text'));
   }
 
-  handleRowDescription(message: { fields: unknown[] }) {
-    (this.result() as unknown as { addFields(fields: unknown[]): void }).addFields(message.fields);
+  handleDataRow(message: { fields: (string | null)[] }) {
+    const row: Record<string, unknown> = {};
+    const { columns, parsers } = this;
+    for (let i = 0; i < columns.length; i++) {
+      const raw = message.fields[i];
+      row[columns[i]!] = raw === null || raw === undefined ? null : parsers[i]!(raw);
+    }
+    this.rows.push(row);
   }
 
-  handleDataRow(message: { fields: unknown[] }) {
-    const result = this.result() as unknown as { parseRow(fields: unknown[]): unknown; addRow(row: unknown): void };
-    result.addRow(result.parseRow(message.fields));
-  }
-
-  handleCommandComplete(message: unknown) {
-    const result = this.result();
-    (result as unknown as { addCommandComplete(message: unknown): void }).addCommandComplete(message);
-    this.results.push(result);
-    this.current = undefined;
+  handleCommandComplete(message: { text: string }) {
+    // "SELECT 2", "INSERT 0 1", "UPDATE 3": the last number is the rows touched.
+    const count = /(\d+)$/.exec(message.text);
+    this.results.push({ rows: this.rows, rowCount: count ? Number(count[1]) : 0 });
+    this.rows = [];
+    this.columns = [];
+    this.parsers = [];
   }
 
   handleEmptyQuery() {
-    this.results.push(this.result());
-    this.current = undefined;
+    this.results.push({ rows: [], rowCount: 0 });
   }
 
   // pg drops the query from its bookkeeping at an error (the rest of the answer is skipped up to

@@ -47,8 +47,11 @@ export function tenantScoped(deps: CallerDeps & { db: Queryable }, router: Route
     if (!deferred) return checkNow(req, res).then(() => next());
     // A user's request: the check waits for the route's statement.
     const { presented, organizationId } = deferred;
+    // A write's events carry its request (src/events/events.ts): the lookup sets that too.
+    const eventContext = writes(req) ? JSON.stringify(requestContext(req)) : undefined;
     req.pendingCaller = {
-      statement: callerStatement(storedTokenCandidates(presented.token), organizationId),
+      statement: callerStatement(storedTokenCandidates(presented.token), organizationId, eventContext),
+      setsEventContext: eventContext !== undefined,
       settle: async (row) => {
         const caller = row as CallerRow | undefined;
         if (!caller) throw new HttpError(401, 'UNAUTHORIZED', 'Your session is invalid or has expired; sign in again');
@@ -86,6 +89,9 @@ export function tenantScoped(deps: CallerDeps & { db: Queryable }, router: Route
   // One guard in front: every layer a request passes costs a little (bench/README.md).
   return [guard, router, settleUnanswered, settleBeforeError];
 }
+
+/** A request that may change something, and so record events: anything but GET and HEAD. */
+const writes = (req: Request) => req.method !== 'GET' && req.method !== 'HEAD';
 
 /**
  * The operation a request of a generated router asks for, from its method and its path below
@@ -167,7 +173,12 @@ declare global {
        * Set by tenantScoped: the statement that looks the caller up (a session, or a machine key),
        * to send in the round trip of the route's first statement, and what to make of its row.
        */
-      pendingCaller?: { statement: Statement; settle(row: Record<string, unknown> | undefined): Promise<void> };
+      pendingCaller?: {
+        statement: Statement;
+        /** The statement also sets the transaction's event context (callerStatement for a write). */
+        setsEventContext?: boolean;
+        settle(row: Record<string, unknown> | undefined): Promise<void>;
+      };
       /** Who this request's statements act for, once the caller is known (db/scope.ts). */
       scope?: Scope;
     }
@@ -246,8 +257,9 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
     if (pending) first = pending.statement;
     else if (req.scope) first = setScopeStatement(req.scope);
     else throw new Error('asCaller needs tenantScoped in front of the route: it knows no caller for this request');
-    // A write's events carry its request (src/events/events.ts); a read records none, and sends nothing more.
-    const context = req.method === 'GET' || req.method === 'HEAD' ? [] : [eventContextStatement(requestContext(req))];
+    // A write's events carry its request (src/events/events.ts); a read records none, and sends
+    // nothing more; nor does a write whose caller lookup sets the context itself.
+    const context = !writes(req) || pending?.setsEventContext ? [] : [eventContextStatement(requestContext(req))];
     if (parentChecked || !parent) return { statements: [first, ...context], pending };
     return { statements: [first, parentStatement(parent), ...context], pending, parentAt: 1 };
   };

@@ -79,21 +79,31 @@ export interface CallerRow {
  * membership of the organization `x-organization-id` names, or else of the session's active
  * organization; and scopes the transaction to that organization when, and only when, the caller
  * is a member. One row, or none for an unknown or expired session.
+ *
+ * `eventContext`, for a request that writes, is the JSON the transaction's events carry
+ * (`authstrap.request`: src/events/events.ts), set by the same statement rather than one more.
  */
-export function callerStatement(tokens: string[], organizationHeader: string | undefined): Statement {
-  return {
-    text: `SELECT s."id" AS "sessionId", s."userId", floor(extract(epoch FROM s."expiresAt") * 1000)::float8 AS "expiresAtMs",
+export function callerStatement(tokens: string[], organizationHeader: string | undefined, eventContext?: string): Statement {
+  return eventContext === undefined
+    ? { text: callerLookupText, params: [tokens, organizationHeader ?? null] }
+    : { text: callerLookupWithContextText, params: [tokens, organizationHeader ?? null, eventContext] };
+}
+
+/** callerStatement's SQL, written once (so it is also hashed once, when its prepared name is looked up). */
+function callerLookupSql(setsEventContext: boolean): string {
+  const context = setsEventContext ? `\n         || set_config('authstrap.request', $3, true)` : '';
+  return `SELECT s."id" AS "sessionId", s."userId", floor(extract(epoch FROM s."expiresAt") * 1000)::float8 AS "expiresAtMs",
        COALESCE($2::uuid, s."activeOrganizationId") AS "organizationId", m."role",
        (set_config('authstrap.organization_id', COALESCE(m."organizationId"::text, ''), true)
          || set_config('authstrap.user_id', CASE WHEN m."role" IS NULL THEN '' ELSE s."userId"::text END, true)
-         || set_config('authstrap.role', COALESCE(m."role", ''), true)) IS NOT NULL AS "scoped"
+         || set_config('authstrap.role', COALESCE(m."role", ''), true)${context}) IS NOT NULL AS "scoped"
      FROM "session" s
      LEFT JOIN "member" m ON m."userId" = s."userId" AND m."organizationId" = COALESCE($2::uuid, s."activeOrganizationId")
      WHERE s."token" = ANY($1::text[]) AND s."expiresAt" > now()
-     LIMIT 1`,
-    params: [tokens, organizationHeader ?? null],
-  };
+     LIMIT 1`;
 }
+const callerLookupText = callerLookupSql(false);
+const callerLookupWithContextText = callerLookupSql(true);
 
 /** What a request with a machine key asks for: one operation on one entity. */
 export type KeyOperation = 'list' | 'read' | 'create' | 'update' | 'delete';
@@ -149,15 +159,20 @@ const keyConditions = {
  * says which condition failed. One row, or none for an unknown (or revoked) key.
  */
 export function machineKeyStatement(hashedKey: string, organizationHeader: string | undefined, operation: { entity: string; operation: KeyOperation }): Statement {
+  const reads = operation.operation === 'list' || operation.operation === 'read';
+  return { text: reads ? machineKeyReadText : machineKeyWriteText, params: [hashedKey, organizationHeader ?? null, operation.entity, operation.operation] };
+}
+
+/** machineKeyStatement's SQL, written once: `flushLater` for a request that only reads. */
+function machineKeyText(flushLater: boolean): string {
   const all = Object.values(keyConditions).join(' AND ');
   const c = keyConditions;
   // Counting makes every request of a key a write, and a write waits for its WAL flush at commit
   // (about 2.5 ms a request, measured). A read writes nothing else, so its commit need not wait:
   // a crash may then forget the last few counts of a key (its last-used time and a fraction of a
   // window), never a record. A request that writes waits as every write does.
-  const flushLater = operation.operation === 'list' || operation.operation === 'read' ? `\n         || set_config('synchronous_commit', 'off', true)` : '';
-  return {
-    text: `WITH counted AS (
+  const flush = flushLater ? `\n         || set_config('synchronous_commit', 'off', true)` : '';
+  return `WITH counted AS (
        UPDATE "apikey" k SET
          "lastRequest" = now(),
          "requestCount" = CASE WHEN ${inWindow} THEN k."requestCount" + 1 ELSE 1 END,
@@ -179,13 +194,13 @@ export function machineKeyStatement(hashedKey: string, organizationHeader: strin
        (set_config('authstrap.organization_id', COALESCE(c."referenceId"::text, ''), true)
          || set_config('authstrap.user_id', '', true)
          || set_config('authstrap.role', COALESCE(c."role", ''), true)
-         || set_config('authstrap.key_id', COALESCE(c."id"::text, ''), true)${flushLater}) IS NOT NULL AS "scoped"
+         || set_config('authstrap.key_id', COALESCE(c."id"::text, ''), true)${flush}) IS NOT NULL AS "scoped"
      FROM "apikey" k
      LEFT JOIN counted c ON c."id" = k."id"
-     WHERE k."key" = $1`,
-    params: [hashedKey, organizationHeader ?? null, operation.entity, operation.operation],
-  };
+     WHERE k."key" = $1`;
 }
+const machineKeyReadText = machineKeyText(true);
+const machineKeyWriteText = machineKeyText(false);
 
 /** Statements that run under a scope (asCaller, withScope): what the tenant-scoped repositories take. */
 export interface ScopedQueryable extends Queryable {

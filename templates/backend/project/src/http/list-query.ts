@@ -209,6 +209,8 @@ function parseFilter(spec: ListSpec, fields: Readonly<Record<string, ListField>>
  */
 export function parseListQuery(query: unknown, spec: ListSpec, caller: ListCaller = 'user', joinTargets: Readonly<Record<string, JoinTarget>> = {}): ListQuery {
   const raw = (query ?? {}) as Record<string, unknown>;
+  const paging = plainPaging(raw, spec, caller);
+  if (paging !== undefined) return paging;
   const fields = fieldsFor(spec, caller);
   const listed: Record<string, string> = {};
   const filters: FieldFilter[] = [];
@@ -254,6 +256,30 @@ export function parseListQuery(query: unknown, spec: ListSpec, caller: ListCalle
     throw badRequest(`${spec.entity} has no searchable fields`, { search: 'Remove this parameter' });
   }
   return listQuery;
+}
+
+/** What `limit` and `page` may be to take plainPaging's path: a few digits. */
+const fewDigits = /^\d{1,6}$/;
+
+/**
+ * The query string most lists come with, `?limit=20`, `?limit=20&page=3` or none, read without
+ * the schema: the same ListQuery the schema makes of it (defaults, the clamped limit), for less
+ * than a tenth of its time. Anything else, a page below 1 included, is for parseListQuery's
+ * schema, which also words the errors; undefined then.
+ */
+function plainPaging(raw: Record<string, unknown>, spec: ListSpec, caller: ListCaller): ListQuery | undefined {
+  if (!Object.hasOwn(fieldsFor(spec, caller), spec.defaultSort)) return undefined;
+  let limit = defaultPageSize;
+  let page = 1;
+  for (const name in raw) {
+    const value = raw[name];
+    if (typeof value !== 'string' || !fewDigits.test(value)) return undefined;
+    if (name === 'limit') limit = Math.min(Math.max(Number(value), 1), maxPageSize);
+    else if (name === 'page' && Number(value) >= 1) page = Number(value);
+    else return undefined;
+  }
+  // The keys in parseListQuery's order: one hidden class for both ways of making it.
+  return { offset: undefined, limit, order: 'desc', createdAfter: undefined, search: undefined, page, sort: spec.defaultSort, filters: [], where: [], joins: undefined };
 }
 
 /**
@@ -656,17 +682,57 @@ export async function listRows<Row>(
  * the subquery's ORDER BY, which repeats the page's, so PostgreSQL does not sort again.
  */
 export async function listJson(db: Queryable, spec: ListSpec, query: ListQuery, scope: Record<string, string>, extraConditions: Condition[] = []): Promise<JsonPage> {
-  if (!spec.jsonSelectList) throw new Error(`${spec.entity} has no JSON select list: use listRows`);
-  const { from, orderBy, bounds, pagedParams, offset } = pageStatement(spec, query, scope, extraConditions);
-  const { rows } = await db.query<{ total: number; json: string }>(
-    `SELECT (SELECT count(*)::int ${from}) AS "total",
-       array_to_json(ARRAY(
-         SELECT row_to_json("~row") FROM (SELECT * ${from} ${orderBy()} ${bounds}) AS "~page", LATERAL (SELECT ${spec.jsonSelectList}) AS "~row"
-         ${orderBy('"~page".')}))::text AS "json"`,
-    pagedParams,
-  );
+  const offset = query.offset ?? (query.page - 1) * query.limit;
+  const plain = plainListKey(query, scope, extraConditions);
+  let text = plain === undefined ? undefined : plainListTexts.get(spec)?.get(plain);
+  let params: unknown[] = [query.limit, offset];
+  if (text === undefined) {
+    ({ text, pagedParams: params } = listJsonStatement(spec, query, scope, extraConditions));
+    if (plain !== undefined) rememberPlainList(spec, plain, text);
+  }
+  const { rows } = await db.query<{ total: number; json: string }>(text, params);
   const { total, json } = rows[0]!;
   return { json, meta: listMeta(query, offset, total) };
+}
+
+/** listJson's statement: its text, and its values with the page's bounds after them. */
+function listJsonStatement(spec: ListSpec, query: ListQuery, scope: Record<string, string>, extraConditions: Condition[]) {
+  if (!spec.jsonSelectList) throw new Error(`${spec.entity} has no JSON select list: use listRows`);
+  const { from, orderBy, bounds, pagedParams } = pageStatement(spec, query, scope, extraConditions);
+  const text = `SELECT (SELECT count(*)::int ${from}) AS "total",
+       array_to_json(ARRAY(
+         SELECT row_to_json("~row") FROM (SELECT * ${from} ${orderBy()} ${bounds}) AS "~page", LATERAL (SELECT ${spec.jsonSelectList}) AS "~row"
+         ${orderBy('"~page".')}))::text AS "json"`;
+  return { text, pagedParams };
+}
+
+/**
+ * Most lists ask only for a page, in some order: no filter, no search, no value beyond the page's
+ * bounds. Their statement depends only on the sort, the order and the route's own SQL conditions,
+ * so it is written once per shape and kept, text and all: building it again for every request, and
+ * hashing its text again to find its prepared statement's name, was a measurable part of a list's
+ * time in Node (bench/README.md, issue 32). Anything else is written per request, as before.
+ */
+const plainListTexts = new WeakMap<ListSpec, Map<string, string>>();
+/** How many shapes an entity keeps: its sortable fields, twice (asc, desc), for a few sets of conditions. */
+const plainShapesPerEntity = 200;
+
+/** The shape of a plain list (see plainListTexts); undefined when the query carries values of its own. */
+function plainListKey(query: ListQuery, scope: Record<string, string>, extraConditions: Condition[]): string | undefined {
+  if (query.filters.length > 0 || query.where.length > 0 || query.search !== undefined || query.createdAfter !== undefined || query.joins?.length) return undefined;
+  for (const _column in scope) return undefined;
+  let key = `${query.sort} ${query.order}`;
+  for (const condition of extraConditions) {
+    if ('value' in condition) return undefined;
+    key += ` ${condition.sql}`;
+  }
+  return key;
+}
+
+function rememberPlainList(spec: ListSpec, key: string, text: string): void {
+  let shapes = plainListTexts.get(spec);
+  if (!shapes) plainListTexts.set(spec, (shapes = new Map()));
+  if (shapes.size < plainShapesPerEntity) shapes.set(key, text);
 }
 
 /** UPDATE every row matching `where` (the trusted server's update-many); returns how many changed. */
