@@ -13,6 +13,7 @@
 // `requests` is every request the profiled process answered (warm-up included): cpu-per-request.mjs
 // prints it. The figures are samples (one per millisecond or so), good to a microsecond or two.
 import fs from 'node:fs';
+import { frameLabel as label, isLayer, perRequestTable, sourceOf } from './lib/profile-frames.mjs';
 
 const [file, requestsArgument] = process.argv.slice(2);
 const requests = Number(requestsArgument);
@@ -25,25 +26,6 @@ const profile = JSON.parse(fs.readFileSync(file, 'utf8'));
 const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
 const parentOf = new Map();
 for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
-
-/** `node_modules/.pnpm/pg@8/node_modules/pg/lib/x.js` -> `pg`; the example's `dist/x.js` stays a file. */
-function sourceOf({ url, functionName }) {
-  if (!url) return `(${functionName || 'native'})`;
-  const inPackage = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
-  if (inPackage) return inPackage[1];
-  const inExample = /\/saas-backend\/(dist[^/]*\/.*)$/.exec(url);
-  return inExample ? inExample[1] : url.replace(/^file:\/\/.*\//, '');
-}
-
-const helperModules = /\/dist[^/]*\/(db\/|http\/(list-query|session-token|envelope|errors|validate)\.js$)/;
-/** A middleware or route handler: where one layer's work begins. */
-function isLayer(frame) {
-  const { url, functionName } = frame;
-  if (/\/router\/index\.js$/.test(url)) return functionName === 'next';
-  if (/express-rate-limit\/dist\//.test(url) || /body-parser\/lib\/types\//.test(url)) return true;
-  return /\/saas-backend\/dist[^/]*\//.test(url) && !helperModules.test(url);
-}
-const label = (frame) => `${sourceOf(frame)} ${frame.functionName || '(anonymous)'}:${frame.lineNumber + 1}`;
 
 const bySource = new Map();
 const byLayer = new Map();
@@ -59,12 +41,7 @@ profile.samples.forEach((sampleId, index) => {
   add(byLayer, id === undefined ? `outside any layer: ${sourceOf(leaf)}` : label(nodes.get(id).callFrame), microseconds);
 });
 
-const table = (map, rows) =>
-  [...map]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, rows)
-    .map(([key, microseconds]) => `${(microseconds / requests).toFixed(1).padStart(8)} µs  ${key}`)
-    .join('\n');
+const table = (map, rows) => perRequestTable(map, rows, requests, 'µs');
 console.log(`${(total / requests).toFixed(0)} µs of profile per request (${requests} requests)\n`);
 console.log(`By source (the sampled function's own package or file):\n${table(bySource, 25)}\n`);
 console.log(`By pipeline layer (its own work and what it calls, not the layers after it):\n${table(byLayer, 25)}`);

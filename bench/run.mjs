@@ -4,9 +4,11 @@
 // query, (c) Better Auth on Express 5 doing the same work, (d) Express running (a)'s own statement
 // and (f) the floor: node:http + pg doing (a)'s whole job (session, membership, count and page) in
 // one named statement; then POST /Projects {name} on (a) and (f). And how many SQL statements (and
-// database round trips) one authenticated request makes on each.
+// database round trips) one authenticated request makes on each. (a) and (f) are measured in
+// BENCH_ROUNDS rounds (3) of the list and the write, in alternating order (a f, f a, a f), and the
+// ratios are reported per round and as medians.
 //
-//   node bench/run.mjs            (or: pnpm bench)
+//   node bench/run.mjs            (or: pnpm bench; about 15 minutes)
 //
 // Needs wrk, PostgreSQL (BENCH_PG_URL, default postgresql://postgres@127.0.0.1:5432/postgres; the
 // role must be allowed to CREATE DATABASE) and `pnpm install` done. Everything it starts listens on
@@ -36,6 +38,8 @@ const settings = {
   durationSeconds: intFromEnv('BENCH_DURATION_SECONDS', 15),
   projects: intFromEnv('BENCH_PROJECTS', 50),
   countedRequests: intFromEnv('BENCH_COUNTED_REQUESTS', 200),
+  // (a) and (f), list and write, measured this many times in alternating order.
+  rounds: intFromEnv('BENCH_ROUNDS', 3),
   poolSize: 10, // the example's pg pool (src/db/database.ts); the bare server uses the same
 };
 const listPath = '/Projects?limit=20';
@@ -47,6 +51,9 @@ function intFromEnv(name, fallback) {
   if (!Number.isInteger(value) || value < 1 || value > 100_000) fail(`${name} must be a whole number from 1 to 100000 (got ${raw})`);
   return value;
 }
+
+/** The middle value (the upper of the two middle ones for an even count). */
+const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
 
 function fail(message) {
   console.error(`bench: ${message}`);
@@ -323,11 +330,14 @@ async function main() {
   // Both read the same rows (checked below, before the load); the example now reads the page and
   // the total in one statement, the bare server in two.
 
-  // 2. The example, straight to PostgreSQL: throughput and p99.
+  // 2. The example, straight to PostgreSQL: what every other server must answer too.
   example = await startExample(databaseUrl());
   const exampleList = await expectStatus(api(example.base, 'GET', listPath, auth), 200, `GET ${listPath}`);
   const exampleBody = await (await fetch(`${example.base}${listPath}`, { headers: { authorization: `Bearer ${token}`, 'x-organization-id': organizationId } })).text();
-  const a = await measure('(a) example backend', example, { Authorization: `Bearer ${token}`, 'x-organization-id': organizationId });
+  const writerHeaders = { Authorization: `Bearer ${writer.token}`, 'x-organization-id': writer.organizationId };
+  const exampleCreated = await expectStatus(api(example.base, 'POST', '/Projects', { ...writer, body: { name: 'Shape' } }), 201, 'POST /Projects');
+  await stopChild(example.child);
+  const bearer = { Authorization: `Bearer ${token}`, 'x-organization-id': organizationId };
 
   // 3. The bare server, same database, same query, no auth.
   bare = await startBare(organizationId, databaseUrl());
@@ -342,14 +352,18 @@ async function main() {
   if (floorBody !== exampleBody) throw new Error('the Express floor does not answer what the example answers');
   const d = await measure('(d) Express floor', floor, {});
 
-  // 3c. (f) the floor: the same page and total for the same bearer, or a/f means nothing.
+  // 3c. (f) the floor: the same page and total for the same bearer, and a record with the same
+  // fields for the same write, or a/f means nothing.
   let handWritten = await startFloor(databaseUrl());
-  const bearer = { Authorization: `Bearer ${token}`, 'x-organization-id': organizationId };
   const floorList = await (await fetch(`${handWritten.base}${listPath}`, { headers: bearer })).json();
   if (JSON.stringify(floorList.data) !== JSON.stringify(exampleList.data) || floorList.meta.total !== exampleList.meta.total) {
     throw new Error('the floor server (f) does not answer the page the example answers');
   }
-  const f = await measure('(f) floor, node:http + pg, one statement', handWritten, bearer);
+  const floorCreated = await (await fetch(`${handWritten.base}/Projects`, { method: 'POST', headers: { ...writerHeaders, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Shape' }) })).json();
+  if (JSON.stringify(Object.keys(floorCreated.data)) !== JSON.stringify(Object.keys(exampleCreated.data)) || floorCreated.data.organizationId !== writer.organizationId) {
+    throw new Error('the floor server (f) does not answer the record the example answers');
+  }
+  await stopChild(handWritten.child);
 
   // 4. (c) Better Auth on Express 5, same database, same page, same session headers' worth of work.
   betterAuth = await startBetterAuth(databaseUrl());
@@ -359,17 +373,37 @@ async function main() {
   }
   const c = await measure('(c) Better Auth on Express 5', betterAuth, baHeaders);
 
-  // 5. The write, POST /Projects {name}, on (a) and on (f): the same record's fields back.
-  const writerHeaders = { Authorization: `Bearer ${writer.token}`, 'x-organization-id': writer.organizationId };
-  example = await startExample(databaseUrl());
-  const exampleCreated = await expectStatus(api(example.base, 'POST', '/Projects', { ...writer, body: { name: 'Shape' } }), 201, 'POST /Projects');
-  const aWrite = await measure('(a) example, POST /Projects', example, writerHeaders, writeLoad);
-  handWritten = await startFloor(databaseUrl());
-  const floorCreated = await (await fetch(`${handWritten.base}/Projects`, { method: 'POST', headers: { ...writerHeaders, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Shape' }) })).json();
-  if (JSON.stringify(Object.keys(floorCreated.data)) !== JSON.stringify(Object.keys(exampleCreated.data)) || floorCreated.data.organizationId !== writer.organizationId) {
-    throw new Error('the floor server (f) does not answer the record the example answers');
+  // 5. (a) against (f), the list and then the write (POST /Projects {name}), in BENCH_ROUNDS
+  // rounds whose order alternates (a f, f a, a f, ...), so that the machine's drift over the run
+  // falls on both alike. Each round gives its own ratios; the run reports their medians.
+  const rounds = [];
+  for (let round = 1; round <= settings.rounds; round += 1) {
+    const order = round % 2 === 1 ? ['a', 'f'] : ['f', 'a'];
+    const measured = {};
+    for (const who of order) {
+      measured[who] = who === 'a'
+        ? await measure(`round ${round}: (a) example backend`, await startExample(databaseUrl()), bearer)
+        : await measure(`round ${round}: (f) floor, node:http + pg, one statement`, await startFloor(databaseUrl()), bearer);
+    }
+    for (const who of order) {
+      measured[`${who}Write`] = who === 'a'
+        ? await measure(`round ${round}: (a) example, POST /Projects`, await startExample(databaseUrl()), writerHeaders, writeLoad)
+        : await measure(`round ${round}: (f) floor, POST /Projects`, await startFloor(databaseUrl()), writerHeaders, writeLoad);
+    }
+    const ratios = {
+      listRps: Number((measured.a.rps / measured.f.rps).toFixed(3)),
+      listP99: Number((measured.a.p99Ms / measured.f.p99Ms).toFixed(3)),
+      writeRps: Number((measured.aWrite.rps / measured.fWrite.rps).toFixed(3)),
+      writeP99: Number((measured.aWrite.p99Ms / measured.fWrite.p99Ms).toFixed(3)),
+      overBetterAuth: Number((measured.a.rps / c.rps).toFixed(3)),
+    };
+    log(`round ${round} (${order.join(' then ')}): a/f list ${ratios.listRps} (p99 ${ratios.listP99}), write ${ratios.writeRps} (p99 ${ratios.writeP99})`);
+    rounds.push({ round, order: order.join(' '), ...measured, ratios });
   }
-  const fWrite = await measure('(f) floor, POST /Projects', handWritten, writerHeaders, writeLoad);
+  // The tables below show the round whose list a/f is the median one.
+  const middle = rounds.slice().sort((x, y) => x.ratios.listRps - y.ratios.listRps)[Math.floor(rounds.length / 2)];
+  const { a, f, aWrite, fWrite } = middle;
+  const medianOf = (pick) => median(rounds.map(pick));
 
   const cpus = os.cpus();
   const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoDir, encoding: 'utf8' }).stdout.trim();
@@ -423,6 +457,15 @@ async function main() {
       writeRpsOverFloor: Number((aWrite.rps / fWrite.rps).toFixed(3)),
       writeP99OverFloor: Number((aWrite.p99Ms / fWrite.p99Ms).toFixed(3)),
     },
+    // (a) and (f) in alternating rounds: each round's measurements and ratios, and their medians.
+    rounds,
+    medians: {
+      rpsOverFloor: medianOf((r) => r.ratios.listRps),
+      p99OverFloor: medianOf((r) => r.ratios.listP99),
+      writeRpsOverFloor: medianOf((r) => r.ratios.writeRps),
+      writeP99OverFloor: medianOf((r) => r.ratios.writeP99),
+      rpsOverBetterAuth: medianOf((r) => r.ratios.overBetterAuth),
+    },
     statementsPerRequest: {
       method: 'wire-protocol count through a loopback proxy (bench/lib/pg-wire-counter.mjs), sequential requests after a warm-up',
       list: listCount,
@@ -449,7 +492,10 @@ async function main() {
   row('(f) POST /Projects', fWrite);
   console.log(`1-min load average before/after: (a) ${a.loadAverage1m.before}/${a.loadAverage1m.after}, (b) ${b.loadAverage1m.before}/${b.loadAverage1m.after}, (c) ${c.loadAverage1m.before}/${c.loadAverage1m.after}, (d) ${d.loadAverage1m.before}/${d.loadAverage1m.after}`);
   console.log(`ratio a/b: rps ${results.ratio.rps}, p99 ${results.ratio.p99}; a/c: rps ${results.ratio.rpsOverBetterAuth}; a/d: rps ${results.ratio.rpsOverExpressFloor}; d/b: rps ${results.ratio.expressFloorOverBare}`);
-  console.log(`ratio a/f: list rps ${results.ratio.rpsOverFloor}, p99 ${results.ratio.p99OverFloor}; write rps ${results.ratio.writeRpsOverFloor}, p99 ${results.ratio.writeP99OverFloor}`);
+  console.log(`ratio a/f (round ${middle.round}): list rps ${results.ratio.rpsOverFloor}, p99 ${results.ratio.p99OverFloor}; write rps ${results.ratio.writeRpsOverFloor}, p99 ${results.ratio.writeP99OverFloor}`);
+  for (const r of rounds) console.log(`  round ${r.round} (${r.order}): a/f list ${r.ratios.listRps} (p99 ${r.ratios.listP99}), write ${r.ratios.writeRps} (p99 ${r.ratios.writeP99}), a/c ${r.ratios.overBetterAuth}`);
+  const m = results.medians;
+  console.log(`medians of ${rounds.length} rounds: a/f list ${m.rpsOverFloor} (p99 ${m.p99OverFloor}), write ${m.writeRpsOverFloor} (p99 ${m.writeP99OverFloor}), a/c ${m.rpsOverBetterAuth}`);
   console.log('');
   console.log(`GET ${listPath} on the example, counted on the wire over ${listCount.requests} requests:`);
   console.log(`  ${listCount.statementsPerRequest} statements and ${listCount.roundTripsPerRequest} round trips per request`);

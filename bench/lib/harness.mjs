@@ -67,9 +67,10 @@ let built = false;
  * dist/index.js` with NODE_ENV=production, on 127.0.0.1, bcrypt at cost 4 and the rate limits out
  * of the way. `env` adds to (or blanks) the settings; `readyPollMs` is how often /ready is tried;
  * `entry` is the compiled entry point (a patched copy of dist/, for bench/middleware-cost.mjs);
- * `port` a port of its own (a free one otherwise).
+ * `port` a port of its own (a free one otherwise); `launcher` a command that runs node (valgrind,
+ * for bench/instructions.mjs), and `readySeconds` how long it may take to answer /ready.
  */
-export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js', nodeArgs = [], port: fixedPort }) {
+export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js', nodeArgs = [], port: fixedPort, launcher = [], readySeconds = 60 }) {
   const port = fixedPort ?? (await freePort());
   const fullEnv = {
     PATH: process.env.PATH,
@@ -107,9 +108,10 @@ export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, 
     built = true;
   }
   const spawnedAt = performance.now();
-  const child = startChild('example backend', process.execPath, [...nodeArgs, entry], { cwd: exampleDir, env: fullEnv });
+  const [command, ...launcherArgs] = launcher.length > 0 ? [...launcher, process.execPath] : [process.execPath];
+  const child = startChild('example backend', command, [...launcherArgs, ...nodeArgs, entry], { cwd: exampleDir, env: fullEnv });
   const base = `http://127.0.0.1:${port}`;
-  await waitForOk(`${base}/ready`, child, 60, readyPollMs);
+  await waitForOk(`${base}/ready`, child, readySeconds, readyPollMs);
   // From spawning the process to its first 200 from /ready (within one poll interval).
   return { child, base, readyMs: Math.round(performance.now() - spawnedAt) };
 }
