@@ -7,7 +7,7 @@ import { quoteIdentifier, type Statement } from '../../db/sql.js';
 import { eventContextStatement, requestContext } from '../../events/events.js';
 import type { Role } from '../../extensions/auth/auth.service.js';
 import { forbidden, HttpError, notFound } from '../../http/errors.js';
-import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, presentedSession, setSessionCookie, storedTokenCandidates, type PresentedSession } from '../../http/session-token.js';
+import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, presentedSession, requestTokenDigest, setSessionCookie, storedTokenCandidates, type PresentedSession } from '../../http/session-token.js';
 import { machineKeysReachOnlyEntities, resolveCaller, type CallerDeps } from './auth.guard.js';
 import { noOrganization, notAMember, organizationHeader, scopeOf } from './scope.guard.js';
 
@@ -50,7 +50,7 @@ export function tenantScoped(deps: CallerDeps & { db: Queryable }, router: Route
     // A write's events carry its request (src/events/events.ts): the lookup sets that too.
     const eventContext = writes(req) ? JSON.stringify(requestContext(req)) : undefined;
     req.pendingCaller = {
-      statement: callerStatement(storedTokenCandidates(presented.token), organizationId, eventContext),
+      statement: callerStatement(storedTokenCandidates(presented.token, requestTokenDigest(req, presented.token).toString('hex')), organizationId, eventContext),
       setsEventContext: eventContext !== undefined,
       settle: async (row) => {
         const caller = row as CallerRow | undefined;

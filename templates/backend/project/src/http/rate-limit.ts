@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
 import type { Logger } from 'pino';
@@ -6,7 +5,7 @@ import { RedisStore } from 'rate-limit-redis';
 import { createClient } from 'redis';
 import type { Config } from '../config.js';
 import { sendError } from './envelope.js';
-import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, sessionCredential } from './session-token.js';
+import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, requestTokenDigest, sessionCredential } from './session-token.js';
 
 export interface RateLimits {
   /** Mounted at /api/auth: sign-up, sign-in, sign-out (10 an hour by default). */
@@ -214,7 +213,7 @@ function dataClientKey(req: Request): string {
   const machineKey = presentedMachineKey(req);
   if (machineKey) return `key:${hashMachineKey(machineKey)}`;
   const token = sessionCredential(req);
-  if (token) return `session:${createHash('sha256').update(token).digest('base64url')}`;
+  if (token) return `session:${requestTokenDigest(req, token).toString('base64url')}`;
   return `ip:${ipKeyGenerator(req.ip ?? '')}`;
 }
 

@@ -25,6 +25,21 @@ export function bearerToken(req: Request): string | undefined {
 /** What the database keeps of a session secret (and of an invitation's): its SHA-256, never the secret. */
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 
+const requestDigests = new WeakMap<Request, { token: string; digest: Buffer }>();
+
+/**
+ * The SHA-256 of a token the request presents, worked out once per request: the data limiter
+ * counts the session by it (http/rate-limit.ts) and the tenant guard looks the session up by it
+ * (hashToken's hex), a few µs each time (bench/README.md, issue 32).
+ */
+export function requestTokenDigest(req: Request, token: string): Buffer {
+  const known = requestDigests.get(req);
+  if (known !== undefined && known.token === token) return known.digest;
+  const digest = createHash('sha256').update(token).digest();
+  requestDigests.set(req, { token, digest });
+  return digest;
+}
+
 /**
  * A machine key of an organization (extensions/auth/machine-keys.ts), as a cron job or another
  * service sends it: the `x-api-key` header, Better Auth's api-key plugin's default. It reaches the
@@ -147,8 +162,7 @@ function verifiedBetterAuthToken(signed: string, authSecret: string | undefined)
  * own (docs/decisions.md says why). A token shaped like a SHA-256 is only ever compared hashed,
  * so a stored hash read from a database leak never works as a token.
  */
-export function storedTokenCandidates(token: string): string[] {
-  const hashed = hashToken(token);
+export function storedTokenCandidates(token: string, hashed: string = hashToken(token)): string[] {
   return /^[0-9a-f]{64}$/.test(token) ? [hashed] : [hashed, token];
 }
 
