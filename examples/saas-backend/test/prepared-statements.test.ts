@@ -84,4 +84,27 @@ describe.runIf(process.env.AUTHSTRAP_TEST_POSTGRES_URL)('prepared statements on 
     await expect(inTransaction()).rejects.toMatchObject({ code: '0A000' });
     expect((await inTransaction()).rows).toEqual([{ id: 1, name: 'one' }]);
   });
+
+  it('reads each statement by its own columns when another database in the process gives its name to another statement', async () => {
+    // Both name their first statements authstrap_1, authstrap_2, ...: for different statements,
+    // here of as many columns, of other names and types. Pipelines read the answers themselves.
+    const first = await open(true);
+    const second = await open(true);
+    const rowsOf = async (db: Database, texts: string[]) => (await db.pipeline(texts.map((text) => ({ text, params: [] })))).results.map((result) => result.rows);
+    for (let round = 0; round < 3; round++) {
+      expect(await rowsOf(first, ['SELECT 1 AS "answer"', 'SELECT true AS "yes"'])).toEqual([[{ answer: 1 }], [{ yes: true }]]);
+      expect(await rowsOf(second, ['SELECT \'x\' AS "letter"', 'SELECT now()::date > \'2000-01-01\' AS "later"'])).toEqual([[{ letter: 'x' }], [{ later: true }]]);
+    }
+  });
+
+  it('reads a column by its new type once another process changed it', async () => {
+    const db = await open(true);
+    await otherProcess('CREATE TABLE "Widget" (id int PRIMARY KEY, size text NOT NULL); INSERT INTO "Widget" VALUES (1, \'7\')');
+    // Through a pipeline, which reads the rows itself and keeps how, per prepared statement.
+    const sizes = async () => (await db.pipeline([{ text: 'SELECT "size" FROM "Widget"', params: [] }])).results[0]?.rows;
+    expect(await sizes()).toEqual([{ size: '7' }]);
+    expect(await sizes()).toEqual([{ size: '7' }]);
+    await otherProcess('ALTER TABLE "Widget" ALTER COLUMN "size" TYPE int USING "size"::int');
+    expect(await sizes()).toEqual([{ size: 7 }]);
+  });
 });

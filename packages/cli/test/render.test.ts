@@ -69,23 +69,25 @@ describe('renderProject', () => {
     expect(files.get('package.json')).toBe('{ "name": "my-app" }\n');
     expect(files.get('src/app.ts')).toBe('export const untouched = "{{not a template}}";\n');
     expect(files.get('src/generated/Task/task.schema.ts')).toBe('// Task at /Tasks, nested at /Projects/:projectId/Tasks\n');
-    // Global routers first, then tenant-scoped ones; a nested path before its collections. The
-    // trusted server's API stands in front of each built-in entity's own router, before the scope
-    // guard (it acts across organizations); verification and apikey have no router for users at all.
-    // Your own tenant-scoped entities stand behind tenantScoped (a read checks its caller in its
-    // statement), which names the entity for machine keys.
+    // Every nested path before all the collections; your own tenant-scoped entities first (most
+    // requests are theirs, and Express tries each mount above the one that matches), then the
+    // global ones, then the built-in scoped one. The trusted server's API stands in front of each
+    // built-in entity's own router, before the scope guard (it acts across organizations);
+    // verification and apikey have no router for users at all. Your own tenant-scoped entities
+    // stand behind tenantScoped (a read checks its caller in its statement), which names the
+    // entity for machine keys.
     expect(files.get('src/generated/index.ts')).toBe(
       [
+        "/Projects/:projectId/Tasks -> ...tenantScoped(deps, taskNestedRouter(deps), 'Task')",
+        "/Projects -> ...tenantScoped(deps, projectRouter(deps), 'Project')",
+        "/Tasks -> ...tenantScoped(deps, taskRouter(deps), 'Task')",
         '/Users -> signedIn, serviceApi.user, userRouter(deps)',
         '/accounts -> signedIn, serviceApi.account, accountRouter(deps)',
         '/sessions -> signedIn, serviceApi.session, sessionRouter(deps)',
         '/verifications -> signedIn, requires.serviceKey, serviceApi.verification',
         '/Organizations -> signedIn, serviceApi.organization, organizationRouter(deps)',
         '/apikeys -> signedIn, requires.serviceKey, serviceApi.apikey',
-        "/Projects/:projectId/Tasks -> ...tenantScoped(deps, taskNestedRouter(deps), 'Task')",
         '/members -> signedIn, serviceApi.member, scopeGuard, memberRouter(deps)',
-        "/Projects -> ...tenantScoped(deps, projectRouter(deps), 'Project')",
-        "/Tasks -> ...tenantScoped(deps, taskRouter(deps), 'Task')",
         '',
       ].join('\n'),
     );

@@ -31,16 +31,16 @@ export function generatedRouter(deps: GeneratedDeps): Router {
   const signedIn = authGuard(deps);
   const serviceApi = serviceApiRouters(deps);
 
+  router.use('/Projects/:projectId/Tasks', ...tenantScoped(deps, taskNestedRouter(deps), 'Task')); // Task of one Project
+  router.use('/Projects', ...tenantScoped(deps, projectRouter(deps), 'Project')); // Project
+  router.use('/Tasks', ...tenantScoped(deps, taskRouter(deps), 'Task')); // Task
   router.use('/Users', signedIn, serviceApi.user, userRouter(deps)); // User
   router.use('/accounts', signedIn, serviceApi.account, accountRouter(deps)); // account
   router.use('/sessions', signedIn, serviceApi.session, sessionRouter(deps)); // session
   router.use('/verifications', signedIn, requires.serviceKey, serviceApi.verification); // verification
   router.use('/Organizations', signedIn, serviceApi.organization, organizationRouter(deps)); // Organization
   router.use('/apikeys', signedIn, requires.serviceKey, serviceApi.apikey); // apikey
-  router.use('/Projects/:projectId/Tasks', ...tenantScoped(deps, taskNestedRouter(deps), 'Task')); // Task of one Project
   router.use('/members', signedIn, serviceApi.member, scopeGuard, memberRouter(deps)); // member
-  router.use('/Projects', ...tenantScoped(deps, projectRouter(deps), 'Project')); // Project
-  router.use('/Tasks', ...tenantScoped(deps, taskRouter(deps), 'Task')); // Task
 
   return router;
 }

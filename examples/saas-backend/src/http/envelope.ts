@@ -42,11 +42,14 @@ function sendJsonText(res: Response, status: number, body: string): void {
     res.status(status).type('json').send(body);
     return;
   }
+  // Encoded once: its length is the Content-Length, and the socket gets the bytes as they are
+  // (a string would be measured and encoded again on its way out).
+  const bytes = Buffer.from(body);
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  if (res.getHeader('Transfer-Encoding') === undefined) res.setHeader('Content-Length', String(Buffer.byteLength(body)));
+  if (res.getHeader('Transfer-Encoding') === undefined) res.setHeader('Content-Length', String(bytes.length));
   if (req.method === 'HEAD') res.end();
-  else res.end(body);
+  else res.end(bytes);
 }
 
 export function sendError(

@@ -53,6 +53,21 @@ export interface TypeParsers {
   getTypeParser(oid: number, format?: 'text' | 'binary'): (value: string) => unknown;
 }
 
+type RowReader = { columns: string[]; parsers: ((value: string) => unknown)[] };
+/**
+ * How to read each prepared statement's rows, by its name, per connection: a name means one
+ * statement on the connection that prepared it (another database in the same process may give
+ * the same name to another statement).
+ */
+const rowReaders = new WeakMap<WireConnection, Map<string, RowReader>>();
+const readersOf = (connection: WireConnection): Map<string, RowReader> => {
+  let readers = rowReaders.get(connection);
+  if (readers === undefined) rowReaders.set(connection, (readers = new Map()));
+  return readers;
+};
+/** As many as database.ts prepares at most (preparedStatementNames), with room for the ones it renamed. */
+const maxReaders = 1000;
+
 /**
  * A pg "submittable" (the interface pg-cursor uses): pg hands it the connection when it is this
  * query's turn and passes it each message of the answer.
@@ -103,9 +118,21 @@ class Pipeline {
   // statement and copies it into every row: for the one or two short rows of a request's
   // statements that was the larger part of reading them (bench/README.md, issue 32).
   handleRowDescription(message: { fields: { name: string; dataTypeID: number }[] }) {
+    // A prepared statement answers with the same columns every time (when its tables change,
+    // PostgreSQL refuses it and it is prepared again under a new name: database.ts), so how to read
+    // them is worked out once per name. That also keeps the column names as the same strings, which
+    // V8 then finds at once as property keys, instead of looking each new copy up again.
+    const name = this.statements[this.results.length]?.name;
+    const readers = this.connection === undefined ? undefined : readersOf(this.connection);
+    const known = name === undefined ? undefined : readers?.get(name);
+    if (known !== undefined && known.columns.length === message.fields.length) {
+      ({ columns: this.columns, parsers: this.parsers } = known);
+      return;
+    }
     this.columns = message.fields.map((field) => field.name);
     // Every value comes as text: no statement here asks for binary results.
     this.parsers = message.fields.map((field) => this.types.getTypeParser(field.dataTypeID, 'text'));
+    if (name !== undefined && readers !== undefined && readers.size < maxReaders) readers.set(name, { columns: this.columns, parsers: this.parsers });
   }
 
   handleDataRow(message: { fields: (string | null)[] }) {
