@@ -276,6 +276,10 @@ BEGIN
       FROM "authstrap_webhook_endpoint" w
      WHERE w."organizationId" = organization_id AND w."enabled"
        AND (cardinality(w."eventTypes") = 0 OR event_type = ANY (w."eventTypes"));
+    -- Wakes the outbox workers of every instance when (and only if) the transaction commits (src/outbox/wake-ups.ts).
+    IF FOUND THEN
+      PERFORM pg_notify('authstrap_outbox', '');
+    END IF;
   END IF;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN event."id";
@@ -328,6 +332,10 @@ BEGIN
       FROM "authstrap_webhook_endpoint" w
      WHERE w."organizationId" = organization_id AND w."enabled"
        AND (cardinality(w."eventTypes") = 0 OR event_type = ANY (w."eventTypes"));
+    -- Wakes the outbox workers of every instance when (and only if) the transaction commits (src/outbox/wake-ups.ts).
+    IF FOUND THEN
+      PERFORM pg_notify('authstrap_outbox', '');
+    END IF;
   END IF;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   -- An AFTER trigger's answer is ignored.

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook, WebhookVerificationError, type EventType } from '../client/authstrap-client.js';
 import { withScope } from '../src/db/scope.js';
 import { eventTypes } from '../src/generated/events.js';
-import { addMember, apiClient, createThrowawayDatabase, databaseKinds, postgresAdminUrl, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, createThrowawayDatabase, databaseKinds, pooledDatabaseKinds, postgresAdminUrl, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { startMailbox } from './support/mailbox.js';
 import { freePort, spawnBackend } from './support/process.js';
 import { startReceiver, type Receiver } from './support/webhook-receiver.js';
@@ -332,4 +332,62 @@ describe.runIf(postgresAdminUrl)('webhooks with two instances on one PostgreSQL 
       await database.drop();
     }
   }, 120_000);
+});
+
+// Through PgBouncer, LISTEN goes to DATABASE_DIRECT_URL: a pooler cannot keep a session's LISTEN.
+describe.each(pooledDatabaseKinds.filter((kind) => kind !== 'embedded'))('delivery wake-ups on the %s database', (kind) => {
+  const pollMs = 5000;
+  let backend: TestBackend;
+  let alice: SignedUp;
+  let receiver: Receiver;
+  /** PostgreSQL's own view of the backend's LISTEN connection (its pid), on the test's database. */
+  const listenerPids = async () => {
+    const { rows } = await backend.running.db.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE application_name = 'authstrap outbox listener' AND datname = current_database()`,
+    );
+    return rows.map((row) => row.pid);
+  };
+  /** Milliseconds from a committed POST /Projects to its delivery at the receiver. */
+  const commitToDelivery = async (name: string) => {
+    const started = performance.now();
+    const response = await alice.api('POST', '/Projects', { body: { name } });
+    expect(response.status).toBe(201);
+    await expect.poll(() => receiver.received.some((entry) => (entry.verified?.data.record as { name?: string } | undefined)?.name === name), { timeout: 2 * pollMs, interval: 10 }).toBe(true);
+    return performance.now() - started;
+  };
+
+  beforeAll(async () => {
+    backend = await startBackend(kind, { ...fastWebhooks, OUTBOX_POLL_MS: String(pollMs) });
+    alice = await signUp(backend.url, 'alice@example.com');
+    receiver = await startReceiver();
+    const created = await alice.api('POST', '/webhook-endpoints', { body: { url: receiver.url, eventTypes: ['project.created'] } });
+    expect(created.status).toBe(201);
+    receiver.state.secret = created.body.data.secret;
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await backend?.stop();
+  });
+
+  it(`delivers a trigger-recorded event at its commit, not at the next poll (OUTBOX_POLL_MS=${pollMs})`, async () => {
+    await expect.poll(listenerPids).toHaveLength(1);
+    const latencies: number[] = [];
+    for (const name of ['Woken 1', 'Woken 2', 'Woken 3']) latencies.push(await commitToDelivery(name));
+    expect(Math.max(...latencies), latencies.join(', ')).toBeLessThan(pollMs / 5);
+  });
+
+  it('listens again after its connection is dropped, and the process keeps serving', async () => {
+    const [pid] = await listenerPids();
+    const admin = new pg.Client({ connectionString: postgresAdminUrl });
+    await admin.connect();
+    try {
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    } finally {
+      await admin.end();
+    }
+    // A new connection, with a new pid, within the first backoff steps.
+    await expect.poll(async () => (await listenerPids()).filter((other) => other !== pid).length, { timeout: 5000 }).toBe(1);
+    expect((await apiClient(backend.url)('GET', '/health')).status).toBe(200);
+    expect(await commitToDelivery('Woken after a reconnect')).toBeLessThan(pollMs / 5);
+  });
 });

@@ -75,7 +75,8 @@ const requestValues = `request->>'requestId', request->>'ipAddress', left(reques
  * One webhook delivery per enabled endpoint of the organization subscribed to the type. Asked
  * first whether the organization has an endpoint at all: most have none, and a bare index probe
  * costs a fraction of starting an INSERT (which opens the outbox and its indexes even for no row).
- * The event row is made JSON only for the endpoints found.
+ * The event row is made JSON only for the endpoints found. A delivery written notifies the
+ * channel `authstrap_outbox`, which PostgreSQL sends at commit: the workers start at once.
  */
 const fanOut = (organization: string, type: string) => `IF EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = ${organization} AND w."enabled") THEN
     INSERT INTO "authstrap_outbox" ("channel", "payload")
@@ -83,6 +84,10 @@ const fanOut = (organization: string, type: string) => `IF EXISTS (SELECT FROM "
       FROM "authstrap_webhook_endpoint" w
      WHERE w."organizationId" = ${organization} AND w."enabled"
        AND (cardinality(w."eventTypes") = 0 OR ${type} = ANY (w."eventTypes"));
+    -- Wakes the outbox workers of every instance when (and only if) the transaction commits (src/outbox/wake-ups.ts).
+    IF FOUND THEN
+      PERFORM pg_notify('authstrap_outbox', '');
+    END IF;
   END IF;`;
 
 /**
