@@ -296,6 +296,7 @@ DECLARE
   record_id text;
   data jsonb;
   changed text[];
+  previous jsonb;
   event "authstrap_event";
 BEGIN
   IF TG_OP = 'DELETE' THEN
@@ -311,15 +312,18 @@ BEGIN
     IF TG_OP = 'INSERT' THEN
       event_type := TG_ARGV[0] || '.created';
     ELSE
-      -- The fields whose value changed (secret ones by name only); the timestamp of the change is not one.
-      SELECT array_agg(n.key ORDER BY n.key) INTO changed
+      -- The fields whose value changed (secret ones by name only), and their values before, as
+      -- Stripe's previous_attributes (a member's role change: { "role": "member" }); the
+      -- timestamp of the change is not one.
+      SELECT array_agg(n.key ORDER BY n.key), COALESCE(jsonb_object_agg(o.key, o.value) FILTER (WHERE o.key <> ALL (TG_ARGV[2]::text[])), '{}'::jsonb)
+        INTO changed, previous
         FROM jsonb_each(to_jsonb(NEW)) n JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
        WHERE n.value IS DISTINCT FROM o.value AND n.key <> 'updatedAt';
       IF changed IS NULL THEN
         RETURN NULL;
       END IF;
       event_type := TG_ARGV[0] || '.updated';
-      data := jsonb_build_object('changedFields', to_jsonb(changed)) || data;
+      data := jsonb_build_object('changedFields', to_jsonb(changed), 'previous', previous) || data;
     END IF;
   END IF;
   PERFORM set_config('authstrap.maintenance', 'on', true);

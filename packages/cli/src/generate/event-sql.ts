@@ -35,6 +35,7 @@ export const authEventTypes: Record<string, string> = {
   'invitation.sent': 'An owner or admin invited an e-mail address to the organization',
   'invitation.accepted': 'An invitation was accepted',
   'invitation.declined': 'An invitation was declined',
+  'invitation.revoked': 'An owner or admin withdrew a pending invitation before it was answered',
   'webhook_endpoint.created': 'An owner or admin added a webhook endpoint',
   'webhook_endpoint.updated': 'A webhook endpoint was changed, enabled or disabled (by a person, or by the backend after repeated failures)',
   'webhook_endpoint.deleted': 'A webhook endpoint was removed',
@@ -136,6 +137,7 @@ DECLARE
   record_id text;
   data jsonb;
   changed text[];
+  previous jsonb;
   event "authstrap_event";
 BEGIN
   IF TG_OP = 'DELETE' THEN
@@ -151,15 +153,18 @@ BEGIN
     IF TG_OP = 'INSERT' THEN
       event_type := TG_ARGV[0] || '.created';
     ELSE
-      -- The fields whose value changed (secret ones by name only); the timestamp of the change is not one.
-      SELECT array_agg(n.key ORDER BY n.key) INTO changed
+      -- The fields whose value changed (secret ones by name only), and their values before, as
+      -- Stripe's previous_attributes (a member's role change: { "role": "member" }); the
+      -- timestamp of the change is not one.
+      SELECT array_agg(n.key ORDER BY n.key), COALESCE(jsonb_object_agg(o.key, o.value) FILTER (WHERE o.key <> ALL (TG_ARGV[2]::text[])), '{}'::jsonb)
+        INTO changed, previous
         FROM jsonb_each(to_jsonb(NEW)) n JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
        WHERE n.value IS DISTINCT FROM o.value AND n.key <> 'updatedAt';
       IF changed IS NULL THEN
         RETURN NULL;
       END IF;
       event_type := TG_ARGV[0] || '.updated';
-      data := jsonb_build_object('changedFields', to_jsonb(changed)) || data;
+      data := jsonb_build_object('changedFields', to_jsonb(changed), 'previous', previous) || data;
     END IF;
   END IF;
   PERFORM set_config('authstrap.maintenance', 'on', true);

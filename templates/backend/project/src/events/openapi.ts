@@ -50,7 +50,7 @@ const common = { actor, userId: z.uuid().nullable(), entity: z.string().nullable
 /** `<prefix>.created`, `.updated` and `.deleted` of one entity, with its record as the API returns it. */
 export function registerEntityWebhooks(registry: OpenAPIRegistry, { prefix, entity, record }: { prefix: string; entity: string; record: z.ZodType }) {
   registerEvent(registry, `${prefix}.created`, `${entity} created`, z.object({ ...common, record: record.meta({ description: 'The row as stored (secret fields left out)' }) }));
-  registerEvent(registry, `${prefix}.updated`, `${entity} changed`, z.object({ ...common, changedFields: z.array(z.string()).meta({ description: 'The columns whose value changed' }), record }));
+  registerEvent(registry, `${prefix}.updated`, `${entity} changed`, z.object({ ...common, changedFields: z.array(z.string()).meta({ description: 'The columns whose value changed' }), previous: z.record(z.string(), z.unknown()).meta({ description: 'The changed columns\' values before the change (secret fields left out)' }), record }));
   registerEvent(registry, `${prefix}.deleted`, `${entity} deleted`, z.object(common));
 }
 
