@@ -200,6 +200,8 @@ CREATE TABLE "authstrap_webhook_endpoint" (
   "description" text,
   "eventTypes" text[] NOT NULL DEFAULT '{}',
   "secret" text NOT NULL,
+  "previousSecret" text,
+  "previousSecretExpiresAt" timestamptz,
   "enabled" boolean NOT NULL DEFAULT true,
   "failureCount" integer NOT NULL DEFAULT 0,
   "disabledReason" text,

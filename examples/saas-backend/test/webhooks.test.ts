@@ -203,6 +203,62 @@ describe.each(databaseKinds)('webhooks on the %s database', (kind) => {
     }
   });
 
+  it('rotates a secret: both sign during the grace period (each verifies with the standardwebhooks package), then only the new one', async () => {
+    const endpoint = await addEndpoint(receiver.url);
+    const oldSecret = endpoint.secret;
+    const verifiesWith = (secret: string, entry: { body: string; headers: Record<string, string> }) => {
+      try {
+        new Webhook(secret).verify(entry.body, entry.headers);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const deliveredFor = async (name: string) => {
+      await createProject(name);
+      await expect.poll(() => receiver.received.find((entry) => entry.body.includes(`"name":"${name}"`)), { timeout: 10_000 }).toBeDefined();
+      return receiver.received.find((entry) => entry.body.includes(`"name":"${name}"`))!;
+    };
+
+    // Only owners and admins, only the organization's endpoints.
+    const member = await addMember(backend.url, alice, `rotating-member-${kind}@example.com`, 'member');
+    expect((await member.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`)).status).toBe(403);
+    const other = await signUp(backend.url, `rotating-other-${kind}@example.com`);
+    expect((await other.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`)).status).toBe(404);
+
+    const rotated = await alice.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`);
+    expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
+    const newSecret = rotated.body.data.secret as string;
+    expect(newSecret).toMatch(/^whsec_/);
+    expect(newSecret).not.toBe(oldSecret);
+    expect(new Date(rotated.body.data.previousSecretExpiresAt).getTime() - Date.now()).toBeGreaterThan(23 * 60 * 60 * 1000);
+
+    const during = await deliveredFor('Rotating');
+    expect(during.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect(verifiesWith(newSecret, during)).toBe(true);
+    expect(verifiesWith(oldSecret, during)).toBe(true);
+    expect((await verifyWebhook(oldSecret, during.headers, during.body)).webhookId).toBe(during.headers['webhook-id']);
+
+    // A grace period that ends: the old secret stops signing, and is not kept.
+    const short = await alice.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`, { body: { graceSeconds: 1 } });
+    expect(short.status).toBe(200);
+    const newest = short.body.data.secret as string;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const after = await deliveredFor('Rotated');
+    expect(after.headers['webhook-signature']!.split(' ')).toHaveLength(1);
+    expect(verifiesWith(newest, after)).toBe(true);
+    expect(verifiesWith(newSecret, after)).toBe(false);
+    expect(verifiesWith(oldSecret, after)).toBe(false);
+    const stored = await backend.running.db.asOwner((tx) => tx.query(`SELECT "previousSecret" FROM "authstrap_webhook_endpoint" WHERE "id" = $1`, [endpoint.id]));
+    expect(stored.rows).toEqual([{ previousSecret: null }]);
+
+    // Recorded, never with a secret.
+    const events = (await alice.api('GET', `/audit-events?type=webhook_endpoint.updated&entityId=${endpoint.id}`)).body.data as { data: { changedFields: string[] } }[];
+    expect(events.map((event) => event.data.changedFields)).toEqual([['secret'], ['secret']]);
+    for (const secret of [oldSecret, newSecret, newest]) expect(JSON.stringify(events)).not.toContain(secret.slice(6));
+    expect((await alice.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`, { body: { graceSeconds: -1 } })).status).toBe(422);
+  });
+
   it('lets owners and admins manage endpoints, and no one else', async () => {
     const mia = await addMember(backend.url, alice, `mia-${kind}@example.com`, 'member');
     const adam = await addMember(backend.url, alice, `adam-${kind}@example.com`, 'admin');

@@ -22,6 +22,7 @@ import { newWebhookSecret, webhookChannelName } from './webhooks.js';
  *   POST   /webhook-endpoints                                   a new one; its secret is in this answer only
  *   PATCH  /webhook-endpoints/:id                               URL, event types, description, enabled
  *   DELETE /webhook-endpoints/:id
+ *   POST   /webhook-endpoints/:id/rotate-secret                 a new secret, shown once; the old one signs too for a while
  *   GET    /webhook-endpoints/:id/deliveries                    the delivery log (?status=failed, paged)
  *   POST   /webhook-endpoints/:id/deliveries/:delivery/redeliver   send it again, with the same webhook-id
  */
@@ -45,6 +46,20 @@ export const WebhookEndpointUpdate = z
     enabled: z.boolean().optional(),
   })
   .meta({ id: 'WebhookEndpointUpdate' });
+
+/** One day: long enough to deploy a receiver with the new secret, short enough to retire a leaked one. */
+const defaultGraceSeconds = 24 * 60 * 60;
+
+export const WebhookSecretRotation = z
+  .strictObject({
+    graceSeconds: z
+      .int()
+      .min(0)
+      .max(7 * 24 * 60 * 60)
+      .default(defaultGraceSeconds)
+      .meta({ description: 'How long the old secret keeps signing beside the new one (0: not at all; at most 7 days)' }),
+  })
+  .meta({ id: 'WebhookSecretRotation' });
 
 // The answers' schemas have no component name: `authstrap verify` takes a route whose list or
 // create answers a named schema for a generated collection, and probes it as one.
@@ -182,6 +197,32 @@ export function webhooksRouter(deps: CallerDeps & { db: Database; outbox: Outbox
       await recordEvent(tx, { type: 'webhook_endpoint.deleted', organizationId: req.organizationId, entity: 'webhook_endpoint', entityId: id }, requestContext(req));
     });
     res.status(204).end();
+  });
+
+  // A new secret, shown once. Deliveries are signed with both until the grace period ends (one
+  // signature per secret in webhook-signature), so a receiver switches without losing one; a
+  // rotation within the grace period of the one before retires that one's old secret at once.
+  router.post('/:id/rotate-secret', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('webhook endpoint', req.params.id);
+    const { graceSeconds } = parseBody('secret rotation', WebhookSecretRotation, req);
+    const secret = newWebhookSecret();
+    const rotated = await caller.transaction(async (tx) => {
+      await endpointOf(tx, id);
+      const { rows } = await tx.query<{ previousSecretExpiresAt: Date | null }>(
+        `UPDATE "authstrap_webhook_endpoint" SET
+           "previousSecret" = CASE WHEN $3 > 0 THEN "secret" END,
+           "previousSecretExpiresAt" = CASE WHEN $3 > 0 THEN now() + make_interval(secs => $3) END,
+           "secret" = $2, "updatedAt" = now()
+         WHERE "id" = $1 RETURNING ${endpointColumns}, "previousSecretExpiresAt"`,
+        [id, secret, graceSeconds],
+      );
+      // That it changed and until when the old one signs; never either secret.
+      const previousSecretExpiresAt = rows[0]!.previousSecretExpiresAt;
+      await recordEvent(tx, { type: 'webhook_endpoint.updated', organizationId: req.organizationId, entity: 'webhook_endpoint', entityId: id, data: { changedFields: ['secret'], previousSecretExpiresAt } }, requestContext(req));
+      return rows[0]!;
+    });
+    sendData(res, { ...rotated, secret });
   });
 
   router.get('/:id/deliveries', async (req, res) => {

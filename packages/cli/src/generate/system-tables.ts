@@ -93,6 +93,9 @@ export const webhookEndpointTable: Table = {
     { name: 'description', type: 'text', nullable: true },
     { name: 'eventTypes', type: 'text[]', nullable: false, default: "'{}'" },
     { name: 'secret', type: 'text', nullable: false },
+    // After a rotation the secret before it signs too, until this time (the receiver's grace to switch).
+    { name: 'previousSecret', type: 'text', nullable: true },
+    { name: 'previousSecretExpiresAt', type: 'timestamptz', nullable: true },
     { name: 'enabled', type: 'boolean', nullable: false, default: 'true' },
     { name: 'failureCount', type: 'integer', nullable: false, default: '0' },
     { name: 'disabledReason', type: 'text', nullable: true },

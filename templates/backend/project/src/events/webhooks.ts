@@ -42,11 +42,18 @@ export const newWebhookSecret = () => `whsec_${randomBytes(24).toString('base64'
 
 /**
  * The `webhook-signature` of a body: `v1,` and the base64 HMAC-SHA256, keyed with the secret's
- * bytes, of `<webhook-id>.<webhook-timestamp>.<body>`.
+ * bytes, of `<webhook-id>.<webhook-timestamp>.<body>`; one per secret, separated by spaces, as
+ * Standard Webhooks allows while a rotated secret is still in its grace period. A receiver
+ * accepts the delivery when any of them matches a secret it holds.
  */
-export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
-  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+export function signWebhook(secrets: string | string[], id: string, timestamp: number, body: string): string {
+  return [secrets]
+    .flat()
+    .map((secret) => {
+      const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+      return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+    })
+    .join(' ');
 }
 
 /** The JSON body an endpoint receives: the event without the request's address and user agent. */
@@ -64,6 +71,10 @@ export function webhookBody(event: WebhookPayload['event']): string {
 interface Endpoint {
   url: string;
   secret: string;
+  /** The secret before the last rotation, while it still signs; null otherwise. */
+  previousSecret: string | null;
+  /** A previous secret past its grace period is still stored: to be dropped. */
+  previousSecretExpired: boolean;
   enabled: boolean;
   failureCount: number;
 }
@@ -122,7 +133,13 @@ export function webhookChannel(settings: WebhookSettings, { db, logger }: { db: 
   /** The endpoint, read in its organization's scope (row-level security): null when it is gone. */
   const endpointOf = async (payload: WebhookPayload) => {
     const scoped = withScope(db, { organizationId: payload.organizationId, userId: '', role: '' });
-    const { rows } = await scoped.query<Endpoint>(`SELECT "url", "secret", "enabled", "failureCount" FROM "authstrap_webhook_endpoint" WHERE "id" = $1`, [payload.endpointId]);
+    const { rows } = await scoped.query<Endpoint>(
+      `SELECT "url", "secret", "enabled", "failureCount",
+              CASE WHEN "previousSecretExpiresAt" > now() THEN "previousSecret" END AS "previousSecret",
+              "previousSecret" IS NOT NULL AND "previousSecretExpiresAt" <= now() AS "previousSecretExpired"
+         FROM "authstrap_webhook_endpoint" WHERE "id" = $1`,
+      [payload.endpointId],
+    );
     return { scoped, endpoint: rows[0] ?? null };
   };
 
@@ -148,12 +165,17 @@ export function webhookChannel(settings: WebhookSettings, { db, logger }: { db: 
         if (error instanceof RefusedWebhookAddress) throw new PermanentDeliveryError(`refused: ${error.message}`);
         throw error;
       }
+      // Its grace period over, a rotated-out secret is not kept (the first delivery after drops it).
+      if (endpoint.previousSecretExpired) {
+        await scoped.query(`UPDATE "authstrap_webhook_endpoint" SET "previousSecret" = NULL, "previousSecretExpiresAt" = NULL WHERE "id" = $1 AND "previousSecretExpiresAt" <= now()`, [payload.endpointId]);
+      }
+      const secrets = endpoint.previousSecret ? [endpoint.secret, endpoint.previousSecret] : [endpoint.secret];
       const body = webhookBody(payload.event);
       const timestamp = Math.floor(Date.now() / 1000);
       await post(
         target.url,
         target.address,
-        { 'webhook-id': message.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(endpoint.secret, message.id, timestamp, body) },
+        { 'webhook-id': message.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(secrets, message.id, timestamp, body) },
         body,
         settings.timeoutMs,
         agents,
