@@ -1,10 +1,12 @@
 import pg from 'pg';
+import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook, WebhookVerificationError, type EventType } from '../client/authstrap-client.js';
 import { withScope } from '../src/db/scope.js';
+import { sealStoredWebhookSecrets, webhookSecretSeal } from '../src/events/webhook-secrets.js';
 import { eventTypes } from '../src/generated/events.js';
-import { addMember, apiClient, createThrowawayDatabase, databaseKinds, pooledDatabaseKinds, postgresAdminUrl, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, authSecret, createThrowawayDatabase, databaseKinds, pooledDatabaseKinds, postgresAdminUrl, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { startMailbox } from './support/mailbox.js';
 import { freePort, spawnBackend } from './support/process.js';
 import { startReceiver, type Receiver } from './support/webhook-receiver.js';
@@ -257,6 +259,30 @@ describe.each(databaseKinds)('webhooks on the %s database', (kind) => {
     expect(events.map((event) => event.data.changedFields)).toEqual([['secret'], ['secret']]);
     for (const secret of [oldSecret, newSecret, newest]) expect(JSON.stringify(events)).not.toContain(secret.slice(6));
     expect((await alice.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`, { body: { graceSeconds: -1 } })).status).toBe(422);
+  });
+
+  it('stores secrets sealed (AES-256-GCM); a secret stored in plain text by an earlier version still signs, and is sealed at its delivery', async () => {
+    const endpoint = await addEndpoint(receiver.url);
+    const storedSecret = async () =>
+      (await backend.running.db.asOwner((tx) => tx.query<{ secret: string }>(`SELECT "secret" FROM "authstrap_webhook_endpoint" WHERE "id" = $1`, [endpoint.id]))).rows[0]!.secret;
+    const sealed = await storedSecret();
+    expect(sealed).toMatch(/^sealed:v1:/);
+    expect(sealed).not.toContain(endpoint.secret.slice(6));
+
+    // As a project made before sealing has it.
+    await backend.running.db.asOwner((tx) => tx.query(`UPDATE "authstrap_webhook_endpoint" SET "secret" = $2 WHERE "id" = $1`, [endpoint.id, endpoint.secret]));
+    receiver.state.secret = endpoint.secret;
+    const projectId = await createProject('Sealed later');
+    await expect.poll(() => receiver.received.filter((entry) => entry.verified?.data.entityId === projectId).length, { timeout: 10_000 }).toBe(1);
+    const resealed = await storedSecret();
+    expect(resealed).toMatch(/^sealed:v1:/);
+    expect(resealed).not.toBe(sealed);
+
+    // At startup, where the backend's user owns the tables, every plain one is sealed at once.
+    await backend.running.db.asOwner((tx) => tx.query(`UPDATE "authstrap_webhook_endpoint" SET "secret" = $2 WHERE "id" = $1`, [endpoint.id, endpoint.secret]));
+    await sealStoredWebhookSecrets(backend.running.db, webhookSecretSeal(authSecret), pino({ level: 'silent' }));
+    expect(webhookSecretSeal(authSecret).open(await storedSecret())).toBe(endpoint.secret);
+    expect(() => webhookSecretSeal('another-auth-secret-0123456789abcdef').open(sealed)).toThrow(/another AUTH_SECRET/);
   });
 
   it('lets owners and admins manage endpoints, and no one else', async () => {

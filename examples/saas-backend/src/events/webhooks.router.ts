@@ -13,6 +13,7 @@ import { parseBody, parseId } from '../http/validate.js';
 import type { Outbox } from '../outbox/outbox.js';
 import { recordEvent, requestContext } from './events.js';
 import { parseWebhookUrl, RefusedWebhookAddress, resolveWebhookAddress } from './webhook-address.js';
+import { webhookSecretSeal } from './webhook-secrets.js';
 import { newWebhookSecret, webhookChannelName } from './webhooks.js';
 
 /**
@@ -108,6 +109,8 @@ const deliveryListSpec: ListSpec = {
 export function webhooksRouter(deps: CallerDeps & { db: Database; outbox: Outbox; settings: WebhookSettings }) {
   const { db, settings } = deps;
   const router = Router();
+  // Secrets are stored sealed (webhook-secrets.ts); the answer shows the new one once, in clear.
+  const seal = webhookSecretSeal(settings.authSecret);
 
   /** The caller's database, once they are known to be an owner or admin of the organization. */
   const asAdmin = async (req: Request) => {
@@ -151,7 +154,7 @@ export function webhooksRouter(deps: CallerDeps & { db: Database; outbox: Outbox
       const { rows } = await tx.query<{ id: string }>(
         `INSERT INTO "authstrap_webhook_endpoint" ("organizationId", "url", "description", "eventTypes", "enabled", "secret")
          VALUES (authstrap.organization_id(), $1, $2, $3, $4, $5) RETURNING ${endpointColumns}`,
-        [url, input.description ?? null, input.eventTypes, input.enabled, secret],
+        [url, input.description ?? null, input.eventTypes, input.enabled, seal.seal(secret)],
       );
       const endpoint = rows[0]!;
       // The URL and event types, never the secret.
@@ -215,7 +218,7 @@ export function webhooksRouter(deps: CallerDeps & { db: Database; outbox: Outbox
            "previousSecretExpiresAt" = CASE WHEN $3 > 0 THEN now() + make_interval(secs => $3) END,
            "secret" = $2, "updatedAt" = now()
          WHERE "id" = $1 RETURNING ${endpointColumns}, "previousSecretExpiresAt"`,
-        [id, secret, graceSeconds],
+        [id, seal.seal(secret), graceSeconds],
       );
       // That it changed and until when the old one signs; never either secret.
       const previousSecretExpiresAt = rows[0]!.previousSecretExpiresAt;

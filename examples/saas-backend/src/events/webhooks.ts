@@ -11,6 +11,7 @@ import { mailChannelName, type MailPayload } from '../mail/mail.js';
 import { enqueue, PermanentDeliveryError, type Channel, type OutboxMessage } from '../outbox/outbox.js';
 import { recordEvent, type AuditEvent } from './events.js';
 import { parseWebhookUrl, RefusedWebhookAddress, resolveWebhookAddress } from './webhook-address.js';
+import { webhookSecretSeal } from './webhook-secrets.js';
 
 /**
  * Webhooks: an organization's events, POSTed to the endpoints its owners and admins registered,
@@ -130,6 +131,7 @@ interface Agents {
 
 export function webhookChannel(settings: WebhookSettings, { db, logger }: { db: Database; logger: Logger }): Channel<WebhookPayload> {
   const agents: Agents = { http: new http.Agent({ keepAlive: true, maxSockets: 10 }), https: new https.Agent({ keepAlive: true, maxSockets: 10 }) };
+  const seal = webhookSecretSeal(settings.authSecret);
   /** The endpoint, read in its organization's scope (row-level security): null when it is gone. */
   const endpointOf = async (payload: WebhookPayload) => {
     const scoped = withScope(db, { organizationId: payload.organizationId, userId: '', role: '' });
@@ -169,7 +171,21 @@ export function webhookChannel(settings: WebhookSettings, { db, logger }: { db: 
       if (endpoint.previousSecretExpired) {
         await scoped.query(`UPDATE "authstrap_webhook_endpoint" SET "previousSecret" = NULL, "previousSecretExpiresAt" = NULL WHERE "id" = $1 AND "previousSecretExpiresAt" <= now()`, [payload.endpointId]);
       }
-      const secrets = endpoint.previousSecret ? [endpoint.secret, endpoint.previousSecret] : [endpoint.secret];
+      // A secret stored before sealing existed is sealed now (webhook-secrets.ts).
+      if (seal.isPlain(endpoint.secret) || (endpoint.previousSecret !== null && seal.isPlain(endpoint.previousSecret))) {
+        await scoped.query(`UPDATE "authstrap_webhook_endpoint" SET "secret" = $2, "previousSecret" = $3 WHERE "id" = $1 AND "secret" = $4`, [
+          payload.endpointId,
+          seal.isPlain(endpoint.secret) ? seal.seal(endpoint.secret) : endpoint.secret,
+          endpoint.previousSecret !== null && seal.isPlain(endpoint.previousSecret) ? seal.seal(endpoint.previousSecret) : endpoint.previousSecret,
+          endpoint.secret,
+        ]);
+      }
+      let secrets: string[];
+      try {
+        secrets = [endpoint.secret, ...(endpoint.previousSecret ? [endpoint.previousSecret] : [])].map((stored) => seal.open(stored));
+      } catch (error) {
+        throw new PermanentDeliveryError((error as Error).message);
+      }
       const body = webhookBody(payload.event);
       const timestamp = Math.floor(Date.now() / 1000);
       await post(

@@ -18,6 +18,7 @@ import { mailChannel } from './mail/mail.js';
 import { createOutbox, type Outbox } from './outbox/outbox.js';
 import { listenForOutboxWakeUps } from './outbox/wake-ups.js';
 import { startEventRetention } from './events/events.js';
+import { sealStoredWebhookSecrets, webhookSecretSeal } from './events/webhook-secrets.js';
 import { webhookChannel } from './events/webhooks.js';
 
 export interface RunningServer {
@@ -114,6 +115,10 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     }
     return abort(new StartupError((error as Error).message));
   }
+  // Webhook secrets stored in plain text by an earlier version are sealed (events/webhook-secrets.ts).
+  await sealStoredWebhookSecrets(db, webhookSecretSeal(config.webhooks.authSecret), logger).catch((error) => {
+    logger.warn({ err: (error as Error).message }, 'webhook secrets: could not seal the stored ones now; each is sealed at its next delivery');
+  });
   // Through the pool, so once requests' role is set: what their statements would see.
   if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger).catch((error) => abort(error));
 
