@@ -123,9 +123,10 @@ $$;`;
  * fields), and the column that holds the organization ("id" for the organizations themselves).
  *
  * It writes the event itself rather than through record_event: it runs on every write of every
- * tenant table, and a second PL/pgSQL call with its own owner switch and settings cost about as
- * much as the event row (bench/README.md, "Events and webhooks"). SECURITY DEFINER for the same
- * reason as record_event; AFTER, so a write another trigger refuses records nothing.
+ * tenant table, where a second PL/pgSQL call, with its own owner switch and settings, is paid
+ * each time (bench/README.md, "The write cost, second pass"). SECURITY DEFINER for the same reason
+ * as record_event. AFTER the row: it sees the row as stored (defaults, other triggers' changes),
+ * and an INSERT that ON CONFLICT DO NOTHING skipped records nothing.
  */
 const dataEvent = `CREATE OR REPLACE FUNCTION authstrap.data_event() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
