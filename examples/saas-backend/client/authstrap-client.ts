@@ -560,6 +560,8 @@ export interface AuthApi {
   /** Accepts without an account: it is made (its address confirmed by the link) and signed in. */
   acceptInvitationAsNewUser(input: { token: string; email: string; name: string; password: string }): Promise<Joined & SignedIn>;
   declineInvitation(token: string): Promise<{ declined: true; organizationId: string }>;
+  /** Withdraws a pending invitation of the organization (owners, admins): the id POST /members answered. */
+  revokeInvitation(id: string): Promise<void>;
   /** The organization's machine keys (/api/auth/api-keys). */
   apiKeys: MachineKeysApi;
 }
@@ -779,6 +781,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       acceptInvitation: (secret) => data('POST', '/api/auth/invitations/accept', { token: secret }),
       acceptInvitationAsNewUser: async (input) => remember(await data<Joined & SignedIn>('POST', '/api/auth/invitations/accept', input)),
       declineInvitation: (secret) => data('POST', '/api/auth/invitations/decline', { token: secret }),
+      revokeInvitation: (id) => data<void>('DELETE', `/api/auth/organization/invitations/${encodeURIComponent(id)}`),
       apiKeys: {
         create: (input) => data('POST', '/api/auth/api-keys', input),
         list: () => data<MachineKey[]>('GET', '/api/auth/api-keys'),
@@ -805,6 +808,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
 export type EventType =
   | 'invitation.accepted'
   | 'invitation.declined'
+  | 'invitation.revoked'
   | 'invitation.sent'
   | 'key.created'
   | 'key.revoked'

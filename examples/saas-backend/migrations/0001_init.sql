@@ -187,11 +187,11 @@ CREATE TABLE "authstrap_event" (
   "createdAt" timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 
-CREATE INDEX "authstrap_event_organizationId_createdAt_idx" ON "authstrap_event" ("organizationId", "createdAt");
+CREATE INDEX "authstrap_event_organizationId_createdAt_idx" ON "authstrap_event" ("organizationId", "createdAt") WHERE "organizationId" IS NOT NULL;
 
-CREATE INDEX "authstrap_event_userId_createdAt_idx" ON "authstrap_event" ("userId", "createdAt");
+CREATE INDEX "authstrap_event_userId_createdAt_idx" ON "authstrap_event" ("userId", "createdAt") WHERE "userId" IS NOT NULL;
 
-CREATE INDEX "authstrap_event_createdAt_idx" ON "authstrap_event" ("createdAt");
+CREATE INDEX "authstrap_event_createdAt_idx" ON "authstrap_event" USING brin ("createdAt");
 
 CREATE TABLE "authstrap_webhook_endpoint" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -200,6 +200,8 @@ CREATE TABLE "authstrap_webhook_endpoint" (
   "description" text,
   "eventTypes" text[] NOT NULL DEFAULT '{}',
   "secret" text NOT NULL,
+  "previousSecret" text,
+  "previousSecretExpiresAt" timestamptz,
   "enabled" boolean NOT NULL DEFAULT true,
   "failureCount" integer NOT NULL DEFAULT 0,
   "disabledReason" text,
@@ -267,49 +269,83 @@ DECLARE
 BEGIN
   PERFORM set_config('authstrap.maintenance', 'on', true);
   INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent")
-  VALUES (
-    event_type, organization_id, subject_user_id,
-    COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END),
-    COALESCE(request->>'actorId', authstrap.user_id()::text, key_id),
-    entity, entity_id, COALESCE(data, '{}'::jsonb),
-    request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
+  VALUES (event_type, organization_id, subject_user_id, COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END), COALESCE(request->>'actorId', authstrap.user_id()::text, key_id), entity, entity_id, COALESCE(data, '{}'::jsonb), request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
   RETURNING * INTO event;
-  IF organization_id IS NOT NULL THEN
+  -- An event of no organization (a user's own: a sign-in) has no endpoints.
+  IF EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = organization_id AND w."enabled") THEN
     INSERT INTO "authstrap_outbox" ("channel", "payload")
     SELECT 'webhook', jsonb_build_object('endpointId', w."id", 'organizationId', w."organizationId", 'event', to_jsonb(event))
       FROM "authstrap_webhook_endpoint" w
      WHERE w."organizationId" = organization_id AND w."enabled"
        AND (cardinality(w."eventTypes") = 0 OR event_type = ANY (w."eventTypes"));
+    -- Wakes the outbox workers of every instance when (and only if) the transaction commits (src/outbox/wake-ups.ts).
+    IF FOUND THEN
+      PERFORM pg_notify('authstrap_outbox', '');
+    END IF;
   END IF;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN event."id";
 END
 $$;
 
-CREATE OR REPLACE FUNCTION authstrap.data_event() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION authstrap.data_event() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
-  hidden text[] := TG_ARGV[2]::text[];
+  request jsonb := COALESCE(NULLIF(current_setting('authstrap.request', true), '')::jsonb, '{}'::jsonb);
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  key_id text := NULLIF(current_setting('authstrap.key_id', true), '');
+  event_type text;
+  organization_id uuid;
+  record_id text;
+  data jsonb;
   changed text[];
-  after jsonb;
+  previous jsonb;
+  event "authstrap_event";
 BEGIN
   IF TG_OP = 'DELETE' THEN
-    PERFORM authstrap.record_event(TG_ARGV[0] || '.deleted', (to_jsonb(OLD)->>TG_ARGV[3])::uuid, NULL, TG_ARGV[1], OLD."id"::text, '{}'::jsonb);
-    RETURN OLD;
+    event_type := TG_ARGV[0] || '.deleted';
+    organization_id := (to_jsonb(OLD)->>TG_ARGV[3])::uuid;
+    record_id := OLD."id"::text;
+    data := '{}'::jsonb;
+  ELSE
+    -- The record without its secret fields (most tables have none: nothing to take out).
+    data := jsonb_build_object('record', CASE WHEN TG_ARGV[2] = '{}' THEN to_jsonb(NEW) ELSE to_jsonb(NEW) - TG_ARGV[2]::text[] END);
+    organization_id := (data->'record'->>TG_ARGV[3])::uuid;
+    record_id := NEW."id"::text;
+    IF TG_OP = 'INSERT' THEN
+      event_type := TG_ARGV[0] || '.created';
+    ELSE
+      -- The fields whose value changed (secret ones by name only), and their values before, as
+      -- Stripe's previous_attributes (a member's role change: { "role": "member" }); the
+      -- timestamp of the change is not one.
+      SELECT array_agg(n.key ORDER BY n.key), COALESCE(jsonb_object_agg(o.key, o.value) FILTER (WHERE o.key <> ALL (TG_ARGV[2]::text[])), '{}'::jsonb)
+        INTO changed, previous
+        FROM jsonb_each(to_jsonb(NEW)) n JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
+       WHERE n.value IS DISTINCT FROM o.value AND n.key <> 'updatedAt';
+      IF changed IS NULL THEN
+        RETURN NULL;
+      END IF;
+      event_type := TG_ARGV[0] || '.updated';
+      data := jsonb_build_object('changedFields', to_jsonb(changed), 'previous', previous) || data;
+    END IF;
   END IF;
-  after := to_jsonb(NEW) - hidden;
-  IF TG_OP = 'INSERT' THEN
-    PERFORM authstrap.record_event(TG_ARGV[0] || '.created', (after->>TG_ARGV[3])::uuid, NULL, TG_ARGV[1], NEW."id"::text, jsonb_build_object('record', after));
-    RETURN NEW;
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent")
+  VALUES (event_type, organization_id, NULL, COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END), COALESCE(request->>'actorId', authstrap.user_id()::text, key_id), TG_ARGV[1], record_id, data, request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
+  RETURNING * INTO event;
+  IF EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = organization_id AND w."enabled") THEN
+    INSERT INTO "authstrap_outbox" ("channel", "payload")
+    SELECT 'webhook', jsonb_build_object('endpointId', w."id", 'organizationId', w."organizationId", 'event', to_jsonb(event))
+      FROM "authstrap_webhook_endpoint" w
+     WHERE w."organizationId" = organization_id AND w."enabled"
+       AND (cardinality(w."eventTypes") = 0 OR event_type = ANY (w."eventTypes"));
+    -- Wakes the outbox workers of every instance when (and only if) the transaction commits (src/outbox/wake-ups.ts).
+    IF FOUND THEN
+      PERFORM pg_notify('authstrap_outbox', '');
+    END IF;
   END IF;
-  -- The fields whose value changed (secret ones by name only); the timestamp of the change is not one.
-  SELECT array_agg(n.key ORDER BY n.key) INTO changed
-    FROM jsonb_each(to_jsonb(NEW)) n JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
-   WHERE n.value IS DISTINCT FROM o.value AND n.key <> 'updatedAt';
-  IF changed IS NULL THEN
-    RETURN NEW;
-  END IF;
-  PERFORM authstrap.record_event(TG_ARGV[0] || '.updated', (after->>TG_ARGV[3])::uuid, NULL, TG_ARGV[1], NEW."id"::text, jsonb_build_object('changedFields', to_jsonb(changed), 'record', after));
-  RETURN NEW;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  -- An AFTER trigger's answer is ignored.
+  RETURN NULL;
 END
 $$;
 

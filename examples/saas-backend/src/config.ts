@@ -99,6 +99,8 @@ export interface WebhookSettings {
   disableAfter: number;
   /** Development only: http:// URLs and loopback, private and link-local addresses are allowed. */
   allowPrivate: boolean;
+  /** AUTH_SECRET, which the endpoints' signing secrets are sealed under (events/webhook-secrets.ts). */
+  authSecret?: string;
 }
 
 export interface TracingSettings {
@@ -349,6 +351,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       maxAttempts: values.WEBHOOK_MAX_ATTEMPTS ?? 16,
       disableAfter: values.WEBHOOK_DISABLE_AFTER ?? 20,
       allowPrivate: values.WEBHOOKS_ALLOW_PRIVATE === 'true',
+      authSecret: values.AUTH_SECRET,
     },
   };
 }

@@ -16,7 +16,9 @@ import { serviceTransactions } from './http/service-transactions.js';
 import { createLogger } from './logger.js';
 import { mailChannel } from './mail/mail.js';
 import { createOutbox, type Outbox } from './outbox/outbox.js';
+import { listenForOutboxWakeUps } from './outbox/wake-ups.js';
 import { startEventRetention } from './events/events.js';
+import { sealStoredWebhookSecrets, webhookSecretSeal } from './events/webhook-secrets.js';
 import { webhookChannel } from './events/webhooks.js';
 
 export interface RunningServer {
@@ -113,6 +115,10 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     }
     return abort(new StartupError((error as Error).message));
   }
+  // Webhook secrets stored in plain text by an earlier version are sealed (events/webhook-secrets.ts).
+  await sealStoredWebhookSecrets(db, webhookSecretSeal(config.webhooks.authSecret), logger).catch((error) => {
+    logger.warn({ err: (error as Error).message }, 'webhook secrets: could not seal the stored ones now; each is sealed at its next delivery');
+  });
   // Through the pool, so once requests' role is set: what their statements would see.
   if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger).catch((error) => abort(error));
 
@@ -148,6 +154,12 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     return abort(error);
   }
   outbox.start();
+  // Deliveries written by SQL (the events' webhooks) wake the worker at their commit, on every
+  // instance. The embedded database is this process's alone and keeps to polling: its LISTEN is
+  // reached only through the PGlite instance, which the Database interface does not hand out.
+  const wakeUps = config.databaseUrl
+    ? listenForOutboxWakeUps({ url: config.databaseDirectUrl ?? config.databaseUrl, logger, wake: () => outbox.wake() })
+    : undefined;
   const retention = startEventRetention({ db, logger, retentionDays: config.events.retentionDays });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;
@@ -181,6 +193,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       clearTimeout(deadline);
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
       retention.stop();
+      await wakeUps?.close();
       await outbox.stop();
       await transactions.close();
       await rateLimits.close();

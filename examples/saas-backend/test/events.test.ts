@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../src/events/events.js';
-import { addMember, apiClient, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, databaseKinds, invitationTokenFor, mailboxOf, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 /** An event as the API sends it: its time as text. */
 type Event = Omit<AuditEvent, 'createdAt'> & { createdAt: string };
@@ -45,6 +45,50 @@ describe.each(databaseKinds)('events and the audit log on the %s database', (kin
     expect((creation!.data.record as { name: string }).name).toBe('Apollo');
     expect(update!.data.changedFields).toEqual(['name']);
     expect(deletion).toMatchObject({ actorId: mia.user.id, entityId: id });
+  });
+
+  it("records a member's joining, role change (with the role before) and removal once each, as member.created, .updated and .deleted", async () => {
+    const rita = await addMember(backend.url, alice, 'rita@example.com', 'member');
+    const row = (await alice.api('GET', '/members?limit=100')).body.data.find((member: { userId: string }) => member.userId === rita.user.id);
+    expect((await alice.api('PATCH', `/members/${row.id}`, { body: { role: 'admin' } })).status).toBe(200);
+    expect((await alice.api('DELETE', `/members/${row.id}`)).status).toBe(204);
+
+    const events = await auditLog(alice, `?entity=member&entityId=${row.id}&order=asc`);
+    expect(events.map((event) => event.type)).toEqual(['member.created', 'member.updated', 'member.deleted']);
+    const [joined, promoted, removed] = events;
+    expect(joined).toMatchObject({ actorId: rita.user.id, data: { record: { userId: rita.user.id, role: 'member' } } });
+    expect(promoted).toMatchObject({ actorId: alice.user.id, data: { changedFields: ['role'], previous: { role: 'member' }, record: { role: 'admin' } } });
+    expect(removed).toMatchObject({ actorId: alice.user.id, organizationId: alice.organizationId });
+  });
+
+  it("withdraws a pending invitation (invitation.revoked, its link dead); another organization's owner gets 404 and changes nothing, a member 403", async () => {
+    const pending = async (id: string) =>
+      (await backend.running.db.asOwner((tx) => tx.query(`SELECT 1 FROM "verification" WHERE "id" = $1`, [id]))).rows.length === 1;
+    const before = mailboxOf(backend.url).to('zoe@example.com').length;
+    const invited = await alice.api('POST', '/members', { body: { email: 'zoe@example.com' } });
+    expect(invited.status).toBe(202);
+    const { id } = invited.body.data as { id: string };
+    const token = await invitationTokenFor(backend.url, 'zoe@example.com', before);
+    const withdraw = (who: SignedUp, invitationId = id) => who.api('DELETE', `/api/auth/organization/invitations/${invitationId}`);
+
+    expect((await withdraw(bob)).status).toBe(404);
+    expect((await withdraw(mia)).status).toBe(403);
+    expect((await withdraw(alice, randomUUID())).status).toBe(404);
+    expect(await pending(id)).toBe(true);
+    // An admin cannot withdraw an invitation to become an owner, as they cannot send one.
+    const toOwner = await alice.api('POST', '/members', { body: { email: 'olga@example.com', role: 'owner' } });
+    expect((await withdraw(adam, toOwner.body.data.id)).status).toBe(403);
+    expect(await pending(toOwner.body.data.id)).toBe(true);
+
+    expect((await withdraw(adam)).status).toBe(204);
+    expect(await pending(id)).toBe(false);
+    expect((await withdraw(adam)).status).toBe(404);
+    const [revoked, ...more] = await auditLog(alice, `?type=invitation.revoked&entityId=${id}`);
+    expect(more).toEqual([]);
+    expect(revoked).toMatchObject({ organizationId: alice.organizationId, actorType: 'user', actorId: adam.user.id, entity: 'invitation', data: { email: 'zoe@example.com', role: 'member' } });
+    const zoe = await signUp(backend.url, 'zoe@example.com');
+    expect((await zoe.api('POST', '/api/auth/invitations/accept', { body: { token } })).status).toBe(404);
+    expect((await auditLog(bob, '?type=invitation.revoked')).length).toBe(0);
   });
 
   it('leaves no event behind a change that was rolled back', async () => {

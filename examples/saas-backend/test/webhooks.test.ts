@@ -1,10 +1,12 @@
 import pg from 'pg';
+import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook, WebhookVerificationError, type EventType } from '../client/authstrap-client.js';
 import { withScope } from '../src/db/scope.js';
+import { sealStoredWebhookSecrets, webhookSecretSeal } from '../src/events/webhook-secrets.js';
 import { eventTypes } from '../src/generated/events.js';
-import { addMember, apiClient, createThrowawayDatabase, databaseKinds, postgresAdminUrl, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, authSecret, createThrowawayDatabase, databaseKinds, pooledDatabaseKinds, postgresAdminUrl, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { startMailbox } from './support/mailbox.js';
 import { freePort, spawnBackend } from './support/process.js';
 import { startReceiver, type Receiver } from './support/webhook-receiver.js';
@@ -203,6 +205,86 @@ describe.each(databaseKinds)('webhooks on the %s database', (kind) => {
     }
   });
 
+  it('rotates a secret: both sign during the grace period (each verifies with the standardwebhooks package), then only the new one', async () => {
+    const endpoint = await addEndpoint(receiver.url);
+    const oldSecret = endpoint.secret;
+    const verifiesWith = (secret: string, entry: { body: string; headers: Record<string, string> }) => {
+      try {
+        new Webhook(secret).verify(entry.body, entry.headers);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const deliveredFor = async (name: string) => {
+      await createProject(name);
+      await expect.poll(() => receiver.received.find((entry) => entry.body.includes(`"name":"${name}"`)), { timeout: 10_000 }).toBeDefined();
+      return receiver.received.find((entry) => entry.body.includes(`"name":"${name}"`))!;
+    };
+
+    // Only owners and admins, only the organization's endpoints.
+    const member = await addMember(backend.url, alice, `rotating-member-${kind}@example.com`, 'member');
+    expect((await member.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`)).status).toBe(403);
+    const other = await signUp(backend.url, `rotating-other-${kind}@example.com`);
+    expect((await other.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`)).status).toBe(404);
+
+    const rotated = await alice.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`);
+    expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
+    const newSecret = rotated.body.data.secret as string;
+    expect(newSecret).toMatch(/^whsec_/);
+    expect(newSecret).not.toBe(oldSecret);
+    expect(new Date(rotated.body.data.previousSecretExpiresAt).getTime() - Date.now()).toBeGreaterThan(23 * 60 * 60 * 1000);
+
+    const during = await deliveredFor('Rotating');
+    expect(during.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect(verifiesWith(newSecret, during)).toBe(true);
+    expect(verifiesWith(oldSecret, during)).toBe(true);
+    expect((await verifyWebhook(oldSecret, during.headers, during.body)).webhookId).toBe(during.headers['webhook-id']);
+
+    // A grace period that ends: the old secret stops signing, and is not kept.
+    const short = await alice.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`, { body: { graceSeconds: 1 } });
+    expect(short.status).toBe(200);
+    const newest = short.body.data.secret as string;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const after = await deliveredFor('Rotated');
+    expect(after.headers['webhook-signature']!.split(' ')).toHaveLength(1);
+    expect(verifiesWith(newest, after)).toBe(true);
+    expect(verifiesWith(newSecret, after)).toBe(false);
+    expect(verifiesWith(oldSecret, after)).toBe(false);
+    const stored = await backend.running.db.asOwner((tx) => tx.query(`SELECT "previousSecret" FROM "authstrap_webhook_endpoint" WHERE "id" = $1`, [endpoint.id]));
+    expect(stored.rows).toEqual([{ previousSecret: null }]);
+
+    // Recorded, never with a secret.
+    const events = (await alice.api('GET', `/audit-events?type=webhook_endpoint.updated&entityId=${endpoint.id}`)).body.data as { data: { changedFields: string[] } }[];
+    expect(events.map((event) => event.data.changedFields)).toEqual([['secret'], ['secret']]);
+    for (const secret of [oldSecret, newSecret, newest]) expect(JSON.stringify(events)).not.toContain(secret.slice(6));
+    expect((await alice.api('POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`, { body: { graceSeconds: -1 } })).status).toBe(422);
+  });
+
+  it('stores secrets sealed (AES-256-GCM); a secret stored in plain text by an earlier version still signs, and is sealed at its delivery', async () => {
+    const endpoint = await addEndpoint(receiver.url);
+    const storedSecret = async () =>
+      (await backend.running.db.asOwner((tx) => tx.query<{ secret: string }>(`SELECT "secret" FROM "authstrap_webhook_endpoint" WHERE "id" = $1`, [endpoint.id]))).rows[0]!.secret;
+    const sealed = await storedSecret();
+    expect(sealed).toMatch(/^sealed:v1:/);
+    expect(sealed).not.toContain(endpoint.secret.slice(6));
+
+    // As a project made before sealing has it.
+    await backend.running.db.asOwner((tx) => tx.query(`UPDATE "authstrap_webhook_endpoint" SET "secret" = $2 WHERE "id" = $1`, [endpoint.id, endpoint.secret]));
+    receiver.state.secret = endpoint.secret;
+    const projectId = await createProject('Sealed later');
+    await expect.poll(() => receiver.received.filter((entry) => entry.verified?.data.entityId === projectId).length, { timeout: 10_000 }).toBe(1);
+    const resealed = await storedSecret();
+    expect(resealed).toMatch(/^sealed:v1:/);
+    expect(resealed).not.toBe(sealed);
+
+    // At startup, where the backend's user owns the tables, every plain one is sealed at once.
+    await backend.running.db.asOwner((tx) => tx.query(`UPDATE "authstrap_webhook_endpoint" SET "secret" = $2 WHERE "id" = $1`, [endpoint.id, endpoint.secret]));
+    await sealStoredWebhookSecrets(backend.running.db, webhookSecretSeal(authSecret), pino({ level: 'silent' }));
+    expect(webhookSecretSeal(authSecret).open(await storedSecret())).toBe(endpoint.secret);
+    expect(() => webhookSecretSeal('another-auth-secret-0123456789abcdef').open(sealed)).toThrow(/another AUTH_SECRET/);
+  });
+
   it('lets owners and admins manage endpoints, and no one else', async () => {
     const mia = await addMember(backend.url, alice, `mia-${kind}@example.com`, 'member');
     const adam = await addMember(backend.url, alice, `adam-${kind}@example.com`, 'admin');
@@ -332,4 +414,62 @@ describe.runIf(postgresAdminUrl)('webhooks with two instances on one PostgreSQL 
       await database.drop();
     }
   }, 120_000);
+});
+
+// Through PgBouncer, LISTEN goes to DATABASE_DIRECT_URL: a pooler cannot keep a session's LISTEN.
+describe.each(pooledDatabaseKinds.filter((kind) => kind !== 'embedded'))('delivery wake-ups on the %s database', (kind) => {
+  const pollMs = 5000;
+  let backend: TestBackend;
+  let alice: SignedUp;
+  let receiver: Receiver;
+  /** PostgreSQL's own view of the backend's LISTEN connection (its pid), on the test's database. */
+  const listenerPids = async () => {
+    const { rows } = await backend.running.db.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE application_name = 'authstrap outbox listener' AND datname = current_database()`,
+    );
+    return rows.map((row) => row.pid);
+  };
+  /** Milliseconds from a committed POST /Projects to its delivery at the receiver. */
+  const commitToDelivery = async (name: string) => {
+    const started = performance.now();
+    const response = await alice.api('POST', '/Projects', { body: { name } });
+    expect(response.status).toBe(201);
+    await expect.poll(() => receiver.received.some((entry) => (entry.verified?.data.record as { name?: string } | undefined)?.name === name), { timeout: 2 * pollMs, interval: 10 }).toBe(true);
+    return performance.now() - started;
+  };
+
+  beforeAll(async () => {
+    backend = await startBackend(kind, { ...fastWebhooks, OUTBOX_POLL_MS: String(pollMs) });
+    alice = await signUp(backend.url, 'alice@example.com');
+    receiver = await startReceiver();
+    const created = await alice.api('POST', '/webhook-endpoints', { body: { url: receiver.url, eventTypes: ['project.created'] } });
+    expect(created.status).toBe(201);
+    receiver.state.secret = created.body.data.secret;
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await backend?.stop();
+  });
+
+  it(`delivers a trigger-recorded event at its commit, not at the next poll (OUTBOX_POLL_MS=${pollMs})`, async () => {
+    await expect.poll(listenerPids).toHaveLength(1);
+    const latencies: number[] = [];
+    for (const name of ['Woken 1', 'Woken 2', 'Woken 3']) latencies.push(await commitToDelivery(name));
+    expect(Math.max(...latencies), latencies.join(', ')).toBeLessThan(pollMs / 5);
+  });
+
+  it('listens again after its connection is dropped, and the process keeps serving', async () => {
+    const [pid] = await listenerPids();
+    const admin = new pg.Client({ connectionString: postgresAdminUrl });
+    await admin.connect();
+    try {
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    } finally {
+      await admin.end();
+    }
+    // A new connection, with a new pid, within the first backoff steps.
+    await expect.poll(async () => (await listenerPids()).filter((other) => other !== pid).length, { timeout: 5000 }).toBe(1);
+    expect((await apiClient(backend.url)('GET', '/health')).status).toBe(200);
+    expect(await commitToDelivery('Woken after a reconnect')).toBeLessThan(pollMs / 5);
+  });
 });

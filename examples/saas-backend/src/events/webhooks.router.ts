@@ -13,6 +13,7 @@ import { parseBody, parseId } from '../http/validate.js';
 import type { Outbox } from '../outbox/outbox.js';
 import { recordEvent, requestContext } from './events.js';
 import { parseWebhookUrl, RefusedWebhookAddress, resolveWebhookAddress } from './webhook-address.js';
+import { webhookSecretSeal } from './webhook-secrets.js';
 import { newWebhookSecret, webhookChannelName } from './webhooks.js';
 
 /**
@@ -22,6 +23,7 @@ import { newWebhookSecret, webhookChannelName } from './webhooks.js';
  *   POST   /webhook-endpoints                                   a new one; its secret is in this answer only
  *   PATCH  /webhook-endpoints/:id                               URL, event types, description, enabled
  *   DELETE /webhook-endpoints/:id
+ *   POST   /webhook-endpoints/:id/rotate-secret                 a new secret, shown once; the old one signs too for a while
  *   GET    /webhook-endpoints/:id/deliveries                    the delivery log (?status=failed, paged)
  *   POST   /webhook-endpoints/:id/deliveries/:delivery/redeliver   send it again, with the same webhook-id
  */
@@ -45,6 +47,20 @@ export const WebhookEndpointUpdate = z
     enabled: z.boolean().optional(),
   })
   .meta({ id: 'WebhookEndpointUpdate' });
+
+/** One day: long enough to deploy a receiver with the new secret, short enough to retire a leaked one. */
+const defaultGraceSeconds = 24 * 60 * 60;
+
+export const WebhookSecretRotation = z
+  .strictObject({
+    graceSeconds: z
+      .int()
+      .min(0)
+      .max(7 * 24 * 60 * 60)
+      .default(defaultGraceSeconds)
+      .meta({ description: 'How long the old secret keeps signing beside the new one (0: not at all; at most 7 days)' }),
+  })
+  .meta({ id: 'WebhookSecretRotation' });
 
 // The answers' schemas have no component name: `authstrap verify` takes a route whose list or
 // create answers a named schema for a generated collection, and probes it as one.
@@ -93,6 +109,8 @@ const deliveryListSpec: ListSpec = {
 export function webhooksRouter(deps: CallerDeps & { db: Database; outbox: Outbox; settings: WebhookSettings }) {
   const { db, settings } = deps;
   const router = Router();
+  // Secrets are stored sealed (webhook-secrets.ts); the answer shows the new one once, in clear.
+  const seal = webhookSecretSeal(settings.authSecret);
 
   /** The caller's database, once they are known to be an owner or admin of the organization. */
   const asAdmin = async (req: Request) => {
@@ -136,7 +154,7 @@ export function webhooksRouter(deps: CallerDeps & { db: Database; outbox: Outbox
       const { rows } = await tx.query<{ id: string }>(
         `INSERT INTO "authstrap_webhook_endpoint" ("organizationId", "url", "description", "eventTypes", "enabled", "secret")
          VALUES (authstrap.organization_id(), $1, $2, $3, $4, $5) RETURNING ${endpointColumns}`,
-        [url, input.description ?? null, input.eventTypes, input.enabled, secret],
+        [url, input.description ?? null, input.eventTypes, input.enabled, seal.seal(secret)],
       );
       const endpoint = rows[0]!;
       // The URL and event types, never the secret.
@@ -182,6 +200,32 @@ export function webhooksRouter(deps: CallerDeps & { db: Database; outbox: Outbox
       await recordEvent(tx, { type: 'webhook_endpoint.deleted', organizationId: req.organizationId, entity: 'webhook_endpoint', entityId: id }, requestContext(req));
     });
     res.status(204).end();
+  });
+
+  // A new secret, shown once. Deliveries are signed with both until the grace period ends (one
+  // signature per secret in webhook-signature), so a receiver switches without losing one; a
+  // rotation within the grace period of the one before retires that one's old secret at once.
+  router.post('/:id/rotate-secret', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('webhook endpoint', req.params.id);
+    const { graceSeconds } = parseBody('secret rotation', WebhookSecretRotation, req);
+    const secret = newWebhookSecret();
+    const rotated = await caller.transaction(async (tx) => {
+      await endpointOf(tx, id);
+      const { rows } = await tx.query<{ previousSecretExpiresAt: Date | null }>(
+        `UPDATE "authstrap_webhook_endpoint" SET
+           "previousSecret" = CASE WHEN $3 > 0 THEN "secret" END,
+           "previousSecretExpiresAt" = CASE WHEN $3 > 0 THEN now() + make_interval(secs => $3) END,
+           "secret" = $2, "updatedAt" = now()
+         WHERE "id" = $1 RETURNING ${endpointColumns}, "previousSecretExpiresAt"`,
+        [id, seal.seal(secret), graceSeconds],
+      );
+      // That it changed and until when the old one signs; never either secret.
+      const previousSecretExpiresAt = rows[0]!.previousSecretExpiresAt;
+      await recordEvent(tx, { type: 'webhook_endpoint.updated', organizationId: req.organizationId, entity: 'webhook_endpoint', entityId: id, data: { changedFields: ['secret'], previousSecretExpiresAt } }, requestContext(req));
+      return rows[0]!;
+    });
+    sendData(res, { ...rotated, secret });
   });
 
   router.get('/:id/deliveries', async (req, res) => {

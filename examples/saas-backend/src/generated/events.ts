@@ -9,6 +9,7 @@
 export const eventTypes = {
   'invitation.accepted': "An invitation was accepted",
   'invitation.declined': "An invitation was declined",
+  'invitation.revoked': "An owner or admin withdrew a pending invitation before it was answered",
   'invitation.sent': "An owner or admin invited an e-mail address to the organization",
   'key.created': "An owner or admin made a machine key for the organization (its name, role and permissions; never the key)",
   'key.revoked': "An owner or admin revoked a machine key",

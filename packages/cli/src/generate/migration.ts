@@ -76,7 +76,8 @@ function createTable(table: Table): string[] {
 }
 
 const createIndex = (table: Table) => (index: Table['indexes'][number]) =>
-  `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ${quote(index.name)} ON ${quote(table.name)} (${index.columns.map((column) => (index.lowercase ? `lower(${quote(column)})` : quote(column))).join(', ')});`;
+  `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ${quote(index.name)} ON ${quote(table.name)}${index.method ? ` USING ${index.method}` : ''} ` +
+  `(${index.columns.map((column) => (index.lowercase ? `lower(${quote(column)})` : quote(column))).join(', ')})${index.where ? ` WHERE ${index.where}` : ''};`;
 
 /** New tables in an order where every referenced table comes first (cycles keep schema order). */
 function creationOrder(tables: Table[], existing: Set<string>): Table[] {

@@ -33,10 +33,15 @@ export interface Index {
   unique?: boolean;
   /** Of lower(column): unique case-insensitively while the value is kept as written (User.email). */
   lowercase?: boolean;
+  /** The index method when it is not a B-tree: 'brin' for a column that grows with the table (a time of writing). */
+  method?: 'brin';
+  /** A partial index: only the rows this SQL condition holds for are in it (and cost a write). */
+  where?: string;
 }
 
 /** Whether two indexes are the same index under possibly different names. */
-export const sameIndex = (a: Index, b: Index) => a.columns.join() === b.columns.join() && !a.unique === !b.unique && !a.lowercase === !b.lowercase;
+export const sameIndex = (a: Index, b: Index) =>
+  a.columns.join() === b.columns.join() && !a.unique === !b.unique && !a.lowercase === !b.lowercase && a.method === b.method && a.where === b.where;
 
 export interface Table {
   name: string;

@@ -7,12 +7,12 @@ import type { Config } from '../../config.js';
 import type { Database } from '../../db/database.js';
 import type { KeyOperation } from '../../db/scope.js';
 import { keyEntities } from '../../generated/index.js';
-import { noOrganization, notAMember, organizationHeader } from '../../generated/guards/scope.guard.js';
 import { sendData } from '../../http/envelope.js';
 import { forbidden, HttpError, validationFailed } from '../../http/errors.js';
-import { hashMachineKey, presentedSession } from '../../http/session-token.js';
+import { hashMachineKey } from '../../http/session-token.js';
 import { parseBody, parseId } from '../../http/validate.js';
 import type { AuthService } from './auth.service.js';
+import { organizationManager } from './organization-manager.js';
 import { RoleSchema, type Role } from './roles.js';
 
 /**
@@ -162,18 +162,7 @@ export type MachineKeys = ReturnType<typeof createMachineKeys>;
 export function machineKeysRouter({ auth, config, keys }: { auth: AuthService; config: Config; keys: MachineKeys }): Router {
   const router = Router();
 
-  /** The organization and the caller's role there: an owner or admin, or 401/400/403. */
-  const manager = async (req: Request): Promise<{ organizationId: string; role: Role; userId: string }> => {
-    const header = req.header('x-organization-id') === undefined ? undefined : organizationHeader(req);
-    const presented = presentedSession(req, config);
-    const resolved = presented ? await auth.resolveSession(presented.token, header) : null;
-    if (!resolved) throw new HttpError(401, 'UNAUTHORIZED', 'Sign in first: send the session cookie or an Authorization: Bearer token');
-    if (!header && !resolved.session.activeOrganizationId) throw noOrganization();
-    if (!resolved.membership) throw notAMember();
-    const { organizationId, role } = resolved.membership;
-    if (role !== 'owner' && role !== 'admin') throw forbidden('Machine keys are managed by the owners and admins of the organization');
-    return { organizationId, role, userId: resolved.user.id };
-  };
+  const manager = (req: Request) => organizationManager(req, { auth, config }, 'Machine keys are managed by the owners and admins of the organization');
 
   router.post('/', async (req, res) => {
     const { organizationId, role, userId } = await manager(req);

@@ -2,7 +2,7 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { eventTypes, tableEventTypes } from '../generated/events.js';
 import { auditEventListSpec } from './events.js';
-import { WebhookDelivery, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate } from './webhooks.router.js';
+import { WebhookDelivery, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate, WebhookSecretRotation } from './webhooks.router.js';
 
 /**
  * Events in the OpenAPI document: every event type in its `webhooks` section (OpenAPI 3.1), with
@@ -50,7 +50,7 @@ const common = { actor, userId: z.uuid().nullable(), entity: z.string().nullable
 /** `<prefix>.created`, `.updated` and `.deleted` of one entity, with its record as the API returns it. */
 export function registerEntityWebhooks(registry: OpenAPIRegistry, { prefix, entity, record }: { prefix: string; entity: string; record: z.ZodType }) {
   registerEvent(registry, `${prefix}.created`, `${entity} created`, z.object({ ...common, record: record.meta({ description: 'The row as stored (secret fields left out)' }) }));
-  registerEvent(registry, `${prefix}.updated`, `${entity} changed`, z.object({ ...common, changedFields: z.array(z.string()).meta({ description: 'The columns whose value changed' }), record }));
+  registerEvent(registry, `${prefix}.updated`, `${entity} changed`, z.object({ ...common, changedFields: z.array(z.string()).meta({ description: 'The columns whose value changed' }), previous: z.record(z.string(), z.unknown()).meta({ description: 'The changed columns\' values before the change (secret fields left out)' }), record }));
   registerEvent(registry, `${prefix}.deleted`, `${entity} deleted`, z.object(common));
 }
 
@@ -102,6 +102,7 @@ export function registerEventRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({ method: 'post', path: '/webhook-endpoints', tags, summary: 'Add an endpoint: https only, to a public address. Its secret is in this answer only.', request: { headers: tenant, body: json(WebhookEndpointInput) }, responses: { 201: { description: 'Added', ...one(WebhookEndpoint.extend({ secret: z.string().meta({ description: 'whsec_...: shown once' }) })) }, ...adminOnly, 422: { description: 'Not a URL webhooks may go to (details.url says why)' } } });
   registry.registerPath({ method: 'patch', path: '/webhook-endpoints/{id}', tags, summary: 'Change, disable or enable an endpoint (enabling starts its failure count over)', request: { headers: tenant, params: id, body: json(WebhookEndpointUpdate) }, responses: { 200: { description: 'Changed', ...one(WebhookEndpoint) }, ...adminOnly, 404: { description: 'No such endpoint in this organization' } } });
   registry.registerPath({ method: 'delete', path: '/webhook-endpoints/{id}', tags, summary: 'Remove an endpoint; its pending deliveries fail', request: { headers: tenant, params: id }, responses: { 204: { description: 'Removed' }, ...adminOnly, 404: { description: 'No such endpoint in this organization' } } });
+  registry.registerPath({ method: 'post', path: '/webhook-endpoints/{id}/rotate-secret', tags, summary: 'A new signing secret, shown once; the old one keeps signing beside it for graceSeconds (default a day)', description: 'While both sign, webhook-signature carries one v1 signature per secret, separated by a space: a receiver with either secret verifies the delivery.', request: { headers: tenant, params: id, body: json(WebhookSecretRotation) }, responses: { 200: { description: 'Rotated', ...one(WebhookEndpoint.extend({ secret: z.string().meta({ description: 'whsec_...: the new secret, shown once' }), previousSecretExpiresAt: z.date().nullable().meta({ description: 'Until when the old secret signs too (null: it no longer does)' }) })) }, ...adminOnly, 404: { description: 'No such endpoint in this organization' }, 422: { description: 'graceSeconds out of range (0 to 604800)' } } });
   registry.registerPath({ method: 'get', path: '/webhook-endpoints/{id}/deliveries', tags, summary: "An endpoint's delivery log, newest first (?status=failed)", request: { headers: tenant, params: id, query: z.object({ status: z.enum(['pending', 'sent', 'failed']).optional(), page: z.int().min(1).optional(), limit: z.int().min(1).max(100).optional() }) }, responses: { 200: { description: 'Deliveries', ...list(WebhookDelivery) }, ...adminOnly, 404: { description: 'No such endpoint in this organization' } } });
   registry.registerPath({ method: 'post', path: '/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver', tags, summary: 'Send a sent or failed delivery again, with the same webhook-id', request: { headers: tenant, params: z.object({ id: z.uuid(), deliveryId: z.uuid() }) }, responses: { 202: { description: 'On its way again', ...one(WebhookDelivery) }, ...adminOnly, 404: { description: 'No such finished delivery of this endpoint' } } });
 }

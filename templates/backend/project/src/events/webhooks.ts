@@ -11,6 +11,7 @@ import { mailChannelName, type MailPayload } from '../mail/mail.js';
 import { enqueue, PermanentDeliveryError, type Channel, type OutboxMessage } from '../outbox/outbox.js';
 import { recordEvent, type AuditEvent } from './events.js';
 import { parseWebhookUrl, RefusedWebhookAddress, resolveWebhookAddress } from './webhook-address.js';
+import { webhookSecretSeal } from './webhook-secrets.js';
 
 /**
  * Webhooks: an organization's events, POSTed to the endpoints its owners and admins registered,
@@ -42,11 +43,18 @@ export const newWebhookSecret = () => `whsec_${randomBytes(24).toString('base64'
 
 /**
  * The `webhook-signature` of a body: `v1,` and the base64 HMAC-SHA256, keyed with the secret's
- * bytes, of `<webhook-id>.<webhook-timestamp>.<body>`.
+ * bytes, of `<webhook-id>.<webhook-timestamp>.<body>`; one per secret, separated by spaces, as
+ * Standard Webhooks allows while a rotated secret is still in its grace period. A receiver
+ * accepts the delivery when any of them matches a secret it holds.
  */
-export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
-  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+export function signWebhook(secrets: string | string[], id: string, timestamp: number, body: string): string {
+  return [secrets]
+    .flat()
+    .map((secret) => {
+      const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+      return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+    })
+    .join(' ');
 }
 
 /** The JSON body an endpoint receives: the event without the request's address and user agent. */
@@ -64,6 +72,10 @@ export function webhookBody(event: WebhookPayload['event']): string {
 interface Endpoint {
   url: string;
   secret: string;
+  /** The secret before the last rotation, while it still signs; null otherwise. */
+  previousSecret: string | null;
+  /** A previous secret past its grace period is still stored: to be dropped. */
+  previousSecretExpired: boolean;
   enabled: boolean;
   failureCount: number;
 }
@@ -119,10 +131,17 @@ interface Agents {
 
 export function webhookChannel(settings: WebhookSettings, { db, logger }: { db: Database; logger: Logger }): Channel<WebhookPayload> {
   const agents: Agents = { http: new http.Agent({ keepAlive: true, maxSockets: 10 }), https: new https.Agent({ keepAlive: true, maxSockets: 10 }) };
+  const seal = webhookSecretSeal(settings.authSecret);
   /** The endpoint, read in its organization's scope (row-level security): null when it is gone. */
   const endpointOf = async (payload: WebhookPayload) => {
     const scoped = withScope(db, { organizationId: payload.organizationId, userId: '', role: '' });
-    const { rows } = await scoped.query<Endpoint>(`SELECT "url", "secret", "enabled", "failureCount" FROM "authstrap_webhook_endpoint" WHERE "id" = $1`, [payload.endpointId]);
+    const { rows } = await scoped.query<Endpoint>(
+      `SELECT "url", "secret", "enabled", "failureCount",
+              CASE WHEN "previousSecretExpiresAt" > now() THEN "previousSecret" END AS "previousSecret",
+              "previousSecret" IS NOT NULL AND "previousSecretExpiresAt" <= now() AS "previousSecretExpired"
+         FROM "authstrap_webhook_endpoint" WHERE "id" = $1`,
+      [payload.endpointId],
+    );
     return { scoped, endpoint: rows[0] ?? null };
   };
 
@@ -148,12 +167,31 @@ export function webhookChannel(settings: WebhookSettings, { db, logger }: { db: 
         if (error instanceof RefusedWebhookAddress) throw new PermanentDeliveryError(`refused: ${error.message}`);
         throw error;
       }
+      // Its grace period over, a rotated-out secret is not kept (the first delivery after drops it).
+      if (endpoint.previousSecretExpired) {
+        await scoped.query(`UPDATE "authstrap_webhook_endpoint" SET "previousSecret" = NULL, "previousSecretExpiresAt" = NULL WHERE "id" = $1 AND "previousSecretExpiresAt" <= now()`, [payload.endpointId]);
+      }
+      // A secret stored before sealing existed is sealed now (webhook-secrets.ts).
+      if (seal.isPlain(endpoint.secret) || (endpoint.previousSecret !== null && seal.isPlain(endpoint.previousSecret))) {
+        await scoped.query(`UPDATE "authstrap_webhook_endpoint" SET "secret" = $2, "previousSecret" = $3 WHERE "id" = $1 AND "secret" = $4`, [
+          payload.endpointId,
+          seal.isPlain(endpoint.secret) ? seal.seal(endpoint.secret) : endpoint.secret,
+          endpoint.previousSecret !== null && seal.isPlain(endpoint.previousSecret) ? seal.seal(endpoint.previousSecret) : endpoint.previousSecret,
+          endpoint.secret,
+        ]);
+      }
+      let secrets: string[];
+      try {
+        secrets = [endpoint.secret, ...(endpoint.previousSecret ? [endpoint.previousSecret] : [])].map((stored) => seal.open(stored));
+      } catch (error) {
+        throw new PermanentDeliveryError((error as Error).message);
+      }
       const body = webhookBody(payload.event);
       const timestamp = Math.floor(Date.now() / 1000);
       await post(
         target.url,
         target.address,
-        { 'webhook-id': message.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(endpoint.secret, message.id, timestamp, body) },
+        { 'webhook-id': message.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(secrets, message.id, timestamp, body) },
         body,
         settings.timeoutMs,
         agents,

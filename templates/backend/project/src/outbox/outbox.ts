@@ -18,6 +18,8 @@ import type { Database, Queryable } from '../db/database.js';
  *   OUTBOX_MAX_ATTEMPTS; an error the channel calls permanent (a refused address) ends at once.
  *   The message is then `failed`, with its last error.
  * - Requests never wait for a delivery: they write the row, and wake the worker after commit.
+ *   What SQL writes (an event's webhook deliveries, from a trigger) wakes the workers of every
+ *   instance through PostgreSQL's NOTIFY at commit (wake-ups.ts); polling catches the rest.
  */
 
 /**

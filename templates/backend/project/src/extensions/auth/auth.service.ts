@@ -5,7 +5,7 @@ import type { Config } from '../../config.js';
 import type { Database, Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
 import { hashToken, storedTokenCandidates } from '../../http/session-token.js';
-import { byUser, listSecurityEvents, recordAuthEvent } from '../../events/events.js';
+import { byUser, listSecurityEvents, recordAuthEvent, setEventContext, type EventContext } from '../../events/events.js';
 import type { ListQuery } from '../../http/list-query.js';
 import type { Mailer } from '../../mail/mail.js';
 import { messages } from '../mail/messages.js';
@@ -355,8 +355,10 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
      * admin never removes an owner. The owner rows are locked so that two concurrent removals
      * cannot both pass the check.
      */
-    async removeMember(organizationId: string, userId: string, actingRole: Role | 'self'): Promise<void> {
+    /** `context`: the request and who made it, for the member.deleted event the removal records. */
+    async removeMember(organizationId: string, userId: string, actingRole: Role | 'self', context: EventContext): Promise<void> {
       await db.transaction(async (tx) => {
+        await setEventContext(tx, context);
         const { rows: owners } = await tx.query<{ userId: string }>(
           `SELECT "userId" FROM "member" WHERE "organizationId" = $1 AND "role" = 'owner' FOR UPDATE`,
           [organizationId],

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Queryable } from '../../db/database.js';
-import { HttpError } from '../../http/errors.js';
+import { forbidden, HttpError } from '../../http/errors.js';
 import { hashToken } from '../../http/session-token.js';
 import { byUser, recordAuthEvent } from '../../events/events.js';
 import { messages } from '../mail/messages.js';
@@ -190,6 +190,28 @@ export function createInvitations(auth: AuthInternals) {
       });
       mailer.sendCommitted();
       return sent;
+    },
+
+    /**
+     * Withdraws a pending invitation of the organization before it is answered: its link stops
+     * working. An admin cannot withdraw an invitation to become an owner (nor send one). 404 for
+     * an id that is not a pending invitation of this organization, and nothing changes.
+     */
+    async revoke(organizationId: string, revokerRole: Role, id: string, revokerId: string): Promise<void> {
+      await db.transaction(async (tx) => {
+        const { rows } = await tx.query<{ email: string; role: Role; revoked: boolean }>(
+          `WITH target AS (
+             SELECT v."id", substr(v."identifier", length('invitation:') + 1) AS "email", ${part(3, 'v.')} AS "role" FROM "verification" v
+              WHERE v."id" = $1 AND v."identifier" LIKE 'invitation:%' AND ${part(2, 'v.')} = $2 AND v."expiresAt" > now()),
+           revoked AS (DELETE FROM "verification" WHERE "id" IN (SELECT "id" FROM target WHERE "role" <> 'owner' OR $3 = 'owner') RETURNING "id")
+           SELECT t."email", t."role", EXISTS (SELECT FROM revoked) AS "revoked" FROM target t`,
+          [id, organizationId, revokerRole],
+        );
+        const target = rows[0];
+        if (!target) throw new HttpError(404, 'NOT_FOUND', `invitation with id '${id}' not found`);
+        if (!target.revoked) throw forbidden(`A ${revokerRole} cannot withdraw an invitation with the ${target.role} role`);
+        await recordAuthEvent(tx, { type: 'invitation.revoked', organizationId, entity: 'invitation', entityId: id, data: { email: target.email, role: target.role } }, byUser(revokerId));
+      });
     },
 
     /** The signed-in user's standing invitations, a page at a time, oldest first. */
