@@ -6,9 +6,16 @@
 // end); nothing in the project changes.
 //
 //   node bench/middleware-cost.mjs
+//   BENCH_INSTRUCTIONS=1 node bench/middleware-cost.mjs   # instructions instead of rps
+//
+// With BENCH_INSTRUCTIONS=1 each copy is kept (dist-bench-0, dist-bench-1, ...) and measured by
+// bench/instructions.mjs instead of wrk: what each piece costs the main thread in instructions
+// per list request, a figure that does not move with the machine's load (about 2 minutes a copy;
+// needs valgrind).
 //
 // Settings: BENCH_PG_URL, BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8). Needs wrk.
-// Writes bench/results/middleware-cost.json.
+// Writes bench/results/middleware-cost.json (or, counting instructions, results/instructions.json).
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +30,7 @@ const patchedDir = path.join(exampleDir, 'dist-bench');
 
 /** The lines of dist/app.js each variant leaves out (as tsc writes them). */
 const pieces = {
-  'request logger': [/^\s*app\.use\(requestLogger\(logger\)\);$/m],
+  'request logger': [/^\s*app\.use\(requestLogger\(logger, metrics\)\);$/m],
   'security headers (helmet)': [/^\s*app\.use\(securityHeaders\(\{[\s\S]*?\}\)\);$/m],
   cors: [/^\s*app\.use\(corsPolicy\(config\)\);$/m],
   'rate limits (/api and data)': [/^\s*app\.use\('\/api', rateLimits\.api\);$/m, /^\s*app\.use\(rateLimits\.data\);$/m],
@@ -35,7 +42,7 @@ const pieces = {
  * route of it matches leaves it through `setImmediate` (Express's router does that when it runs
  * out of layers), and that turn of the event loop pays for itself under load (bench/README.md).
  */
-const extensionRouter = [/^\s*app\.use\(extensionRouter\(\{ config, db \}\)\);$/m];
+const extensionRouter = [/^\s*app\.use\(extensionRouter\(\{ config, db, auth \}\)\);$/m];
 const variants = [
   ['nothing (the full pipeline)', []],
   ...Object.entries(pieces),
@@ -43,16 +50,34 @@ const variants = [
   ['your routes (an empty router)', extensionRouter],
 ];
 
-function buildVariant(patterns) {
-  fs.rmSync(patchedDir, { recursive: true, force: true });
-  fs.cpSync(path.join(exampleDir, 'dist'), patchedDir, { recursive: true });
-  const appFile = path.join(patchedDir, 'app.js');
+function buildVariant(patterns, into = patchedDir) {
+  fs.rmSync(into, { recursive: true, force: true });
+  fs.cpSync(path.join(exampleDir, 'dist'), into, { recursive: true });
+  const appFile = path.join(into, 'app.js');
   let source = fs.readFileSync(appFile, 'utf8');
   for (const pattern of patterns) {
     if (!pattern.test(source)) throw new Error(`dist/app.js no longer has ${pattern}: update bench/middleware-cost.mjs`);
     source = source.replace(pattern, '');
   }
   fs.writeFileSync(appFile, source);
+}
+
+if (process.env.BENCH_INSTRUCTIONS === '1') {
+  // Built as startExampleBackend builds it, then one copy per variant, counted by instructions.mjs.
+  spawnSync(process.execPath, [path.join(exampleDir, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: exampleDir, stdio: 'inherit' });
+  const copies = variants.map(([name, patterns], index) => {
+    const into = `${patchedDir}-${index}`;
+    buildVariant(patterns, into);
+    console.log(`[bench] ${path.relative(exampleDir, into)}: without ${name}`);
+    return into;
+  });
+  try {
+    const counted = spawnSync(process.execPath, [path.join(benchDir, 'instructions.mjs'), ...copies], { stdio: 'inherit', env: { BENCH_LOADS: 'list', ...process.env } });
+    process.exitCode = counted.status ?? 1;
+  } finally {
+    for (const copy of copies) fs.rmSync(copy, { recursive: true, force: true });
+  }
+  process.exit();
 }
 
 const database = await throwawayDatabase('mw');
