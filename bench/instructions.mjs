@@ -12,6 +12,7 @@
 //   (change src/, then) npm run build && cp -r dist dist-B
 //   cd ../.. && node bench/instructions.mjs examples/saas-backend/dist-A examples/saas-backend/dist-B
 //
+// A copy may carry a label for the results: `examples/saas-backend/dist-A=before`.
 // About 2 minutes per copy and load (valgrind runs Node some 30 times slower). The copies must be
 // inside examples/saas-backend (they import its node_modules). Settings: BENCH_PG_URL,
 // BENCH_WARMUP_REQUESTS (3000), BENCH_COUNTED_REQUESTS (500), BENCH_LOADS (list,write).
@@ -32,8 +33,9 @@ const requests = { list: { method: 'GET', path: '/Projects?limit=20' }, write: {
 // vgdb (callgrind_control's link to the running valgrind) names its files by user and host.
 const vgdbEnv = { USER: os.userInfo().username || 'bench', LOGNAME: os.userInfo().username || 'bench', HOST: os.hostname() };
 
-/** The entry point of one copy, or a message that names the argument to change. */
-function entryOf(argument) {
+/** The entry point of one copy (`<folder>` or `<folder>=<label>`), or a message that names the argument to change. */
+function entryOf(given) {
+  const argument = given.split('=')[0];
   const directory = path.resolve(argument);
   const relative = path.relative(exampleDir, directory);
   if (relative.startsWith('..') || path.isAbsolute(relative)) throw new Error(`${argument} must be a folder inside examples/saas-backend, so that it finds its node_modules`);
@@ -44,7 +46,7 @@ function entryOf(argument) {
 let entries;
 try {
   if (process.argv.length < 3) throw new Error('usage: node bench/instructions.mjs <copy of examples/saas-backend/dist> [<another copy> ...]');
-  entries = process.argv.slice(2).map((argument) => ({ name: argument, entry: entryOf(argument) }));
+  entries = process.argv.slice(2).map((argument) => ({ name: argument.includes('=') ? argument.slice(argument.indexOf('=') + 1) : argument, entry: entryOf(argument) }));
   for (const load of loads) if (!requests[load]) throw new Error(`BENCH_LOADS names ${load}: use list, write or both`);
   if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('valgrind is not installed (apt-get install valgrind)');
 } catch (error) {

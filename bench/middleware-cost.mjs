@@ -68,8 +68,7 @@ if (process.env.BENCH_INSTRUCTIONS === '1') {
   const copies = variants.map(([name, patterns], index) => {
     const into = `${patchedDir}-${index}`;
     buildVariant(patterns, into);
-    console.log(`[bench] ${path.relative(exampleDir, into)}: without ${name}`);
-    return into;
+    return `${into}=without ${name}`;
   });
   try {
     const counted = spawnSync(process.execPath, [path.join(benchDir, 'instructions.mjs'), ...copies], { stdio: 'inherit', env: { BENCH_LOADS: 'list', ...process.env } });
