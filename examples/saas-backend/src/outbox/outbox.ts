@@ -169,10 +169,24 @@ export function createOutbox({ db, channels, logger, settings }: { db: Database;
     }
   }
 
+  /** When the pending tick is due (Infinity: none is). */
+  let dueAt = Infinity;
+
+  /**
+   * The next tick in `delayMs`, unless one is due sooner: a wake-up that came while a run was
+   * finishing must not be pushed back to the next poll by that run's own scheduling.
+   */
   function schedule(delayMs: number) {
     if (stopped) return;
+    const at = Date.now() + delayMs;
+    if (timer !== undefined && dueAt <= at) return;
     clearTimeout(timer);
-    timer = setTimeout(tick, delayMs);
+    dueAt = at;
+    timer = setTimeout(() => {
+      timer = undefined;
+      dueAt = Infinity;
+      tick();
+    }, delayMs);
     timer.unref();
   }
 
@@ -214,6 +228,8 @@ export function createOutbox({ db, channels, logger, settings }: { db: Database;
     async stop() {
       stopped = true;
       clearTimeout(timer);
+      timer = undefined;
+      dueAt = Infinity;
       await running;
       for (const channel of channels) channel.close?.();
     },
