@@ -21,6 +21,7 @@
 // Settings: BENCH_PG_URL, BENCH_PAIRS (2), BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8).
 // Linux; needs wrk. Runs the backends with NODE_ENV=development, the only mode that lets webhooks go
 // to a loopback receiver (WEBHOOKS_ALLOW_PRIVATE). Writes bench/results/events.json.
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -34,7 +35,9 @@ const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
 const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
 const percentile = (values, p) => values.slice().sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
-const env = { NODE_ENV: 'development', WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOX_POLL_MS: '200' };
+// One AUTH_SECRET for every start of a side's backend: the endpoint's signing secret is sealed
+// with a key derived from it, and a backend started with another could not open it.
+const env = { NODE_ENV: 'development', WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOX_POLL_MS: '200', AUTH_SECRET: randomBytes(24).toString('base64url') };
 
 
 
