@@ -16,7 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { children, cpuTicks, exampleDir, listLoadArgs, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
+import { children, cpuTicks, exampleDir, listLoadArgs, median, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'ab.json');
@@ -36,7 +36,6 @@ function entryOf(argument, label) {
   return path.join(relative, 'index.js');
 }
 
-const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
 
 let entries;
 try {

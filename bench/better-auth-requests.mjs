@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { children, exampleDir, startExampleBackend, stopChild } from './lib/harness.mjs';
+import { children, exampleDir, median, startExampleBackend, stopChild } from './lib/harness.mjs';
 import { perRequest, startWireCounter } from './lib/pg-wire-counter.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
@@ -157,7 +157,6 @@ async function main() {
   console.log(`\nwritten to ${path.relative(process.cwd(), resultsFile)}`);
 }
 
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /**
  * What a transaction costs: how long one sign-up holds its connection (its begin to its commit,

@@ -26,14 +26,13 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, children, expectStatus, listLoadArgs, queryAsOwner, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
+import { api, children, expectStatus, listLoadArgs, median, queryAsOwner, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'events.json');
 const pairs = Number(process.env.BENCH_PAIRS ?? 2);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
-const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
 const percentile = (values, p) => values.slice().sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
 // One AUTH_SECRET for every start of a side's backend: the endpoint's signing secret is sealed
 // with a key derived from it, and a backend started with another could not open it.

@@ -16,14 +16,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { perRequest, startWireCounter } from './lib/pg-wire-counter.mjs';
-import { api, children, expectStatus, listLoadArgs, queryAsOwner, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
+import { api, children, expectStatus, listLoadArgs, median, queryAsOwner, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'row-security.json');
 const pairs = Number(process.env.BENCH_PAIRS ?? 3);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
-const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
 
 
 

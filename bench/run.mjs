@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { api, children, expectStatus, freePort, runWrk, seedProjects, startChild, startExampleBackend, stopChild, waitForOk } from './lib/harness.mjs';
+import { api, children, expectStatus, freePort, median, runWrk, seedProjects, startChild, startExampleBackend, stopChild, waitForOk } from './lib/harness.mjs';
 import { perRequest, startWireCounter } from './lib/pg-wire-counter.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
@@ -51,9 +51,6 @@ function intFromEnv(name, fallback) {
   if (!Number.isInteger(value) || value < 1 || value > 100_000) fail(`${name} must be a whole number from 1 to 100000 (got ${raw})`);
   return value;
 }
-
-/** The middle value (the upper of the two middle ones for an even count). */
-const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
 
 function fail(message) {
   console.error(`bench: ${message}`);

@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { api, children, exampleDir, expectStatus, seedProjects, startExampleBackend, stopChild } from './lib/harness.mjs';
+import { api, children, exampleDir, expectStatus, median, seedProjects, startExampleBackend, stopChild } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'startup.json');
@@ -84,7 +84,6 @@ async function timedStart(database, cacheHome) {
   return { ...backend, readyMs: backend.readyMs, rssAtReadyMiB: rssMiB(backend.child.pid) };
 }
 
-const median = (values) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)];
 
 async function coldStarts(kind, newDatabase) {
   const fresh = [];

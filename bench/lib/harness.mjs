@@ -14,6 +14,9 @@ import { freePort } from './loopback.mjs';
 export { freePort };
 
 const repoDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The middle value of `values` (the upper of the two middle ones for an even count). */
+export const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
+
 export const exampleDir = path.join(repoDir, 'examples', 'saas-backend');
 
 /** Every child a bench started and has not stopped yet: its cleanup stops them all. */
