@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -113,6 +114,38 @@ describe('authstrap generate', () => {
     expect(runCli(['generate', dir]).status).toBe(0);
     expect(fs.readFileSync(path.join(dir, 'src/extensions/index.ts'), 'utf8')).toBe(mine);
     expect(fs.readFileSync(path.join(dir, 'src/app.ts'), 'utf8')).toBe('// my app\n');
+  });
+
+  it('an upgrade rewrites the owned files nobody changed and puts its version beside the ones the user did', () => {
+    const dir = copyOfExample();
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+    const recordFile = path.join(dir, 'authstrap.files.json');
+    const record = JSON.parse(fs.readFileSync(recordFile, 'utf8'));
+    const read = (file: string) => fs.readFileSync(path.join(dir, file), 'utf8');
+    const template = { sql: read('src/db/sql.ts'), app: read('src/app.ts') };
+    // As an older authstrap left it: src/db/sql.ts as it wrote it (untouched since), src/app.ts
+    // as it wrote it and then changed by the user.
+    const olderSql = `${template.sql}\n// an older version\n`;
+    fs.writeFileSync(path.join(dir, 'src/db/sql.ts'), olderSql);
+    const mine = `${template.app}\n// my change\n`;
+    fs.writeFileSync(path.join(dir, 'src/app.ts'), mine);
+    record.files['src/db/sql.ts'] = sha256(olderSql);
+    record.files['src/app.ts'] = sha256(`${template.app}\n// an older version\n`);
+    fs.writeFileSync(recordFile, JSON.stringify(record, null, 2));
+
+    expect(runCli(['generate', dir, '--check']).status).toBe(1);
+    const result = runCli(['generate', dir]);
+    expect(result.status, result.output).toBe(0);
+    expect(read('src/db/sql.ts')).toBe(template.sql);
+    expect(read('src/app.ts')).toBe(mine);
+    expect(read('src/app.ts.authstrap-new')).toBe(template.app);
+    expect(result.stdout).toContain('src/app.ts.authstrap-new');
+
+    // Offered once: merged or not, the next run leaves the user's file alone.
+    fs.rmSync(path.join(dir, 'src/app.ts.authstrap-new'));
+    const again = runCli(['generate', dir]);
+    expect(again.stdout, again.output).toContain('up to date');
+    expect(read('src/app.ts')).toBe(mine);
   });
 
   it('refuses to drop a removed entity unless --allow-drop, then removes its generated folder', () => {

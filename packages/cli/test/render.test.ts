@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { applyWrites, planWrites, type DiskState } from '../src/generate/apply.js';
+import { applyWrites, ownedFilesPath, planWrites, type DiskState, type OwnedVersions } from '../src/generate/apply.js';
+import { createHash } from 'node:crypto';
 import { loadTemplates, planGenerate } from '../src/generate/index.js';
 import { renderProject, type PlannedFile } from '../src/generate/render.js';
 import type { Templates } from '../src/generate/templates.js';
@@ -131,30 +132,67 @@ describe('planWrites', () => {
     { path: 'migrations/0001_init.sql', contents: 'CREATE TABLE "Project" (...);', ownership: 'migration' },
     { path: 'migrations/0002_alter_project.sql', contents: 'ALTER TABLE "Project" ...;', ownership: 'migration' },
   ];
-  const disk = (contents: Record<string, string>, generatedFiles = Object.keys(contents).filter((file) => file.startsWith('src/generated/'))): DiskState => ({
-    contents: new Map(planned.map((file) => [file.path, contents[file.path]])),
+  const disk = (
+    contents: Record<string, string>,
+    generatedFiles = Object.keys(contents).filter((file) => file.startsWith('src/generated/')),
+    ownedVersions?: OwnedVersions,
+  ): DiskState => ({
+    contents: new Map([...planned.map((file) => file.path), ...Object.keys(contents)].map((file) => [file, contents[file]])),
     generatedFiles: generatedFiles.sort(),
+    ownedVersions,
   });
+  const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+  const recordIn = (writes: ReturnType<typeof planWrites>['writes']) => JSON.parse(writes.find((write) => write.path === ownedFilesPath)!.contents!).files;
 
-  it('creates every file on an empty disk', () => {
-    const writes = planWrites(planned, disk({}));
-    expect(writes).toEqual(planned.map((file) => ({ path: file.path, action: 'create', contents: file.contents })));
+  it('creates every file on an empty disk, and records the owned ones', () => {
+    const { writes, notes } = planWrites(planned, disk({}));
+    expect(writes.filter((write) => write.path !== ownedFilesPath)).toEqual(planned.map((file) => ({ path: file.path, action: 'create', contents: file.contents })));
+    expect(recordIn(writes)).toEqual({ '.env.example': sha256('PORT=3000'), 'src/app.ts': sha256('template app') });
+    expect(notes).toEqual([]);
   });
 
   it('rewrites a generated file only when its contents differ', () => {
-    const writes = planWrites(planned, disk({ 'src/generated/index.ts': 'old index', 'src/generated/Project/project.schema.ts': 'project schema' }));
+    const { writes } = planWrites(planned, disk({ 'src/generated/index.ts': 'old index', 'src/generated/Project/project.schema.ts': 'project schema' }));
     expect(writes.filter((write) => write.action === 'update')).toEqual([{ path: 'src/generated/index.ts', action: 'update', contents: 'new index' }]);
     expect(writes.map((write) => write.path)).not.toContain('src/generated/Project/project.schema.ts');
   });
 
   it('never overwrites an owned file and creates a missing one', () => {
-    const writes = planWrites(planned, disk({ 'src/app.ts': 'my own app' }));
+    const { writes, notes } = planWrites(planned, disk({ 'src/app.ts': 'my own app' }));
     expect(writes.map((write) => write.path)).not.toContain('src/app.ts');
     expect(writes).toContainEqual({ path: '.env.example', action: 'create', contents: 'PORT=3000' });
+    // A project from before the record: what it started from is unknown, so the file is only named.
+    expect(writes.map((write) => write.path)).not.toContain('src/app.ts.authstrap-new');
+    expect(notes.join('\n')).toContain('src/app.ts. To take this version of one, delete it');
+  });
+
+  it('upgrades an owned file the user never changed, and offers the new version of one they did', () => {
+    const older = { files: { 'src/app.ts': sha256('older template app'), '.env.example': sha256('PORT=2000') } };
+    // src/app.ts is as the older version wrote it; .env.example was changed by its user.
+    const { writes, notes } = planWrites(planned, disk({ 'src/app.ts': 'older template app', '.env.example': 'PORT=4444' }, [], older));
+    expect(writes).toContainEqual({ path: 'src/app.ts', action: 'update', contents: 'template app' });
+    expect(writes.map((write) => write.path)).not.toContain('.env.example');
+    expect(writes).toContainEqual({ path: '.env.example.authstrap-new', action: 'create', contents: 'PORT=3000' });
+    expect(recordIn(writes)).toEqual({ '.env.example': sha256('PORT=3000'), 'src/app.ts': sha256('template app') });
+    expect(notes.join('\n')).toContain('.env.example.authstrap-new');
+
+    // Once offered, the changed file is left alone, with or without the offer still beside it.
+    const recorded = { files: recordIn(writes) };
+    for (const offer of [{ '.env.example.authstrap-new': 'PORT=3000' }, {}]) {
+      const again = planWrites(planned, disk({ 'src/app.ts': 'template app', '.env.example': 'PORT=4444', ...offer, [ownedFilesPath]: writes.find((write) => write.path === ownedFilesPath)!.contents! }, [], recorded));
+      expect(again.writes.filter((write) => !write.path.startsWith('src/generated/') && !write.path.startsWith('migrations/'))).toEqual([]);
+      expect(again.notes).toEqual([]);
+    }
+  });
+
+  it('setup --force writes the owned files over what is there', () => {
+    const { writes } = planWrites(planned, disk({ 'src/app.ts': 'my own app' }), { overwriteOwned: true });
+    expect(writes).toContainEqual({ path: 'src/app.ts', action: 'update', contents: 'template app' });
+    expect(recordIn(writes)['src/app.ts']).toBe(sha256('template app'));
   });
 
   it('never rewrites a migration that exists, even when its contents differ', () => {
-    const writes = planWrites(planned, disk({ 'migrations/0001_init.sql': 'CREATE TABLE "Project" (edited by hand);' }));
+    const { writes } = planWrites(planned, disk({ 'migrations/0001_init.sql': 'CREATE TABLE "Project" (edited by hand);' }));
     expect(writes.map((write) => write.path)).not.toContain('migrations/0001_init.sql');
     expect(writes).toContainEqual({ path: 'migrations/0002_alter_project.sql', action: 'create', contents: 'ALTER TABLE "Project" ...;' });
   });
@@ -162,8 +200,8 @@ describe('planWrites', () => {
   it('removes generated files that are no longer planned', () => {
     const everything = Object.fromEntries(planned.map((file) => [file.path, file.contents]));
     const stale = ['src/generated/Task/task.router.ts', 'src/generated/Task/task.schema.ts'];
-    const writes = planWrites(planned, disk(everything, [...Object.keys(everything).filter((file) => file.startsWith('src/generated/')), ...stale]));
-    expect(writes).toEqual(stale.map((file) => ({ path: file, action: 'remove' })));
+    const { writes } = planWrites(planned, disk(everything, [...Object.keys(everything).filter((file) => file.startsWith('src/generated/')), ...stale]));
+    expect(writes.filter((write) => write.path !== ownedFilesPath)).toEqual(stale.map((file) => ({ path: file, action: 'remove' })));
   });
 });
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PlannedFile } from './render.js';
@@ -10,13 +11,51 @@ export interface FileWrite {
   contents?: string;
 }
 
-/** What is on disk now: contents of the planned paths, and the files under src/generated/. */
+/**
+ * What is on disk now: contents of the planned paths, the files under src/generated/, and the
+ * record of the owned files' versions (ownedFilesPath; undefined before there is one).
+ */
 export interface DiskState {
   contents: Map<string, string | undefined>;
   generatedFiles: string[];
+  ownedVersions?: OwnedVersions;
 }
 
 export const generatedDir = 'src/generated';
+
+/**
+ * The record that lets an upgrade of authstrap bring the files the user owns (created once:
+ * src/app.ts, src/db/, src/extensions/, package.json, ...) up to date without touching their
+ * changes: for each, the SHA-256 of the version authstrap last wrote or offered. A file still as
+ * authstrap wrote it is rewritten; a changed one is kept, and the new version is put beside it
+ * (ownedOfferSuffix). As dpkg does with a changed configuration file.
+ */
+export const ownedFilesPath = 'authstrap.files.json';
+export const ownedOfferSuffix = '.authstrap-new';
+
+export interface OwnedVersions {
+  /** Path -> SHA-256 (hex) of the contents authstrap last wrote or offered for it. */
+  files: Record<string, string>;
+}
+
+const ownedFilesAbout =
+  'Written by authstrap generate: for each file it created and you own, the SHA-256 of the version it last wrote or offered. ' +
+  'When an upgrade of authstrap changes one of these files, it rewrites the ones you never changed and puts its version of the others beside them (name.authstrap-new). Commit this file.';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+export function readOwnedVersions(projectDir: string): OwnedVersions | undefined {
+  const file = path.join(projectDir, ownedFilesPath);
+  if (!fs.existsSync(file)) return undefined;
+  try {
+    const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as { files?: unknown };
+    const files = parsed.files && typeof parsed.files === 'object' ? (parsed.files as Record<string, unknown>) : {};
+    return { files: Object.fromEntries(Object.entries(files).filter((entry): entry is [string, string] => typeof entry[1] === 'string')) };
+  } catch {
+    // An unreadable record is no record: files that differ are then kept and reported, never overwritten.
+    return { files: {} };
+  }
+}
 
 export function readDiskState(projectDir: string, planned: PlannedFile[]): DiskState {
   const contents = new Map<string, string | undefined>();
@@ -24,6 +63,13 @@ export function readDiskState(projectDir: string, planned: PlannedFile[]): DiskS
     const full = path.join(projectDir, file.path);
     contents.set(file.path, fs.existsSync(full) ? fs.readFileSync(full, 'utf8') : undefined);
   }
+  for (const file of planned.filter((planned) => planned.ownership === 'owned')) {
+    const offer = `${file.path}${ownedOfferSuffix}`;
+    const full = path.join(projectDir, offer);
+    if (fs.existsSync(full)) contents.set(offer, fs.readFileSync(full, 'utf8'));
+  }
+  const ownedRecord = path.join(projectDir, ownedFilesPath);
+  if (fs.existsSync(ownedRecord)) contents.set(ownedFilesPath, fs.readFileSync(ownedRecord, 'utf8'));
   const generatedFiles: string[] = [];
   const walk = (dir: string) => {
     if (!fs.existsSync(dir)) return;
@@ -34,29 +80,99 @@ export function readDiskState(projectDir: string, planned: PlannedFile[]): DiskS
     }
   };
   walk(path.join(projectDir, generatedDir));
-  return { contents, generatedFiles: generatedFiles.sort() };
+  return { contents, generatedFiles: generatedFiles.sort(), ownedVersions: readOwnedVersions(projectDir) };
+}
+
+/** The writes planWrites found, and what to tell the user about the owned files it did not write. */
+export interface WritePlan {
+  writes: FileWrite[];
+  notes: string[];
 }
 
 /**
- * The writes that bring the disk to the plan: generated files written when different, owned and
- * migration files only when missing, and generated files no longer planned (a removed entity)
- * deleted. Pure, so `--dry-run` and `--check` show exactly what a real run would do.
+ * The writes that bring the disk to the plan: generated files written when different, migration
+ * files only when missing, generated files no longer planned (a removed entity) deleted, and the
+ * owned files as planOwnedFiles says. Pure, so `--dry-run` and `--check` show exactly what a real
+ * run would do. `overwriteOwned` (setup --force) writes owned files as if generated.
  */
-export function planWrites(planned: PlannedFile[], disk: DiskState): FileWrite[] {
+export function planWrites(planned: PlannedFile[], disk: DiskState, options: { overwriteOwned?: boolean } = {}): WritePlan {
   const writes: FileWrite[] = [];
-  for (const file of planned) {
+  const write = (file: { path: string; contents: string }) => {
     const current = disk.contents.get(file.path);
     if (current === undefined) writes.push({ path: file.path, action: 'create', contents: file.contents });
-    else if (file.ownership === 'generated' && current !== file.contents) {
-      writes.push({ path: file.path, action: 'update', contents: file.contents });
-    }
+    else if (current !== file.contents) writes.push({ path: file.path, action: 'update', contents: file.contents });
+  };
+  const owned = planOwnedFiles(planned.filter((file) => file.ownership === 'owned'), disk, options);
+  for (const file of planned) {
+    if (file.ownership === 'generated') write(file);
+    else if (file.ownership === 'migration' && disk.contents.get(file.path) === undefined) write(file);
+    else if (file.ownership === 'owned') for (const ownedWrite of owned.files.get(file.path) ?? []) write(ownedWrite);
   }
+  if (owned.record) write(owned.record);
   const plannedPaths = new Set(planned.map((file) => file.path));
   for (const existing of disk.generatedFiles) {
     if (!plannedPaths.has(existing)) writes.push({ path: existing, action: 'remove' });
   }
-  return writes;
+  return { writes, notes: owned.notes };
 }
+
+/**
+ * The owned files' writes: a missing one is created; one still as authstrap last wrote it
+ * (ownedFilesPath) is rewritten when this version writes it differently; one the user changed
+ * is kept, and this version's file is put beside it (name.authstrap-new) once, with a note. A
+ * project made before the record existed has no such versions: its files that differ are kept
+ * and named in a note (delete one and generate again to take this version). Then the record.
+ */
+export function planOwnedFiles(
+  owned: PlannedFile[],
+  disk: DiskState,
+  options: { overwriteOwned?: boolean } = {},
+): { files: Map<string, { path: string; contents: string }[]>; record?: { path: string; contents: string }; notes: string[] } {
+  // Owned path -> what to write for it: the file itself, or this version beside it.
+  const files = new Map<string, { path: string; contents: string }[]>();
+  const recorded = disk.ownedVersions?.files ?? {};
+  const versions: Record<string, string> = {};
+  const offered: string[] = [];
+  const unknown: string[] = [];
+  for (const file of owned) {
+    const next = sha256(file.contents);
+    const base = recorded[file.path];
+    const current = disk.contents.get(file.path);
+    if (current === undefined || current === file.contents || options.overwriteOwned) {
+      files.set(file.path, [file]);
+      versions[file.path] = next;
+    } else if (base === next) {
+      // This version writes what was offered before: the file is the user's as it is.
+      versions[file.path] = base;
+    } else if (base !== undefined && sha256(current) === base) {
+      files.set(file.path, [file]);
+      versions[file.path] = next;
+    } else if (disk.ownedVersions) {
+      files.set(file.path, [{ path: `${file.path}${ownedOfferSuffix}`, contents: file.contents }]);
+      offered.push(file.path);
+      versions[file.path] = next;
+    } else {
+      unknown.push(file.path);
+    }
+  }
+  const record = owned.length > 0 ? { path: ownedFilesPath, contents: `${JSON.stringify({ about: ownedFilesAbout, files: sortedRecord(versions) }, null, 2)}\n` } : undefined;
+  const notes: string[] = [];
+  if (offered.length > 0) {
+    notes.push(
+      `this version of authstrap changes ${offered.length === 1 ? 'a file' : `${offered.length} files`} you have changed, so ${offered.length === 1 ? 'it is' : 'they are'} kept as ${offered.length === 1 ? 'it is' : 'they are'}; ` +
+        `its version is beside each, to merge what you need, then delete: ${offered.map((file) => `${file}${ownedOfferSuffix}`).join(', ')}`,
+    );
+  }
+  if (unknown.length > 0) {
+    notes.push(
+      `${unknown.length === 1 ? 'a file' : `${unknown.length} files`} authstrap created once differ${unknown.length === 1 ? 's' : ''} from what this version writes, and ${ownedFilesPath} (new) has no record of the version you started from, so they are kept as they are: ` +
+        `${unknown.join(', ')}. To take this version of one, delete it and run \`authstrap generate\` again.`,
+    );
+  }
+  return { files, record, notes };
+}
+
+const sortedRecord = (record: Record<string, string>) => Object.fromEntries(Object.keys(record).sort().map((key) => [key, record[key]!]));
 
 export function applyWrites(projectDir: string, writes: FileWrite[]): void {
   for (const write of writes) {

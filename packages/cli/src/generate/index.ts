@@ -92,8 +92,7 @@ export function planGenerate(
   const migrations = planMigrations(schema, options.migrationsState ?? readMigrationsState(projectDir), options);
   if (migrations.problems.length > 0) return { writes: [], problems: migrations.problems, notes: [] };
   // `setup --force` writes a whole new project over same-named files; `generate` never does.
-  const planned = [...files, ...migrations.files].map((file) =>
-    options.overwriteOwned && file.ownership === 'owned' ? { ...file, ownership: 'generated' as const } : file,
-  );
-  return { writes: planWrites(planned, readDiskState(projectDir, planned)), problems: [], notes: migrations.notes };
+  const planned = [...files, ...migrations.files];
+  const { writes, notes } = planWrites(planned, readDiskState(projectDir, planned), { overwriteOwned: options.overwriteOwned });
+  return { writes, problems: [], notes: [...migrations.notes, ...notes] };
 }
