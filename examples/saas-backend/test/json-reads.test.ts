@@ -105,6 +105,43 @@ describe.each(pooledDatabaseKinds)('JSON written by PostgreSQL, %s database', (k
     expect(await taskRepository.findJsonById(withScope(backend.running.db, { organizationId: bob.organizationId, userId: bob.user.id, role: 'owner' }), taskIds[0]!)).toBeNull();
   });
 
+  it('answers a create, replace and update with the JSON JSON.stringify writes for the record they return', async () => {
+    const db = asAda();
+    for (const [index, title] of awkwardTitles.entries()) {
+      const input = { title, projectId, points: index % 2 === 0 ? 2_147_483_647 : null, dueAt: index % 3 === 0 ? null : '1969-12-31T23:59:59.999Z' };
+      const created = await taskRepository.createJson(db, input);
+      const id = JSON.parse(created).id as string;
+      expect(created, title).toBe(JSON.stringify(await taskRepository.findById(db, id)));
+      const updated = await taskRepository.updateJson(db, id, { title: `${title} again`, dueAt: '2026-11-24T15:30:43.123Z' });
+      expect(updated, title).toBe(JSON.stringify(await taskRepository.findById(db, id)));
+      const replaced = await taskRepository.replaceJson(db, id, { title, projectId });
+      expect(replaced, title).toBe(JSON.stringify(await taskRepository.findById(db, id)));
+      // What the object path gives for the same write, once more.
+      expect(JSON.stringify(await taskRepository.update(db, id, {}))).toBe(JSON.stringify(await taskRepository.findById(db, id)));
+      await taskRepository.remove(db, id);
+    }
+    const project = await projectRepository.createJson(db, { name: 'Edges again', description: awkwardTitles[1]! });
+    const projectRecord = await projectRepository.findById(db, JSON.parse(project).id);
+    expect(project).toBe(JSON.stringify(projectRecord));
+    expect(await projectRepository.updateJson(db, projectRecord!.id, { status: 'archived' })).toBe(JSON.stringify(await projectRepository.findById(db, projectRecord!.id)));
+    await projectRepository.remove(db, projectRecord!.id);
+    // Another organization's record cannot be changed through them.
+    const carol = await signUp(backend.url, 'carol@example.com');
+    const asCarol = withScope(backend.running.db, { organizationId: carol.organizationId, userId: carol.user.id, role: 'owner' });
+    expect(await taskRepository.updateJson(asCarol, taskIds[0]!, { title: 'taken' })).toBeNull();
+    expect(await projectRepository.replaceJson(asCarol, projectId, { name: 'taken' })).toBeNull();
+
+    // Over HTTP: the same envelope as before, status 201 for the create.
+    const posted = await ada.api('POST', '/Projects', { body: { name: awkwardTitles[0], description: awkwardTitles[2] } });
+    expect(posted.status).toBe(201);
+    expect(posted.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(posted.body).toEqual({ success: true, data: JSON.parse(JSON.stringify(await projectRepository.findById(db, posted.body.data.id))) });
+    const patched = await ada.api('PATCH', `/Projects/${posted.body.data.id}`, { body: { status: 'archived' } });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toEqual({ success: true, data: JSON.parse(JSON.stringify(await projectRepository.findById(db, posted.body.data.id))) });
+    expect((await ada.api('PUT', '/Projects/00000000-0000-4000-8000-000000000000', { body: { name: 'nobody' } })).status).toBe(404);
+  });
+
   it('sends them in the same envelope over HTTP, filtered, paged and past the end', async () => {
     const read = await ada.api('GET', `/Tasks/${taskIds[1]}`);
     expect(read.status).toBe(200);

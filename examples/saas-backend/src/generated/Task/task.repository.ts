@@ -13,10 +13,14 @@ import type {
 const selectList = `"id", "organizationId", "projectId", "title", "status", "dueAt", "points", "createdAt", "updatedAt"`;
 
 /**
- * The same columns, each as the JSON the API sends (timestamps as ISO 8601 text): the reads a
- * route sends as they are (listJson, findJsonById) get their JSON from PostgreSQL, unparsed.
+ * The same columns, each as the JSON the API sends (timestamps as ISO 8601 text): what a route
+ * sends as it is (listJson, findJsonById, and the record a write returns) gets its JSON from
+ * PostgreSQL, never parsed into objects only to be written again.
  */
 const jsonSelectList = `"id", "organizationId", "projectId", "title", "status", ${isoTimestamp('"dueAt"')} AS "dueAt", "points", ${isoTimestamp('"createdAt"')} AS "createdAt", ${isoTimestamp('"updatedAt"')} AS "updatedAt"`;
+
+/** A written row as that JSON: what createJson and updateJson return. */
+const returningJson = `${rowJson(jsonSelectList)}::text AS "json"`;
 
 /** API field -> column, for INSERT. */
 const insertColumns = {
@@ -138,6 +142,25 @@ export const taskRepository = {
     const update = updateStatement('Task', patch, updateColumns, { id }, selectList, updatedAtColumn, { onlyIf: access.update.sql });
     const { rows } = await db.query<Task>(update.text, update.params);
     return rows[0] ?? null;
+  },
+
+  /** create, answering the new record as the JSON the route sends, written by PostgreSQL. */
+  async createJson(db: ScopedQueryable, input: TaskCreateInput): Promise<string> {
+    const insert = insertStatement('Task', input, insertColumns, returningJson, createdInScope);
+    const { rows } = await db.query<{ json: string }>(insert.text, insert.params);
+    return rows[0]!.json;
+  },
+
+  /** replace, answering the record as JSON written by PostgreSQL. */
+  replaceJson(db: ScopedQueryable, id: string, input: TaskReplaceInput): Promise<string | null> {
+    return taskRepository.updateJson(db, id, { ...replaceDefaults, ...input });
+  },
+
+  /** update, answering the record as JSON written by PostgreSQL. */
+  async updateJson(db: ScopedQueryable, id: string, patch: TaskUpdateInput): Promise<string | null> {
+    const update = updateStatement('Task', patch, updateColumns, { id }, returningJson, updatedAtColumn, { onlyIf: access.update.sql });
+    const { rows } = await db.query<{ json: string }>(update.text, update.params);
+    return rows[0]?.json ?? null;
   },
 
   /** True when a row was deleted. */

@@ -28,7 +28,7 @@ export function taskRouter({ db }: { db: Database }): Router {
 
   router.post('/', async (req, res) => {
     const input = parseBody('Task', TaskCreateInput, req);
-    sendData(res, await taskRepository.create(asCaller(db, req), input), 201);
+    sendJsonData(res, await taskRepository.createJson(asCaller(db, req), input), 201);
   });
 
   router.get('/:id', async (req, res) => {
@@ -41,17 +41,17 @@ export function taskRouter({ db }: { db: Database }): Router {
   router.put('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
     const input = parseBody('Task', TaskReplaceInput, req);
-    const record = await taskRepository.replace(asCaller(db, req), id, input);
-    if (!record) throw notFound('Task', id);
-    sendData(res, record);
+    const json = await taskRepository.replaceJson(asCaller(db, req), id, input);
+    if (json === null) throw notFound('Task', id);
+    sendJsonData(res, json);
   });
 
   router.patch('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
     const patch = parseBody('Task', TaskUpdateInput, req);
-    const record = await taskRepository.update(asCaller(db, req), id, patch);
-    if (!record) throw notFound('Task', id);
-    sendData(res, record);
+    const json = await taskRepository.updateJson(asCaller(db, req), id, patch);
+    if (json === null) throw notFound('Task', id);
+    sendJsonData(res, json);
   });
 
   router.delete('/:id', async (req, res) => {
