@@ -265,26 +265,29 @@ DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
   -- A machine key's request (db/scope.ts) is no user's: its key is the actor.
   key_id text := NULLIF(current_setting('authstrap.key_id', true), '');
-  event "authstrap_event";
+  setting text;
+  event_id uuid;
+  has_endpoints boolean;
 BEGIN
-  PERFORM set_config('authstrap.maintenance', 'on', true);
+  setting := set_config('authstrap.maintenance', 'on', true);
   INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent")
   VALUES (event_type, organization_id, subject_user_id, COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END), COALESCE(request->>'actorId', authstrap.user_id()::text, key_id), entity, entity_id, COALESCE(data, '{}'::jsonb), request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
-  RETURNING * INTO event;
   -- An event of no organization (a user's own: a sign-in) has no endpoints.
-  IF EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = organization_id AND w."enabled") THEN
+  RETURNING "id", EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = organization_id AND w."enabled") INTO event_id, has_endpoints;
+  IF has_endpoints THEN
     INSERT INTO "authstrap_outbox" ("channel", "payload")
-    SELECT 'webhook', jsonb_build_object('endpointId', w."id", 'organizationId', w."organizationId", 'event', to_jsonb(event))
-      FROM "authstrap_webhook_endpoint" w
-     WHERE w."organizationId" = organization_id AND w."enabled"
-       AND (cardinality(w."eventTypes") = 0 OR event_type = ANY (w."eventTypes"));
+    SELECT 'webhook', jsonb_build_object('endpointId', w."id", 'organizationId', w."organizationId", 'event', to_jsonb(e))
+      FROM "authstrap_event" e
+      JOIN "authstrap_webhook_endpoint" w ON w."organizationId" = e."organizationId" AND w."enabled"
+       AND (cardinality(w."eventTypes") = 0 OR e."type" = ANY (w."eventTypes"))
+     WHERE e."id" = event_id;
     -- Wakes the outbox workers of every instance when (and only if) the transaction commits (src/outbox/wake-ups.ts).
     IF FOUND THEN
       PERFORM pg_notify('authstrap_outbox', '');
     END IF;
   END IF;
-  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
-  RETURN event."id";
+  setting := set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN event_id;
 END
 $$;
 
@@ -299,7 +302,9 @@ DECLARE
   data jsonb;
   changed text[];
   previous jsonb;
-  event "authstrap_event";
+  setting text;
+  event_id uuid;
+  has_endpoints boolean;
 BEGIN
   IF TG_OP = 'DELETE' THEN
     event_type := TG_ARGV[0] || '.deleted';
@@ -328,22 +333,23 @@ BEGIN
       data := jsonb_build_object('changedFields', to_jsonb(changed), 'previous', previous) || data;
     END IF;
   END IF;
-  PERFORM set_config('authstrap.maintenance', 'on', true);
+  setting := set_config('authstrap.maintenance', 'on', true);
   INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent")
   VALUES (event_type, organization_id, NULL, COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END), COALESCE(request->>'actorId', authstrap.user_id()::text, key_id), TG_ARGV[1], record_id, data, request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
-  RETURNING * INTO event;
-  IF EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = organization_id AND w."enabled") THEN
+  RETURNING "id", EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = organization_id AND w."enabled") INTO event_id, has_endpoints;
+  IF has_endpoints THEN
     INSERT INTO "authstrap_outbox" ("channel", "payload")
-    SELECT 'webhook', jsonb_build_object('endpointId', w."id", 'organizationId', w."organizationId", 'event', to_jsonb(event))
-      FROM "authstrap_webhook_endpoint" w
-     WHERE w."organizationId" = organization_id AND w."enabled"
-       AND (cardinality(w."eventTypes") = 0 OR event_type = ANY (w."eventTypes"));
+    SELECT 'webhook', jsonb_build_object('endpointId', w."id", 'organizationId', w."organizationId", 'event', to_jsonb(e))
+      FROM "authstrap_event" e
+      JOIN "authstrap_webhook_endpoint" w ON w."organizationId" = e."organizationId" AND w."enabled"
+       AND (cardinality(w."eventTypes") = 0 OR e."type" = ANY (w."eventTypes"))
+     WHERE e."id" = event_id;
     -- Wakes the outbox workers of every instance when (and only if) the transaction commits (src/outbox/wake-ups.ts).
     IF FOUND THEN
       PERFORM pg_notify('authstrap_outbox', '');
     END IF;
   END IF;
-  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  setting := set_config('authstrap.maintenance', was_maintenance, true);
   -- An AFTER trigger's answer is ignored.
   RETURN NULL;
 END

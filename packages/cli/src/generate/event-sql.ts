@@ -73,23 +73,38 @@ const actorId = `COALESCE(request->>'actorId', authstrap.user_id()::text, key_id
 const eventColumns = `"type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent"`;
 const requestValues = `request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512)`;
 /**
- * One webhook delivery per enabled endpoint of the organization subscribed to the type. Asked
- * first whether the organization has an endpoint at all: most have none, and a bare index probe
- * costs a fraction of starting an INSERT (which opens the outbox and its indexes even for no row).
- * The event row is made JSON only for the endpoints found. A delivery written notifies the
- * channel `authstrap_outbox`, which PostgreSQL sends at commit: the workers start at once.
+ * The end of the event's INSERT: its id, and whether the organization has an enabled webhook
+ * endpoint at all. Most have none, and asking in the INSERT's own RETURNING costs a bare index
+ * probe, where a statement of its own (or an INSERT into the outbox, which opens the outbox and
+ * its indexes even for no row) costs a PL/pgSQL statement started and ended on every write.
  */
-const fanOut = (organization: string, type: string) => `IF EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = ${organization} AND w."enabled") THEN
+const returningEvent = (organization: string) =>
+  `RETURNING "id", EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = ${organization} AND w."enabled") INTO event_id, has_endpoints;`;
+
+/**
+ * One webhook delivery per enabled endpoint of the organization subscribed to the event's type,
+ * when returningEvent found one: the event row is made JSON only then. A delivery written
+ * notifies the channel `authstrap_outbox`, which PostgreSQL sends at commit: the workers start at once.
+ */
+const fanOut = `IF has_endpoints THEN
     INSERT INTO "authstrap_outbox" ("channel", "payload")
-    SELECT 'webhook', jsonb_build_object('endpointId', w."id", 'organizationId', w."organizationId", 'event', to_jsonb(event))
-      FROM "authstrap_webhook_endpoint" w
-     WHERE w."organizationId" = ${organization} AND w."enabled"
-       AND (cardinality(w."eventTypes") = 0 OR ${type} = ANY (w."eventTypes"));
+    SELECT 'webhook', jsonb_build_object('endpointId', w."id", 'organizationId', w."organizationId", 'event', to_jsonb(e))
+      FROM "authstrap_event" e
+      JOIN "authstrap_webhook_endpoint" w ON w."organizationId" = e."organizationId" AND w."enabled"
+       AND (cardinality(w."eventTypes") = 0 OR e."type" = ANY (w."eventTypes"))
+     WHERE e."id" = event_id;
     -- Wakes the outbox workers of every instance when (and only if) the transaction commits (src/outbox/wake-ups.ts).
     IF FOUND THEN
       PERFORM pg_notify('authstrap_outbox', '');
     END IF;
   END IF;`;
+
+/**
+ * The maintenance setting switched on for the function's own statements, and back. An assignment,
+ * not PERFORM: PL/pgSQL evaluates it as a bare expression, where PERFORM starts a query each time.
+ */
+const maintenanceOn = `setting := set_config('authstrap.maintenance', 'on', true);`;
+const maintenanceBack = `setting := set_config('authstrap.maintenance', was_maintenance, true);`;
 
 /**
  * Records an event the backend's code names (an auth flow's, a webhook route's, yours). Runs as
@@ -104,16 +119,18 @@ DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
   -- A machine key's request (db/scope.ts) is no user's: its key is the actor.
   key_id text := NULLIF(current_setting('authstrap.key_id', true), '');
-  event "authstrap_event";
+  setting text;
+  event_id uuid;
+  has_endpoints boolean;
 BEGIN
-  PERFORM set_config('authstrap.maintenance', 'on', true);
+  ${maintenanceOn}
   INSERT INTO "authstrap_event" (${eventColumns})
   VALUES (event_type, organization_id, subject_user_id, ${actorType}, ${actorId}, entity, entity_id, COALESCE(data, '{}'::jsonb), ${requestValues})
-  RETURNING * INTO event;
   -- An event of no organization (a user's own: a sign-in) has no endpoints.
-  ${fanOut('organization_id', 'event_type')}
-  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
-  RETURN event."id";
+  ${returningEvent('organization_id')}
+  ${fanOut}
+  ${maintenanceBack}
+  RETURN event_id;
 END
 $$;`;
 
@@ -139,7 +156,9 @@ DECLARE
   data jsonb;
   changed text[];
   previous jsonb;
-  event "authstrap_event";
+  setting text;
+  event_id uuid;
+  has_endpoints boolean;
 BEGIN
   IF TG_OP = 'DELETE' THEN
     event_type := TG_ARGV[0] || '.deleted';
@@ -168,12 +187,12 @@ BEGIN
       data := jsonb_build_object('changedFields', to_jsonb(changed), 'previous', previous) || data;
     END IF;
   END IF;
-  PERFORM set_config('authstrap.maintenance', 'on', true);
+  ${maintenanceOn}
   INSERT INTO "authstrap_event" (${eventColumns})
   VALUES (event_type, organization_id, NULL, ${actorType}, ${actorId}, TG_ARGV[1], record_id, data, ${requestValues})
-  RETURNING * INTO event;
-  ${fanOut('organization_id', 'event_type')}
-  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  ${returningEvent('organization_id')}
+  ${fanOut}
+  ${maintenanceBack}
   -- An AFTER trigger's answer is ignored.
   RETURN NULL;
 END
