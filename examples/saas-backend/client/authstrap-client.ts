@@ -462,6 +462,16 @@ export interface PendingInvitation {
   expiresAt: string;
 }
 
+/** An invitation the organization sent that waits for an answer, as its owners and admins see it. */
+export interface OrganizationInvitation {
+  id: string;
+  email: string;
+  role: Role;
+  invitedBy: { id: string; name: string | null };
+  createdAt: string;
+  expiresAt: string;
+}
+
 /** Joining an organization by an invitation. */
 export interface Joined {
   organization: { id: string; name: string; slug: string };
@@ -560,6 +570,8 @@ export interface AuthApi {
   /** Accepts without an account: it is made (its address confirmed by the link) and signed in. */
   acceptInvitationAsNewUser(input: { token: string; email: string; name: string; password: string }): Promise<Joined & SignedIn>;
   declineInvitation(token: string): Promise<{ declined: true; organizationId: string }>;
+  /** The organization's invitations waiting for an answer (owners, admins), oldest first. */
+  organizationInvitations(params?: { page?: number; limit?: number }): Promise<ListResult<OrganizationInvitation>>;
   /** Withdraws a pending invitation of the organization (owners, admins): the id POST /members answered. */
   revokeInvitation(id: string): Promise<void>;
   /** The organization's machine keys (/api/auth/api-keys). */
@@ -781,6 +793,10 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       acceptInvitation: (secret) => data('POST', '/api/auth/invitations/accept', { token: secret }),
       acceptInvitationAsNewUser: async (input) => remember(await data<Joined & SignedIn>('POST', '/api/auth/invitations/accept', input)),
       declineInvitation: (secret) => data('POST', '/api/auth/invitations/decline', { token: secret }),
+      async organizationInvitations(params = {}) {
+        const { data: rows, meta } = await send<OrganizationInvitation[]>('GET', `/api/auth/organization/invitations${listQuery(params)}`);
+        return { data: rows, meta: meta! };
+      },
       revokeInvitation: (id) => data<void>('DELETE', `/api/auth/organization/invitations/${encodeURIComponent(id)}`),
       apiKeys: {
         create: (input) => data('POST', '/api/auth/api-keys', input),

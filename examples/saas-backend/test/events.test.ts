@@ -71,6 +71,19 @@ describe.each(databaseKinds)('events and the audit log on the %s database', (kin
     const token = await invitationTokenFor(backend.url, 'zoe@example.com', before);
     const withdraw = (who: SignedUp, invitationId = id) => who.api('DELETE', `/api/auth/organization/invitations/${invitationId}`);
 
+    // Listed for the organization's owners and admins, with who sent it; never to a member, nor another organization.
+    const listed = await alice.api('GET', '/api/auth/organization/invitations?limit=100');
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.filter((invitation: { id: string }) => invitation.id === id)).toEqual([
+      { id, email: 'zoe@example.com', role: 'member', invitedBy: { id: alice.user.id, name: expect.any(String) }, createdAt: expect.any(String), expiresAt: expect.any(String) },
+    ]);
+    expect(JSON.stringify(listed.body)).not.toContain(token);
+    expect((await adam.api('GET', '/api/auth/organization/invitations')).body.data.map((invitation: { id: string }) => invitation.id)).toContain(id);
+    expect((await mia.api('GET', '/api/auth/organization/invitations')).status).toBe(403);
+    expect((await bob.api('GET', '/api/auth/organization/invitations')).body.data.map((invitation: { id: string }) => invitation.id)).not.toContain(id);
+    const pastTheEnd = await alice.api('GET', '/api/auth/organization/invitations?limit=1&page=1000');
+    expect(pastTheEnd.body).toMatchObject({ data: [], meta: { page: 1000, limit: 1, total: listed.body.meta.total } });
+
     expect((await withdraw(bob)).status).toBe(404);
     expect((await withdraw(mia)).status).toBe(403);
     expect((await withdraw(alice, randomUUID())).status).toBe(404);
@@ -82,6 +95,10 @@ describe.each(databaseKinds)('events and the audit log on the %s database', (kin
 
     expect((await withdraw(adam)).status).toBe(204);
     expect(await pending(id)).toBe(false);
+    const afterwards = await alice.api('GET', '/api/auth/organization/invitations?limit=100');
+    expect(afterwards.body.data.map((invitation: { id: string }) => invitation.id)).not.toContain(id);
+    // Olga's came since, Zoe's went.
+    expect(afterwards.body.meta.total).toBe(listed.body.meta.total);
     expect((await withdraw(adam)).status).toBe(404);
     const [revoked, ...more] = await auditLog(alice, `?type=invitation.revoked&entityId=${id}`);
     expect(more).toEqual([]);

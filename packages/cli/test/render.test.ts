@@ -178,7 +178,8 @@ describe('planWrites', () => {
 
     // Once offered, the changed file is left alone, with or without the offer still beside it.
     const recorded = { files: recordIn(writes) };
-    for (const offer of [{ '.env.example.authstrap-new': 'PORT=3000' }, {}]) {
+    const offers: Record<string, string>[] = [{ '.env.example.authstrap-new': 'PORT=3000' }, {}];
+    for (const offer of offers) {
       const again = planWrites(planned, disk({ 'src/app.ts': 'template app', '.env.example': 'PORT=4444', ...offer, [ownedFilesPath]: writes.find((write) => write.path === ownedFilesPath)!.contents! }, [], recorded));
       expect(again.writes.filter((write) => !write.path.startsWith('src/generated/') && !write.path.startsWith('migrations/'))).toEqual([]);
       expect(again.notes).toEqual([]);

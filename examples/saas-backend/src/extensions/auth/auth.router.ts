@@ -20,7 +20,7 @@ import {
   TrustedMailInput,
 } from './account-flows.js';
 import { SignInInput, SignUpInput, type AuthService } from './auth.service.js';
-import { InvitationAnswerInput, InvitationPageQuery, InvitationSignUpInput } from './invitations.js';
+import { InvitationAnswerInput, InvitationPageQuery, InvitationSignUpInput, OrganizationInvitation } from './invitations.js';
 import { machineKeysRouter, registerMachineKeyRoutes } from './machine-keys.js';
 import { organizationManager } from './organization-manager.js';
 import { RoleSchema } from './roles.js';
@@ -193,6 +193,13 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
     sendData(res, await auth.invitations.answer(user, parseBody('invitation', InvitationAnswerInput, req).token, false));
   });
 
+  // The organization's invitations still waiting for an answer, for its owners and admins: who has
+  // not answered, and the ids to withdraw.
+  router.get('/organization/invitations', async (req, res) => {
+    const { organizationId } = await organizationManager(req, { auth, config }, 'Pending invitations are listed for the owners and admins of the organization');
+    sendList(res, await auth.invitations.pendingOf(organizationId, parseQuery('invitations', InvitationPageQuery, req.query)));
+  });
+
   // An owner or admin of the organization withdraws an invitation it sent (its id: POST /members
   // answered it) before it is answered.
   router.delete('/organization/invitations/:id', async (req, res) => {
@@ -255,6 +262,7 @@ export function registerAuthRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({ method: 'get', path: '/api/auth/invitations', tags, security: bearerOrCookie, summary: "The signed-in user's pending invitations to organizations", request: { query: z.object({ page: z.int().min(1).optional(), limit: z.int().min(1).max(100).optional() }) }, responses: { 200: { description: 'Pending invitations, oldest first', ...listEnvelope(Invitation) }, ...notSignedIn } });
   registry.registerPath({ method: 'post', path: '/api/auth/invitations/accept', tags, summary: "Join an organization with the invitation's token: signed in with the invited address, or, without an account, with a name and a password (the account is made, its address confirmed)", request: { body: json(z.union([InvitationAnswerInput, InvitationSignUpInput])) }, responses: { 200: { description: 'Joined', ...envelope(Membership) }, 201: { description: 'Account made and joined; signed in', ...envelope(Membership.extend({ user: User, token: sessionToken })) }, ...notSignedIn, ...noInvitation, 409: { description: 'Not signed in, and the address has an account: sign in, then accept' }, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/invitations/decline', tags, security: bearerOrCookie, summary: "Decline an invitation to your address, with its token", request: { body: json(InvitationAnswerInput) }, responses: { 200: { description: 'Declined', ...envelope(z.object({ declined: z.literal(true), organizationId: z.uuid() })) }, ...notSignedIn, ...noInvitation, ...tooMany } });
+  registry.registerPath({ method: 'get', path: '/api/auth/organization/invitations', tags, security: bearerOrCookie, summary: "The pending invitations of the organization you act in (owners, admins), oldest first", description: 'The organization is x-organization-id, or else your active one. Invitations answered, expired or withdrawn are not listed, nor those whose inviter may no longer send them. Never the secret of the link.', request: { query: z.object({ page: z.int().min(1).optional(), limit: z.int().min(1).max(100).optional() }) }, responses: { 200: { description: 'Pending invitations of the organization', ...listEnvelope(OrganizationInvitation) }, ...notSignedIn, 403: { description: 'Not an owner or admin of the organization' } } });
   registry.registerPath({ method: 'delete', path: '/api/auth/organization/invitations/{id}', tags, security: bearerOrCookie, summary: 'Withdraw a pending invitation of the organization you act in (owners, admins): its link stops working', description: 'The organization is x-organization-id, or else your active one. The id is the one POST /members answered. An admin cannot withdraw an invitation to become an owner. Recorded as invitation.revoked.', request: { params: z.object({ id: z.uuid() }) }, responses: { 204: { description: 'Withdrawn' }, ...notSignedIn, 403: { description: 'Not an owner or admin of the organization, or an admin withdrawing an invitation with the owner role' }, 404: { description: 'No pending invitation with this id in the organization (answered, expired, withdrawn, or of another organization)' }, ...tooMany } });
 
   registerMachineKeyRoutes(registry);

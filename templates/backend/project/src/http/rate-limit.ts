@@ -32,7 +32,7 @@ const normalise = (path: string) => path.toLowerCase().replace(/\/+$/, '');
  * on every page, and they guess no password and send no mail, so they count under /api, not under
  * the strict limit. HEAD is answered by the GET route, so it is the same request.
  */
-const signedInRequests = new Set(['GET /auth/get-session', 'GET /auth/sessions', 'GET /auth/invitations', 'POST /auth/organization/set-active']);
+const signedInRequests = new Set(['GET /auth/get-session', 'GET /auth/sessions', 'GET /auth/invitations', 'GET /auth/organization/invitations', 'POST /auth/organization/set-active']);
 const isSignedInRead = (method: string, pathUnderApi: string) =>
   signedInRequests.has(`${method === 'HEAD' ? 'GET' : method} ${normalise(pathUnderApi)}`) || isMachineKeyManagement(pathUnderApi);
 /** An owner's or admin's management of machine keys (/api/auth/api-keys): signed-in work too. */

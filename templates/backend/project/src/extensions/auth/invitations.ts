@@ -88,6 +88,19 @@ export interface PendingInvitation {
   expiresAt: Date;
 }
 
+/** What the organization's owners and admins see of the invitations it has pending (never the secret). */
+export const OrganizationInvitation = z
+  .object({
+    id: z.uuid(),
+    email: z.email(),
+    role: RoleSchema,
+    invitedBy: z.object({ id: z.uuid(), name: z.string().nullable() }),
+    createdAt: z.date(),
+    expiresAt: z.date(),
+  })
+  .meta({ id: 'OrganizationInvitation' });
+export type OrganizationInvitation = z.infer<typeof OrganizationInvitation>;
+
 const storedValue = (tokenHash: string, organizationId: string, role: Role, invitedBy: string) =>
   [tokenHash, organizationId, role, invitedBy].join(':');
 /** SQL for a part of the stored value: 1 the secret's hash, 2 the organization, 3 the role, 4 the inviter. */
@@ -104,6 +117,20 @@ const stillValid = `EXISTS (
 
 const noLongerValid = () =>
   new HttpError(404, 'NOT_FOUND', 'No pending invitation for your address with this token (it may have expired, been used or withdrawn)');
+
+/**
+ * A page of a list whose rows carry `total` (count(*) OVER ()), with its meta; a page past the end
+ * has no row to carry it, so `countAll` is asked then.
+ */
+async function paged<Row extends { total: number }, Item>(
+  rows: Row[],
+  { page, limit }: { page: number; limit: number },
+  countAll: () => Promise<number>,
+  toItem: (row: Row) => Item,
+) {
+  const total = rows[0]?.total ?? (await countAll());
+  return { rows: rows.map(toItem), meta: { page, limit, total, totalPages: Math.ceil(total / limit) } };
+}
 
 export function createInvitations(auth: AuthInternals) {
   const { db, config, mailer } = auth;
@@ -223,20 +250,41 @@ export function createInvitations(auth: AuthInternals) {
          ORDER BY v."createdAt", v."id" LIMIT $2 OFFSET $3`,
         [identifierOf(email), limit, (page - 1) * limit],
       );
-      let total = rows[0]?.total;
-      if (total === undefined) {
-        // A page past the end has no rows to carry the count.
+      const countAll = async () => {
         const { rows: counted } = await db.query<{ total: number }>(
           `SELECT count(*)::int AS "total" FROM "verification" v WHERE v."identifier" = $1 AND v."expiresAt" > now() AND ${stillValid}
              AND EXISTS (SELECT 1 FROM "Organization" o WHERE o."id"::text = ${part(2, 'v.')})`,
           [identifierOf(email)],
         );
-        total = counted[0]!.total;
-      }
-      return {
-        rows: rows.map((row): PendingInvitation => ({ id: row.id, organization: { id: row.organizationId, name: row.name }, role: row.role, expiresAt: row.expiresAt })),
-        meta: { page, limit, total, totalPages: Math.ceil(total / limit) },
+        return counted[0]!.total;
       };
+      return paged(rows, { page, limit }, countAll, (row): PendingInvitation => ({ id: row.id, organization: { id: row.organizationId, name: row.name }, role: row.role, expiresAt: row.expiresAt }));
+    },
+
+    /**
+     * The invitations the organization has standing (not answered, expired or withdrawn, and
+     * their inviters still allowed to send them), for its owners and admins: a page at a time,
+     * oldest first, with the id DELETE /api/auth/organization/invitations/:id takes.
+     */
+    async pendingOf(organizationId: string, { page, limit }: z.output<typeof InvitationPageQuery>) {
+      const standing = `v."identifier" LIKE 'invitation:%' AND ${part(2, 'v.')} = $1 AND v."expiresAt" > now() AND ${stillValid}`;
+      const { rows } = await db.query<{ id: string; email: string; role: Role; inviterId: string; inviterName: string | null; createdAt: Date; expiresAt: Date; total: number }>(
+        `SELECT v."id", substr(v."identifier", length('invitation:') + 1) AS "email", ${part(3, 'v.')} AS "role",
+                ${part(4, 'v.')} AS "inviterId", u."name" AS "inviterName", v."createdAt", v."expiresAt", count(*) OVER ()::int AS "total"
+         FROM "verification" v LEFT JOIN "User" u ON u."id"::text = ${part(4, 'v.')}
+         WHERE ${standing}
+         ORDER BY v."createdAt", v."id" LIMIT $2 OFFSET $3`,
+        [organizationId, limit, (page - 1) * limit],
+      );
+      const countAll = async () => (await db.query<{ total: number }>(`SELECT count(*)::int AS "total" FROM "verification" v WHERE ${standing}`, [organizationId])).rows[0]!.total;
+      return paged(rows, { page, limit }, countAll, (row): OrganizationInvitation => ({
+        id: row.id,
+        email: row.email,
+        role: row.role,
+        invitedBy: { id: row.inviterId, name: row.inviterName },
+        createdAt: row.createdAt,
+        expiresAt: row.expiresAt,
+      }));
     },
 
     /**
