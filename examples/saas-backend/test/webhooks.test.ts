@@ -417,7 +417,8 @@ describe.runIf(postgresAdminUrl)('webhooks with two instances on one PostgreSQL 
 });
 
 // Through PgBouncer, LISTEN goes to DATABASE_DIRECT_URL: a pooler cannot keep a session's LISTEN.
-describe.each(pooledDatabaseKinds.filter((kind) => kind !== 'embedded'))('delivery wake-ups on the %s database', (kind) => {
+// The embedded database's NOTIFY is heard in the process itself.
+describe.each(pooledDatabaseKinds)('delivery wake-ups on the %s database', (kind) => {
   const pollMs = 5000;
   let backend: TestBackend;
   let alice: SignedUp;
@@ -452,12 +453,14 @@ describe.each(pooledDatabaseKinds.filter((kind) => kind !== 'embedded'))('delive
   });
 
   it(`delivers a trigger-recorded event at its commit, not at the next poll (OUTBOX_POLL_MS=${pollMs})`, async () => {
-    await expect.poll(listenerPids).toHaveLength(1);
+    if (kind !== 'embedded') await expect.poll(listenerPids).toHaveLength(1);
     const latencies: number[] = [];
     for (const name of ['Woken 1', 'Woken 2', 'Woken 3']) latencies.push(await commitToDelivery(name));
     expect(Math.max(...latencies), latencies.join(', ')).toBeLessThan(pollMs / 5);
   });
 
+  // The embedded database has no connection to drop.
+  if (kind === 'embedded') return;
   it('listens again after its connection is dropped, and the process keeps serving', async () => {
     const [pid] = await listenerPids();
     const admin = new pg.Client({ connectionString: postgresAdminUrl });

@@ -16,7 +16,7 @@ import { serviceTransactions } from './http/service-transactions.js';
 import { createLogger } from './logger.js';
 import { mailChannel } from './mail/mail.js';
 import { createOutbox, type Outbox } from './outbox/outbox.js';
-import { listenForOutboxWakeUps } from './outbox/wake-ups.js';
+import { listenForOutboxWakeUps, listenInProcess } from './outbox/wake-ups.js';
 import { startEventRetention } from './events/events.js';
 import { sealStoredWebhookSecrets, webhookSecretSeal } from './events/webhook-secrets.js';
 import { webhookChannel } from './events/webhooks.js';
@@ -155,11 +155,10 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   }
   outbox.start();
   // Deliveries written by SQL (the events' webhooks) wake the worker at their commit, on every
-  // instance. The embedded database is this process's alone and keeps to polling: its LISTEN is
-  // reached only through the PGlite instance, which the Database interface does not hand out.
+  // instance; the embedded database's in this process, which is its only one.
   const wakeUps = config.databaseUrl
     ? listenForOutboxWakeUps({ url: config.databaseDirectUrl ?? config.databaseUrl, logger, wake: () => outbox.wake() })
-    : undefined;
+    : await listenInProcess(db, () => outbox.wake());
   const retention = startEventRetention({ db, logger, retentionDays: config.events.retentionDays });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;

@@ -58,6 +58,12 @@ export interface Database extends Queryable {
   asOwner<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /** The connection pool now (PostgreSQL only; the embedded database is one connection), for the metrics. */
   poolStats?(): PoolStats;
+  /**
+   * Calls `onNotification` for every NOTIFY on `channel` from now until the function it resolves
+   * is called. The embedded database only: it is this process's alone, so its notifications are
+   * heard here. On PostgreSQL, LISTEN needs a session of its own (src/outbox/wake-ups.ts).
+   */
+  listen?(channel: string, onNotification: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -655,6 +661,12 @@ async function openEmbedded(dataDir: string): Promise<Database> {
         await tx.query(ownerSettings);
         return work(tx);
       }),
+    async listen(channel, onNotification) {
+      const unlisten = await db.listen(channel, () => onNotification());
+      return async () => {
+        if (!db.closed) await unlisten();
+      };
+    },
     async close() {
       try {
         await db.close();

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
+import type { Database } from '../db/database.js';
 
 /**
  * Wake-ups for the outbox worker from PostgreSQL itself. The SQL that writes webhook deliveries
@@ -20,6 +21,25 @@ export interface OutboxWakeUps {
   /** Whether the LISTEN connection is up now (for the tests and the logs). */
   readonly listening: boolean;
   close(): Promise<void>;
+}
+
+/**
+ * The embedded database's wake-ups: its NOTIFY is heard in this process, which is the only one
+ * on it. Undefined for a database that cannot listen in process (PostgreSQL: listenForOutboxWakeUps).
+ */
+export async function listenInProcess(db: Pick<Database, 'listen'>, wake: () => void): Promise<OutboxWakeUps | undefined> {
+  if (!db.listen) return undefined;
+  const unlisten = await db.listen(outboxNotifyChannel, wake);
+  let listening = true;
+  return {
+    get listening() {
+      return listening;
+    },
+    async close() {
+      listening = false;
+      await unlisten();
+    },
+  };
 }
 
 const firstRetryMs = 250;
