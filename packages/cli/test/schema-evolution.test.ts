@@ -277,6 +277,31 @@ describe('applyRenames and renameInDefinition', () => {
     expect(renamed.model).toEqual(model);
   });
 
+  it('keeps what an index is through a rename: unique, lower(), its method and its condition, over the new names', () => {
+    const model = databaseModel(schemaOf({ Project: project, Task: task }));
+    const withIndexes = {
+      ...model,
+      tables: model.tables.map((table) =>
+        table.name === 'Project'
+          ? {
+              ...table,
+              indexes: [
+                { name: 'Project_title_lower_idx', columns: ['title'], unique: true, lowercase: true },
+                { name: 'Project_status_partial_idx', columns: ['status'], where: `"status" IS NOT NULL AND "title" <> 'status'` },
+                { name: 'Project_createdAt_idx', columns: ['createdAt'], method: 'brin' as const },
+              ],
+            }
+          : table,
+      ),
+    };
+    const renamed = applyRenames(withIndexes, { tables: [{ from: 'Project', to: 'Board' }], columns: [{ table: 'Board', from: 'status', to: 'state' }] });
+    expect(renamed.model.tables.find((table) => table.name === 'Board')!.indexes).toEqual([
+      { name: 'Project_title_lower_idx', columns: ['title'], unique: true, lowercase: true },
+      { name: 'Project_status_partial_idx', columns: ['state'], where: `"state" IS NOT NULL AND "title" <> 'status'` },
+      { name: 'Project_createdAt_idx', columns: ['createdAt'], method: 'brin' },
+    ]);
+  });
+
   it('reads the renames of a schema as table and column names', () => {
     const schema = schemaOf({ Board: { table: 'boards', renamedFrom: 'projects', fields: { name: { type: 'string', column: 'board_name', renamedFrom: 'title' } } } });
     expect(schemaRenames(schema)).toEqual({ tables: [{ from: 'projects', to: 'boards' }], columns: [{ table: 'boards', from: 'title', to: 'board_name' }] });

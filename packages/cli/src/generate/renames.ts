@@ -84,7 +84,12 @@ export function applyRenames(model: DatabaseModel, renames: Renames): RenamedMod
         name: constraint.name,
         definition: renameInDefinition(constraint.definition, columnRenames, tableNames),
       })),
-      indexes: table.indexes.map((index) => ({ name: index.name, columns: index.columns.map((column) => columnRenames.get(column) ?? column) })),
+      // The same index over the renamed columns: unique, lower(), its method and its condition kept.
+      indexes: table.indexes.map((index) => ({
+        ...index,
+        columns: index.columns.map((column) => columnRenames.get(column) ?? column),
+        ...(index.where === undefined ? {} : { where: renameInDefinition(index.where, columnRenames, tableNames) }),
+      })),
       dependsOn: table.dependsOn.map((other) => tableNames.get(other) ?? other).sort(),
       // PostgreSQL keeps a table's policies through its renames (their text is compared afterwards).
       ...(table.rowSecurity ? { rowSecurity: table.rowSecurity } : {}),
