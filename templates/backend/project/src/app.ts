@@ -15,7 +15,8 @@ import { generatedRouter } from './generated/index.js';
 import { buildOpenApiDocument } from './generated/openapi.js';
 import { corsPolicy, csrfGuard } from './http/cors.js';
 import { sendData, sendError } from './http/envelope.js';
-import { errorHandler, refuseInvalidUtf8, unknownRoute, whenBodySent } from './http/errors.js';
+import { errorHandler, unknownRoute } from './http/errors.js';
+import { jsonBody } from './http/json-body.js';
 import type { RateLimits } from './http/rate-limit.js';
 import { routeTemplates } from './http/route-template.js';
 import { registerTransactionRoutes, type ServiceTransactions } from './http/service-transactions.js';
@@ -100,7 +101,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use('/api/docs', docsRouter(document));
 
   app.use(csrfGuard(config));
-  app.use(whenBodySent(express.json({ limit: config.bodyLimit, verify: refuseInvalidUtf8 })));
+  app.use(jsonBody(config.bodyLimit));
   app.use('/api/auth', eventContext(), authRouter({ auth, config }));
   app.use('/api/service/transactions', transactions.router());
   app.use('/audit-events', ...auditEventsRouter({ config, db, auth }));

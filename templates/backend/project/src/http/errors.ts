@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { DatabaseUnavailableError, hasSqlState } from '../db/database.js';
 import { keyColumnsByConstraint } from '../generated/constraints.js';
@@ -78,24 +77,6 @@ function fromDatabaseError(error: DatabaseError): HttpError | undefined {
   }
   return undefined;
 }
-
-/**
- * Given to express.json as `verify`: a body that is not valid UTF-8 is refused, instead of its
- * bad bytes being stored as U+FFFD replacement characters (the data would be silently changed).
- */
-export function refuseInvalidUtf8(_req: unknown, _res: unknown, body: Buffer): void {
-  if (!isUtf8(body)) throw new HttpError(400, 'BAD_REQUEST', 'The request body is not valid UTF-8');
-}
-
-/**
- * Hands a request to `parser` (express.json) only when its headers announce a body, which is
- * what the parser itself checks first; a GET goes straight on, without the parser's other
- * per-request work (bench/README.md).
- */
-export const whenBodySent =
-  (parser: RequestHandler): RequestHandler =>
-  (req, res, next) =>
-    req.headers['transfer-encoding'] === undefined && req.headers['content-length'] === undefined ? next() : parser(req, res, next);
 
 /** body-parser's errors carry a `type`; each becomes a 4xx with a plain message. */
 function fromBodyParserError(error: { type?: string; status?: number; limit?: number }): HttpError | undefined {
