@@ -16,13 +16,8 @@ seconds=${BENCH_SECONDS:-7}
 export PGHOST=${PGHOST:-127.0.0.1} PGUSER=${PGUSER:-postgres}
 command -v perf >/dev/null || { echo "perf is not installed (Debian: apt-get install linux-perf)" >&2; exit 2; }
 
-psql -qX -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS \"$database\"" -c "CREATE DATABASE \"$database\"" >/dev/null
-for migration in "$migrations"/*.sql; do psql -qX -v ON_ERROR_STOP=1 -d "$database" -f "$migration" >/dev/null 2>&1; done
-psql -qX -v ON_ERROR_STOP=1 -d "$database" >/dev/null <<'SQL'
-INSERT INTO "User" ("id", "email", "name") VALUES ('00000000-0000-4000-8000-0000000000aa', 'owner@example.com', 'Owner');
-INSERT INTO "Organization" ("id", "name", "slug") VALUES ('00000000-0000-4000-8000-0000000000bb', 'Bench', 'bench');
-INSERT INTO "member" ("organizationId", "userId", "role") VALUES ('00000000-0000-4000-8000-0000000000bb', '00000000-0000-4000-8000-0000000000aa', 'owner');
-SQL
+. "$(dirname "$0")/lib/events-database.sh"
+events_database "$migrations" "$database"
 work=$(mktemp -d)
 trap 'rm -rf "$work"; psql -qX -d postgres -c "DROP DATABASE IF EXISTS \"$database\" WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
 cat >"$work/write.sql" <<'SQL'
