@@ -129,8 +129,9 @@ describe('authstrap generate', () => {
     fs.writeFileSync(path.join(dir, 'src/db/sql.ts'), olderSql);
     const mine = `${template.app}\n// my change\n`;
     fs.writeFileSync(path.join(dir, 'src/app.ts'), mine);
-    record.files['src/db/sql.ts'] = sha256(olderSql);
-    record.files['src/app.ts'] = sha256(`${template.app}\n// an older version\n`);
+    record.files['src/db/sql.ts'] = { template: sha256(olderSql), written: sha256(olderSql) };
+    const olderApp = `${template.app}\n// an older version\n`;
+    record.files['src/app.ts'] = { template: sha256(olderApp), written: sha256(olderApp) };
     fs.writeFileSync(recordFile, JSON.stringify(record, null, 2));
 
     expect(runCli(['generate', dir, '--check']).status).toBe(1);

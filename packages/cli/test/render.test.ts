@@ -142,12 +142,14 @@ describe('planWrites', () => {
     ownedVersions,
   });
   const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+  /** What the record holds for a file written from a plain template: its template is its contents. */
+  const version = (contents: string) => ({ template: sha256(contents), written: sha256(contents) });
   const recordIn = (writes: ReturnType<typeof planWrites>['writes']) => JSON.parse(writes.find((write) => write.path === ownedFilesPath)!.contents!).files;
 
   it('creates every file on an empty disk, and records the owned ones', () => {
     const { writes, notes } = planWrites(planned, disk({}));
     expect(writes.filter((write) => write.path !== ownedFilesPath)).toEqual(planned.map((file) => ({ path: file.path, action: 'create', contents: file.contents })));
-    expect(recordIn(writes)).toEqual({ '.env.example': sha256('PORT=3000'), 'src/app.ts': sha256('template app') });
+    expect(recordIn(writes)).toEqual({ '.env.example': version('PORT=3000'), 'src/app.ts': version('template app') });
     expect(notes).toEqual([]);
   });
 
@@ -164,16 +166,22 @@ describe('planWrites', () => {
     // A project from before the record: what it started from is unknown, so the file is only named.
     expect(writes.map((write) => write.path)).not.toContain('src/app.ts.authstrap-new');
     expect(notes.join('\n')).toContain('src/app.ts. To take this version of one, delete it');
+    // Said once: with the record written, the next run has nothing to write or say about it.
+    const record = writes.find((write) => write.path === ownedFilesPath)!.contents!;
+    const again = planWrites(planned, disk({ 'src/app.ts': 'my own app', '.env.example': 'PORT=3000', [ownedFilesPath]: record }, [], { files: JSON.parse(record).files }));
+    expect(again.writes.filter((write) => !write.path.startsWith('src/generated/') && !write.path.startsWith('migrations/'))).toEqual([]);
+    expect(again.notes).toEqual([]);
   });
 
   it('upgrades an owned file the user never changed, and offers the new version of one they did', () => {
-    const older = { files: { 'src/app.ts': sha256('older template app'), '.env.example': sha256('PORT=2000') } };
+    const older = { files: { 'src/app.ts': version('older template app'), '.env.example': version('PORT=2000') } };
     // src/app.ts is as the older version wrote it; .env.example was changed by its user.
     const { writes, notes } = planWrites(planned, disk({ 'src/app.ts': 'older template app', '.env.example': 'PORT=4444' }, [], older));
     expect(writes).toContainEqual({ path: 'src/app.ts', action: 'update', contents: 'template app' });
     expect(writes.map((write) => write.path)).not.toContain('.env.example');
     expect(writes).toContainEqual({ path: '.env.example.authstrap-new', action: 'create', contents: 'PORT=3000' });
-    expect(recordIn(writes)).toEqual({ '.env.example': sha256('PORT=3000'), 'src/app.ts': sha256('template app') });
+    // The changed file keeps what authstrap wrote as its measure of "unchanged".
+    expect(recordIn(writes)).toEqual({ '.env.example': { template: sha256('PORT=3000'), written: sha256('PORT=2000') }, 'src/app.ts': version('template app') });
     expect(notes.join('\n')).toContain('.env.example.authstrap-new');
 
     // Once offered, the changed file is left alone, with or without the offer still beside it.
@@ -189,7 +197,22 @@ describe('planWrites', () => {
   it('setup --force writes the owned files over what is there', () => {
     const { writes } = planWrites(planned, disk({ 'src/app.ts': 'my own app' }), { overwriteOwned: true });
     expect(writes).toContainEqual({ path: 'src/app.ts', action: 'update', contents: 'template app' });
-    expect(recordIn(writes)['src/app.ts']).toBe(sha256('template app'));
+    expect(recordIn(writes)['src/app.ts']).toEqual(version('template app'));
+  });
+
+  it('never rewrites a file rendered for the project (package.json), and reads the same template rendered otherwise as no change', () => {
+    const packageJson = (name: string): PlannedFile => ({ path: 'package.json', contents: `{"name":"${name}"}`, ownership: 'owned', template: { source: '{"name":"{{packageName}}"}', rendered: true } });
+    const files = [packageJson('shop')];
+    const diskOf = (contents: string, recorded: OwnedVersions): DiskState => ({ contents: new Map([['package.json', contents]]), generatedFiles: [], ownedVersions: recorded });
+    // Written for "shop"; a command that renders it for another name, with the same template: nothing to do.
+    const written = { files: { 'package.json': { template: sha256('{"name":"{{packageName}}"}'), written: sha256('{"name":"shop"}') } } };
+    const same = planWrites([packageJson('backend')], diskOf('{"name":"shop"}', written));
+    expect(same.writes.filter((write) => write.path !== ownedFilesPath)).toEqual([]);
+    expect(same.notes).toEqual([]);
+    // A new template: offered beside it, even though the file is as authstrap wrote it.
+    const older = { files: { 'package.json': { template: sha256('{"name":"{{packageName}}","old":true}'), written: sha256('{"name":"shop","old":true}') } } };
+    const upgraded = planWrites(files, diskOf('{"name":"shop","old":true}', older));
+    expect(upgraded.writes.map((write) => write.path)).toEqual(['package.json.authstrap-new', ownedFilesPath]);
   });
 
   it('never rewrites a migration that exists, even when its contents differ', () => {

@@ -34,15 +34,26 @@ export const ownedFilesPath = 'authstrap.files.json';
 export const ownedOfferSuffix = '.authstrap-new';
 
 export interface OwnedVersions {
-  /** Path -> SHA-256 (hex) of the contents authstrap last wrote or offered for it. */
-  files: Record<string, string>;
+  /**
+   * Path -> the SHA-256 (hex) of the template authstrap last wrote or offered for it, and of the
+   * contents it wrote then (what the file is while its user has not changed it).
+   */
+  files: Record<string, OwnedVersion>;
+}
+
+export interface OwnedVersion {
+  template: string;
+  written: string;
 }
 
 const ownedFilesAbout =
-  'Written by authstrap generate: for each file it created and you own, the SHA-256 of the version it last wrote or offered. ' +
-  'When an upgrade of authstrap changes one of these files, it rewrites the ones you never changed and puts its version of the others beside them (name.authstrap-new). Commit this file.';
+  'Written by authstrap generate: for each file it created and you own, the SHA-256 of its template and of what it wrote. ' +
+  'When an upgrade of authstrap changes one of those templates, it rewrites the files you never changed and puts its version of the others beside them (name.authstrap-new). Commit this file.';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+const isVersion = (value: unknown): value is OwnedVersion =>
+  typeof value === 'object' && value !== null && typeof (value as OwnedVersion).template === 'string' && typeof (value as OwnedVersion).written === 'string';
 
 export function readOwnedVersions(projectDir: string): OwnedVersions | undefined {
   const file = path.join(projectDir, ownedFilesPath);
@@ -50,7 +61,7 @@ export function readOwnedVersions(projectDir: string): OwnedVersions | undefined
   try {
     const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as { files?: unknown };
     const files = parsed.files && typeof parsed.files === 'object' ? (parsed.files as Record<string, unknown>) : {};
-    return { files: Object.fromEntries(Object.entries(files).filter((entry): entry is [string, string] => typeof entry[1] === 'string')) };
+    return { files: Object.fromEntries(Object.entries(files).filter((entry): entry is [string, OwnedVersion] => isVersion(entry[1]))) };
   } catch {
     // An unreadable record is no record: files that differ are then kept and reported, never overwritten.
     return { files: {} };
@@ -117,11 +128,13 @@ export function planWrites(planned: PlannedFile[], disk: DiskState, options: { o
 }
 
 /**
- * The owned files' writes: a missing one is created; one still as authstrap last wrote it
- * (ownedFilesPath) is rewritten when this version writes it differently; one the user changed
- * is kept, and this version's file is put beside it (name.authstrap-new) once, with a note. A
- * project made before the record existed has no such versions: its files that differ are kept
- * and named in a note (delete one and generate again to take this version). Then the record.
+ * The owned files' writes. A missing one is created. When this version's template of a file is
+ * not the one authstrap last wrote or offered (ownedFilesPath): a file still as authstrap wrote it
+ * is rewritten, unless its contents depend on the project (a rendered template: package.json,
+ * README.md), and any other is kept, with this version's file put beside it (name.authstrap-new)
+ * once, and a note. A project made before the record existed has no such versions: its files that
+ * differ are kept and named in a note, once (delete one and generate again to take this version).
+ * Then the record.
  */
 export function planOwnedFiles(
   owned: PlannedFile[],
@@ -131,28 +144,32 @@ export function planOwnedFiles(
   // Owned path -> what to write for it: the file itself, or this version beside it.
   const files = new Map<string, { path: string; contents: string }[]>();
   const recorded = disk.ownedVersions?.files ?? {};
-  const versions: Record<string, string> = {};
+  const versions: Record<string, OwnedVersion> = {};
   const offered: string[] = [];
   const unknown: string[] = [];
   for (const file of owned) {
-    const next = sha256(file.contents);
-    const base = recorded[file.path];
+    const template = sha256(file.template?.source ?? file.contents);
+    const written = sha256(file.contents);
+    const before = recorded[file.path];
     const current = disk.contents.get(file.path);
     if (current === undefined || current === file.contents || options.overwriteOwned) {
       files.set(file.path, [file]);
-      versions[file.path] = next;
-    } else if (base === next) {
-      // This version writes what was offered before: the file is the user's as it is.
-      versions[file.path] = base;
-    } else if (base !== undefined && sha256(current) === base) {
+      versions[file.path] = { template, written };
+    } else if (before?.template === template) {
+      // This version's template is the one offered before: the file is the user's as it is.
+      versions[file.path] = before;
+    } else if (before !== undefined && !file.template?.rendered && sha256(current) === before.written) {
       files.set(file.path, [file]);
-      versions[file.path] = next;
+      versions[file.path] = { template, written };
     } else if (disk.ownedVersions) {
       files.set(file.path, [{ path: `${file.path}${ownedOfferSuffix}`, contents: file.contents }]);
       offered.push(file.path);
-      versions[file.path] = next;
+      // Still the user's file: what authstrap wrote stays the measure of "unchanged".
+      versions[file.path] = { template, written: before?.written ?? written };
     } else {
+      // Named in a note now, and recorded as offered: the next run has nothing more to say.
       unknown.push(file.path);
+      versions[file.path] = { template, written };
     }
   }
   const record = owned.length > 0 ? { path: ownedFilesPath, contents: `${JSON.stringify({ about: ownedFilesAbout, files: sortedRecord(versions) }, null, 2)}\n` } : undefined;
@@ -172,7 +189,7 @@ export function planOwnedFiles(
   return { files, record, notes };
 }
 
-const sortedRecord = (record: Record<string, string>) => Object.fromEntries(Object.keys(record).sort().map((key) => [key, record[key]!]));
+const sortedRecord = <Value>(record: Record<string, Value>) => Object.fromEntries(Object.keys(record).sort().map((key) => [key, record[key]!]));
 
 export function applyWrites(projectDir: string, writes: FileWrite[]): void {
   for (const write of writes) {

@@ -16,6 +16,12 @@ export interface PlannedFile {
   path: string;
   contents: string;
   ownership: Ownership;
+  /**
+   * An owned file's template, as this version of authstrap has it: what an upgrade compares
+   * (generate/apply.ts). `rendered` when the contents also depend on the project (its name, port,
+   * schema), so that they differ between projects for the same template.
+   */
+  template?: { source: string; rendered: boolean };
 }
 
 export interface RenderOptions {
@@ -72,7 +78,8 @@ export function renderProject(schema: Schema, templates: Templates, options: Ren
     devDependencies: sortedEntries({ ...backendDevDependencies, ...(options.authstrapDependency ? { authstrap: options.authstrapDependency } : {}) }),
   };
   for (const [templatePath, source] of templates.project) {
-    files.push({ path: outputPath(templatePath), contents: renderIfTemplate(templatePath, source, projectData), ownership: 'owned' });
+    const rendered = templatePath.endsWith('.hbs');
+    files.push({ path: outputPath(templatePath), contents: renderIfTemplate(templatePath, source, projectData), ownership: 'owned', template: { source, rendered } });
   }
 
   for (const [templatePath, source] of templates.generated) {
