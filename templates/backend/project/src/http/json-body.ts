@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';
 import { badRequest, HttpError } from './errors.js';
@@ -63,10 +64,13 @@ export function plainJsonLength(headers: import('node:http').IncomingHttpHeaders
 function readPlainJson(req: import('express').Request, length: number, next: (error?: unknown) => void): void {
   const chunks: Buffer[] = [];
   let done = false;
+  // The request's stream calls back in its own async context: the rest of the pipeline must run
+  // in the middleware's (the request's trace span, as raw-body keeps it for express.json).
+  const proceed = AsyncResource.bind(next);
   const finish = (error?: unknown) => {
     if (done) return;
     done = true;
-    next(error);
+    proceed(error);
   };
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   // A client that closes before the announced length was sent.
