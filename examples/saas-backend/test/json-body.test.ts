@@ -10,9 +10,16 @@ import { jsonBody, plainJsonLength, refuseInvalidUtf8 } from '../src/http/json-b
  * express.json (issue 32). Every request here is sent, byte for byte, to an app with jsonBody and
  * to one with express.json as the backend used it before (same limit, same UTF-8 check, same error
  * handler), and the two raw answers must be the same: what each parsed (echoed), or the same error.
+ *
+ * jsonBody reads a body two ways: from the request's stream as it arrives (`/ours`, where it is
+ * the first middleware and runs before Node's parser has read the body), and, when the whole body
+ * is already in the stream's buffer, from there at once (`/ours-after-await`, behind a middleware
+ * that awaits once, as the rate limit does in the backend).
  */
 let server: ReturnType<ReturnType<typeof express>['listen']>;
 let port: number;
+/** For each request to /ours-after-await: was its whole body in the stream's buffer when jsonBody ran? */
+const bufferedWhenRead: boolean[] = [];
 
 beforeAll(async () => {
   const app = express();
@@ -20,6 +27,15 @@ beforeAll(async () => {
   app.set('etag', false);
   const echo = (req: express.Request, res: express.Response) => void res.status(200).json({ body: req.body === undefined ? '(undefined)' : req.body });
   app.use('/ours', jsonBody('1kb'));
+  app.use(
+    '/ours-after-await',
+    async (req, _res, next) => {
+      await Promise.resolve();
+      bufferedWhenRead.push(req.readableLength === Number(req.headers['content-length']));
+      next();
+    },
+    jsonBody('1kb'),
+  );
   app.use('/theirs', express.json({ limit: '1kb', verify: refuseInvalidUtf8 }));
   app.all('/{*rest}', echo);
   app.use(errorHandler);
@@ -30,7 +46,7 @@ beforeAll(async () => {
 afterAll(() => new Promise((resolve) => server.close(resolve)));
 
 /** Sends the raw request and reads the raw answer, its Date header set aside. */
-function send(path: string, headers: Record<string, string>, body: Buffer, { close = false } = {}): Promise<string> {
+function send(path: string, headers: Record<string, string>, body: Buffer, { close = false, pauseAfter }: { close?: boolean; pauseAfter?: number } = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
@@ -38,7 +54,14 @@ function send(path: string, headers: Record<string, string>, body: Buffer, { clo
     socket.on('error', reject);
     socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1').replace(/\r\nDate: [^\r]*/, '')));
     const head = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
-    socket.write(Buffer.concat([Buffer.from(`${head.join('\r\n')}\r\n\r\n`, 'latin1'), body]));
+    const request = Buffer.concat([Buffer.from(`${head.join('\r\n')}\r\n\r\n`, 'latin1'), body]);
+    if (pauseAfter === undefined) socket.write(request);
+    else {
+      // The rest of the body a moment later, as from a slow client.
+      const split = request.length - body.length + pauseAfter;
+      socket.write(request.subarray(0, split));
+      setTimeout(() => socket.write(request.subarray(split)), 50);
+    }
     // A client that gives up before the whole body is sent.
     if (close) socket.end();
   });
@@ -81,11 +104,21 @@ const cases: [name: string, request: { headers: Record<string, string>; body: Bu
 ];
 
 describe('a plain JSON body read by jsonBody', () => {
-  it.each(cases)('%s: the same answer as express.json', async (_name, request) => {
-    const ours = await send('/ours', request.headers, request.body);
+  it.each(cases)('%s: the same answer as express.json, read from the stream or from its buffer', async (_name, request) => {
     const theirs = await send('/theirs', request.headers, request.body);
-    expect(ours).toMatch(/^HTTP\/1\.1 \d{3} /);
-    expect(ours).toBe(theirs);
+    expect(theirs).toMatch(/^HTTP\/1\.1 \d{3} /);
+    expect(await send('/ours', request.headers, request.body)).toBe(theirs);
+    expect(await send('/ours-after-await', request.headers, request.body)).toBe(theirs);
+  });
+
+  it('takes a body that arrived with its headers from the buffer, and waits for one that comes later', async () => {
+    const request = json('{"name":"In two parts","n":1}');
+    const theirs = await send('/theirs', request.headers, request.body);
+    bufferedWhenRead.length = 0;
+    expect(await send('/ours-after-await', request.headers, request.body)).toBe(theirs);
+    expect(await send('/ours-after-await', request.headers, request.body, { pauseAfter: 5 })).toBe(theirs);
+    // The first was read from the buffer, the second from the stream: both paths ran.
+    expect(bufferedWhenRead).toEqual([true, false]);
   });
 
   it('reads the plain ones itself (the others go to express.json)', () => {
