@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { type ClientRateLimitInfo, ipKeyGenerator, MemoryStore, type RateLimitInfo, type Store } from 'express-rate-limit';
 import type { Logger } from 'pino';
@@ -239,7 +239,8 @@ export function countingLimit(options: {
 }): RequestHandler {
   const { windowMs, limit, store, skip, keyOf, storeFailed, refuse } = options;
   // Only the window is read by the stores' init (MemoryStore, rate-limit-redis).
-  void store.init?.({ windowMs } as Parameters<NonNullable<Store['init']>>[0]);
+  const initialised = store.init?.({ windowMs } as Parameters<NonNullable<Store['init']>>[0]);
+  if (initialised instanceof Promise) initialised.catch(storeFailed);
   const windowSeconds = Math.ceil(windowMs / 1000);
   const name = `"${limit}-in-${windowName(windowMs)}"`;
   const policy = `${name}; q=${limit}; w=${windowSeconds}; pk=:`;
@@ -288,7 +289,7 @@ function partitionKey(key: string): string {
   let found = partitionKeys.get(key);
   if (found === undefined) {
     if (partitionKeys.size >= 10_000) partitionKeys.clear();
-    found = Buffer.from(createHash('sha256').update(key).digest('hex').slice(0, 12)).toString('base64');
+    found = Buffer.from(hash('sha256', key, 'hex').slice(0, 12)).toString('base64');
     partitionKeys.set(key, found);
   }
   return found;

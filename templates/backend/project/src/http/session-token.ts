@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Config } from '../config.js';
 
@@ -23,7 +23,7 @@ export function bearerToken(req: Request): string | undefined {
 }
 
 /** What the database keeps of a session secret (and of an invitation's): its SHA-256, never the secret. */
-export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+export const hashToken = (token: string): string => hash('sha256', token, 'hex');
 
 const requestDigests = new WeakMap<Request, { token: string; digest: Buffer }>();
 
@@ -35,7 +35,7 @@ const requestDigests = new WeakMap<Request, { token: string; digest: Buffer }>()
 export function requestTokenDigest(req: Request, token: string): Buffer {
   const known = requestDigests.get(req);
   if (known !== undefined && known.token === token) return known.digest;
-  const digest = createHash('sha256').update(token).digest();
+  const digest = hash('sha256', token, 'buffer');
   requestDigests.set(req, { token, digest });
   return digest;
 }
@@ -57,27 +57,30 @@ export function presentedMachineKey(req: Request): string | undefined {
  * What the database keeps of a machine key: its SHA-256 in base64url without padding, exactly as
  * Better Auth's api-key plugin hashes its keys, so a key made by either is found by the other.
  */
-export const hashMachineKey = (key: string): string => createHash('sha256').update(key).digest('base64url');
+export const hashMachineKey = (key: string): string => hash('sha256', key, 'base64url');
 
 /** Compares two secrets in time independent of where they differ. */
 export function secretsEqual(given: string, expected: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
+  return timingSafeEqual(hash('sha256', given, 'buffer'), hash('sha256', expected, 'buffer'));
 }
 
 /**
  * Whether the request authenticates with the service key (a trusted server, not a user). The
- * rate limiter and the guards all ask, so the answer (two SHA-256s) is kept for the request.
+ * rate limiter and the guards all ask: the SHA-256 of the bearer is the request's own (worked out
+ * once, and the session lookup uses it too), the key's is worked out once, and the two are
+ * compared in constant time.
  */
 export function isServiceKeyRequest(req: Request, serviceApiKey: string | undefined): boolean {
   const bearer = bearerToken(req);
   if (bearer === undefined || serviceApiKey === undefined) return false;
-  const kept = serviceKeyAnswers.get(req);
-  if (kept !== undefined && kept.serviceApiKey === serviceApiKey) return kept.answer;
-  const answer = secretsEqual(bearer, serviceApiKey);
-  serviceKeyAnswers.set(req, { serviceApiKey, answer });
-  return answer;
+  return timingSafeEqual(requestTokenDigest(req, bearer), serviceKeyDigest(serviceApiKey));
 }
-const serviceKeyAnswers = new WeakMap<Request, { serviceApiKey: string; answer: boolean }>();
+
+let serviceKey: { key: string; digest: Buffer } | undefined;
+function serviceKeyDigest(key: string): Buffer {
+  if (serviceKey?.key !== key) serviceKey = { key, digest: hash('sha256', key, 'buffer') };
+  return serviceKey.digest;
+}
 
 /**
  * The request's cookies, name -> raw value (the first of a repeated name), read without a
