@@ -10,7 +10,8 @@
 //            receiver on loopback while the load runs.
 // Loaded in turns (off / events / webhook, then the reverse order, ...: the machine's drift falls
 // on all), with the write (POST /Projects {name}) and the authenticated list (GET /Projects?limit=20).
-// For the webhook side it also reports the time from commit (the event's timestamp, taken in the
+// Each run also reports the CPU of the backend and of PostgreSQL (all its processes) per request, and
+// the write-ahead log written per request. For the webhook side it also reports the time from commit (the event's timestamp, taken in the
 // transaction) to the receiver's arrival, p50 and p99, and how many deliveries were still waiting
 // when the load stopped and how many never arrived (lost: the goal is 0); then the same at a pace
 // the worker keeps up with: the list load at full speed and 20 writes a second beside it.
@@ -26,7 +27,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, children, expectStatus, listLoadArgs, median, queryAsOwner, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
+import { api, children, cpuTicks, expectStatus, listLoadArgs, median, postgresCpuTicks, queryAsOwner, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'events.json');
@@ -39,6 +40,12 @@ const percentile = (values, p) => values.slice().sort((x, y) => x - y)[Math.min(
 const env = { NODE_ENV: 'development', WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOX_POLL_MS: '200', AUTH_SECRET: randomBytes(24).toString('base64url') };
 
 
+
+/** Where the server's write-ahead log is, in bytes (PostgreSQL's LSN). */
+async function walPosition(url) {
+  const { rows } = await queryAsOwner(url, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS "bytes"`);
+  return BigInt(rows[0].bytes.split('.')[0]);
+}
 
 /** A webhook receiver on loopback: answers 200 at once, and keeps when each event arrived. */
 async function startReceiver() {
@@ -63,9 +70,11 @@ try {
   const seeded = {};
   for (const side of sides) {
     const backend = await startExampleBackend({ dbUrl: databases[side].url, env });
-    seeded[side] = await seedProjects(backend.base);
+    // The list reads an organization of its own, which the write load never grows: every list
+    // run reads the same 50 projects, whichever side and round it is.
+    seeded[side] = { list: await seedProjects(backend.base), write: await seedProjects(backend.base, { email: 'writer@example.com', name: 'Writer', projects: 0 }) };
     if (side === 'webhook') {
-      await expectStatus(api(backend.base, 'POST', '/webhook-endpoints', { ...seeded[side], body: { url: receiver.url, eventTypes: ['project.created'] } }), 201, 'POST /webhook-endpoints');
+      await expectStatus(api(backend.base, 'POST', '/webhook-endpoints', { ...seeded[side].write, body: { url: receiver.url, eventTypes: ['project.created'] } }), 201, 'POST /webhook-endpoints');
     }
     await stopChild(backend.child);
   }
@@ -77,15 +86,21 @@ try {
     for (const side of pair % 2 === 0 ? sides : [...sides].reverse()) {
       const backend = await startExampleBackend({ dbUrl: databases[side].url, env });
       for (const [load, argsOf] of [['write', writeLoadArgs], ['list', listLoadArgs]]) {
-        const args = argsOf(backend.base, seeded[side]);
+        const args = argsOf(backend.base, seeded[side][load]);
         const wrkEnv = { ...process.env, BENCH_REPORT_LUA: path.join(benchDir, 'wrk-report.lua') };
         await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds, wrkEnv);
         receiver.arrivals.clear();
         const startedAt = new Date();
+        const before = { node: cpuTicks(backend.child.pid), postgres: postgresCpuTicks(), wal: await walPosition(databases[side].url) };
         const result = await runWrk(['-d', `${seconds}s`, ...args], seconds, wrkEnv);
         const run = { rps: Math.round(result.rps), p50Ms: result.latencyUs.p50 / 1000, p99Ms: result.latencyUs.p99 / 1000 };
+        // CPU per request (clock ticks are 10 ms) and WAL per request: where a side's extra cost goes.
+        const per = (amount) => Math.round(amount / result.requests);
+        run.nodeUs = per((cpuTicks(backend.child.pid) - before.node) * 10_000);
+        run.postgresUs = per((postgresCpuTicks() - before.postgres) * 10_000);
+        run.walBytes = per(Number((await walPosition(databases[side].url)) - before.wal));
         runs[load][side].push(run);
-        console.log(`[bench] ${load}, ${side}: ${run.rps} rps, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms`);
+        console.log(`[bench] ${load}, ${side}: ${run.rps} rps, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms; per request: Node ${run.nodeUs} µs, PostgreSQL ${run.postgresUs} µs, WAL ${run.walBytes} bytes`);
         if (side === 'webhook' && load === 'write') {
           // The deliveries of the events this run committed: wait until none is pending (at most a minute), then compare.
           const pendingAtEnd = Number((await queryAsOwner(databases.webhook.url, `SELECT count(*) FROM "authstrap_outbox" WHERE "channel" = 'webhook' AND "status" = 'pending'`)).rows[0].count);
@@ -113,16 +128,16 @@ try {
   for (let run = 0; run < pairs; run += 1) {
     const backend = await startExampleBackend({ dbUrl: databases.webhook.url, env });
     const wrkEnv = { ...process.env, BENCH_REPORT_LUA: path.join(benchDir, 'wrk-report.lua') };
-    await runWrk(['-d', `${warmupSeconds}s`, ...listLoadArgs(backend.base, seeded.webhook)], warmupSeconds, wrkEnv);
+    await runWrk(['-d', `${warmupSeconds}s`, ...listLoadArgs(backend.base, seeded.webhook.list)], warmupSeconds, wrkEnv);
     await new Promise((resolve) => setTimeout(resolve, 2000));
     receiver.arrivals.clear();
     const startedAt = new Date();
     let listing = true;
-    const list = runWrk(['-d', `${seconds}s`, ...listLoadArgs(backend.base, seeded.webhook)], seconds, wrkEnv).finally(() => (listing = false));
+    const list = runWrk(['-d', `${seconds}s`, ...listLoadArgs(backend.base, seeded.webhook.list)], seconds, wrkEnv).finally(() => (listing = false));
     let written = 0;
     while (listing) {
       const next = Date.now() + 50;
-      await expectStatus(api(backend.base, 'POST', '/Projects', { ...seeded.webhook, body: { name: `Paced ${run}-${written}` } }), 201, 'POST /Projects');
+      await expectStatus(api(backend.base, 'POST', '/Projects', { ...seeded.webhook.write, body: { name: `Paced ${run}-${written}` } }), 201, 'POST /Projects');
       written += 1;
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - Date.now())));
     }
@@ -139,11 +154,12 @@ try {
 
   const summary = {};
   for (const load of ['write', 'list']) {
-    const of = (side) => ({ rps: median(runs[load][side].map((run) => run.rps)), p50Ms: median(runs[load][side].map((run) => run.p50Ms)), p99Ms: median(runs[load][side].map((run) => run.p99Ms)) });
+    const of = (side) => Object.fromEntries(['rps', 'p50Ms', 'p99Ms', 'nodeUs', 'postgresUs', 'walBytes'].map((key) => [key, median(runs[load][side].map((run) => run[key]))]));
     summary[load] = Object.fromEntries(sides.map((side) => [side, of(side)]));
     summary[load].eventsOverOff = Number((summary[load].events.rps / summary[load].off.rps).toFixed(3));
     summary[load].webhookOverOff = Number((summary[load].webhook.rps / summary[load].off.rps).toFixed(3));
     console.log(`${load}: off ${summary[load].off.rps} rps, events ${summary[load].events.rps} rps (${summary[load].eventsOverOff}), events + webhook ${summary[load].webhook.rps} rps (${summary[load].webhookOverOff})`);
+    for (const side of sides) console.log(`  ${side} per request: Node ${summary[load][side].nodeUs} µs, PostgreSQL ${summary[load][side].postgresUs} µs, WAL ${summary[load][side].walBytes} bytes`);
   }
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
   fs.writeFileSync(resultsFile, `${JSON.stringify({ date: new Date().toISOString(), pairs, warmupSeconds, seconds, runs, delivery, paced, summary }, null, 2)}\n`);
