@@ -10,9 +10,10 @@
 //            receiver on loopback while the load runs.
 // Loaded in turns (off / events / webhook, then the reverse order, ...: the machine's drift falls
 // on all), with the write (POST /Projects {name}) and the authenticated list (GET /Projects?limit=20).
-// Each run also reports the CPU of the backend and of PostgreSQL (all its processes) per request, and
-// the write-ahead log written per request. For the webhook side it also reports the time from commit (the event's timestamp, taken in the
-// transaction) to the receiver's arrival, p50 and p99, and how many deliveries were still waiting
+// Each run also reports, per request, the CPU of the backend and of PostgreSQL (all its processes)
+// and the write-ahead log written. For the webhook side it also reports the time from commit (the
+// event's timestamp, taken in the transaction) to the receiver's arrival, p50 and p99, and how many
+// deliveries were still waiting
 // when the load stopped and how many never arrived (lost: the goal is 0); then the same at a pace
 // the worker keeps up with: the list load at full speed and 20 writes a second beside it.
 //

@@ -387,8 +387,8 @@ async function main() {
     rounds.push({ round, order: orderOf(round).join(' '), ...measured });
   }
   // The first write load on the freshly seeded database grows its tables from 50 rows to tens of
-  // thousands, and whoever wrote first paid for that (round 1's write was the lowest of every
-  // run): so one write load of each, not counted, before the measured rounds.
+  // thousands, and whoever writes first pays for that (round 1's write was the lowest in both runs
+  // of 2026-11-27 night): so one write load of each, not counted, before the measured rounds.
   await measure('write warm-up of the database (not counted): (a)', await startExample(databaseUrl()), writerHeaders, writeLoad);
   await measure('write warm-up of the database (not counted): (f)', await startFloor(databaseUrl()), writerHeaders, writeLoad);
   for (const entry of rounds) {
