@@ -12,10 +12,10 @@
 // on all), with the write (POST /Projects {name}) and the authenticated list (GET /Projects?limit=20).
 // Each run also reports, per request, the CPU of the backend and of PostgreSQL (all its processes)
 // and the write-ahead log written. For the webhook side it also reports the time from commit (the
-// event's timestamp, taken in the transaction) to the receiver's arrival, p50 and p99, and how many
-// deliveries were still waiting
-// when the load stopped and how many never arrived (lost: the goal is 0); then the same at a pace
-// the worker keeps up with: the list load at full speed and 20 writes a second beside it.
+// event's timestamp, taken in the transaction) to the receiver's arrival, p50 and p99, how many
+// deliveries were still waiting when the load stopped and how many never arrived (lost: the goal
+// is 0); then the same at a pace the worker keeps up with: the list load at full speed and 20
+// writes a second beside it.
 //
 //   npm run bootstrap && (cd examples/saas-backend && npm run build)
 //   node bench/events.mjs
