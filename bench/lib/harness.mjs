@@ -174,13 +174,13 @@ export function writeLoadArgs(base, { token, organizationId }) {
   return ['-t', '2', '-c', '20', '--timeout', '5s', '-s', path.join(repoDir, 'bench', 'wrk-create.lua'), '-H', `Authorization: Bearer ${token}`, '-H', `x-organization-id: ${organizationId}`, `${base}/Projects`];
 }
 
-/** Runs `statement` on a connection of its own to `url` as BENCH_PG_URL's user (the tables' owner), and resolves its result. */
-export async function queryAsOwner(url, statement) {
+/** Runs `statement` (with `params`, if any) on a connection of its own to `url` as its URL's user (BENCH_PG_URL's: the tables' owner), and resolves its result. */
+export async function queryAsOwner(url, statement, params) {
   const pg = createRequire(path.join(exampleDir, 'package.json'))('pg');
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return await client.query(statement);
+    return await client.query(statement, params);
   } finally {
     await client.end();
   }
