@@ -194,6 +194,36 @@ describe.runIf(adminUrl)('schema changes applied to PostgreSQL keep the data', (
     expect(row!.startsAt.toISOString()).toBe('1970-01-02T00:00:00.000Z');
   }, 60_000);
 
+  it("turns a table's events off with `events: false`, and on again: its writes record nothing in between, the others' still do", async () => {
+    const copy = await migratedCopy();
+    const writeProjectAndTask = async (name: string) => {
+      const [row] = await copy.sql<{ id: string }>(`INSERT INTO "Project" ("organizationId", "name") VALUES ($1, $2) RETURNING "id"`, [copy.organizationId, name]);
+      await copy.sql(`INSERT INTO "Task" ("organizationId", "projectId", "title") VALUES ($1, $2, $3)`, [copy.organizationId, row!.id, name]);
+    };
+    const eventsOf = async (name: string) =>
+      (await copy.sql<{ type: string }>(`SELECT "type" FROM "authstrap_event" WHERE "data"->'record'->>'name' = $1 OR "data"->'record'->>'title' = $1 ORDER BY "type"`, [name])).map((event) => event.type);
+    await writeProjectAndTask('Before');
+    expect(await eventsOf('Before')).toEqual(['project.created', 'task.created']);
+
+    copy.editSchema("    Task: {\n      parent: 'projectId',", "    Task: {\n      events: false,\n      parent: 'projectId',");
+    const off = await copy.generate();
+    expect(off.status, off.output).toBe(0);
+    const [, offMigration] = copy.migrationFiles();
+    expect(fs.readFileSync(path.join(copy.dir, 'migrations', offMigration!), 'utf8')).toContain('DROP TRIGGER IF EXISTS "authstrap_events" ON "Task";');
+    expect(fs.readFileSync(path.join(copy.dir, 'src/generated/events.ts'), 'utf8')).not.toContain("'task.created'");
+    expect(await copy.applyMigrations()).toEqual([offMigration]);
+    await writeProjectAndTask('While off');
+    expect(await eventsOf('While off')).toEqual(['project.created']);
+
+    copy.editSchema('      events: false,\n', '');
+    const on = await copy.generate();
+    expect(on.status, on.output).toBe(0);
+    const [, , onMigration] = copy.migrationFiles();
+    expect(await copy.applyMigrations()).toEqual([onMigration]);
+    await writeProjectAndTask('On again');
+    expect(await eventsOf('On again')).toEqual(['project.created', 'task.created']);
+  }, 90_000);
+
   it('upgrades a project generated before the cheaper event trigger: one migration, its events kept, the next ones written', async () => {
     const copy = await migratedCopy(path.join(repoRoot, 'packages/cli/test/fixtures/events-v1'));
     await copy.sql(`INSERT INTO "Project" ("organizationId", "name") VALUES ($1, 'Before')`, [copy.organizationId]);

@@ -1,6 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { describe, expect, it } from 'vitest';
 import { planMigrations, snapshotPath, type MigrationsOptions, type MigrationsState } from '../src/generate/migrations-plan.js';
+import { eventTypesOf } from '../src/generate/event-sql.js';
 import { applyRenames, renameInDefinition, schemaRenames } from '../src/generate/renames.js';
 import { databaseModel } from '../src/generate/table-model.js';
 import { readSchemaSource } from '../src/schema/read-literal.js';
@@ -147,6 +148,29 @@ describe('renaming an entity with renamedFrom', () => {
     } finally {
       await db.close();
     }
+  });
+});
+
+describe("turning a table's events off with `events: false`, and on again", () => {
+  const v1 = schemaOf({ Project: project, Task: task });
+  const v2 = schemaOf({ Project: project, Task: { ...task, events: false } });
+
+  it('drops its trigger and nothing else, takes its types out of the event list, and makes the trigger again when on again', () => {
+    expect(databaseModel(v2).tables.find((table) => table.name === 'Task')?.events).toBeUndefined();
+    expect(eventTypesOf(v1).map((event) => event.type)).toContain('task.created');
+    expect(eventTypesOf(v2).map((event) => event.type).filter((type) => /^(task|project)\./.test(type))).toEqual(['project.created', 'project.deleted', 'project.updated']);
+
+    const off = plan(v1, v2);
+    expect(off.problems).toEqual([]);
+    expect(off.statements).toEqual(['DROP TRIGGER IF EXISTS "authstrap_events" ON "Task";']);
+    const afterOff: MigrationsState = { files: ['0001_init.sql', off.path!], snapshot: off.snapshot, handWritten: [] };
+    expect(plan(afterOff, v2).path).toBeUndefined();
+
+    const on = plan(afterOff, v1);
+    expect(on.statements).toEqual([
+      'DROP TRIGGER IF EXISTS "authstrap_events" ON "Task";',
+      `CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Task" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('task', 'Task', '{}', 'organizationId');`,
+    ]);
   });
 });
 

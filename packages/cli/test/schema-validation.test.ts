@@ -222,6 +222,15 @@ describe('validateSchema: problems name the entity and the field', () => {
     ]);
   });
 
+  it('takes `events: false` on a tenant-scoped entity of your own, and refuses it where there are no events to turn off', () => {
+    expect(entity(validateSchema({ entities: { Reading: { events: false, fields: { value: { type: 'number' } } } } }), 'Reading').events).toBe(false);
+    expect(entity(validateSchema({ entities: { Reading: { events: true, fields: {} } } }), 'Reading').events).toBeUndefined();
+    expect(problemsOf({ entities: { Reading: { events: 'no', fields: {} } } })).toEqual(['authstrap.schema.ts: entity "Reading": "events" must be true or false']);
+    const noEvents = '"events": false is for tenant-scoped entities of your own, the only ones whose changes are events; remove it';
+    expect(problemsOf({ entities: { Country: { tenantScoped: false, events: false, fields: {} } } })).toEqual([`authstrap.schema.ts: entity "Country": ${noEvents}`]);
+    expect(problemsOf({ auth: false, entities: { Reading: { events: false, fields: {} } } })).toEqual([`authstrap.schema.ts: entity "Reading": ${noEvents}`]);
+  });
+
   it('allows the built-in names when auth is off', () => {
     const schema = validateSchema({ auth: false, entities: { Account: { fields: {} }, users: { fields: {} } } });
     expect(schema.entities.map((candidate) => candidate.name)).toEqual(['Account', 'users']);

@@ -43,8 +43,12 @@ export const authEventTypes: Record<string, string> = {
   'key.revoked': 'An owner or admin revoked a machine key',
 };
 
-/** Whether an entity's changes are events: the tenant tables of the schema, and the organizations and their members. */
-export const hasEvents = (entity: Entity, auth: boolean) => auth && ((entity.tenantScoped && !entity.builtin) || (entity.builtin && builtinEventEntities.has(entity.name)));
+/**
+ * Whether an entity's changes are events: the tenant tables of the schema (unless it says
+ * `events: false`), and the organizations and their members.
+ */
+export const hasEvents = (entity: Entity, auth: boolean) =>
+  auth && ((entity.tenantScoped && !entity.builtin && entity.events !== false) || (entity.builtin && builtinEventEntities.has(entity.name)));
 
 /** Every event type of a schema's backend, sorted, each with its description as a string literal. */
 export function eventTypesOf(schema: Schema): { type: string; description: string }[] {

@@ -112,6 +112,13 @@ export interface EntityDefinition {
   renamedFrom?: string;
   /** Who may list, read, create, update and delete the records (tenant-scoped entities of your own). */
   rules?: RulesDefinition;
+  /**
+   * Whether each row created, updated or deleted records an event (docs/events.md): true by
+   * default for a tenant-scoped entity of your own. `false` for a table whose writes are too many
+   * to pay for an event each (one more row in every write's transaction): no trigger, no
+   * `<entity>.*` event types, and no audit trail of its rows.
+   */
+  events?: boolean;
 }
 
 export interface SchemaFile {
@@ -172,6 +179,8 @@ export interface Entity {
   existingTable?: true;
   /** Who may do what (tenant-scoped entities of the schema's own); absent: every member may do everything. */
   rules?: Rules;
+  /** Its rows' changes record no events (EntityDefinition.events: false); absent: they do, when it has events at all (event-sql.ts: hasEvents). */
+  events?: false;
 }
 
 /**

@@ -21,7 +21,7 @@ import {
 const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const entityName = /^[A-Za-z][A-Za-z0-9]*$/;
 const schemaKeys = ['auth', 'entities'];
-const entityKeys = ['tenantScoped', 'serviceOnly', 'parent', 'table', 'plural', 'idType', 'createdAt', 'updatedAt', 'description', 'fields', 'uniqueTogether', 'indexes', 'renamedFrom', 'rules'];
+const entityKeys = ['tenantScoped', 'serviceOnly', 'parent', 'table', 'plural', 'idType', 'createdAt', 'updatedAt', 'description', 'fields', 'uniqueTogether', 'indexes', 'renamedFrom', 'rules', 'events'];
 const fieldKeys = [
   'type', 'nullable', 'unique', 'default', 'minLength', 'maxLength', 'min', 'max', 'format',
   'lowercase', 'values', 'searchable', 'references', 'onDelete', 'secret', 'column', 'description', 'renamedFrom',
@@ -257,6 +257,11 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     return lists;
   };
 
+  if (definition.events !== undefined && typeof definition.events !== 'boolean') problem(where, '"events" must be true or false', at('events'));
+  else if (definition.events === false && (tenantScoped !== true || builtin)) {
+    problem(where, '"events": false is for tenant-scoped entities of your own, the only ones whose changes are events; remove it', at('events'));
+  }
+
   const rules = definition.rules === undefined ? undefined : resolveRules(name, definition.rules, fields, { tenantScoped: tenantScoped === true, builtin, auth: context.auth }, problem);
 
   return {
@@ -276,6 +281,7 @@ function resolveEntity(name: string, definition: EntityDefinition, builtin: bool
     ...(definition.renamedFrom !== undefined ? { renamedFrom: definition.renamedFrom } : {}),
     ...(definition.table !== undefined ? { existingTable: true as const } : {}),
     ...(rules ? { rules } : {}),
+    ...(definition.events === false ? { events: false as const } : {}),
   };
 }
 
