@@ -36,7 +36,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { benchPgUrl, children, cpuTicks, exampleDir, freePort, median, postgresCpuTicks, queryAsOwner, runWrk, seedProjects, startChild, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
+import { benchPgUrl, children, cpuTicks, exampleDir, freePort, median, postgresCpuTicks, queryAsOwner, runWrk, seedProjects, startChild, startExampleBackend, stopChild, throwawayDatabase, walPosition, writeLoadArgs } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'events-write-cost.json');
@@ -103,7 +103,30 @@ function consumerTicks(consumer) {
   return cpuTicks(consumer.pid) + readers.reduce((sum, pid) => sum + cpuTicks(pid), 0);
 }
 
-const walPosition = async (url) => BigInt((await queryAsOwner(url, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS "bytes"`)).rows[0].bytes.split('.')[0]);
+/**
+ * The projects written since `since` that have no event yet, and the events written twice (a
+ * consumer started again reads on from the last position its predecessor confirmed: at least once).
+ */
+async function missingSince(url, since) {
+  const { rows } = await queryAsOwner(
+    url,
+    `SELECT (SELECT count(*) FROM "Project" p WHERE p."createdAt" >= $1 AND NOT EXISTS (SELECT FROM "authstrap_event" e WHERE e."entityId" = p."id"::text AND e."type" = 'project.created'))::int AS "missing",
+            (SELECT count(*) - count(DISTINCT "entityId") FROM "authstrap_event" WHERE "type" = 'project.created' AND "createdAt" >= $1)::int AS "duplicates"`,
+    [since],
+  );
+  return rows[0];
+}
+
+/** missingSince, after waiting (at most two minutes) for the consumer, if the side has one, to write the events of every project since `since`. */
+async function waitForEvents(url, consumer, since) {
+  const deadline = Date.now() + 120_000;
+  let found = await missingSince(url, since);
+  while (consumer && found.missing > 0 && Date.now() < deadline) {
+    await sleep(20);
+    found = await missingSince(url, since);
+  }
+  return found;
+}
 
 /**
  * BENCH_DECODING=off: no decoding side, and the other sides on BENCH_PG_URL's server as it is
@@ -153,34 +176,13 @@ try {
       const args = writeLoadArgs(backend.base, writers[side]);
       const wrkEnv = { ...process.env, BENCH_REPORT_LUA: path.join(benchDir, 'wrk-report.lua') };
       await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds, wrkEnv);
-      // The projects written since `since` that have no event yet, and the events written twice (a
-      // consumer started again reads on from the last position its predecessor confirmed: at least once).
-      const missingSince = async (since) =>
-        (
-          await queryAsOwner(
-            urls[side],
-            `SELECT (SELECT count(*) FROM "Project" p WHERE p."createdAt" >= $1 AND NOT EXISTS (SELECT FROM "authstrap_event" e WHERE e."entityId" = p."id"::text AND e."type" = 'project.created'))::int AS "missing",
-                    (SELECT count(*) - count(DISTINCT "entityId") FROM "authstrap_event" WHERE "type" = 'project.created' AND "createdAt" >= $1)::int AS "duplicates"`,
-            [since],
-          )
-        ).rows[0];
-      const now = async () => (await queryAsOwner(urls[side], 'SELECT now() AS "now"')).rows[0].now;
-      const waitForEvents = async (since) => {
-        const deadline = Date.now() + 120_000;
-        let found = await missingSince(since);
-        while (consumer && found.missing > 0 && Date.now() < deadline) {
-          await sleep(20);
-          found = await missingSince(since);
-        }
-        return found;
-      };
       // The warm-up's events first, so that the run's CPU is the run's.
-      await waitForEvents(new Date(0));
-      const startedAt = await now();
+      await waitForEvents(urls[side], consumer, new Date(0));
+      const startedAt = (await queryAsOwner(urls[side], 'SELECT now() AS "now"')).rows[0].now;
       const before = { node: cpuTicks(backend.child.pid), postgres: postgresCpuTicks(), consumer: consumer ? consumerTicks(consumer) : 0, wal: await walPosition(urls[side]) };
       const result = await runWrk(['-d', `${seconds}s`, ...args], seconds, wrkEnv);
       const loadEndedAt = performance.now();
-      const found = await waitForEvents(startedAt);
+      const found = await waitForEvents(urls[side], consumer, startedAt);
       const drainMs = Math.round(performance.now() - loadEndedAt);
       const per = (amount) => Math.round(amount / result.requests);
       const run = {

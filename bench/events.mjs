@@ -28,7 +28,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, children, cpuTicks, expectStatus, listLoadArgs, median, postgresCpuTicks, queryAsOwner, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
+import { api, children, cpuTicks, expectStatus, listLoadArgs, median, postgresCpuTicks, queryAsOwner, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, walPosition, writeLoadArgs } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'events.json');
@@ -41,12 +41,6 @@ const percentile = (values, p) => values.slice().sort((x, y) => x - y)[Math.min(
 const env = { NODE_ENV: 'development', WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOX_POLL_MS: '200', AUTH_SECRET: randomBytes(24).toString('base64url') };
 
 
-
-/** Where the server's write-ahead log is, in bytes (PostgreSQL's LSN). */
-async function walPosition(url) {
-  const { rows } = await queryAsOwner(url, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS "bytes"`);
-  return BigInt(rows[0].bytes.split('.')[0]);
-}
 
 /** A webhook receiver on loopback: answers 200 at once, and keeps when each event arrived. */
 async function startReceiver() {

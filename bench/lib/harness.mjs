@@ -186,6 +186,12 @@ export async function queryAsOwner(url, statement, params) {
   }
 }
 
+/** Where the server's write-ahead log is, in bytes (PostgreSQL's LSN), read through `url`. */
+export async function walPosition(url) {
+  const { rows } = await queryAsOwner(url, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS "bytes"`);
+  return BigInt(rows[0].bytes.split('.')[0]);
+}
+
 /**
  * The list load's data, through the API of a running example: one user (whose sign-up creates
  * their organization and session) and `projects` projects in that organization. Resolves what

@@ -249,10 +249,11 @@ export function databaseModel(schema: Schema): DatabaseModel {
   }
   const entityTables = schema.entities.map((entity) => {
     const table = tableOf(entity, entities, referencedWithTenant);
+    const events = hasEvents(entity, schema.auth) ? { events: tableEvents(entity) } : {};
     // Your own tenant-scoped tables; `member` is what the scope is made of, so it stays readable.
-    if (!schema.auth || !entity.tenantScoped || entity.builtin) return hasEvents(entity, schema.auth) ? { ...table, events: tableEvents(entity) } : table;
+    if (!schema.auth || !entity.tenantScoped || entity.builtin) return { ...table, ...events };
     const guards = writeGuards(entity, table);
-    return { ...table, rowSecurity: { policies: tenantPolicies(entity), ...(guards.length > 0 ? { writeGuards: guards } : {}) }, ...(hasEvents(entity, schema.auth) ? { events: tableEvents(entity) } : {}) };
+    return { ...table, rowSecurity: { policies: tenantPolicies(entity), ...(guards.length > 0 ? { writeGuards: guards } : {}) }, ...events };
   });
   if (!schema.auth) return { tables: entityTables };
   // The backend's own tables (the outbox) come with auth, whose flows write to them.
