@@ -52,7 +52,7 @@ export interface AppDependencies {
  * organization, which role) -> 404 -> error envelope.
  */
 export function createApp({ config, db, logger, rateLimits, outbox, transactions, metrics, tracing }: AppDependencies): Express {
-  const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }) });
+  const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }), machineKeyLimit: rateLimits.machineKeys });
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);

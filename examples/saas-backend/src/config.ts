@@ -64,6 +64,8 @@ export interface Config {
     prefix: string;
     /** How long a count may wait for Redis before the request is let through uncounted. */
     redisTimeoutMs: number;
+    /** How often each instance writes its machine keys' last use and count to their rows (http/machine-key-limit.ts). */
+    machineKeyUsageFlushMs: number;
   };
   /** Bounds on every wait for PostgreSQL: a stalled server gives 503s, never hung requests. */
   databaseTimeouts: { connectMs: number; queryMs: number };
@@ -171,6 +173,7 @@ const environmentSchema = z.object({
   RATE_LIMIT_DATA_MAX: count(1),
   RATE_LIMIT_DATA_WINDOW_MS: count(1000, maxTimerMs),
   RATE_LIMIT_REDIS_TIMEOUT_MS: count(10, 10_000),
+  MACHINE_KEY_USAGE_FLUSH_MS: count(100, 3_600_000),
   DATABASE_CONNECT_TIMEOUT_MS: count(100, 600_000),
   DATABASE_QUERY_TIMEOUT_MS: count(100, 3_600_000),
   DATABASE_PREPARED_STATEMENTS: optional(z.enum(['true', 'false'], { error: 'must be true or false' })),
@@ -306,6 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       dataWindowMs: values.RATE_LIMIT_DATA_WINDOW_MS ?? 60 * 1000,
       prefix: values.RATE_LIMIT_PREFIX ?? 'authstrap:rl:',
       redisTimeoutMs: values.RATE_LIMIT_REDIS_TIMEOUT_MS ?? 500,
+      machineKeyUsageFlushMs: values.MACHINE_KEY_USAGE_FLUSH_MS ?? 1000,
     },
     databaseTimeouts: {
       connectMs: values.DATABASE_CONNECT_TIMEOUT_MS ?? 5000,

@@ -169,13 +169,24 @@ describe.each(pooledDatabaseKinds)('machine keys on the %s database', (kind) => 
     expect(statuses.filter((status) => status === 429)).toHaveLength(10);
   });
 
-  it('records its last request and its count in the window', async () => {
+  it('records its last request and its count in the window within MACHINE_KEY_USAGE_FLUSH_MS (1 s) of the request', async () => {
     const made = await makeKey({});
     const startedAt = Date.now();
     for (let i = 0; i < 2; i++) await withKey(made.key)('GET', '/Projects');
-    const listed = (await alice.api('GET', '/api/auth/api-keys')).body.data.find((candidate: { id: string }) => candidate.id === made.id);
+    const answeredAt = Date.now();
+    const listedKey = async () => (await alice.api('GET', '/api/auth/api-keys')).body.data.find((candidate: { id: string }) => candidate.id === made.id);
+    // Not written by the request itself (a read writes nothing): by the instance's next flush.
+    let listed = await listedKey();
+    while (listed.requestCount !== 2 && Date.now() - answeredAt < 5000) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      listed = await listedKey();
+    }
+    const arrivedAfterMs = Date.now() - answeredAt;
     expect(listed.requestCount).toBe(2);
+    // The documented delay (one flush interval) and the time a flush and a list take.
+    expect(arrivedAfterMs).toBeLessThan(1000 + 500);
     expect(new Date(listed.lastRequest).getTime()).toBeGreaterThanOrEqual(startedAt - 1000);
+    expect(new Date(listed.lastRequest).getTime()).toBeLessThanOrEqual(answeredAt + 1000);
   });
 
   it('is in the OpenAPI document: the machineKey scheme on the routes it reaches, and /api/auth/api-keys', async () => {

@@ -23,7 +23,7 @@ export const eventTypes = {
   'project.deleted': "Project deleted",
   'project.updated': "Project changed (changedFields names what)",
   'session.revoked': "One or more of a user's sessions were signed out by the user",
-  'session.sign_in_failed': "A sign-in with a wrong password for an existing user",
+  'session.sign_in_failed': "A failed sign-in (data.email: the address as typed; userId: its user, empty for an address without an account)",
   'session.signed_in': "A user signed in",
   'session.signed_out': "A user signed out",
   'task.created': "Task created",

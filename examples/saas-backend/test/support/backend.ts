@@ -68,7 +68,8 @@ export async function startCountedBackend(): Promise<{ backend: TestBackend; cou
   const target = new URL(database.url);
   const counter = await startWireCounter({ upstreamHost: target.hostname, upstreamPort: Number(target.port || 5432) });
   target.host = `127.0.0.1:${counter.port}`;
-  const backend = await startBackend('embedded', { DATABASE_URL: target.toString(), OUTBOX_POLL_MS: '600000' });
+  // No timer's statement in the counted requests: the outbox's poll and the machine keys' usage flush wait.
+  const backend = await startBackend('embedded', { DATABASE_URL: target.toString(), OUTBOX_POLL_MS: '600000', MACHINE_KEY_USAGE_FLUSH_MS: '600000' });
   return {
     backend,
     counter,

@@ -29,7 +29,7 @@ export const authEventTypes: Record<string, string> = {
   'user.password_changed': 'A user changed their password (their other sessions ended)',
   'user.password_reset': 'A user reset their password with a link from the mail (all their sessions ended)',
   'session.signed_in': 'A user signed in',
-  'session.sign_in_failed': 'A sign-in with a wrong password for an existing user',
+  'session.sign_in_failed': 'A failed sign-in (data.email: the address as typed; userId: its user, empty for an address without an account)',
   'session.signed_out': 'A user signed out',
   'session.revoked': "One or more of a user's sessions were signed out by the user",
   'invitation.sent': 'An owner or admin invited an e-mail address to the organization',

@@ -6,13 +6,9 @@ import { breakFile } from '../support/example-copies.js';
 describeProbeBreakages('sign-in', [
   {
     name: 'sign-in accepts any password',
-    // The wrong password's branch (the failed sign-in's event, then the 401) removed.
+    // The wrong password no longer counts as a failure (only an unknown address does).
     breakFiles: (dir) =>
-      breakFile(
-        dir,
-        'src/extensions/auth/auth.service.ts',
-        "      if (!(await bcrypt.compare(input.password, found.passwordHash))) {\n        // The account's owner sees the attempt in their security events; an unknown address records nothing.\n        await db.transaction((tx) => recordAuthEvent(tx, { type: 'session.sign_in_failed', userId: found.id, entity: 'User', entityId: found.id }, { actorType: 'system' }));\n        throw invalidCredentials();\n      }\n",
-      ),
+      breakFile(dir, 'src/extensions/auth/auth.service.ts', 'if (!found?.passwordHash || tooLong || !matches) {', 'if (!found?.passwordHash || tooLong) {'),
     fails: ['sign-in'],
     hint: "see the backend's log for the request that failed (its x-request-id)",
   },

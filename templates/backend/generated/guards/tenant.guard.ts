@@ -7,6 +7,7 @@ import { quoteIdentifier, type Statement } from '../../db/sql.js';
 import { eventContextStatement, requestContext } from '../../events/events.js';
 import type { Role } from '../../extensions/auth/auth.service.js';
 import { forbidden, HttpError, notFound } from '../../http/errors.js';
+import { ruleFrom, type MachineKeyLimit } from '../../http/machine-key-limit.js';
 import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, presentedSession, requestTokenDigest, setSessionCookie, storedTokenCandidates, type PresentedSession } from '../../http/session-token.js';
 import { machineKeysReachOnlyEntities, resolveCaller, type CallerDeps } from './auth.guard.js';
 import { noOrganization, notAMember, organizationHeader, scopeOf } from './scope.guard.js';
@@ -40,8 +41,7 @@ export function tenantScoped(deps: CallerDeps & { db: Queryable }, router: Route
     const machineKey = presentedMachineKey(req);
     if (machineKey !== undefined) {
       if (entity === undefined) throw machineKeysReachOnlyEntities();
-      req.pendingCaller = machineKeyCheck(req, res, machineKey, { entity, operation: keyOperationOf(req.method, req.path) });
-      return next();
+      return admitMachineKey(deps, req, res, machineKey, { entity, operation: keyOperationOf(req.method, req.path) }).then(() => next());
     }
     const deferred = deferrable(req, deps.config);
     if (!deferred) return checkNow(req, res).then(() => next());
@@ -106,19 +106,49 @@ export function keyOperationOf(method: string, path: string): KeyOperation {
 }
 
 /**
+ * A machine key's request: counted against the key's own rate limit first (in the rate-limit
+ * store: http/machine-key-limit.ts), then checked in the round trip of the route's statement. A
+ * request past the limit is a 429, unless the key may not make it at all: then its 401 or 403
+ * comes first, from the key's statement sent alone (it charges no quota then).
+ */
+async function admitMachineKey(deps: CallerDeps & { db: Queryable }, req: Request, res: Response, key: string, asked: { entity: string; operation: KeyOperation }) {
+  // A malformed header is a 400 before anything else: there is no organization to compare.
+  const organizationId = req.header('x-organization-id') === undefined ? undefined : organizationHeader(req);
+  const hashedKey = hashMachineKey(key);
+  const limit = deps.auth.machineKeys.limit;
+  const counted = await limit.admit(hashedKey);
+  if (counted.allowed) {
+    req.pendingCaller = machineKeyCheck(req, hashedKey, organizationId, asked, limit);
+    return;
+  }
+  const checked = machineKeyCheck(req, hashedKey, organizationId, asked, limit, false);
+  const { rows } = await deps.db.query<Record<string, unknown>>(checked.statement.text, checked.statement.params);
+  await checked.settle(rows[0]);
+  const seconds = Math.max(1, Math.ceil(counted.retryAfterMs / 1000));
+  res.setHeader('Retry-After', String(seconds));
+  throw new HttpError(429, 'RATE_LIMITED', `This machine key has made its most requests for now: try again in ${seconds} s`);
+}
+
+/**
  * A machine key's check, to run in the round trip of the route's statement; its answer when the
  * key may not do this: 401 for a key that is unknown, revoked, disabled or expired (or whose
  * organization is gone), 403 for another organization or an operation beyond its permissions,
- * 429 for its own rate limit or its exhausted quota.
+ * 429 for its exhausted quota.
  */
-function machineKeyCheck(req: Request, res: Response, key: string, asked: { entity: string; operation: KeyOperation }): NonNullable<Request['pendingCaller']> {
-  // A malformed header is a 400 before anything else: there is no organization to compare.
-  const organizationId = req.header('x-organization-id') === undefined ? undefined : organizationHeader(req);
+function machineKeyCheck(
+  req: Request,
+  hashedKey: string,
+  organizationId: string | undefined,
+  asked: { entity: string; operation: KeyOperation },
+  limit: MachineKeyLimit,
+  charge = true,
+): NonNullable<Request['pendingCaller']> {
   return {
-    statement: machineKeyStatement(hashMachineKey(key), organizationId, asked),
+    statement: machineKeyStatement(hashedKey, organizationId, asked, charge),
     settle: async (row) => {
       const found = row as MachineKeyRow | undefined;
       if (!found) throw new HttpError(401, 'UNAUTHORIZED', 'This machine key is not valid: unknown, or revoked');
+      limit.ruleSeen(hashedKey, ruleFrom({ enabled: found.rateLimitEnabled, max: found.rateLimitMax, windowMs: found.rateLimitTimeWindow }));
       switch (found.outcome) {
         case 'ok':
           break;
@@ -134,11 +164,6 @@ function machineKeyCheck(req: Request, res: Response, key: string, asked: { enti
           throw forbidden(`This machine key may not ${asked.operation} ${asked.entity}: its permissions do not include it`);
         case 'quota-exhausted':
           throw new HttpError(429, 'RATE_LIMITED', 'This machine key has used all of its requests');
-        case 'rate-limited': {
-          const seconds = Math.max(1, Math.ceil((found.retryAfterMs ?? 1000) / 1000));
-          res.setHeader('Retry-After', String(seconds));
-          throw new HttpError(429, 'RATE_LIMITED', `This machine key has made its most requests for now: try again in ${seconds} s`);
-        }
       }
       const role = found.role as Role;
       req.caller = { kind: 'key', keyId: found.keyId, organizationId: found.organizationId, role };

@@ -124,7 +124,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
 
   let rateLimits: RateLimits;
   try {
-    rateLimits = await createRateLimits(config, logger);
+    rateLimits = await createRateLimits(config, logger, db);
     steps.push(rateLimits);
   } catch (error) {
     return abort(new StartupError(`Cannot connect to Redis at ${maskUrlPassword(config.redisUrl ?? '')}: ${(error as Error).message}. Check REDIS_URL in .env.`));

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Queryable } from '../../db/database.js';
+import { lockUntilCommit } from '../../db/locks.js';
 import { forbidden, HttpError } from '../../http/errors.js';
 import { hashToken } from '../../http/session-token.js';
 import { byUser, recordAuthEvent } from '../../events/events.js';
@@ -182,8 +183,10 @@ export function createInvitations(auth: AuthInternals) {
       const role = input.role ?? 'member';
       const identifier = identifierOf(input.email);
       const sent = await db.transaction(async (tx) => {
-        // One invitation per address and organization: concurrent ones wait for each other here.
-        await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${identifier}:${organizationId}`]);
+        // The organization's pending count and the inviter's hourly count are read and then
+        // added to: concurrent invitations of one organization, or of one inviter, wait for each
+        // other here (on every instance), so neither limit lets one more through.
+        await lockUntilCommit(tx, `invitations:organization:${organizationId}`, `invitations:inviter:${inviter.id}`);
         await tx.query(`DELETE FROM "verification" WHERE "identifier" = $1 AND ${part(2)} = $2`, [identifier, organizationId]);
         const { rows: limits } = await tx.query<{ pending: number; sentLastHour: number; organizationName: string }>(
           `SELECT

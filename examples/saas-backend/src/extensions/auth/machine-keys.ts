@@ -9,6 +9,7 @@ import type { KeyOperation } from '../../db/scope.js';
 import { keyEntities } from '../../generated/index.js';
 import { sendData } from '../../http/envelope.js';
 import { forbidden, HttpError, validationFailed } from '../../http/errors.js';
+import { ruleFrom, type MachineKeyLimit } from '../../http/machine-key-limit.js';
 import { hashMachineKey } from '../../http/session-token.js';
 import { parseBody, parseId } from '../../http/validate.js';
 import type { AuthService } from './auth.service.js';
@@ -88,8 +89,11 @@ function keyOf(row: Omit<MachineKey, 'permissions'> & { permissions: string | nu
   return { ...row, permissions };
 }
 
-export function createMachineKeys(db: Database) {
+export function createMachineKeys(db: Database, limit: MachineKeyLimit) {
   return {
+    /** Each key's own rate limit, counted where the other limits are (http/machine-key-limit.ts). */
+    limit,
+
     /** Makes a key for `organizationId`; the answer holds the key itself, the one time it exists outside the caller. */
     async create(organizationId: string, creatorRole: Role, input: MachineKeyInput, creatorId: string): Promise<MachineKey & { key: string }> {
       if (rank[input.role] > rank[creatorRole]) throw forbidden(`A ${creatorRole} cannot make a key with the ${input.role} role`);
@@ -123,6 +127,8 @@ export function createMachineKeys(db: Database) {
         await recordAuthEvent(tx, { type: 'key.created', organizationId, entity: 'apikey', entityId: made.rows[0]!.id, data }, byUser(creatorId));
         return made;
       });
+      // Its first request on this instance need not read the rule.
+      limit.ruleSeen(hashMachineKey(key), ruleFrom({ enabled: rows[0]!.rateLimitEnabled, max: rows[0]!.rateLimitMax, windowMs: rows[0]!.rateLimitTimeWindow }));
       return { ...keyOf(rows[0]!), key };
     },
 
@@ -192,8 +198,8 @@ export function registerMachineKeyRoutes(registry: OpenAPIRegistry): void {
       permissions: KeyPermissions,
       enabled: z.boolean(),
       expiresAt: z.date().nullable(),
-      lastRequest: z.date().nullable(),
-      requestCount: z.int().meta({ description: "Requests in the key's current rate-limit window" }),
+      lastRequest: z.date().nullable().meta({ description: 'When the key was last used (written to the key about a second after the request)' }),
+      requestCount: z.int().meta({ description: "Requests in the key's current rate-limit window (as of lastRequest)" }),
       rateLimitEnabled: z.boolean(),
       rateLimitMax: z.int().nullable(),
       rateLimitTimeWindow: z.number().nullable(),

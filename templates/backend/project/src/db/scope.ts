@@ -108,8 +108,11 @@ const callerLookupWithContextText = callerLookupSql(true);
 /** What a request with a machine key asks for: one operation on one entity. */
 export type KeyOperation = 'list' | 'read' | 'create' | 'update' | 'delete';
 
-/** Why machineKeyStatement did not scope the transaction; 'ok' when it did. */
-export type MachineKeyOutcome = 'ok' | 'disabled' | 'expired' | 'no-organization' | 'other-organization' | 'forbidden' | 'quota-exhausted' | 'rate-limited';
+/**
+ * Why machineKeyStatement did not scope the transaction; 'ok' when it did. (The key's rate limit
+ * is counted before the statement, in the rate-limit store: http/machine-key-limit.ts.)
+ */
+export type MachineKeyOutcome = 'ok' | 'disabled' | 'expired' | 'no-organization' | 'other-organization' | 'forbidden' | 'quota-exhausted';
 
 /** What machineKeyStatement found: no row at all means no such key (never made, or revoked). */
 export interface MachineKeyRow {
@@ -118,26 +121,23 @@ export interface MachineKeyRow {
   organizationId: string;
   role: string;
   outcome: MachineKeyOutcome;
-  /** For 'rate-limited': when the key's window lets a request through again. */
-  retryAfterMs: number | null;
+  /** The key's rate limit as its row has it now, for its next request (http/machine-key-limit.ts). */
+  rateLimitEnabled: boolean;
+  rateLimitMax: number | null;
+  rateLimitTimeWindow: number | null;
 }
 
 /** Milliseconds since a timestamp column, in SQL. */
 const sinceMs = (column: string) => `(extract(epoch FROM now() - ${column}) * 1000)`;
-/** The key's row (`k`) is inside its rate-limit window: its last request was less than a window ago. */
-const inWindow = `(k."lastRequest" IS NOT NULL AND ${sinceMs('k."lastRequest"')} <= k."rateLimitTimeWindow")`;
 /** The key's quota is due to be set back to `refillAmount`. */
 const refillDue = `(k."refillInterval" IS NOT NULL AND k."refillAmount" IS NOT NULL AND ${sinceMs('COALESCE(k."lastRefillAt", k."createdAt")')} > k."refillInterval")`;
 
 /**
  * The conditions on a key row (alias `k`) that decide whether a request may use it, one SQL
  * expression each, with $2 the organization header (or null), $3 the entity, $4 the operation.
- * The rate limit and the quota are Better Auth's api-key plugin's, so a key behaves the same
- * whichever of the two checks it:
- * - rate limit: at most `rateLimitMax` requests while less than `rateLimitTimeWindow` ms have
- *   passed since the key's last request; a request after a quiet window starts the count again;
- * - quota: `remaining` requests in all (null: no quota), set back to `refillAmount` every
- *   `refillInterval` ms.
+ * The quota is Better Auth's api-key plugin's, so a key behaves the same whichever of the two
+ * checks it: `remaining` requests in all (null: no quota), set back to `refillAmount` every
+ * `refillInterval` ms.
  */
 const keyConditions = {
   enabled: `k."enabled"`,
@@ -146,61 +146,71 @@ const keyConditions = {
   sameOrganization: `($2::uuid IS NULL OR k."referenceId" = $2::uuid)`,
   permitted: `authstrap.key_allows(k."permissions", $3, $4)`,
   withinQuota: `(k."remaining" IS NULL OR (CASE WHEN ${refillDue} THEN k."refillAmount" ELSE k."remaining" END) > 0)`,
-  withinRateLimit: `(NOT k."rateLimitEnabled" OR k."rateLimitTimeWindow" IS NULL OR k."rateLimitMax" IS NULL OR NOT ${inWindow} OR k."requestCount" < k."rateLimitMax")`,
 };
 
 /**
- * Authenticates a machine key (stored as `hashedKey`) for one operation on one entity, and counts
- * the request against the key's limits: one statement, sent in the round trip of the route's own
- * statement. The UPDATE counts the request and the transaction is scoped to the key's organization
- * (user '' and the key's role) only when every condition holds, checked on the row as it is when
- * the UPDATE locks it: of 20 concurrent requests of a key allowed 10, exactly 10 pass. Otherwise
+ * Authenticates a machine key (stored as `hashedKey`) for one operation on one entity: one
+ * statement, sent in the round trip of the route's own statement. The transaction is scoped to
+ * the key's organization (user '' and the key's role) only when every condition holds; otherwise
  * the scope stays empty, so the route's statement reads nothing and writes nothing, and `outcome`
  * says which condition failed. One row, or none for an unknown (or revoked) key.
+ *
+ * It writes nothing for a key without a quota: the key's rate limit was counted before it, in the
+ * rate-limit store, and its last use reaches its row later (http/machine-key-limit.ts). So the
+ * requests of one key do not queue on its row, and a read stays a read. A key with a quota
+ * (Better Auth's `remaining`) is charged here, on the row as it is when the UPDATE locks it: of
+ * 20 concurrent requests of a key with 10 left, exactly 10 pass.
  */
-export function machineKeyStatement(hashedKey: string, organizationHeader: string | undefined, operation: { entity: string; operation: KeyOperation }): Statement {
+export function machineKeyStatement(hashedKey: string, organizationHeader: string | undefined, operation: { entity: string; operation: KeyOperation }, charge = true): Statement {
   const reads = operation.operation === 'list' || operation.operation === 'read';
-  return { text: reads ? machineKeyReadText : machineKeyWriteText, params: [hashedKey, organizationHeader ?? null, operation.entity, operation.operation] };
+  const text = !charge ? machineKeyCheckText : reads ? machineKeyReadText : machineKeyWriteText;
+  return { text, params: [hashedKey, organizationHeader ?? null, operation.entity, operation.operation] };
 }
 
-/** machineKeyStatement's SQL, written once: `flushLater` for a request that only reads. */
-function machineKeyText(flushLater: boolean): string {
-  const all = Object.values(keyConditions).join(' AND ');
+/**
+ * machineKeyStatement's SQL, written once: `flushLater` for a request that only reads; without
+ * `charge`, the quota is only looked at (a request refused by the key's rate limit, which is told
+ * why it would be refused anyway first: tenant.guard.ts).
+ */
+function machineKeyText({ flushLater, charge }: { flushLater: boolean; charge: boolean }): string {
   const c = keyConditions;
-  // Counting makes every request of a key a write, and a write waits for its WAL flush at commit
-  // (about 2.5 ms a request, measured). A read writes nothing else, so its commit need not wait:
-  // a crash may then forget the last few counts of a key (its last-used time and a fraction of a
-  // window), never a record. A request that writes waits as every write does.
+  // Charging a quota makes a read a write, and a write waits for its WAL flush at commit. A read
+  // writes nothing else, so its commit need not wait: a crash may then forget the last few
+  // charges of a quota, never a record. A request that writes waits as every write does.
   const flush = flushLater ? `\n         || set_config('synchronous_commit', 'off', true)` : '';
-  return `WITH counted AS (
-       UPDATE "apikey" k SET
-         "lastRequest" = now(),
-         "requestCount" = CASE WHEN ${inWindow} THEN k."requestCount" + 1 ELSE 1 END,
-         "remaining" = CASE WHEN k."remaining" IS NULL THEN NULL WHEN ${refillDue} THEN k."refillAmount" - 1 ELSE k."remaining" - 1 END,
-         "lastRefillAt" = CASE WHEN k."remaining" IS NOT NULL AND ${refillDue} THEN now() ELSE k."lastRefillAt" END
-       WHERE k."key" = $1 AND ${all}
-       RETURNING k."id", k."referenceId", k."role"
+  const charged = charge
+    ? `UPDATE "apikey" k SET
+         "remaining" = CASE WHEN ${refillDue} THEN k."refillAmount" - 1 ELSE k."remaining" - 1 END,
+         "lastRefillAt" = CASE WHEN ${refillDue} THEN now() ELSE k."lastRefillAt" END
+       WHERE k."key" = $1 AND k."remaining" IS NOT NULL AND ${Object.values(keyConditions).join(' AND ')}
+       RETURNING k."id"`
+    : `SELECT NULL::uuid AS "id" WHERE false`;
+  // Charged, the row as the UPDATE locked it decides; looked at only, the row as read.
+  const quota = charge ? `k."remaining" IS NOT NULL` : `NOT ${c.withinQuota}`;
+  return `WITH charged AS (
+       ${charged}
      )
-     SELECT k."id" AS "keyId", k."referenceId" AS "organizationId", k."role",
-       CASE WHEN c."id" IS NOT NULL THEN 'ok'
+     SELECT k."id" AS "keyId", k."referenceId" AS "organizationId", k."role", o."outcome",
+       k."rateLimitEnabled", k."rateLimitMax", k."rateLimitTimeWindow",
+       (set_config('authstrap.organization_id', CASE WHEN o."outcome" = 'ok' THEN k."referenceId"::text ELSE '' END, true)
+         || set_config('authstrap.user_id', '', true)
+         || set_config('authstrap.role', CASE WHEN o."outcome" = 'ok' THEN k."role" ELSE '' END, true)
+         || set_config('authstrap.key_id', CASE WHEN o."outcome" = 'ok' THEN k."id"::text ELSE '' END, true)${flush}) IS NOT NULL AS "scoped"
+     FROM "apikey" k
+     LEFT JOIN charged c ON c."id" = k."id"
+     CROSS JOIN LATERAL (SELECT CASE WHEN c."id" IS NOT NULL THEN 'ok'
          WHEN NOT ${c.enabled} THEN 'disabled'
          WHEN NOT ${c.unexpired} THEN 'expired'
          WHEN NOT ${c.organizationExists} THEN 'no-organization'
          WHEN NOT ${c.sameOrganization} THEN 'other-organization'
          WHEN NOT ${c.permitted} THEN 'forbidden'
-         WHEN NOT ${c.withinQuota} THEN 'quota-exhausted'
-         ELSE 'rate-limited' END AS "outcome",
-       CASE WHEN c."id" IS NULL AND ${inWindow} THEN greatest(0, k."rateLimitTimeWindow" - ${sinceMs('k."lastRequest"')})::float8 END AS "retryAfterMs",
-       (set_config('authstrap.organization_id', COALESCE(c."referenceId"::text, ''), true)
-         || set_config('authstrap.user_id', '', true)
-         || set_config('authstrap.role', COALESCE(c."role", ''), true)
-         || set_config('authstrap.key_id', COALESCE(c."id"::text, ''), true)${flush}) IS NOT NULL AS "scoped"
-     FROM "apikey" k
-     LEFT JOIN counted c ON c."id" = k."id"
+         WHEN ${quota} THEN 'quota-exhausted'
+         ELSE 'ok' END AS "outcome") o
      WHERE k."key" = $1`;
 }
-const machineKeyReadText = machineKeyText(true);
-const machineKeyWriteText = machineKeyText(false);
+const machineKeyReadText = machineKeyText({ flushLater: true, charge: true });
+const machineKeyWriteText = machineKeyText({ flushLater: false, charge: true });
+const machineKeyCheckText = machineKeyText({ flushLater: true, charge: false });
 
 /** Statements that run under a scope (asCaller, withScope): what the tenant-scoped repositories take. */
 export interface ScopedQueryable extends Queryable {

@@ -5,7 +5,9 @@ import type { Logger } from 'pino';
 import { RedisStore } from 'rate-limit-redis';
 import { createClient } from 'redis';
 import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
 import { sendError } from './envelope.js';
+import { createMachineKeyLimit, memoryKeyCounter, redisKeyCounter, type MachineKeyLimit } from './machine-key-limit.js';
 import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, requestTokenDigest, sessionCredential } from './session-token.js';
 
 export interface RateLimits {
@@ -18,6 +20,8 @@ export interface RateLimits {
    * limit per session (per IP without one), so that no client sends without bound.
    */
   data: RequestHandler;
+  /** Each machine key's own limit (x-api-key), in the same store: http/machine-key-limit.ts. */
+  machineKeys: MachineKeyLimit;
   /** Requests each limit refused (a 429) since the start, for the metrics. */
   refusals: Record<LimitName, number>;
   close(): Promise<void>;
@@ -95,7 +99,7 @@ function describe(error: unknown): string {
  * requests are let through (and the error is logged) rather than the whole API going down
  * with it; counting resumes once Redis is back.
  */
-export async function createRateLimits(config: Config, logger: Logger): Promise<RateLimits> {
+export async function createRateLimits(config: Config, logger: Logger, db: Database): Promise<RateLimits> {
   const outage = redisOutageLog(logger);
   let redis: ReturnType<typeof createClient> | undefined;
   if (config.redisUrl) {
@@ -177,7 +181,14 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
     config.nodeEnv === 'development'
       ? `. Development: raise RATE_LIMIT_AUTH_MAX (now ${config.rateLimits.authMax}) in .env${redis ? '' : ', or restart the backend: the count is kept in its memory'}`
       : '';
+  const machineKeys = createMachineKeyLimit({
+    db,
+    logger,
+    counter: sendCommand ? redisKeyCounter((args) => sendCommand(args), `${prefix}key:`) : memoryKeyCounter(),
+    flushMs: config.rateLimits.machineKeyUsageFlushMs,
+  });
   return {
+    machineKeys,
     auth: limiter({
       name: 'auth',
       windowMs: config.rateLimits.authWindowMs,
@@ -208,6 +219,8 @@ export async function createRateLimits(config: Config, logger: Logger): Promise<
     }),
     refusals,
     async close() {
+      // The keys' last use is written while the database is still open (server.ts closes it after).
+      await machineKeys.close();
       for (const counts of stores) if (counts instanceof MemoryStore) counts.shutdown();
       if (redis?.isOpen) await redis.close();
     },
@@ -300,7 +313,7 @@ function partitionKey(key: string): string {
  * in Redis), or the client IP for a request without either.
  */
 function dataClientKey(req: Request): string {
-  // A machine key is one client wherever it runs; its own limit is counted in the database too.
+  // A machine key is one client wherever it runs; its own limit is counted besides (machine-key-limit.ts).
   const machineKey = presentedMachineKey(req);
   if (machineKey) return `key:${hashMachineKey(machineKey)}`;
   const token = sessionCredential(req);

@@ -7,6 +7,7 @@ import { HttpError } from '../../http/errors.js';
 import { hashToken, storedTokenCandidates } from '../../http/session-token.js';
 import { byUser, listSecurityEvents, recordAuthEvent, setEventContext, type EventContext } from '../../events/events.js';
 import type { ListQuery } from '../../http/list-query.js';
+import type { MachineKeyLimit } from '../../http/machine-key-limit.js';
 import type { Mailer } from '../../mail/mail.js';
 import { messages } from '../mail/messages.js';
 import { createAccountFlows } from './account-flows.js';
@@ -109,7 +110,7 @@ export type AuthService = ReturnType<typeof createAuthService>;
 
 export type AuthSettings = Pick<Config, 'bcryptCost' | 'requireEmailVerification' | 'invitations'>;
 
-export function createAuthService({ db, config, mailer }: { db: Database; config: AuthSettings; mailer: Mailer }) {
+export function createAuthService({ db, config, mailer, machineKeyLimit }: { db: Database; config: AuthSettings; mailer: Mailer; machineKeyLimit: MachineKeyLimit }) {
   // Hashed once, lazily: sign-in for an unknown e-mail compares against it, so that an unknown
   // e-mail and a wrong password take the same time.
   let dummyHash: Promise<string> | undefined;
@@ -215,13 +216,16 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
       // No stored password is longer than 72 bytes, and bcrypt would compare only the first 72:
       // a longer one is wrong by definition, not a match on its prefix.
       const tooLong = Buffer.byteLength(input.password, 'utf8') > 72;
-      if (!found?.passwordHash || tooLong) {
-        await bcrypt.compare(input.password, await timingDummy());
-        throw invalidCredentials();
-      }
-      if (!(await bcrypt.compare(input.password, found.passwordHash))) {
-        // The account's owner sees the attempt in their security events; an unknown address records nothing.
-        await db.transaction((tx) => recordAuthEvent(tx, { type: 'session.sign_in_failed', userId: found.id, entity: 'User', entityId: found.id }, { actorType: 'system' }));
+      // An unknown address compares against a dummy hash of the same cost, so that the answer
+      // takes as long whether the address has an account or not.
+      const matches = await bcrypt.compare(input.password, found?.passwordHash && !tooLong ? found.passwordHash : await timingDummy());
+      if (!found?.passwordHash || tooLong || !matches) {
+        // Every failed attempt is recorded the same way, known address or not (the address as
+        // typed; the user when there is one, whose security events then show it): the same
+        // statements on both paths, so neither the time nor the work tells them apart.
+        await db.transaction((tx) =>
+          recordAuthEvent(tx, { type: 'session.sign_in_failed', userId: found?.id ?? null, entity: 'User', entityId: found?.id, data: { email: input.email } }, { actorType: 'system' }),
+        );
         throw invalidCredentials();
       }
       const { passwordHash: _hash, ...user } = found;
@@ -383,7 +387,7 @@ export function createAuthService({ db, config, mailer }: { db: Database; config
     invitations: createInvitations(shared),
 
     /** The organizations' machine keys (see machine-keys.ts). */
-    machineKeys: createMachineKeys(db),
+    machineKeys: createMachineKeys(db, machineKeyLimit),
   };
 }
 

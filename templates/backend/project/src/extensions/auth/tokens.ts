@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../../db/database.js';
+import { lockUntilCommit } from '../../db/locks.js';
 import { hashToken } from '../../http/session-token.js';
 
 /**
@@ -38,6 +39,8 @@ const ofUser = (purpose: TokenPurpose) => `"identifier" LIKE '${purpose}:%' AND 
  * unexpired ones (the caller then sends nothing, and answers as if it had).
  */
 export async function issueToken(tx: Queryable, purpose: TokenPurpose, userId: string, detail: string[] = []): Promise<string | undefined> {
+  // Counted, then added to: concurrent requests for one user and purpose take turns here.
+  await lockUntilCommit(tx, `tokens:${purpose}:${userId}`);
   const { rows } = await tx.query<{ live: number }>(`SELECT count(*)::int AS "live" FROM "verification" WHERE ${ofUser(purpose)} AND "expiresAt" > now()`, [userId]);
   if ((rows[0]?.live ?? 0) >= liveTokensMax) return undefined;
   const token = randomBytes(32).toString('base64url');
