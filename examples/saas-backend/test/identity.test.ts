@@ -154,6 +154,30 @@ describe.each(pooledDatabaseKinds)('identity flows on the %s database', (kind) =
       expect(gap.smallest, `medians of known - unknown (ms): ${gap.medians.join(', ')}`).toBeLessThan(10);
     });
 
+    it('does the same work on the answer for a known and an unknown address: one mail request in the outbox, decided after', async () => {
+      const user = await signUp(backend.url, email('samework'));
+      await backend.mailbox.next(user.user.email);
+      const unknown = email('nosuch');
+      const requests = async (address: string) =>
+        (
+          await backend.running.db.asOwner((tx) =>
+            tx.query<{ payload: Record<string, string> }>(`SELECT "payload" FROM "authstrap_outbox" WHERE "channel" = 'account-mail' AND "payload"->>'email' = $1`, [address]),
+          )
+        ).rows.map((row) => row.payload);
+      for (const [path, kind] of [['/api/auth/forgot-password', 'reset-password'], ['/api/auth/send-verification-email', 'verify-email']] as const) {
+        for (const address of [user.user.email, unknown]) {
+          expect((await anonymous()('POST', path, { body: { email: address } })).status).toBe(200);
+        }
+        // A known address that wrote its link while answering would have no request here.
+        expect(await requests(user.user.email)).toContainEqual({ kind, email: user.user.email });
+        expect(await requests(unknown)).toContainEqual({ kind, email: unknown });
+      }
+      // The worker then sends what the known address is owed, and the unknown one nothing.
+      await backend.mailbox.next(user.user.email, /Reset your password/);
+      await backend.mailbox.next(user.user.email, /Confirm your e-mail/);
+      expect(backend.mailbox.to(unknown)).toEqual([]);
+    });
+
     it('lets exactly one of 20 concurrent uses of one reset link succeed', async () => {
       const user = await signUp(backend.url, email('race'));
       await forgot(user.user.email);
