@@ -108,6 +108,16 @@ describe('cors-origin without a backend', () => {
     expect(fs.readFileSync(path.join(dir, '.env'), 'utf8')).toBe('ALLOWED_ORIGINS=http://localhost:5173\n');
   });
 
+  it('a trailing slash names the origin the backend allows: cors-origin passes, and fix changes nothing', () => {
+    const { dir } = project('ALLOWED_ORIGINS=http://localhost:5173/\n');
+    viteFrontend(dir, 'web');
+    const before = readTree(dir);
+    const cors = JSON.parse(runCli(['fix', dir, '--json']).stdout).checks.find((check: { id: string }) => check.id === 'cors-origin');
+    expect(cors).toEqual(expect.objectContaining({ status: 'pass', message: 'ALLOWED_ORIGINS=http://localhost:5173/ (frontends: web)' }));
+    expect(cors).not.toHaveProperty('repaired');
+    expect(readTree(dir)).toEqual(before);
+  });
+
   it('a frontend named with --frontend is found relative to where fix runs, and its origin added to the existing one', () => {
     const { root, dir } = project('ALLOWED_ORIGINS=http://localhost:5173\n');
     const frontend = path.join(root, 'elsewhere/my-ui');
