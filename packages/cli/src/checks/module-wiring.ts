@@ -9,9 +9,9 @@ import { isReachable, parseSource, staleGenerated, truthiness } from './source.j
 /**
  * "Module wiring": every generated router is mounted. `src/app.ts` must mount `generatedRouter`
  * where requests reach it (read as syntax: a commented-out line, a line after a `return` or after
- * the 404 handler, a branch whose literal condition is never true (`if (false)`, `if (0)`,
- * `false && ...`; source.ts, isReachable) is no mount), and `src/generated/` must be what `authstrap generate` writes
- * (its index mounts each entity's router). The probe asks the running backend for every
+ * the 404 handler, a branch whose literal condition never holds, `if (false)`, `if (0)`,
+ * `false && ...` (isReachable in source.ts), is no mount), and `src/generated/` must be what
+ * `authstrap generate` writes (its index mounts each entity's router). The probe asks the running backend for every
  * collection its OpenAPI document lists: a mounted one asks who is calling (401), a missing one
  * is unknown (404).
  */
