@@ -95,6 +95,14 @@ describe('the repair: every loopback host becomes localhost', () => {
     );
   });
 
+  it('rewrites the line the backend reads (the last), in its shape, and comments out the earlier ones', () => {
+    const before = 'AUTH_URL=http://localhost:3000\nexport AUTH_URL = "http://127.0.0.1:3000" # the API\n';
+    expect(findLoopbackMix(backendEnv(before))).toBeUndefined();
+    expect(findLoopbackMix(backendEnv(`${before}ALLOWED_ORIGINS=http://localhost:5173\n`))?.files[0]?.after).toBe(
+      '# AUTH_URL=http://localhost:3000\nexport AUTH_URL = "http://localhost:3000" # the API\nALLOWED_ORIGINS=http://localhost:5173\n',
+    );
+  });
+
   it('leaves a file without loopback hosts byte for byte', () => {
     const text = 'AUTH_URL=https://api.example.com\nALLOWED_ORIGINS=https://app.example.com, https://admin.example.com\n';
     expect(withLocalhost(text, ['AUTH_URL', 'ALLOWED_ORIGINS'])).toBe(text);

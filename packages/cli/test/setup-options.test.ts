@@ -1,5 +1,4 @@
 import path from 'node:path';
-import util from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../src/cli-error.js';
 import { maskPassword, parseEnv } from '../src/project/env-file.js';
@@ -244,64 +243,6 @@ describe('randomSecret', () => {
 
   it.each([1, 31, 33, 43, 64])('gives exactly %i characters when asked', (length) => {
     expect(randomSecret(length)).toMatch(new RegExp(`^[A-Za-z0-9_-]{${length}}$`));
-  });
-});
-
-describe('parseEnv', () => {
-  it('reads keys and values; skips comments, blank lines and lines that are not assignments', () => {
-    const text = ['# a comment', '', '  # indented comment', 'PORT=3000', 'not an assignment', '1BAD=x', 'HOST = 0.0.0.0  ', 'URL=http://a/b?c=d=e'].join('\n');
-    expect(parseEnv(text)).toEqual({ PORT: '3000', HOST: '0.0.0.0', URL: 'http://a/b?c=d=e' });
-  });
-
-  it('handles CRLF line endings', () => {
-    expect(parseEnv('A=1\r\nB=2\r\n')).toEqual({ A: '1', B: '2' });
-  });
-
-  it('unwraps single and double quotes, keeping what is inside as is', () => {
-    expect(parseEnv(`A="two words"\nB='single # not a comment'\nC="say 'hi'"\nD="unbalanced`)).toEqual({
-      A: 'two words',
-      B: 'single # not a comment',
-      C: "say 'hi'",
-      D: '"unbalanced',
-    });
-  });
-
-  it('accepts an export prefix', () => {
-    expect(parseEnv('export AUTH_SECRET=abc\n  export   PORT=1')).toEqual({ AUTH_SECRET: 'abc', PORT: '1' });
-  });
-
-  it('drops inline comments: in an unquoted value from the first #, after a quoted value whole', () => {
-    expect(parseEnv('PORT=3000 # the port\nCOLOR=#fff\nPASS=a#b\nQ="quoted" # note\nR=\'x # y\'# z')).toEqual({
-      PORT: '3000',
-      COLOR: '',
-      PASS: 'a',
-      Q: 'quoted',
-      R: 'x # y',
-    });
-  });
-
-  it("reads these lines as Node's own loader does (the backend reads .env with it)", () => {
-    const text = [
-      '# comment',
-      'PORT=3000 # the port',
-      'export SECRET=abc-_123',
-      'A="two words" # note',
-      "B='single # kept'",
-      'C=',
-      'D= # set me',
-      'E=a#b',
-      '  F = spaced  ',
-      'DATABASE_URL=postgresql://app:p%40ss@db:5432/app?sslmode=require',
-    ].join('\n');
-    expect(parseEnv(text)).toEqual(util.parseEnv(text));
-  });
-
-  it('reads empty values as empty strings', () => {
-    expect(parseEnv('A=\nB=""\nC=\'\'\nD=   \nE= # set me')).toEqual({ A: '', B: '', C: '', D: '', E: '' });
-  });
-
-  it('a later assignment wins', () => {
-    expect(parseEnv('A=1\nA=2')).toEqual({ A: '2' });
   });
 });
 

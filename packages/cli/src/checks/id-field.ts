@@ -1,12 +1,13 @@
-import { Node, SyntaxKind } from 'ts-morph';
-import { fail, pass, skip, warn, type Check } from './check.js';
+import { Node, SyntaxKind, type SourceFile } from 'ts-morph';
+import { fail, pass, skip, warn, type Check, type FileChange } from './check.js';
 import { generatedCollections, isBuiltin } from './collections.js';
 import { parseSource, staleGenerated } from './source.js';
 
 /**
  * An entity whose generated output type or create input lacks `id`: clients cannot address what
- * they read, and adapters cannot choose the ids of what they create. Repaired by re-rendering
- * the schema file from authstrap.schema.ts.
+ * they read, and adapters cannot choose the ids of what they create. Read in every file generate
+ * writes from the schema: the zod schemas in src/generated/ and the typed client (with its copies
+ * in frontends). Repaired by re-rendering those files from authstrap.schema.ts, as generate does.
  */
 export const idField: Check = {
   id: 'id-field',
@@ -14,11 +15,14 @@ export const idField: Check = {
   examine(project) {
     if (!project.generatePlan) return warn(`cannot read the schema: ${project.schemaProblem ?? 'unknown problem'}`);
     if (project.generatePlan.problems.length) return warn(`authstrap generate cannot run: ${project.generatePlan.problems.join('; ')}`);
-    const broken = staleGenerated(project, (file, onDisk) => lacksIds(file, onDisk));
-    if (broken.length === 0) return pass('the output and create types of every entity declare id');
+    const isClient = (path: string) => (project.clientPaths ?? []).includes(path);
+    const lacking = (change: FileChange) => (isClient(change.path) ? clientTypesLackingId(change.before, change.after) : lacksIds(change.path, change.before) ? [''] : []);
+    const broken = staleGenerated(project, (change) => lacking(change).length > 0, { withClient: true });
+    if (broken.length === 0) return pass('the output and create types of every entity declare id, in src/generated and the typed client');
+    const where = broken.map((change) => (isClient(change.path) ? `${change.path} (${lacking(change).join(', ')})` : change.path));
     return {
-      ...fail(`${broken.map((change) => change.path).join(', ')} ${broken.length === 1 ? 'lacks' : 'lack'} id in the output or create type`),
-      repair: { summary: `re-render ${broken.length} schema file${broken.length === 1 ? '' : 's'} from authstrap.schema.ts`, files: broken, sql: [] },
+      ...fail(`${where.join(', ')} ${broken.length === 1 ? 'lacks' : 'lack'} id in the output or create type`),
+      repair: { summary: `re-render ${broken.length} file${broken.length === 1 ? '' : 's'} from authstrap.schema.ts`, files: broken, sql: [] },
     };
   },
   probe: {
@@ -60,4 +64,27 @@ export function lacksIds(file: string, source: string): boolean {
     })
     .flatMap((call) => call.getArguments().filter(Node.isObjectLiteralExpression));
   return objects.length < 2 || objects.some((object) => !object.getProperty('id'));
+}
+
+/**
+ * The typed client's types (interfaces and object type aliases) that declare `id` as generate
+ * writes them (`generated`) but not in the file on disk (`onDisk`; none when it is missing). A
+ * type gone altogether is not an id problem.
+ */
+export function clientTypesLackingId(onDisk: string, generated: string): string[] {
+  if (!onDisk) return [];
+  const present = objectTypes(parseSource('client/authstrap-client.ts', onDisk));
+  const planned = objectTypes(parseSource('client/authstrap-client.generated.ts', generated));
+  return [...planned].filter(([name, hasId]) => hasId && present.get(name) === false).map(([name]) => name);
+}
+
+/** Each top-level interface or object type alias, by name: whether it declares `id`. */
+function objectTypes(source: SourceFile): Map<string, boolean> {
+  const types = new Map<string, boolean>();
+  for (const declaration of source.getInterfaces()) types.set(declaration.getName(), declaration.getProperty('id') !== undefined);
+  for (const alias of source.getTypeAliases()) {
+    const literal = alias.getTypeNode();
+    if (literal && Node.isTypeLiteral(literal)) types.set(alias.getName(), literal.getProperty('id') !== undefined);
+  }
+  return types;
 }

@@ -4,13 +4,14 @@ import { fail, pass, plural, skip, warn, type Check } from './check.js';
 import { generatedCollections, shownPath, withParent } from './collections.js';
 import { lacksIds } from './id-field.js';
 import { describe } from './probe-context.js';
-import { isReachable, parseSource, staleGenerated } from './source.js';
+import { isReachable, parseSource, staleGenerated, truthiness } from './source.js';
 
 /**
  * "Module wiring": every generated router is mounted. `src/app.ts` must mount `generatedRouter`
  * where requests reach it (read as syntax: a commented-out line, a line after a `return` or after
- * the 404 handler is no mount), and `src/generated/` must be what `authstrap generate` writes
- * (its index mounts each entity's router). The probe asks the running backend for every
+ * the 404 handler, a branch whose literal condition never holds, `if (false)`, `if (0)`,
+ * `false && ...` (isReachable in source.ts), is no mount), and `src/generated/` must be what
+ * `authstrap generate` writes (its index mounts each entity's router). The probe asks the running backend for every
  * collection its OpenAPI document lists: a mounted one asks who is calling (401), a missing one
  * is unknown (404).
  */
@@ -21,7 +22,7 @@ export const moduleWiring: Check = {
     if (!project.generatePlan) return warn(`cannot read the schema: ${project.schemaProblem ?? 'unknown problem'}`);
     if (project.generatePlan.problems.length) return warn(`authstrap generate cannot run: ${project.generatePlan.problems.join('; ')}`);
     // Schema files without ids are id-field's.
-    const changes = staleGenerated(project, (file, onDisk) => !lacksIds(file, onDisk));
+    const changes = staleGenerated(project, (change) => !lacksIds(change.path, change.before));
     const problems = changes.map((change) => `${change.path} is ${change.before ? 'out of date' : 'missing'}`);
     const app = project.files['src/app.ts'] ?? '';
     const mount = app ? appMount(app) : undefined;
@@ -92,13 +93,16 @@ export function appMount(app: string): Mount {
       : mounts.length === 0
       ? 'src/app.ts does not mount generatedRouter'
       : reachable.length === 0
-        ? 'src/app.ts mounts generatedRouter only after a return, where it never runs'
+        ? 'src/app.ts mounts generatedRouter only where it never runs (after a return or throw, or in a branch whose condition is always false)'
         : 'src/app.ts mounts generatedRouter after the 404 handler (app.use(unknownRoute)), so no request reaches it';
   if (!notFound && effective.length === 0) return { mounted: false, problem };
 
   // Text edits at positions the syntax tree gives, applied from the end of the file backwards.
   const edits: Edit[] = [];
-  if (effective.length === 0) edits.push(...mounts.map((mount) => lineSpan(app, statementOf(mount))), mountEdit(app, notFound!, localName));
+  if (effective.length === 0) {
+    const removed = mounts.flatMap((mount) => ineffectiveStatement(mount) ?? []);
+    edits.push(...removed.map((statement) => lineSpan(app, statement)), mountEdit(app, notFound!, localName));
+  }
   if (!imported) {
     const lastImport = source.getImportDeclarations().at(-1);
     const at = lastImport ? lastImport.getEnd() : 0;
@@ -123,6 +127,31 @@ function mountEdit(app: string, notFound: CallExpression, localName: string): Ed
   const previous = siblings[siblings.indexOf(statement as (typeof siblings)[number]) - 1];
   if (previous) return { start: previous.getEnd(), end: previous.getEnd(), text: `\n${indent}${mountText}` };
   return { start: statement.getStart(), end: statement.getStart(), text: `${mountText}\n${indent}` };
+}
+
+/**
+ * What to delete with a mount that never takes effect: its statement, with the dead `if` or loop
+ * around it when that holds nothing else (`if (false) { mount }` goes whole). Nothing when the
+ * statement calls anything besides the mount (`false ? mount : other()`): what else it does stays.
+ */
+function ineffectiveStatement(mount: CallExpression): Node | undefined {
+  let statement = statementOf(mount);
+  const others = statement.getDescendantsOfKind(SyntaxKind.CallExpression).filter((call) => call !== mount && !call.getAncestors().includes(mount));
+  if (others.length > 0) return undefined;
+  for (let parent = statement.getParent(); parent; parent = statement.getParent()) {
+    // A block goes with its only statement when what holds the block goes too, or is a list of statements.
+    const holder = Node.isBlock(parent) && parent.getStatements().length === 1 ? parent.getParent() : undefined;
+    if (!holdsNothingElse(parent) && !(holder && (holdsNothingElse(holder) || Node.isBlock(holder) || Node.isSourceFile(holder)))) break;
+    statement = parent;
+  }
+  return statement;
+}
+
+/** An `if` without else, or a loop that never runs, whose condition is a constant: around a dead mount, nothing else. */
+function holdsNothingElse(node: Node): boolean {
+  if (Node.isIfStatement(node)) return !node.getElseStatement() && truthiness(node.getExpression()) !== undefined;
+  const condition = Node.isWhileStatement(node) ? node.getExpression() : Node.isForStatement(node) && !node.getInitializer() && !node.getIncrementor() ? node.getCondition() : undefined;
+  return condition !== undefined && truthiness(condition) === false;
 }
 
 function statementOf(call: CallExpression): Node {

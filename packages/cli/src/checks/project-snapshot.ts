@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { planSchemaEdit, type SchemaEditPlan } from '../add-auth/schema-edit.js';
-import { loadTemplates, planGenerate, type GeneratePlan } from '../generate/index.js';
+import { loadTemplates, planGenerate, readClientOutputs, type GeneratePlan } from '../generate/index.js';
 import { databaseModel, quote } from '../generate/table-model.js';
 import { readProjectEnv } from '../project/env-file.js';
 import type { EnvFileText } from '../project/loopback-hosts.js';
@@ -25,6 +25,8 @@ export interface ProjectSnapshot {
   /** What `authstrap generate` would write now, and those files as they are on disk. */
   generatePlan?: GeneratePlan;
   generatedOnDisk?: Record<string, string>;
+  /** Where generate writes the typed client: client/authstrap-client.ts and package.json's copies. */
+  clientPaths?: string[];
   /**
    * When entities clash with the auth entities (so the schema does not load): the edit that
    * renames them, keeping their tables, and what `authstrap generate` would then write.
@@ -173,6 +175,7 @@ export async function readProjectSnapshot(
     state.schema = loadSchema(dir);
     state.generatePlan = planGenerate(dir, state.schema, loadTemplates());
     state.generatedOnDisk = filesOnDisk(dir, state.generatePlan);
+    state.clientPaths = readClientOutputs(dir).paths;
   } catch (error) {
     if (!(error instanceof SchemaError)) throw error;
     state.schemaProblem = error.message;

@@ -4,7 +4,8 @@ import { createTwoFilesPatch } from 'diff';
 import { CliError } from '../cli-error.js';
 import type { FileChange } from '../checks/check.js';
 import { applyWrites, loadTemplates, packageNameFor, planGenerate } from '../generate/index.js';
-import { allowedOrigins, parseEnv, withEnvValue } from '../project/env-file.js';
+import { allowedOrigins, allowsOrigin } from '../project/allowed-origins.js';
+import { parseEnv, withEnvValue } from '../project/env-file.js';
 import { loadSchemaWithSource } from '../schema/index.js';
 import { adapterDependency } from './adapter-dependency.js';
 import { inspectFrontendFolder } from './existing-app.js';
@@ -50,8 +51,13 @@ function backendChanges(backendDir: string, origin: string, clientPath: string):
   const changes: FileChange[] = [];
   const envFile = path.join(backendDir, '.env');
   const env = read(envFile);
-  const origins = allowedOrigins(parseEnv(env));
-  if (!origins.includes(origin)) changes.push({ path: envFile, before: env, after: withEnvValue(env, 'ALLOWED_ORIGINS', [...origins, origin].join(',')) });
+  const allowed = allowedOrigins(parseEnv(env));
+  if (!allowsOrigin(allowed, origin)) {
+    const origins = [...allowed.map((item) => item.entry), origin].join(',');
+    const after = withEnvValue(env, 'ALLOWED_ORIGINS', origins);
+    if (after === undefined) throw new CliError(`${envFile}: set ALLOWED_ORIGINS=${origins} by hand (no one-line edit of it gives the backend that value)`, 1);
+    changes.push({ path: envFile, before: env, after });
+  }
   const packageFile = path.join(backendDir, 'package.json');
   const packageText = read(packageFile);
   const packageJson = JSON.parse(packageText);

@@ -1,4 +1,4 @@
-import { parseEnv } from './env-file.js';
+import { parseEnv, withEnvValue } from './env-file.js';
 
 /**
  * `localhost`, `127.0.0.1` and `[::1]` reach the same machine, but browsers treat them as
@@ -98,23 +98,18 @@ export function findLoopbackMix(backend: EnvFileText | undefined, frontends: Env
 
 /**
  * The env file with every loopback host in the named variables made `localhost`, keeping scheme,
- * port and path, quotes and comments; a list that then names an origin twice keeps it once.
+ * port and path; a list that then names an origin twice keeps it once. Each variable is rewritten
+ * where the backend reads it (withEnvValue: its last assignment, quotes and comment kept).
  */
 export function withLocalhost(text: string, variables: string[]): string {
-  return text
-    .split('\n')
-    .map((line) => {
-      const match = /^(\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*)(.*?)(\r?)$/.exec(line);
-      if (!match || !variables.includes(match[2]!)) return line;
-      const [, head, , rest, cr] = match as unknown as [string, string, string, string, string];
-      // The value as parseEnv reads it: inside its quotes, or up to a comment.
-      const quoted = /^(['"])(.*)\1(.*)$/.exec(rest);
-      if (quoted) return `${head}${quoted[1]}${rewriteList(quoted[2]!)}${quoted[1]}${quoted[3]}${cr}`;
-      const comment = rest.indexOf('#');
-      const value = comment === -1 ? rest : rest.slice(0, comment);
-      return `${head}${rewriteList(value)}${comment === -1 ? '' : rest.slice(comment)}${cr}`;
-    })
-    .join('\n');
+  const values = parseEnv(text);
+  let result = text;
+  for (const name of variables.filter((variable) => values[variable] !== undefined)) {
+    const rewritten = rewriteList(values[name]!);
+    // A file no one-line edit can repair stays as it is: the check then still fails and says so.
+    if (rewritten !== values[name]) result = withEnvValue(result, name, rewritten) ?? result;
+  }
+  return result;
 }
 
 function rewriteList(value: string): string {

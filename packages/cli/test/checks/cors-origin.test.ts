@@ -14,28 +14,73 @@ async function preflight(backend: Backend, origin: string): Promise<string | nul
   return response.headers.get('access-control-allow-origin');
 }
 
-const { stage } = describeRepairCycle('cors-origin', [
+/** A Vite frontend in `folder` on `port` (no port: Vite's default, 5173). */
+function viteFrontend(dir: string, folder: string, port?: number) {
+  fs.mkdirSync(path.join(dir, folder));
+  fs.writeFileSync(path.join(dir, folder, 'package.json'), JSON.stringify({ name: folder, private: true, devDependencies: { vite: '^6.0.0' } }, null, 2));
+  if (port) fs.writeFileSync(path.join(dir, folder, 'vite.config.ts'), `import { defineConfig } from 'vite';\n\nexport default defineConfig({ server: { port: ${port} } });\n`);
+}
+
+async function recordPreflights(_dir: string, backend: Backend, extra: Record<string, unknown>) {
+  extra.preflight = await preflight(backend, 'http://localhost:5200');
+  extra.preflightOther = await preflight(backend, 'http://localhost:5999');
+}
+
+/**
+ * Every .env shape the backend accepts, each with the frontend on 5200 missing: the repair must
+ * set the line the backend reads (the last one), keep the line's shape, and add only what is
+ * missing as the backend compares origins (a trailing slash is the same origin).
+ */
+const shapes = [
   {
     name: 'a Vite frontend in web/ on port 5200, which ALLOWED_ORIGINS lacks',
-    planShows: ['--- a/.env', '+ALLOWED_ORIGINS=http://localhost:5173,http://localhost:5200'],
-    breakFiles(dir) {
-      fs.mkdirSync(path.join(dir, 'web'));
-      fs.writeFileSync(path.join(dir, 'web/package.json'), JSON.stringify({ name: 'web', private: true, devDependencies: { vite: '^6.0.0' } }, null, 2));
-      fs.writeFileSync(path.join(dir, 'web/vite.config.ts'), "import { defineConfig } from 'vite';\n\nexport default defineConfig({ server: { port: 5200 } });\n");
-    },
-    async afterRepair(_dir, backend, extra) {
-      extra.preflight = await preflight(backend, 'http://localhost:5200');
-      extra.preflightOther = await preflight(backend, 'http://localhost:5999');
-    },
+    dotEnv: 'ALLOWED_ORIGINS=http://localhost:5173\n',
+    repaired: 'ALLOWED_ORIGINS=http://localhost:5173,http://localhost:5200\n',
   },
-]);
+  {
+    name: 'ALLOWED_ORIGINS twice: the backend reads the second, which lacks the frontend',
+    dotEnv: 'ALLOWED_ORIGINS=http://localhost:5200\nAUTH_URL=http://localhost:3000\nALLOWED_ORIGINS=http://localhost:5173\n',
+    repaired: '# ALLOWED_ORIGINS=http://localhost:5200\nAUTH_URL=http://localhost:3000\nALLOWED_ORIGINS=http://localhost:5173,http://localhost:5200\n',
+  },
+  {
+    name: 'export ALLOWED_ORIGINS=, spaces around =',
+    dotEnv: 'export ALLOWED_ORIGINS = http://localhost:5173\n',
+    repaired: 'export ALLOWED_ORIGINS = http://localhost:5173,http://localhost:5200\n',
+  },
+  {
+    name: 'ALLOWED_ORIGINS quoted, with a comment after it',
+    dotEnv: 'ALLOWED_ORIGINS="http://localhost:5173" # the web app\n',
+    repaired: 'ALLOWED_ORIGINS="http://localhost:5173,http://localhost:5200" # the web app\n',
+  },
+  {
+    name: "a trailing slash on web/'s origin (the backend normalises it), and frontend/ on 5200 missing",
+    dotEnv: 'ALLOWED_ORIGINS=http://localhost:5173/ # web\n',
+    repaired: 'ALLOWED_ORIGINS=http://localhost:5173/,http://localhost:5200 # web\n',
+    folder: 'frontend',
+    alsoWeb: true,
+  },
+];
+
+const { stage } = describeRepairCycle(
+  'cors-origin',
+  shapes.map((shape) => ({
+    name: shape.name,
+    dotEnv: shape.dotEnv,
+    planShows: ['--- a/.env', `+${shape.repaired.trimEnd().split('\n').at(-1)}`],
+    breakFiles(dir: string) {
+      viteFrontend(dir, shape.folder ?? 'web', 5200);
+      if (shape.alsoWeb) viteFrontend(dir, 'web');
+    },
+    afterRepair: recordPreflights,
+  })),
+);
 
 describe.runIf(process.env.AUTHSTRAP_TEST_POSTGRES_URL)('cors-origin: the repair', () => {
-  it('.env gets the Vite port, and a preflight from it is allowed (and only from it)', () => {
-    const name = 'a Vite frontend in web/ on port 5200, which ALLOWED_ORIGINS lacks';
-    expect(stage(name, 'treeAfterFirst').get('.env')).toBe('ALLOWED_ORIGINS=http://localhost:5173,http://localhost:5200\n');
-    expect(stage(name, 'extra').preflight).toBe('http://localhost:5200');
-    expect(stage(name, 'extra').preflightOther).toBeNull();
+  it.each(shapes)('$name: the line the backend reads gets the frontend, in its own shape, and a preflight from it is allowed (and only from it)', (shape) => {
+    expect(stage(shape.name, 'verifyBefore').report.checks.find((result) => result.id === 'cors-origin')!.message).toBe('the frontend origin http://localhost:5200 is not in ALLOWED_ORIGINS');
+    expect(stage(shape.name, 'treeAfterFirst').get('.env')).toBe(shape.repaired);
+    expect(stage(shape.name, 'extra').preflight).toBe('http://localhost:5200');
+    expect(stage(shape.name, 'extra').preflightOther).toBeNull();
   });
 });
 
@@ -61,6 +106,16 @@ describe('cors-origin without a backend', () => {
     expect(dryRun).toMatchObject({ status: 'fail', message: '"*" cannot be used with cookies (browsers refuse credentials for a wildcard); the frontend origin http://localhost:5173 is not in ALLOWED_ORIGINS' });
     expect(runCli(['fix', dir]).status).toBe(0);
     expect(fs.readFileSync(path.join(dir, '.env'), 'utf8')).toBe('ALLOWED_ORIGINS=http://localhost:5173\n');
+  });
+
+  it('a trailing slash names the origin the backend allows: cors-origin passes, and fix changes nothing', () => {
+    const { dir } = project('ALLOWED_ORIGINS=http://localhost:5173/\n');
+    viteFrontend(dir, 'web');
+    const before = readTree(dir);
+    const cors = JSON.parse(runCli(['fix', dir, '--json']).stdout).checks.find((check: { id: string }) => check.id === 'cors-origin');
+    expect(cors).toEqual(expect.objectContaining({ status: 'pass', message: 'ALLOWED_ORIGINS=http://localhost:5173/ (frontends: web)' }));
+    expect(cors).not.toHaveProperty('repaired');
+    expect(readTree(dir)).toEqual(before);
   });
 
   it('a frontend named with --frontend is found relative to where fix runs, and its origin added to the existing one', () => {

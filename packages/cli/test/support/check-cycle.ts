@@ -137,7 +137,8 @@ export function describeRepairCycle(check: string, breakages: Breakage[]): { res
       for (let index = 0; index < breakages.length; index += 2) {
         await Promise.all(breakages.slice(index, index + 2).map((breakage) => runCycle(resources, breakage, cycles.get(breakage.name)!).catch((error) => errors.set(breakage.name, error))));
       }
-    }, 180_000);
+      // Two minutes for each pair: a busy 2-core machine runs other test files beside them.
+    }, Math.max(180_000, 120_000 * Math.ceil(breakages.length / 2)));
     // Processes first (they hold connections), then databases and folders.
     afterAll(resources.cleanup, 60_000);
 
