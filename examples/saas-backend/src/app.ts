@@ -53,6 +53,8 @@ export interface AppDependencies {
  */
 export function createApp({ config, db, logger, rateLimits, outbox, transactions, metrics, tracing }: AppDependencies): Express {
   const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }), machineKeyLimit: rateLimits.machineKeys });
+  // The account flows' mail requests are sent by the outbox's worker (extensions/auth/account-flows.ts).
+  outbox.register(auth.accountMailChannel);
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);

@@ -40,6 +40,8 @@ export function createMailer({ outbox, settings }: { outbox: Outbox; settings: M
       const payload: MailPayload = { kind: mail.kind, to: mail.to, ...mail.message, link: mail.link, sentBy: mail.sentBy };
       await outbox.enqueue(tx, mailChannelName, payload);
     },
+    /** Puts a message for another channel in the outbox, in the caller's transaction (account-flows.ts's mail requests). */
+    enqueue: (tx: Queryable, channel: string, payload: unknown) => outbox.enqueue(tx, channel, payload),
     /** Call after the transaction committed: the worker sends now instead of at its next look. */
     sendCommitted: () => outbox.wake(),
   };

@@ -67,6 +67,8 @@ export interface Outbox {
   enqueue(tx: Queryable, channel: string, payload: unknown): Promise<string>;
   /** A message was committed: deliver now rather than at the next poll. */
   wake(): void;
+  /** Adds a channel made after the outbox (one that writes mail itself: the account flows' requests), before start(). */
+  register(channel: Channel<never>): void;
   start(): void;
   /** Stops polling and waits for the deliveries in hand. */
   stop(): Promise<void>;
@@ -94,10 +96,16 @@ export function retryDelayMs(attempt: number, retryMs: number): number {
 }
 
 export function createOutbox({ db, channels, logger, settings }: { db: Database; channels: Channel<never>[]; logger: Logger; settings: Config['outbox'] }): Outbox {
-  const byName = new Map(channels.map((channel) => [channel.name, channel as Channel<unknown>]));
-  const deliveries = new Map(channels.map((channel) => [channel.name, { sent: 0, retried: 0, failed: 0 }]));
+  const byName = new Map<string, Channel<unknown>>();
+  const deliveries = new Map<string, { sent: number; retried: number; failed: number }>();
   // Long enough that a delivery still in hand (it gives up after its timeout) is never claimed twice.
-  const leaseMs = 2 * Math.max(...channels.map((channel) => channel.timeoutMs)) + 5000;
+  let leaseMs = 0;
+  const register = (channel: Channel<never>) => {
+    byName.set(channel.name, channel as Channel<unknown>);
+    deliveries.set(channel.name, deliveries.get(channel.name) ?? { sent: 0, retried: 0, failed: 0 });
+    leaseMs = Math.max(leaseMs, 2 * channel.timeoutMs + 5000);
+  };
+  channels.forEach(register);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<void> | undefined;
   let again = false;
@@ -221,6 +229,7 @@ export function createOutbox({ db, channels, logger, settings }: { db: Database;
       return rows;
     },
     wake: () => schedule(0),
+    register,
     start() {
       stopped = false;
       schedule(0);
@@ -231,7 +240,7 @@ export function createOutbox({ db, channels, logger, settings }: { db: Database;
       timer = undefined;
       dueAt = Infinity;
       await running;
-      for (const channel of channels) channel.close?.();
+      for (const channel of byName.values()) channel.close?.();
     },
   };
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
 import { byUser, recordAuthEvent } from '../../events/events.js';
+import type { Channel } from '../../outbox/outbox.js';
 import { messages } from '../mail/messages.js';
 import type { AuthInternals, PublicUser } from './auth.service.js';
 import { passwordSchema } from './password.js';
@@ -13,8 +14,9 @@ import { consumeToken, issueToken, revokeTokens } from './tokens.js';
  * forgetting and resetting the password, changing the password and the address, deleting the
  * account. This file is yours: the generator created it once and never writes it again.
  *
- * - Whether an address has an account never shows: "forgot password" and "send the link again"
- *   answer the same for every address, in about the same time.
+ * - Whether an address has an account never shows: "forgot password", "send the link again" and
+ *   "change my address" answer the same for every address, after the same work (the mail that
+ *   depends on the address is decided after the answer: requestMail).
  * - Every secret that comes by mail is single-use and expires (tokens.ts).
  * - A reset or a password change ends the other sessions; a deletion never leaves an organization
  *   without an owner.
@@ -47,6 +49,17 @@ const invalidLink = () => new HttpError(400, 'INVALID_TOKEN', 'This link is not 
 
 /** What "forgot password" and "send the link again" answer, whatever the address. */
 export const linkOnItsWay = { message: 'If an account has this address, a message with a link is on its way to it.' };
+
+/**
+ * Mail whose sending depends on whether an address has an account: asked for by a request, sent
+ * (or not) by the outbox's worker after the answer (the account-mail channel below).
+ */
+export type AccountMailRequest =
+  | { kind: 'reset-password'; email: string }
+  | { kind: 'verify-email'; email: string }
+  | { kind: 'change-email'; userId: string; newEmail: string };
+
+export const accountMailChannelName = 'account-mail';
 
 export function createAccountFlows(auth: AuthInternals) {
   const { db, mailer } = auth;
@@ -86,6 +99,61 @@ export function createAccountFlows(auth: AuthInternals) {
     mailer.sendCommitted();
     return result;
   }
+
+  /**
+   * Asks for mail that goes only to an address with an account (a reset link, a confirmation
+   * link, a change of address to one that is free). The request writes the same one outbox row
+   * for every address and answers; the worker decides after the answer what to send
+   * (sendAccountMail). So neither the answer's time nor its work tells a known address from an
+   * unknown one, and the mail is as safe as any: it is in the outbox from the request's commit.
+   */
+  const requestMail = (request: AccountMailRequest) => withMail((tx) => mailer.enqueue(tx, accountMailChannelName, request));
+
+  /** What a mail request sends, once the worker takes it (at least once: a repeat adds at most one more live link). */
+  async function sendAccountMail(request: AccountMailRequest): Promise<void> {
+    await withMail(async (tx) => {
+      switch (request.kind) {
+        case 'verify-email': {
+          // A link for an unverified address, nothing otherwise.
+          const user = await userByEmail(tx, request.email);
+          if (user && !user.email_verified) await auth.sendVerificationLink(tx, user);
+          return;
+        }
+        case 'reset-password': {
+          const user = await userByEmail(tx, request.email);
+          if (!user) return;
+          const token = await issueToken(tx, 'reset-password', user.id);
+          if (!token) return;
+          const link = mailer.link('reset-password', { token });
+          await mailer.send(tx, { kind: 'reset-password', to: user.email, message: messages.resetPassword({ name: user.name, link }), link });
+          return;
+        }
+        case 'change-email': {
+          const { rows } = await tx.query<{ email: string; name: string }>(`SELECT "email", "name" FROM "User" WHERE "id" = $1`, [request.userId]);
+          const user = rows[0];
+          if (!user) return;
+          // An address that has an account gets no link (confirming would fail); the old address is told either way.
+          if (!(await userByEmail(tx, request.newEmail))) {
+            const token = await issueToken(tx, 'change-email', request.userId, [user.email, request.newEmail]);
+            if (token) {
+              const link = mailer.link('confirm-email-change', { token });
+              await mailer.send(tx, { kind: 'confirm-email-change', to: request.newEmail, message: messages.confirmEmailChange({ name: user.name, newEmail: request.newEmail, link }), link });
+            }
+          }
+          await mailer.send(tx, { kind: 'email-change-requested', to: user.email, message: messages.emailChangeRequested({ name: user.name, newEmail: request.newEmail }) });
+          return;
+        }
+      }
+    });
+  }
+
+  /** The outbox channel that carries the mail requests (app.ts registers it). */
+  const accountMailChannel: Channel<AccountMailRequest> = {
+    name: accountMailChannelName,
+    // A few statements in one transaction, each bounded by the database's timeouts.
+    timeoutMs: 10_000,
+    deliver: sendAccountMail,
+  };
 
   /**
    * Deletes users, never leaving an organization without an owner: 409 naming the organizations
@@ -148,28 +216,13 @@ export function createAccountFlows(auth: AuthInternals) {
       });
     },
 
-    /** "Send the link again": for an unverified address, a new link; the same answer for any address. */
-    async resendVerification(email: string): Promise<void> {
-      await withMail(async (tx) => {
-        const user = await userByEmail(tx, email);
-        if (user && !user.email_verified) await auth.sendVerificationLink(tx, user);
-      });
-    },
+    accountMailChannel,
 
-    /**
-     * "Forgot password": a link to reset it, when the address has an account; the same answer,
-     * in about the same time, when it has none.
-     */
-    async forgotPassword(email: string): Promise<void> {
-      await withMail(async (tx) => {
-        const user = await userByEmail(tx, email);
-        if (!user) return;
-        const token = await issueToken(tx, 'reset-password', user.id);
-        if (!token) return;
-        const link = mailer.link('reset-password', { token });
-        await mailer.send(tx, { kind: 'reset-password', to: user.email, message: messages.resetPassword({ name: user.name, link }), link });
-      });
-    },
+    /** "Send the link again": for an unverified address, a new link; the same answer, and the same work, for any address. */
+    resendVerification: (email: string) => requestMail({ kind: 'verify-email', email }).then(() => undefined),
+
+    /** "Forgot password": a link to reset it, when the address has an account; the same answer, and the same work, when it has none. */
+    forgotPassword: (email: string) => requestMail({ kind: 'reset-password', email }).then(() => undefined),
 
     /**
      * Follows a reset link: the new password, every session ended (whoever had one is out), the
@@ -208,21 +261,12 @@ export function createAccountFlows(auth: AuthInternals) {
 
     /**
      * Asks to change a signed-in user's address: a link to the new address confirms it, and the
-     * old address is told. The answer is the same when the new address has an account already
-     * (no link is sent then: confirming would fail).
+     * old address is told. The answer, and its work, are the same when the new address has an
+     * account already (no link is sent then: confirming would fail).
      */
     async requestEmailChange(user: PublicUser, newEmail: string): Promise<void> {
       if (newEmail === user.email) throw new HttpError(400, 'BAD_REQUEST', 'That is your address already');
-      await withMail(async (tx) => {
-        const taken = await userByEmail(tx, newEmail);
-        if (!taken) {
-          const token = await issueToken(tx, 'change-email', user.id, [user.email, newEmail]);
-          if (!token) return;
-          const link = mailer.link('confirm-email-change', { token });
-          await mailer.send(tx, { kind: 'confirm-email-change', to: newEmail, message: messages.confirmEmailChange({ name: user.name, newEmail, link }), link });
-        }
-        await mailer.send(tx, { kind: 'email-change-requested', to: user.email, message: messages.emailChangeRequested({ name: user.name, newEmail }) });
-      });
+      await requestMail({ kind: 'change-email', userId: user.id, newEmail });
     },
 
     /** Follows the link sent to the new address: the address changes (and is proven). */
