@@ -15,7 +15,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, children, expectStatus, listLoadArgs, median, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, walPosition } from './lib/harness.mjs';
+import { api, children, cpuTicks, expectStatus, listLoadArgs, median, postgresCpuTicks, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, walPosition } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'machine-keys.json');
@@ -29,7 +29,7 @@ try {
   backend = await startExampleBackend({ dbUrl: database.url });
   const { token, organizationId } = await seedProjects(backend.base, { projects: 50 });
   const made = await expectStatus(
-    api(backend.base, 'POST', '/api/auth/api-keys', { token, organizationId, body: { name: 'bench', permissions: { Project: ['list'] }, rateLimitMax: 1_000_000_000 } }),
+    api(backend.base, 'POST', '/api/auth/api-keys', { token, organizationId, body: { name: 'bench', permissions: { Project: ['list'] }, rateLimitMax: 1_000_000, rateLimitTimeWindow: 1000 } }),
     201,
     'POST /api/auth/api-keys',
   );
@@ -45,13 +45,18 @@ try {
     const rates = {};
     for (const side of order) {
       const walBefore = await walPosition(database.url);
+      const ticksBefore = { backend: cpuTicks(backend.child.pid), postgres: postgresCpuTicks() };
       const result = await runWrk([...sides[side], '-d', `${seconds}s`], seconds);
+      // Clock ticks are 10 ms: per request, in µs.
+      const cpuUs = (ticks) => (ticks * 10_000) / result.requests;
+      const backendUs = cpuUs(cpuTicks(backend.child.pid) - ticksBefore.backend);
+      const postgresUs = cpuUs(postgresCpuTicks() - ticksBefore.postgres);
       const walBytes = Number((await walPosition(database.url)) - walBefore);
-      rates[side] = { rps: result.rps, p99Ms: result.latencyUs.p99 / 1000, walBytesPerRequest: walBytes / result.requests };
+      rates[side] = { rps: result.rps, p99Ms: result.latencyUs.p99 / 1000, backendUs, postgresUs, walBytesPerRequest: walBytes / result.requests };
     }
     runs.push(rates);
     console.log(
-      `pair ${pair + 1}: session ${rates.session.rps.toFixed(0)} rps, key ${rates.key.rps.toFixed(0)} rps (key/session ${(rates.key.rps / rates.session.rps).toFixed(3)}); WAL per request ${rates.session.walBytesPerRequest.toFixed(1)} / ${rates.key.walBytesPerRequest.toFixed(1)} bytes`,
+      `pair ${pair + 1}: session ${rates.session.rps.toFixed(0)} rps, key ${rates.key.rps.toFixed(0)} rps (key/session ${(rates.key.rps / rates.session.rps).toFixed(3)}); CPU per request (µs) backend ${rates.session.backendUs.toFixed(0)} / ${rates.key.backendUs.toFixed(0)}, PostgreSQL ${rates.session.postgresUs.toFixed(0)} / ${rates.key.postgresUs.toFixed(0)}; WAL per request ${rates.session.walBytesPerRequest.toFixed(1)} / ${rates.key.walBytesPerRequest.toFixed(1)} bytes`,
     );
   }
   const ratio = median(runs.map((rates) => rates.key.rps / rates.session.rps));

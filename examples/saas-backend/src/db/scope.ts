@@ -112,7 +112,7 @@ export type KeyOperation = 'list' | 'read' | 'create' | 'update' | 'delete';
  * Why machineKeyStatement did not scope the transaction; 'ok' when it did. (The key's rate limit
  * is counted before the statement, in the rate-limit store: http/machine-key-limit.ts.)
  */
-export type MachineKeyOutcome = 'ok' | 'disabled' | 'expired' | 'no-organization' | 'other-organization' | 'forbidden' | 'quota-exhausted';
+export type MachineKeyOutcome = 'ok' | 'disabled' | 'expired' | 'no-organization' | 'other-organization' | 'forbidden' | 'quota-exhausted' | 'quota-uncharged';
 
 /** What machineKeyStatement found: no row at all means no such key (never made, or revoked). */
 export interface MachineKeyRow {
@@ -125,6 +125,8 @@ export interface MachineKeyRow {
   rateLimitEnabled: boolean;
   rateLimitMax: number | null;
   rateLimitTimeWindow: number | null;
+  /** Whether it has a quota to charge (Better Auth's `remaining`), for its next request too. */
+  hasQuota: boolean;
 }
 
 /** Milliseconds since a timestamp column, in SQL. */
@@ -163,21 +165,23 @@ const keyConditions = {
  */
 export function machineKeyStatement(hashedKey: string, organizationHeader: string | undefined, operation: { entity: string; operation: KeyOperation }, charge = true): Statement {
   const reads = operation.operation === 'list' || operation.operation === 'read';
-  const text = !charge ? machineKeyCheckText : reads ? machineKeyReadText : machineKeyWriteText;
+  const text = !charge ? machineKeyLookText : reads ? machineKeyReadText : machineKeyWriteText;
   return { text, params: [hashedKey, organizationHeader ?? null, operation.entity, operation.operation] };
 }
 
 /**
- * machineKeyStatement's SQL, written once: `flushLater` for a request that only reads; without
- * `charge`, the quota is only looked at (a request refused by the key's rate limit, which is told
- * why it would be refused anyway first: tenant.guard.ts).
+ * machineKeyStatement's SQL, written once: `flushLater` for a request that only reads. Without
+ * `charge`, the quota is only looked at: for a key that has none (the UPDATE would find nothing to
+ * charge, and costs a data-modifying statement's planning and locks all the same: about a tenth of
+ * the statement), and for a request refused by the key's rate limit, which is told why it would be
+ * refused anyway first (tenant.guard.ts).
  */
 function machineKeyText({ flushLater, charge }: { flushLater: boolean; charge: boolean }): string {
   const c = keyConditions;
   // Charging a quota makes a read a write, and a write waits for its WAL flush at commit. A read
   // writes nothing else, so its commit need not wait: a crash may then forget the last few
   // charges of a quota, never a record. A request that writes waits as every write does.
-  const flush = flushLater ? `\n         || set_config('synchronous_commit', 'off', true)` : '';
+  const flush = flushLater && charge ? `\n         || set_config('synchronous_commit', 'off', true)` : '';
   const charged = charge
     ? `UPDATE "apikey" k SET
          "remaining" = CASE WHEN ${refillDue} THEN k."refillAmount" - 1 ELSE k."remaining" - 1 END,
@@ -185,13 +189,15 @@ function machineKeyText({ flushLater, charge }: { flushLater: boolean; charge: b
        WHERE k."key" = $1 AND k."remaining" IS NOT NULL AND ${Object.values(keyConditions).join(' AND ')}
        RETURNING k."id"`
     : `SELECT NULL::uuid AS "id" WHERE false`;
-  // Charged, the row as the UPDATE locked it decides; looked at only, the row as read.
-  const quota = charge ? `k."remaining" IS NOT NULL` : `NOT ${c.withinQuota}`;
+  // Charged, the row as the UPDATE locked it decides. Looked at only, the row as read; and a key
+  // that has a quota after all (set since its last request) is not let through uncharged: its
+  // request is sent again with the charge (tenant.guard.ts).
+  const quota = charge ? `WHEN k."remaining" IS NOT NULL THEN 'quota-exhausted'` : `WHEN NOT ${c.withinQuota} THEN 'quota-exhausted'\n         WHEN k."remaining" IS NOT NULL THEN 'quota-uncharged'`;
   return `WITH charged AS (
        ${charged}
      )
      SELECT k."id" AS "keyId", k."referenceId" AS "organizationId", k."role", o."outcome",
-       k."rateLimitEnabled", k."rateLimitMax", k."rateLimitTimeWindow",
+       k."rateLimitEnabled", k."rateLimitMax", k."rateLimitTimeWindow", k."remaining" IS NOT NULL AS "hasQuota",
        (set_config('authstrap.organization_id', CASE WHEN o."outcome" = 'ok' THEN k."referenceId"::text ELSE '' END, true)
          || set_config('authstrap.user_id', '', true)
          || set_config('authstrap.role', CASE WHEN o."outcome" = 'ok' THEN k."role" ELSE '' END, true)
@@ -204,13 +210,13 @@ function machineKeyText({ flushLater, charge }: { flushLater: boolean; charge: b
          WHEN NOT ${c.organizationExists} THEN 'no-organization'
          WHEN NOT ${c.sameOrganization} THEN 'other-organization'
          WHEN NOT ${c.permitted} THEN 'forbidden'
-         WHEN ${quota} THEN 'quota-exhausted'
+         ${quota}
          ELSE 'ok' END AS "outcome") o
      WHERE k."key" = $1`;
 }
 const machineKeyReadText = machineKeyText({ flushLater: true, charge: true });
 const machineKeyWriteText = machineKeyText({ flushLater: false, charge: true });
-const machineKeyCheckText = machineKeyText({ flushLater: true, charge: false });
+const machineKeyLookText = machineKeyText({ flushLater: false, charge: false });
 
 /** Statements that run under a scope (asCaller, withScope): what the tenant-scoped repositories take. */
 export interface ScopedQueryable extends Queryable {

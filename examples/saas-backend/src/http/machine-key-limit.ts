@@ -15,7 +15,8 @@ import type { Database } from '../db/database.js';
  * Only the rule's settings are read from the row, and kept: tenantScoped reads them with every
  * request's own statement (db/scope.ts, machineKeyStatement), so a changed limit counts from the
  * next request on. A key's quota (`remaining`, Better Auth's) is still counted in its row: it is
- * a total that must survive restarts, and keys that have one are rare.
+ * a total that must survive restarts, and keys that have one are rare (a key without one is charged nothing:
+ * its statement has no UPDATE at all).
  */
 
 /** The key's rule, as its row has it. */
@@ -24,6 +25,8 @@ export interface KeyRule {
   enabled: boolean;
   max: number;
   windowMs: number;
+  /** A quota (`remaining`) to charge in the row: the key's statement then charges it (db/scope.ts). */
+  hasQuota: boolean;
 }
 
 /** What counting one request found: allowed (and counted), or refused until `retryAfterMs` has passed. */
@@ -111,6 +114,11 @@ export interface MachineKeyLimit {
   admit(hashedKey: string): Promise<KeyCount>;
   /** The rule as the request's own statement read it, for the key's next request. */
   ruleSeen(hashedKey: string, rule: KeyRule): void;
+  /**
+   * Whether the key's statement must charge a quota: as its row said at its last request (so a
+   * quota set on a key in use is charged from its second request on); true for a key not seen.
+   */
+  charges(hashedKey: string): boolean;
   /** Writes what is noted to the keys' rows now (on shutdown, and in tests). */
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -125,8 +133,8 @@ export function createMachineKeyLimit({ db, counter, logger, flushMs }: { db: Da
   async function ruleOf(hashedKey: string): Promise<KeyRule | undefined> {
     const known = rules.get(hashedKey);
     if (known) return known;
-    const { rows } = await db.query<{ enabled: boolean; max: number | null; windowMs: number | null }>(
-      `SELECT "rateLimitEnabled" AS "enabled", "rateLimitMax" AS "max", "rateLimitTimeWindow" AS "windowMs" FROM "apikey" WHERE "key" = $1`,
+    const { rows } = await db.query<{ enabled: boolean; max: number | null; windowMs: number | null; hasQuota: boolean }>(
+      `SELECT "rateLimitEnabled" AS "enabled", "rateLimitMax" AS "max", "rateLimitTimeWindow" AS "windowMs", "remaining" IS NOT NULL AS "hasQuota" FROM "apikey" WHERE "key" = $1`,
       [hashedKey],
     );
     if (!rows[0]) return undefined;
@@ -164,6 +172,7 @@ export function createMachineKeyLimit({ db, counter, logger, flushMs }: { db: Da
       return counted;
     },
     ruleSeen: remember,
+    charges: (hashedKey) => rules.get(hashedKey)?.hasQuota ?? true,
     flush: () => usage.flush(),
     async close() {
       clearInterval(timer);
@@ -173,9 +182,9 @@ export function createMachineKeyLimit({ db, counter, logger, flushMs }: { db: Da
 }
 
 /** A rule as read from the row: without a max or a window there is no limit (as Better Auth has it). */
-export function ruleFrom(row: { enabled: boolean; max: number | null; windowMs: number | null }): KeyRule {
+export function ruleFrom(row: { enabled: boolean; max: number | null; windowMs: number | null; hasQuota: boolean }): KeyRule {
   const enabled = row.enabled && row.max !== null && row.windowMs !== null;
-  return { enabled, max: row.max ?? 0, windowMs: Number(row.windowMs ?? 0) };
+  return { enabled, max: row.max ?? 0, windowMs: Number(row.windowMs ?? 0), hasQuota: row.hasQuota };
 }
 
 /**

@@ -118,12 +118,15 @@ async function admitMachineKey(deps: CallerDeps & { db: Queryable }, req: Reques
   const limit = deps.auth.machineKeys.limit;
   const counted = await limit.admit(hashedKey);
   if (counted.allowed) {
-    req.pendingCaller = machineKeyCheck(req, hashedKey, organizationId, asked, limit);
+    req.pendingCaller = machineKeyCheck(req, hashedKey, organizationId, asked, limit, limit.charges(hashedKey));
     return;
   }
   const checked = machineKeyCheck(req, hashedKey, organizationId, asked, limit, false);
   const { rows } = await deps.db.query<Record<string, unknown>>(checked.statement.text, checked.statement.params);
-  await checked.settle(rows[0]);
+  await checked.settle(rows[0]).catch((error) => {
+    // A quota left uncharged is no refusal of its own: the answer is the 429 either way.
+    if (!(error instanceof CheckAgain)) throw error;
+  });
   const seconds = Math.max(1, Math.ceil(counted.retryAfterMs / 1000));
   res.setHeader('Retry-After', String(seconds));
   throw new HttpError(429, 'RATE_LIMITED', `This machine key has made its most requests for now: try again in ${seconds} s`);
@@ -141,14 +144,14 @@ function machineKeyCheck(
   organizationId: string | undefined,
   asked: { entity: string; operation: KeyOperation },
   limit: MachineKeyLimit,
-  charge = true,
+  charge: boolean,
 ): NonNullable<Request['pendingCaller']> {
   return {
     statement: machineKeyStatement(hashedKey, organizationId, asked, charge),
     settle: async (row) => {
       const found = row as MachineKeyRow | undefined;
       if (!found) throw new HttpError(401, 'UNAUTHORIZED', 'This machine key is not valid: unknown, or revoked');
-      limit.ruleSeen(hashedKey, ruleFrom({ enabled: found.rateLimitEnabled, max: found.rateLimitMax, windowMs: found.rateLimitTimeWindow }));
+      limit.ruleSeen(hashedKey, ruleFrom({ enabled: found.rateLimitEnabled, max: found.rateLimitMax, windowMs: found.rateLimitTimeWindow, hasQuota: found.hasQuota }));
       switch (found.outcome) {
         case 'ok':
           break;
@@ -164,6 +167,11 @@ function machineKeyCheck(
           throw forbidden(`This machine key may not ${asked.operation} ${asked.entity}: its permissions do not include it`);
         case 'quota-exhausted':
           throw new HttpError(429, 'RATE_LIMITED', 'This machine key has used all of its requests');
+        case 'quota-uncharged':
+          // Sent without the charge (the key had no quota at its last request): the scope stayed
+          // empty, so nothing was read or written; the statements go again, charging it.
+          req.pendingCaller = machineKeyCheck(req, hashedKey, organizationId, asked, limit, true);
+          throw new CheckAgain();
       }
       const role = found.role as Role;
       req.caller = { kind: 'key', keyId: found.keyId, organizationId: found.organizationId, role };
@@ -172,6 +180,24 @@ function machineKeyCheck(
       req.scope = { organizationId: found.organizationId, userId: '', role, keyId: found.keyId };
     },
   };
+}
+
+/**
+ * Thrown by a caller check whose statement must be sent again (a machine key's quota it did not
+ * charge): asCaller and settleAlone send the request's statements once more.
+ */
+class CheckAgain extends Error {
+  override name = 'CheckAgain';
+}
+
+/** Runs `attempt`, and once more when the caller's check asks for it (CheckAgain). */
+async function withCheckAgain<T>(attempt: () => Promise<T>): Promise<T> {
+  try {
+    return await attempt();
+  } catch (error) {
+    if (!(error instanceof CheckAgain)) throw error;
+    return attempt();
+  }
 }
 
 /** The session and organization header of a user's request that can be checked in the route's round trip; none otherwise. */
@@ -212,11 +238,13 @@ declare global {
 
 /** Checks the caller with a statement of its own (the rare case: see tenantScoped). */
 async function settleAlone(db: Queryable, req: Request) {
-  const pending = req.pendingCaller;
-  if (!pending) return;
-  req.pendingCaller = undefined;
-  const { rows } = await db.query<Record<string, unknown>>(pending.statement.text, pending.statement.params);
-  await pending.settle(rows[0]);
+  await withCheckAgain(async () => {
+    const pending = req.pendingCaller;
+    if (!pending) return;
+    req.pendingCaller = undefined;
+    const { rows } = await db.query<Record<string, unknown>>(pending.statement.text, pending.statement.params);
+    await pending.settle(rows[0]);
+  });
 }
 
 /**
@@ -299,32 +327,38 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
 
   return {
     scoped: true,
-    async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
-      const { statements, pending, parentAt } = preamble();
-      const outcome = await db.pipeline([...statements, { text, params }]);
-      // The lookup itself failing is the database's failure, not the caller's.
-      if (outcome.error !== undefined && outcome.results.length < statements.length) throw outcome.error;
-      // The route's statement failing (a conflict, a broken reference) is answered after the
-      // caller's and the parent's answers: a non-member never learns of a conflict.
-      await settle(outcome.results, pending, parentAt);
-      if (outcome.error !== undefined) throw outcome.error;
-      return outcome.results[statements.length] as QueryResult<Row>;
+    query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
+      return withCheckAgain(async () => {
+        const { statements, pending, parentAt } = preamble();
+        const outcome = await db.pipeline([...statements, { text, params }]);
+        // The lookup itself failing is the database's failure, not the caller's.
+        if (outcome.error !== undefined && outcome.results.length < statements.length) throw outcome.error;
+        // The route's statement failing (a conflict, a broken reference) is answered after the
+        // caller's and the parent's answers: a non-member never learns of a conflict.
+        await settle(outcome.results, pending, parentAt);
+        if (outcome.error !== undefined) throw outcome.error;
+        return outcome.results[statements.length] as QueryResult<Row>;
+      });
     },
     transaction(work) {
-      const { statements, pending, parentAt } = preamble();
-      return db.transaction(async (tx) => {
-        const results: QueryResult<Record<string, unknown>>[] = [];
-        for (const { text, params } of statements) results.push(await tx.query(text, params));
-        await settle(results, pending, parentAt);
-        return work({ scoped: true, query: tx.query.bind(tx) });
+      return withCheckAgain(() => {
+        const { statements, pending, parentAt } = preamble();
+        return db.transaction(async (tx) => {
+          const results: QueryResult<Record<string, unknown>>[] = [];
+          for (const { text, params } of statements) results.push(await tx.query(text, params));
+          await settle(results, pending, parentAt);
+          return work({ scoped: true, query: tx.query.bind(tx) });
+        });
       });
     },
     async checkNow() {
-      if (!req.pendingCaller && parentChecked) return;
-      const { statements, pending, parentAt } = preamble();
-      const outcome = await db.pipeline(statements);
-      if (outcome.error !== undefined) throw outcome.error;
-      await settle(outcome.results, pending, parentAt);
+      await withCheckAgain(async () => {
+        if (!req.pendingCaller && parentChecked) return;
+        const { statements, pending, parentAt } = preamble();
+        const outcome = await db.pipeline(statements);
+        if (outcome.error !== undefined) throw outcome.error;
+        await settle(outcome.results, pending, parentAt);
+      });
     },
   };
 }

@@ -128,7 +128,7 @@ export function createMachineKeys(db: Database, limit: MachineKeyLimit) {
         return made;
       });
       // Its first request on this instance need not read the rule.
-      limit.ruleSeen(hashMachineKey(key), ruleFrom({ enabled: rows[0]!.rateLimitEnabled, max: rows[0]!.rateLimitMax, windowMs: rows[0]!.rateLimitTimeWindow }));
+      limit.ruleSeen(hashMachineKey(key), ruleFrom({ enabled: rows[0]!.rateLimitEnabled, max: rows[0]!.rateLimitMax, windowMs: rows[0]!.rateLimitTimeWindow, hasQuota: rows[0]!.remaining !== null }));
       return { ...keyOf(rows[0]!), key };
     },
 
