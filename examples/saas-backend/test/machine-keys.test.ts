@@ -144,6 +144,15 @@ describe.each(pooledDatabaseKinds)('machine keys on the %s database', (kind) => 
     expect((await alice.api('GET', '/Projects')).status).toBe(200);
   });
 
+  it('does not count a request its permissions refuse against its limit (as Better Auth counts)', async () => {
+    const { key } = await makeKey({ permissions: { Project: ['list'] }, rateLimitMax: 3, rateLimitTimeWindow: 60_000 });
+    for (let i = 0; i < 4; i++) expect((await withKey(key)('POST', '/Projects', { name: 'Refused' })).status).toBe(403);
+    for (let i = 0; i < 3; i++) expect((await withKey(key)('GET', '/Projects')).status).toBe(200);
+    expect((await withKey(key)('GET', '/Projects')).status).toBe(429);
+    // Past its limit, a request it may not make at all still hears why first.
+    expect((await withKey(key)('POST', '/Projects', { name: 'Refused' })).status).toBe(403);
+  });
+
   it("answers 429 once a quota (Better Auth's `remaining`) is used up", async () => {
     const made = await makeKey({});
     expect((await service()('PATCH', `/apikeys/${made.id}`, { body: { remaining: 2 } })).status).toBe(200);

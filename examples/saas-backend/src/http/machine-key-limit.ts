@@ -35,6 +35,8 @@ export type KeyCount = { allowed: true; count: number } | { allowed: false; retr
 /** Where requests are counted: memory or Redis (rate-limit.ts picks, as for the other limits). */
 export interface KeyRequestCounter {
   count(hashedKey: string, rule: { max: number; windowMs: number }): Promise<KeyCount>;
+  /** Takes back one counted request (the key's statement refused it). */
+  refund(hashedKey: string): Promise<void>;
 }
 
 /** Better Auth's rule on one key's state; `now` in ms. The state is changed only for an allowed request. */
@@ -61,6 +63,10 @@ export function memoryKeyCounter(): KeyRequestCounter {
       if (!state) states.set(hashedKey, (state = { last: 0, count: 0, windowMs: rule.windowMs }));
       state.windowMs = rule.windowMs;
       return countOne(state, rule, now);
+    },
+    async refund(hashedKey) {
+      const state = states.get(hashedKey);
+      if (state && state.count > 0) state.count--;
     },
   };
 }
@@ -101,8 +107,17 @@ export function redisKeyCounter(sendCommand: (args: string[]) => Promise<unknown
       }
       return reply[0] === 1 ? { allowed: true, count: reply[1] } : { allowed: false, retryAfterMs: Math.max(0, reply[1]) };
     },
+    async refund(hashedKey) {
+      // Only while the count is there and above 0 (it may have expired with its window since).
+      await sendCommand(['EVAL', refundScript, '1', `${prefix}${hashedKey}`]);
+    },
   };
 }
+
+const refundScript = `
+local count = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')
+if count > 0 then redis.call('HSET', KEYS[1], 'count', count - 1) end
+return count`;
 
 /** What tenantScoped asks of the limit for a key's request. */
 export interface MachineKeyLimit {
@@ -112,6 +127,12 @@ export interface MachineKeyLimit {
    * or when the store fails (as the other limits do).
    */
   admit(hashedKey: string): Promise<KeyCount>;
+  /**
+   * Takes back a request `admit` counted that the key's statement then refused (its permissions,
+   * another organization, disabled, expired): as Better Auth counts, only the requests a key may
+   * make count against its limit.
+   */
+  refund(hashedKey: string): void;
   /** The rule as the request's own statement read it, for the key's next request. */
   ruleSeen(hashedKey: string, rule: KeyRule): void;
   /**
@@ -171,6 +192,13 @@ export function createMachineKeyLimit({ db, counter, logger, flushMs }: { db: Da
       if (counted.allowed) usage.note(hashedKey, counted.count);
       return counted;
     },
+    refund(hashedKey) {
+      if (!rules.get(hashedKey)?.enabled) return;
+      usage.refund(hashedKey);
+      counter.refund(hashedKey).catch(() => {
+        // The store's outage is logged where the other limits log it; the count stays one high.
+      });
+    },
     ruleSeen: remember,
     charges: (hashedKey) => rules.get(hashedKey)?.hasQuota ?? true,
     flush: () => usage.flush(),
@@ -196,6 +224,10 @@ function keyUsage(db: Database) {
   return {
     note(hashedKey: string, count: number | undefined) {
       noted.set(hashedKey, { last: new Date(), count: count ?? null });
+    },
+    refund(hashedKey: string) {
+      const use = noted.get(hashedKey);
+      if (use?.count) use.count--;
     },
     async flush() {
       if (noted.size === 0) return;

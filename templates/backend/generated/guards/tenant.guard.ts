@@ -118,10 +118,10 @@ async function admitMachineKey(deps: CallerDeps & { db: Queryable }, req: Reques
   const limit = deps.auth.machineKeys.limit;
   const counted = await limit.admit(hashedKey);
   if (counted.allowed) {
-    req.pendingCaller = machineKeyCheck(req, hashedKey, organizationId, asked, limit, limit.charges(hashedKey));
+    req.pendingCaller = machineKeyCheck(req, hashedKey, organizationId, asked, limit, { charge: limit.charges(hashedKey), counted: counted.count > 0 });
     return;
   }
-  const checked = machineKeyCheck(req, hashedKey, organizationId, asked, limit, false);
+  const checked = machineKeyCheck(req, hashedKey, organizationId, asked, limit, { charge: false, counted: false });
   const { rows } = await deps.db.query<Record<string, unknown>>(checked.statement.text, checked.statement.params);
   await checked.settle(rows[0]).catch((error) => {
     // A quota left uncharged is no refusal of its own: the answer is the 429 either way.
@@ -144,14 +144,17 @@ function machineKeyCheck(
   organizationId: string | undefined,
   asked: { entity: string; operation: KeyOperation },
   limit: MachineKeyLimit,
-  charge: boolean,
+  /** `charge`: the statement charges the key's quota; `counted`: the key's limit counted this request (taken back when the key is refused). */
+  how: { charge: boolean; counted: boolean },
 ): NonNullable<Request['pendingCaller']> {
   return {
-    statement: machineKeyStatement(hashedKey, organizationId, asked, charge),
+    statement: machineKeyStatement(hashedKey, organizationId, asked, how.charge),
     settle: async (row) => {
       const found = row as MachineKeyRow | undefined;
       if (!found) throw new HttpError(401, 'UNAUTHORIZED', 'This machine key is not valid: unknown, or revoked');
       limit.ruleSeen(hashedKey, ruleFrom({ enabled: found.rateLimitEnabled, max: found.rateLimitMax, windowMs: found.rateLimitTimeWindow, hasQuota: found.hasQuota }));
+      // A request the key may not make does not count against its limit.
+      if (how.counted && found.outcome !== 'ok' && found.outcome !== 'quota-uncharged') limit.refund(hashedKey);
       switch (found.outcome) {
         case 'ok':
           break;
@@ -170,7 +173,7 @@ function machineKeyCheck(
         case 'quota-uncharged':
           // Sent without the charge (the key had no quota at its last request): the scope stayed
           // empty, so nothing was read or written; the statements go again, charging it.
-          req.pendingCaller = machineKeyCheck(req, hashedKey, organizationId, asked, limit, true);
+          req.pendingCaller = machineKeyCheck(req, hashedKey, organizationId, asked, limit, { ...how, charge: true });
           throw new CheckAgain();
       }
       const role = found.role as Role;
