@@ -8,7 +8,7 @@ import type { EnvFileText } from '../project/loopback-hosts.js';
 import { loadSchema, schemaFileName, SchemaError, validateSchema, type Schema } from '../schema/index.js';
 import { readSchemaLiteral } from '../schema/read-literal.js';
 import type { DatabaseProbe } from '../verify/database.js';
-import { readRowSecurity, type LiveRowSecurity } from './row-level-security.js';
+import { readRowSecurity, type LiveRowSecurity } from '../verify/row-security.js';
 
 /**
  * Everything the checks' `examine` looks at, read once from disk and the database. The checks

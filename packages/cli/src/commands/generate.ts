@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { examineRowSecurity, readRowSecurity } from '../checks/row-level-security.js';
+import { examineRowSecurity } from '../checks/row-level-security.js';
+import { readRowSecurity } from '../verify/row-security.js';
 import { applyWrites, loadTemplates, newMigration, planGenerate } from '../generate/index.js';
 import { loadSchemaWithSource, type Schema } from '../schema/index.js';
 import { CliError } from '../cli-error.js';

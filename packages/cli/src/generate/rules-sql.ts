@@ -1,6 +1,6 @@
 import { roles, type Entity, type OperationRule, type Role, type RuleOperation } from '../schema/types.js';
 import { literal, quote } from './sql-text.js';
-import type { Policy, Table, WriteGuard } from './table-model.js';
+import type { Policy, Table, WriteGuard } from './table-types.js';
 
 /**
  * An entity's rules as SQL: the conditions its generated statements add (the first wall) and the

@@ -1,4 +1,4 @@
-import type { Table } from './table-model.js';
+import type { Table } from './table-types.js';
 
 /**
  * Tables the backend's own machinery keeps beside the entities' tables, in projects with auth.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { rowLevelSecurity, type LiveRowSecurity } from '../../src/checks/row-level-security.js';
+import { rowLevelSecurity } from '../../src/checks/row-level-security.js';
+import type { LiveRowSecurity } from '../../src/verify/row-security.js';
 import type { ProjectSnapshot } from '../../src/checks/project-snapshot.js';
 import { validateSchema } from '../../src/schema/validate.js';
 import { describeRepairCycle } from '../support/check-cycle.js';
