@@ -270,6 +270,7 @@ describe('rate-limit settings', () => {
       dataWindowMs: 60_000,
       prefix: 'authstrap:rl:',
       redisTimeoutMs: 500,
+      machineKeyUsageFlushMs: 1000,
     });
     expect(load({ RATE_LIMIT_PREFIX: 'app1:' }).rateLimits.prefix).toBe('app1:');
   });
@@ -280,6 +281,7 @@ describe('rate-limit settings', () => {
     // Longer than a Node timer can wait: the in-memory store would reset its counts every millisecond.
     expect(problems({ RATE_LIMIT_API_WINDOW_MS: String(2 ** 31) })).toMatch(/^RATE_LIMIT_API_WINDOW_MS: must be 2147483647 or less/);
     expect(problems({ REDIS_URL: 'localhost:6379' })).toMatch(/^REDIS_URL: /);
+    expect(problems({ MACHINE_KEY_USAGE_FLUSH_MS: '10' })).toMatch(/^MACHINE_KEY_USAGE_FLUSH_MS: must be 100 or more/);
     // Whitespace is "unset", not the number 0 (which for PORT would mean any free port).
     expect(load({ PORT: '  ' }).port).toBe(3000);
   });
