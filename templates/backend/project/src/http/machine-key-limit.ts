@@ -136,8 +136,9 @@ export interface MachineKeyLimit {
   /** The rule as the request's own statement read it, for the key's next request. */
   ruleSeen(hashedKey: string, rule: KeyRule): void;
   /**
-   * Whether the key's statement must charge a quota: as its row said at its last request (so a
-   * quota set on a key in use is charged from its second request on); true for a key not seen.
+   * Whether the key's statement must charge a quota: as its row said at its last request; true
+   * for a key not seen. A quota set since is caught by the statement that does not charge, and
+   * the request is sent again with the charge (tenant.guard.ts, CheckAgain).
    */
   charges(hashedKey: string): boolean;
   /** Writes what is noted to the keys' rows now (on shutdown, and in tests). */
