@@ -5,7 +5,8 @@
 //   off       the events trigger of the tables switched off: no event;
 //   trigger   as generated: the trigger writes the event in the write's transaction
 //             (authstrap.data_event);
-//   <variant> one per file of BENCH_VARIANTS (bench/events-variants/): that function in the
+//   <variant> one per file of BENCH_VARIANTS (function files; the ones measured on 2026-11-27 are in
+//             git: `git show 3a78ef0:bench/events-variants/lean.sql`): that function in the
 //             trigger's place, a cut-down or changed copy of the generated one, to price its parts;
 //   decoding  a prototype of events taken from the write-ahead log instead: the trigger switched
 //             off; the backend (a copy of dist/ with one line changed) puts the request's context
@@ -24,7 +25,7 @@
 // no event (`missing`: the goal is 0).
 //
 //   npm run bootstrap && node bench/events-write-cost.mjs
-//   BENCH_VARIANTS="bench/events-variants/insert-only.sql bench/events-variants/lean.sql" node bench/events-write-cost.mjs
+//   BENCH_VARIANTS="my-variant.sql another.sql" node bench/events-write-cost.mjs
 //
 // Settings: BENCH_PAIRS (3), BENCH_WARMUP_SECONDS (3), BENCH_DURATION_SECONDS (8), BENCH_VARIANTS,
 // BENCH_DECODING, and for the consumer DECODING_READER (a walsender through pg_recvlogical, or
@@ -148,7 +149,7 @@ async function sharedServer() {
   };
 }
 const server = withDecoding ? await startServer() : await sharedServer();
-// BENCH_VARIANTS: function files (bench/events-variants/) that each get a side of their own, in the trigger's place.
+// BENCH_VARIANTS: function files that each get a side of their own, in the trigger's place.
 const variants = Object.fromEntries((process.env.BENCH_VARIANTS ?? '').split(/\s+/).filter(Boolean).map((file) => [path.basename(file, '.sql'), path.resolve(file)]));
 const sides = ['off', 'trigger', ...Object.keys(variants), ...(withDecoding ? ['decoding'] : [])];
 const env = { NODE_ENV: 'development' };

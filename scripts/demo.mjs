@@ -5,10 +5,11 @@
 // --skip-install skips authstrap's own install and build (the test suite has done both).
 // With --frontend, setup also writes a Next.js app into ./demo-web (`setup --frontend`), and the
 // demo runs both: with --check, until `authstrap verify --frontend` has signed up through the app.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { bootstrap, repoRoot, run } from './bootstrap.mjs';
+import { startNpm, stopProcessGroup as stop, waitForUrl as waitFor } from './processes.mjs';
 
 const checkOnly = process.argv.includes('--check');
 const skipInstall = process.argv.includes('--skip-install');
@@ -33,25 +34,8 @@ run(
   ].join(' '),
 );
 
-/** `npm <args>` in a folder, in its own process group so that stopping it stops what it started. */
-function start(cwd, args) {
-  return spawn('npm', args, { cwd, stdio: 'inherit', detached: true, env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? (checkOnly ? 'error' : 'warn') } });
-}
-const stop = (child) => {
-  try {
-    process.kill(-child.pid, 'SIGTERM');
-  } catch {
-    // gone already
-  }
-};
-
-async function waitFor(url, seconds) {
-  for (let i = 0; i < seconds * 2; i++) {
-    if (await fetch(url).then((response) => response.ok, () => false)) return;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  throw new Error(`${url} did not answer within ${seconds} s`);
-}
+const logLevel = process.env.LOG_LEVEL ?? (checkOnly ? 'error' : 'warn');
+const start = (cwd, args) => startNpm(cwd, args, { env: { ...process.env, LOG_LEVEL: logLevel } });
 
 if (withFrontend || !checkOnly) {
   const servers = [start(dir, ['start'])];

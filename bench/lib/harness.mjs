@@ -13,11 +13,17 @@ import { freePort } from './loopback.mjs';
 
 export { freePort };
 
-const repoDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const repoDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The middle value of `values` (the upper of the two middle ones for an even count). */
 export const median = (values) => values.slice().sort((x, y) => x - y)[Math.floor(values.length / 2)];
 
 export const exampleDir = path.join(repoDir, 'examples', 'saas-backend');
+
+/**
+ * The Node binary the example backend runs on: BENCH_NODE (a path, e.g. the one
+ * `node scripts/with-node.mjs 24 -- ...` fetched into .tools/node-24), or the Node running the bench.
+ */
+export const benchNode = process.env.BENCH_NODE || process.execPath;
 
 /** Every child a bench started and has not stopped yet: its cleanup stops them all. */
 export const children = new Set();
@@ -69,11 +75,12 @@ let built = false;
  * The example backend as production runs it: compiled once (npm run build), then `node
  * dist/index.js` with NODE_ENV=production, on 127.0.0.1, bcrypt at cost 4 and the rate limits out
  * of the way. `env` adds to (or blanks) the settings; `readyPollMs` is how often /ready is tried;
- * `entry` is the compiled entry point (a patched copy of dist/, for bench/middleware-cost.mjs);
+ * `entry` is the compiled entry point (or a patched copy of dist/, as the retired bench/middleware-cost.mjs used);
  * `port` a port of its own (a free one otherwise); `launcher` a command that runs node (valgrind,
- * for bench/instructions.mjs), and `readySeconds` how long it may take to answer /ready.
+ * for bench/instructions.mjs), `readySeconds` how long it may take to answer /ready, and `node` the
+ * Node binary the backend runs on (BENCH_NODE, or the one running the bench).
  */
-export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js', nodeArgs = [], port: fixedPort, launcher = [], readySeconds = 60 }) {
+export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, entry = 'dist/index.js', nodeArgs = [], port: fixedPort, launcher = [], readySeconds = 60, node = benchNode }) {
   const port = fixedPort ?? (await freePort());
   const fullEnv = {
     PATH: process.env.PATH,
@@ -111,7 +118,7 @@ export async function startExampleBackend({ dbUrl, env = {}, readyPollMs = 200, 
     built = true;
   }
   const spawnedAt = performance.now();
-  const [command, ...launcherArgs] = launcher.length > 0 ? [...launcher, process.execPath] : [process.execPath];
+  const [command, ...launcherArgs] = launcher.length > 0 ? [...launcher, node] : [node];
   const child = startChild('example backend', command, [...launcherArgs, ...nodeArgs, entry], { cwd: exampleDir, env: fullEnv });
   const base = `http://127.0.0.1:${port}`;
   await waitForOk(`${base}/ready`, child, readySeconds, readyPollMs);
@@ -205,6 +212,23 @@ export async function seedProjects(base, { email = 'bench@example.com', name = '
     await expectStatus(api(base, 'POST', '/Projects', { token, organizationId, body: { name: `Project ${index}` } }), 201, 'POST /Projects');
   }
   return { token, organizationId };
+}
+
+/**
+ * Writes `count` audit events of `organizationId` (acted by `actorId`) straight into
+ * authstrap_event, as the tables' owner, spread evenly over the last 90 days, newest first: five
+ * types in turn, each with a record of its own.
+ */
+export function insertAuditEvents(dbUrl, organizationId, actorId, count) {
+  return queryAsOwner(
+    dbUrl,
+    `INSERT INTO "authstrap_event" ("type", "organizationId", "actorType", "actorId", "entity", "entityId", "data", "createdAt")
+     SELECT (ARRAY['project.created', 'project.updated', 'project.deleted', 'member.updated', 'key.created'])[1 + n % 5], $1, 'user', $2,
+            (ARRAY['Project', 'Project', 'Project', 'member', 'apikey'])[1 + n % 5], gen_random_uuid()::text,
+            jsonb_build_object('record', jsonb_build_object('name', 'Project ' || n)), now() - (n * (90 * 86400.0 / $3)) * interval '1 second'
+       FROM generate_series(1, $3) n`,
+    [organizationId, actorId, count],
+  );
 }
 
 /** utime + stime of one process so far, in clock ticks (100 per second on Linux; reads /proc). */

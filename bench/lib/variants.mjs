@@ -1,8 +1,10 @@
-// Speeds of a few variants of the example (settings, or what stands between it and PostgreSQL)
-// under (a)'s list load, measured in turns so that the machine's drift falls on all alike: each
-// round starts each variant afresh, warms it up and loads it, the order reversed every other round
-// (A B C, C B A, A B C, ...). Used by bench/observability.mjs and bench/pgbouncer.mjs.
-import { cpuTicks, listLoadArgs, postgresCpuTicks, runWrk, stopChild } from './harness.mjs';
+// Speeds of a few variants of the example (settings, or what stands between it and PostgreSQL, or
+// the Node it runs on) under (a)'s list load or the write, measured in turns so that the machine's
+// drift falls on all alike: each round starts each variant afresh, warms it up and loads it, the
+// order reversed every other round (A B C, C B A, A B C, ...). Used by bench/observability.mjs,
+// bench/pgbouncer.mjs and bench/node-lines.mjs.
+import { fileURLToPath } from 'node:url';
+import { cpuTicks, listLoadArgs, postgresCpuTicks, runWrk, stopChild, writeLoadArgs } from './harness.mjs';
 
 /** The rounds and the load's length, from BENCH_ROUNDS (3), BENCH_WARMUP_SECONDS (3) and BENCH_DURATION_SECONDS (8). */
 export const roundSettings = () => ({
@@ -24,24 +26,30 @@ const median = (values) => {
  * session token and the organization). Resolves each variant's runs and their medians: rps, p50,
  * p99, and CPU per request of the backend, of PostgreSQL (every `postgres` process on the machine)
  * and of the variant's extra processes (PgBouncer); and `againstFirst`, each other variant's
- * median over the rounds of its ratio to the first variant of the same round.
+ * median over the rounds of its ratio to the first variant of the same round. `load` is 'list'
+ * (the default) or 'write' (POST /Projects, each request a new project: the list then changes from
+ * one variant to the next, so only its status is checked).
  */
-export async function alternate(variants, { seed, rounds, warmupSeconds, seconds }) {
+export async function alternate(variants, { seed, rounds, warmupSeconds, seconds, load = 'list' }) {
   const runs = Object.fromEntries(variants.map((variant) => [variant.name, []]));
+  // wrk-create.lua reports through wrk-report.lua, which it is told the path of.
+  const wrkEnv = { ...process.env, BENCH_REPORT_LUA: fileURLToPath(new URL('../wrk-report.lua', import.meta.url)) };
   let reference;
   for (let round = 0; round < rounds; round += 1) {
     for (const variant of round % 2 === 0 ? variants : [...variants].reverse()) {
       const { base, child } = await variant.start();
       try {
-        const body = await (await fetch(`${base}/Projects?limit=20`, { headers: { authorization: `Bearer ${seed.token}`, 'x-organization-id': seed.organizationId } })).text();
+        const answer = await fetch(`${base}/Projects?limit=20`, { headers: { authorization: `Bearer ${seed.token}`, 'x-organization-id': seed.organizationId } });
+        const body = await answer.text();
+        if (answer.status !== 200) throw new Error(`${variant.name} answers the list with ${answer.status}: ${body.slice(0, 300)}`);
         reference ??= body;
-        if (body !== reference) throw new Error(`${variant.name} answers the list differently:\n${body.slice(0, 300)}\n${reference.slice(0, 300)}`);
-        const args = listLoadArgs(base, seed);
-        await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds);
+        if (load === 'list' && body !== reference) throw new Error(`${variant.name} answers the list differently:\n${body.slice(0, 300)}\n${reference.slice(0, 300)}`);
+        const args = load === 'write' ? writeLoadArgs(base, seed) : listLoadArgs(base, seed);
+        await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds, wrkEnv);
         const pids = [child.pid, ...(variant.extraPids?.() ?? [])];
         const before = pids.map(cpuTicks);
         const postgresBefore = postgresCpuTicks();
-        const result = await runWrk(['-d', `${seconds}s`, ...args], seconds);
+        const result = await runWrk(['-d', `${seconds}s`, ...args], seconds, wrkEnv);
         const postgres = ((postgresCpuTicks() - postgresBefore) * 10_000) / result.requests;
         const [node, ...extra] = pids.map((pid, index) => ((cpuTicks(pid) - before[index]) * 10_000) / result.requests);
         const run = {

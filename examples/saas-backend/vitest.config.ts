@@ -8,5 +8,7 @@ export default defineProject({
     include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // expect.poll's default 1 s is too short on a loaded CI machine (see packages/cli/vitest.config.ts).
+    expect: { poll: { timeout: 10_000 } },
   },
 });

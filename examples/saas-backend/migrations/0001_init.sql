@@ -184,7 +184,8 @@ CREATE TABLE "authstrap_event" (
   "requestId" text,
   "ipAddress" text,
   "userAgent" text,
-  "createdAt" timestamptz NOT NULL DEFAULT clock_timestamp()
+  "createdAt" timestamptz NOT NULL DEFAULT clock_timestamp(),
+  "position" bigint
 );
 
 CREATE INDEX "authstrap_event_organizationId_createdAt_idx" ON "authstrap_event" ("organizationId", "createdAt") WHERE "organizationId" IS NOT NULL;
@@ -192,6 +193,8 @@ CREATE INDEX "authstrap_event_organizationId_createdAt_idx" ON "authstrap_event"
 CREATE INDEX "authstrap_event_userId_createdAt_idx" ON "authstrap_event" ("userId", "createdAt") WHERE "userId" IS NOT NULL;
 
 CREATE INDEX "authstrap_event_createdAt_idx" ON "authstrap_event" USING brin ("createdAt");
+
+CREATE UNIQUE INDEX "authstrap_event_position_idx" ON "authstrap_event" ("position") WHERE "position" IS NOT NULL;
 
 CREATE TABLE "authstrap_webhook_endpoint" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -258,6 +261,8 @@ EXCEPTION WHEN invalid_text_representation THEN
   RETURN false;
 END $$;
 
+CREATE SEQUENCE IF NOT EXISTS authstrap.event_position AS bigint;
+
 CREATE OR REPLACE FUNCTION authstrap.record_event(event_type text, organization_id uuid, subject_user_id uuid, entity text, entity_id text, data jsonb, context jsonb DEFAULT NULL)
 RETURNS uuid LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
@@ -308,9 +313,10 @@ DECLARE
 BEGIN
   IF TG_OP = 'DELETE' THEN
     event_type := TG_ARGV[0] || '.deleted';
-    organization_id := (to_jsonb(OLD)->>TG_ARGV[3])::uuid;
+    -- The record as it was: who could read it decides who hears of its deletion (src/realtime/).
+    data := jsonb_build_object('record', CASE WHEN TG_ARGV[2] = '{}' THEN to_jsonb(OLD) ELSE to_jsonb(OLD) - TG_ARGV[2]::text[] END);
+    organization_id := (data->'record'->>TG_ARGV[3])::uuid;
     record_id := OLD."id"::text;
-    data := '{}'::jsonb;
   ELSE
     -- The record without its secret fields (most tables have none: nothing to take out).
     data := jsonb_build_object('record', CASE WHEN TG_ARGV[2] = '{}' THEN to_jsonb(NEW) ELSE to_jsonb(NEW) - TG_ARGV[2]::text[] END);
@@ -334,8 +340,10 @@ BEGIN
     END IF;
   END IF;
   setting := set_config('authstrap.maintenance', 'on', true);
-  INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent")
-  VALUES (event_type, organization_id, NULL, COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END), COALESCE(request->>'actorId', authstrap.user_id()::text, key_id), TG_ARGV[1], record_id, data, request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
+  -- Its place in the stream (src/realtime/), taken now, at commit: see streamPosition.
+  PERFORM pg_advisory_xact_lock_shared(1635087464, 1);
+  INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent", "position")
+  VALUES (event_type, organization_id, NULL, COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END), COALESCE(request->>'actorId', authstrap.user_id()::text, key_id), TG_ARGV[1], record_id, data, request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512), nextval('authstrap.event_position'))
   RETURNING "id", EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = organization_id AND w."enabled") INTO event_id, has_endpoints;
   IF has_endpoints THEN
     INSERT INTO "authstrap_outbox" ("channel", "payload")
@@ -368,72 +376,100 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.stream_events(after bigint, max_events integer, only_organization uuid DEFAULT NULL, up_to bigint DEFAULT NULL)
+RETURNS TABLE ("position" bigint, "event" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  RETURN QUERY
+    SELECT e."position", jsonb_build_object('id', e."id", 'type', e."type", 'organizationId', e."organizationId", 'actorType', e."actorType",
+             'actorId', e."actorId", 'entity', e."entity", 'entityId', e."entityId", 'data', e."data", 'createdAt', e."createdAt")::text
+      FROM "authstrap_event" e
+     WHERE e."position" > after AND (up_to IS NULL OR e."position" <= up_to)
+       AND (only_organization IS NULL OR e."organizationId" = only_organization)
+     ORDER BY e."position"
+     LIMIT max_events;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.stream_bounds(OUT oldest bigint, OUT newest bigint) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT min(e."position"), max(e."position") INTO oldest, newest FROM "authstrap_event" e WHERE e."position" IS NOT NULL;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;
+
 GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
 
 DROP TRIGGER IF EXISTS "authstrap_events" ON "Organization";
 
-CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Organization" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('organization', 'Organization', '{}', 'id');
+CREATE CONSTRAINT TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Organization" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('organization', 'Organization', '{}', 'id');
 
 DROP TRIGGER IF EXISTS "authstrap_events" ON "member";
 
-CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "member" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('member', 'member', '{}', 'organizationId');
+CREATE CONSTRAINT TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "member" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('member', 'member', '{}', 'organizationId');
 
 ALTER TABLE "Project" ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE "Project" FORCE ROW LEVEL SECURITY;
 
-CREATE POLICY "authstrap_select" ON "Project" FOR SELECT USING ("organizationId" = authstrap.organization_id());
+CREATE POLICY "authstrap_select" ON "Project" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()));
 
-CREATE POLICY "authstrap_insert" ON "Project" FOR INSERT WITH CHECK ("organizationId" = authstrap.organization_id());
+CREATE POLICY "authstrap_insert" ON "Project" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()));
 
-CREATE POLICY "authstrap_update" ON "Project" FOR UPDATE USING ("organizationId" = authstrap.organization_id()) WITH CHECK ("organizationId" = authstrap.organization_id());
+CREATE POLICY "authstrap_update" ON "Project" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id())) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()));
 
-CREATE POLICY "authstrap_delete" ON "Project" FOR DELETE USING ("organizationId" = authstrap.organization_id());
+CREATE POLICY "authstrap_delete" ON "Project" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()));
 
-CREATE POLICY "authstrap_maintenance" ON "Project" FOR ALL TO CURRENT_USER USING (authstrap.maintenance()) WITH CHECK (authstrap.maintenance());
+CREATE POLICY "authstrap_maintenance" ON "Project" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
 
 DROP TRIGGER IF EXISTS "authstrap_events" ON "Project";
 
-CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Project" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('project', 'Project', '{}', 'organizationId');
+CREATE CONSTRAINT TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Project" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('project', 'Project', '{}', 'organizationId');
 
 ALTER TABLE "Task" ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE "Task" FORCE ROW LEVEL SECURITY;
 
-CREATE POLICY "authstrap_select" ON "Task" FOR SELECT USING ("organizationId" = authstrap.organization_id());
+CREATE POLICY "authstrap_select" ON "Task" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()));
 
-CREATE POLICY "authstrap_insert" ON "Task" FOR INSERT WITH CHECK ("organizationId" = authstrap.organization_id());
+CREATE POLICY "authstrap_insert" ON "Task" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()));
 
-CREATE POLICY "authstrap_update" ON "Task" FOR UPDATE USING ("organizationId" = authstrap.organization_id()) WITH CHECK ("organizationId" = authstrap.organization_id());
+CREATE POLICY "authstrap_update" ON "Task" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id())) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()));
 
-CREATE POLICY "authstrap_delete" ON "Task" FOR DELETE USING ("organizationId" = authstrap.organization_id());
+CREATE POLICY "authstrap_delete" ON "Task" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()));
 
-CREATE POLICY "authstrap_maintenance" ON "Task" FOR ALL TO CURRENT_USER USING (authstrap.maintenance()) WITH CHECK (authstrap.maintenance());
+CREATE POLICY "authstrap_maintenance" ON "Task" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
 
 DROP TRIGGER IF EXISTS "authstrap_events" ON "Task";
 
-CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Task" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('task', 'Task', '{}', 'organizationId');
+CREATE CONSTRAINT TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Task" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('task', 'Task', '{}', 'organizationId');
 
 ALTER TABLE "authstrap_event" ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE "authstrap_event" FORCE ROW LEVEL SECURITY;
 
-CREATE POLICY "authstrap_select" ON "authstrap_event" FOR SELECT USING (("organizationId" = authstrap.organization_id() AND authstrap.role() IN ('owner', 'admin')) OR "userId" = authstrap.user_id());
+CREATE POLICY "authstrap_select" ON "authstrap_event" FOR SELECT USING (("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin')) OR "userId" = (SELECT authstrap.user_id()));
 
-CREATE POLICY "authstrap_maintenance" ON "authstrap_event" FOR ALL TO CURRENT_USER USING (authstrap.maintenance()) WITH CHECK (authstrap.maintenance());
+CREATE POLICY "authstrap_maintenance" ON "authstrap_event" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
 
 ALTER TABLE "authstrap_webhook_endpoint" ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE "authstrap_webhook_endpoint" FORCE ROW LEVEL SECURITY;
 
-CREATE POLICY "authstrap_select" ON "authstrap_webhook_endpoint" FOR SELECT USING ("organizationId" = authstrap.organization_id());
+CREATE POLICY "authstrap_select" ON "authstrap_webhook_endpoint" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()));
 
-CREATE POLICY "authstrap_insert" ON "authstrap_webhook_endpoint" FOR INSERT WITH CHECK ("organizationId" = authstrap.organization_id() AND authstrap.role() IN ('owner', 'admin'));
+CREATE POLICY "authstrap_insert" ON "authstrap_webhook_endpoint" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
 
-CREATE POLICY "authstrap_update" ON "authstrap_webhook_endpoint" FOR UPDATE USING ("organizationId" = authstrap.organization_id()) WITH CHECK ("organizationId" = authstrap.organization_id());
+CREATE POLICY "authstrap_update" ON "authstrap_webhook_endpoint" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id())) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()));
 
-CREATE POLICY "authstrap_delete" ON "authstrap_webhook_endpoint" FOR DELETE USING ("organizationId" = authstrap.organization_id() AND authstrap.role() IN ('owner', 'admin'));
+CREATE POLICY "authstrap_delete" ON "authstrap_webhook_endpoint" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
 
-CREATE POLICY "authstrap_maintenance" ON "authstrap_webhook_endpoint" FOR ALL TO CURRENT_USER USING (authstrap.maintenance()) WITH CHECK (authstrap.maintenance());
+CREATE POLICY "authstrap_maintenance" ON "authstrap_webhook_endpoint" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));

@@ -25,8 +25,11 @@ import type { Metrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing.js';
 import { createMailer } from './mail/mail.js';
 import type { Outbox } from './outbox/outbox.js';
+import { registerRealtimeRoutes } from './realtime/openapi.js';
+import { realtimeRouter } from './realtime/realtime.router.js';
+import type { Streams } from './realtime/streams.js';
 import { securityHeaders } from './http/security-headers.js';
-import { docsRouter } from './openapi/docs.js';
+import { docsRouter, registerProbeAndDocsRoutes } from './openapi/docs.js';
 
 export interface AppDependencies {
   config: Config;
@@ -37,6 +40,8 @@ export interface AppDependencies {
   outbox: Outbox;
   /** The trusted server's transactions over HTTP; server.ts rolls back what is open when it stops. */
   transactions: ServiceTransactions;
+  /** The live streams this instance holds (realtime/streams.ts); server.ts ends them when it stops. */
+  streams: Streams;
   /** Prometheus metrics, when METRICS_TOKEN is set (observability/metrics.ts). */
   metrics?: Metrics;
   /** OpenTelemetry traces, when the OTEL_* variables ask for them (observability/tracing.ts); `db` then makes spans too. */
@@ -47,11 +52,11 @@ export interface AppDependencies {
  * The whole HTTP pipeline, in the order a request meets it:
  * request id + log (and metrics) -> the request's span (traces on) -> security headers -> CORS ->
  * health -> metrics -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> the audit log and
- * the webhook endpoints (src/events) -> your routes (src/extensions) -> generated routes, each
+ * the webhook endpoints (src/events) -> live streams (src/realtime) -> your routes (src/extensions) -> generated routes, each
  * behind the auth guard (who is calling) and, when tenant-scoped, the scope guard (which
  * organization, which role) -> 404 -> error envelope.
  */
-export function createApp({ config, db, logger, rateLimits, outbox, transactions, metrics, tracing }: AppDependencies): Express {
+export function createApp({ config, db, logger, rateLimits, outbox, transactions, streams, metrics, tracing }: AppDependencies): Express {
   const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }), machineKeyLimit: rateLimits.machineKeys });
   // The account flows' mail requests are sent by the outbox's worker (extensions/auth/account-flows.ts).
   outbox.register(auth.accountMailChannel);
@@ -94,11 +99,13 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use('/api', rateLimits.api);
   app.use(rateLimits.data);
 
-  const { name, version } = JSON.parse(fs.readFileSync(path.join(config.projectDir, 'package.json'), 'utf8'));
-  const document = buildOpenApiDocument({ title: `${name} API`, version, serverUrl: config.authUrl }, (registry) => {
+  const { name, version, license } = JSON.parse(fs.readFileSync(path.join(config.projectDir, 'package.json'), 'utf8'));
+  const document = buildOpenApiDocument({ title: `${name} API`, version, serverUrl: config.authUrl, license }, (registry) => {
+    registerProbeAndDocsRoutes(registry);
     registerAuthRoutes(registry);
     registerTransactionRoutes(registry);
     registerEventRoutes(registry);
+    registerRealtimeRoutes(registry);
   });
   app.use('/api/docs', docsRouter(document));
 
@@ -108,6 +115,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use('/api/service/transactions', transactions.router());
   app.use('/audit-events', ...auditEventsRouter({ config, db, auth }));
   app.use('/webhook-endpoints', ...webhooksRouter({ config, db, auth, outbox, settings: config.webhooks }));
+  app.use('/realtime', realtimeRouter({ config, db, auth, streams }));
   app.use(extensionRouter({ config, db, auth }));
   app.use(generatedRouter({ db, auth, config, transactions }));
 

@@ -16,6 +16,7 @@ import { serviceTransactions } from './http/service-transactions.js';
 import { createLogger } from './logger.js';
 import { mailChannel } from './mail/mail.js';
 import { createOutbox, type Outbox } from './outbox/outbox.js';
+import { createStreams } from './realtime/streams.js';
 import { listenForOutboxWakeUps, listenInProcess } from './outbox/wake-ups.js';
 import { startEventRetention } from './events/events.js';
 import { sealStoredWebhookSecrets, webhookSecretSeal } from './events/webhook-secrets.js';
@@ -144,7 +145,8 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   if (tracing) steps.push({ close: () => tracing.shutdown() });
   const appDb = tracing ? tracing.traced(db) : db;
   const transactions = serviceTransactions(appDb, config);
-  const app = createApp({ config, db: appDb, logger, rateLimits, outbox, transactions, metrics, tracing });
+  const streams = createStreams({ db: appDb, logger, settings: config.realtime });
+  const app = createApp({ config, db: appDb, logger, rateLimits, outbox, transactions, streams, metrics, tracing });
   prototypes.adopt(app);
   const gate = requestGate(server, app);
   try {
@@ -180,6 +182,9 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       // answers in flight: refusing it with a 503 would fail a proxy's POST, which it cannot retry.
       gate.close();
       logger.info('shutting down: finishing the requests in flight, refusing new connections');
+      // Live streams never finish on their own: each ends with `retry:`, and its client resumes
+      // on another instance with its Last-Event-ID.
+      await streams.close();
       // Closing an idle kept-alive connection races with a proxy sending its next request on it
       // (nginx answers that request 502). After a drain, a proxy that reuses one gets it served
       // and closed, and a proxy that tried a new one was refused and has stopped sending here; so

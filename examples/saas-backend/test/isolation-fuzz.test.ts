@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, databaseKinds, serviceApiKey, signUp, startBackend, type TestBackend } from './support/backend.js';
+import { openStream, type OpenStream } from './support/sse.js';
 
 /**
  * 10,000 randomized requests across four organizations, each sent by a user of one organization
@@ -7,7 +8,9 @@ import { apiClient, databaseKinds, serviceApiKey, signUp, startBackend, type Tes
  * both walls on: the generated statements' organization filter and PostgreSQL's row-level
  * security. A leak is any answer carrying another organization's record, any success in an
  * organization the caller is not a member of, and any write that reached another organization's
- * row; there must be none. The sequence is seeded, so a failure replays.
+ * row; there must be none. The sequence is seeded, so a failure replays. Each organization's
+ * owner and member hold a live stream of its changes (GET /realtime) meanwhile: every event
+ * committed in the organization reaches both, once, and none of another organization's.
  */
 
 const requests = 10_000;
@@ -112,6 +115,17 @@ describe.each(databaseKinds)('tenant isolation under 10,000 randomized requests,
       if (answer.status < 300 && method === 'DELETE' && ownerOf.get(task) !== actingIn) leaks.push(`${where}: deleted another organization's task`);
     }
 
+    // The live streams: each person's, in their organization, from a cursor known before the run.
+    const streams: { tenant: Tenant; stream: OpenStream; from: number }[] = [];
+    for (const tenant of tenants) {
+      for (const person of tenant.people) {
+        const stream = await openStream(backend.url, '/realtime?entity=Project,Task', { authorization: `Bearer ${person.token}`, 'x-organization-id': tenant.id });
+        expect(stream.status).toBe(200);
+        while (stream.lastEventId === undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+        streams.push({ tenant, stream, from: Number(stream.lastEventId) });
+      }
+    }
+
     // Eight at a time, as concurrent clients would.
     let next = 0;
     await Promise.all(
@@ -128,11 +142,24 @@ describe.each(databaseKinds)('tenant isolation under 10,000 randomized requests,
       const written = /^written \d+ in (.+)$/.exec(row.text);
       if (written && written[1] !== row.organizationId) leaks.push(`a row of ${row.organizationId} holds "${row.text}"`);
     }
+    // Each stream: every event of its organization since its cursor, once, and nothing else.
+    for (const { tenant, stream, from } of streams) {
+      const { rows: committed } = await backend.running.db.asOwner((tx) =>
+        tx.query<{ id: string }>(`SELECT "id" FROM "authstrap_event" WHERE "organizationId" = $1 AND "entity" IN ('Project', 'Task') AND "position" > $2 ORDER BY "position"`, [tenant.id, from]),
+      );
+      const last = committed.at(-1)?.id;
+      if (last) await stream.next((message) => JSON.parse(message.data).id === last, 20_000);
+      const received = stream.events();
+      for (const event of received) if (event.organizationId !== tenant.id) leaks.push(`a stream of ${tenant.id} carried ${event.type} of ${event.organizationId}`);
+      expect(received.map((event) => event.id)).toEqual(committed.map((row) => row.id));
+      stream.close();
+    }
+    expect(streams.every(({ stream }) => stream.events().length > 50)).toBe(true);
     expect(leaks).toEqual([]);
     // The run tried both sides: successes in one's own organization, refusals in the others.
     expect(statuses.get(200) ?? 0).toBeGreaterThan(500);
     expect(statuses.get(403) ?? 0).toBeGreaterThan(3000);
     expect(statuses.get(404) ?? 0).toBeGreaterThan(100);
     expect([...statuses.values()].reduce((sum, count) => sum + count, 0)).toBe(requests);
-  }, 300_000);
+  }, 600_000);
 });

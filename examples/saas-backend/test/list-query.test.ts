@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditEventListSpec } from '../src/events/events.js';
+import { parseListQuery, whereSql } from '../src/http/list-query.js';
 import { pooledDatabaseKinds, serviceApiKey, signUp, startBackend, type Api, type TestBackend } from './support/backend.js';
 
 describe.each(pooledDatabaseKinds)('list queries on the %s database', (kind) => {
@@ -266,5 +268,26 @@ describe.each(pooledDatabaseKinds)('field filters on the %s database', (kind) =>
     const names = document.paths['/Tasks'].get.parameters.map((parameter: { name: string }) => parameter.name);
     expect(names).toEqual(expect.arrayContaining(['projectId', 'projectId[in]', 'status[ne]', 'points[gte]', 'points[lt]', 'dueAt', 'dueAt[lte]', 'search']));
     expect(names).not.toContain('title[gt]');
+  });
+});
+
+describe('date filters in SQL', () => {
+  // The audit log's list spec: createdAt is a datetime, indexed with the organization.
+  const sqlOf = (query: Record<string, string>) => {
+    const params: unknown[] = [];
+    const { filters, where, createdAfter } = parseListQuery(query, auditEventListSpec);
+    return { where: whereSql(auditEventListSpec, { filters, where, createdAfter }, {}, [], params), params };
+  };
+
+  it('compares the bare column at the millisecond the API gives out, so that an index on it serves', () => {
+    const at = '2026-12-01T10:00:00.123Z';
+    expect(sqlOf({ 'createdAt[gte]': at }).where).toBe(' WHERE "createdAt" >= $1');
+    expect(sqlOf({ 'createdAt[lt]': at }).where).toBe(' WHERE "createdAt" < $1');
+    expect(sqlOf({ 'createdAt[gt]': at }).where).toBe(` WHERE "createdAt" >= $1::timestamptz + interval '1 millisecond'`);
+    expect(sqlOf({ 'createdAt[lte]': at }).where).toBe(` WHERE "createdAt" < $1::timestamptz + interval '1 millisecond'`);
+    expect(sqlOf({ 'createdAt[eq]': at }).where).toBe(` WHERE ("createdAt" >= $1 AND "createdAt" < $1::timestamptz + interval '1 millisecond')`);
+    expect(sqlOf({ 'createdAt[gte]': at }).params).toEqual([new Date(at)]);
+    // No index serves these; they keep comparing the truncated value.
+    expect(sqlOf({ 'createdAt[ne]': at }).where).toContain(`date_trunc('milliseconds', "createdAt") IS DISTINCT FROM $1`);
   });
 });

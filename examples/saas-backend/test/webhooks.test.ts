@@ -109,7 +109,8 @@ describe.each(databaseKinds)('webhooks on the %s database', (kind) => {
   it("lists every event type in the OpenAPI document's webhooks section, with the entity's record as payload", async () => {
     const document = (await apiClient(backend.url)('GET', '/api/docs/openapi.json')).body;
     expect(document.openapi).toBe('3.1.0');
-    expect(Object.keys(document.webhooks).sort()).toEqual(Object.keys(eventTypes).sort());
+    // Every recorded type, and the test event POST /webhook-endpoints/{id}/test sends.
+    expect(Object.keys(document.webhooks).sort()).toEqual([...Object.keys(eventTypes), 'webhook.test'].sort());
     const created = document.webhooks['project.created'].post;
     const schema = created.requestBody.content['application/json'].schema;
     const body = schema.$ref ? document.components.schemas[schema.$ref.split('/').pop()] : schema;
@@ -120,7 +121,36 @@ describe.each(databaseKinds)('webhooks on the %s database', (kind) => {
     expect(Object.keys(project.properties)).toEqual(expect.arrayContaining(['id', 'name', 'description', 'status']));
     expect(project.properties.status.enum).toEqual(['active', 'archived']);
     expect(created.parameters.map((parameter: { name: string }) => parameter.name).sort()).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
-    for (const path of ['/audit-events', '/webhook-endpoints', '/webhook-endpoints/{id}/deliveries', '/api/auth/security-events']) expect(document.paths[path], path).toBeDefined();
+    for (const path of ['/audit-events', '/audit-events/per-day', '/audit-events/export.csv', '/webhook-endpoints', '/webhook-endpoints/{id}/deliveries', '/webhook-endpoints/{id}/test', '/api/auth/security-events']) expect(document.paths[path], path).toBeDefined();
+  });
+
+  it('sends a signed test event to the one endpoint asked, whatever its event types; it shows in that delivery log only, and a member or a disabled endpoint is refused', async () => {
+    const tested = await addEndpoint(receiver.url, ['project.deleted']);
+    const other = await addEndpoint(receiver.url, []);
+    receiver.state.secret = tested.secret;
+    const sent = await alice.api('POST', `/webhook-endpoints/${tested.id}/test`);
+    expect(sent.status, JSON.stringify(sent.body)).toBe(202);
+    const delivery = sent.body.data as Delivery;
+    expect(delivery).toMatchObject({ eventType: 'webhook.test', status: 'pending', attempts: 0 });
+
+    await expect.poll(() => receiver.received.filter((entry) => entry.headers['webhook-id'] === delivery.id).length, { timeout: 10_000 }).toBe(1);
+    const arrived = receiver.received.find((entry) => entry.headers['webhook-id'] === delivery.id)!;
+    // Verified with the tested endpoint's secret by the standardwebhooks package.
+    expect(arrived.verified).toMatchObject({ id: delivery.eventId, type: 'webhook.test', organizationId: alice.organizationId, data: { actor: { type: 'user', id: alice.user.id }, entity: 'webhook_endpoint', entityId: tested.id } });
+    await expect.poll(async () => (await deliveriesOf(tested.id)).map((entry) => [entry.id, entry.eventType, entry.status])).toEqual([[delivery.id, 'webhook.test', 'sent']]);
+    // Not an event of the organization: no other endpoint gets it (not even one for every event), the audit log has none.
+    expect((await deliveriesOf(other.id)).filter((entry) => entry.eventType === 'webhook.test')).toEqual([]);
+    expect((await alice.api('GET', '/audit-events?type=webhook.test')).body.data).toEqual([]);
+
+    const mia = await addMember(backend.url, alice, `mia-${Date.now()}@example.com`, 'member');
+    expect((await mia.api('POST', `/webhook-endpoints/${tested.id}/test`)).status).toBe(403);
+    const bob = await signUp(backend.url, `bob-${Date.now()}@example.com`);
+    expect((await bob.api('POST', `/webhook-endpoints/${tested.id}/test`)).status).toBe(404);
+    expect((await alice.api('PATCH', `/webhook-endpoints/${tested.id}`, { body: { enabled: false } })).status).toBe(200);
+    const disabled = await alice.api('POST', `/webhook-endpoints/${tested.id}/test`);
+    expect(disabled.status).toBe(409);
+    expect(disabled.body.error.message).toBe('This endpoint is disabled: enable it first to send it a test event');
+    expect(receiver.received.filter((entry) => entry.verified?.type === 'webhook.test')).toHaveLength(1);
   });
 
   it('retries a receiver that answers 500, too slowly and not at all, then delivers once it is healthy', async () => {

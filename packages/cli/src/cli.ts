@@ -4,6 +4,7 @@ import { CliError } from './cli-error.js';
 import { addAuthCommand } from './commands/add-auth.js';
 import { fixCommand } from './commands/fix.js';
 import { generateCommand } from './commands/generate.js';
+import { settleCommand } from './commands/settle.js';
 import { setupCommand } from './commands/setup.js';
 import { verifyCommand } from './commands/verify.js';
 import { SchemaError } from './schema/index.js';
@@ -36,6 +37,22 @@ program
   .option('--json', jsonHelp)
   .option('--yes', yesHelp)
   .action((dir: string, options) => generateCommand(dir, options));
+
+program
+  .command('resolve')
+  .argument('<files...>', 'owned files whose upgrade you have merged (conflict markers edited out)')
+  .description("Record that an upgrade's merge of these files is done: the next upgrade merges from them as they are")
+  .option('--dir <dir>', 'the project folder (default: the current folder)')
+  .option('--yes', yesHelp)
+  .action((files: string[], options) => settleCommand('resolve', files, options));
+
+program
+  .command('decline')
+  .argument('<files...>', 'owned files to keep as they are, without this version of authstrap\'s changes to them')
+  .description('Record that you keep these files as they are: the upgrade stops asking, and the next one merges from this version')
+  .option('--dir <dir>', 'the project folder (default: the current folder)')
+  .option('--yes', yesHelp)
+  .action((files: string[], options) => settleCommand('decline', files, options));
 
 program
   .command('setup')

@@ -1,11 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMailbox, type Mailbox } from '../../../examples/saas-backend/test/support/mailbox.js';
-import { repoRoot, tempDir } from './support/cli.js';
-import { freePort, runCliProcess, startWithNpm, userEnv, type StartedProject } from './support/setup.js';
+import type { Mailbox } from '../../../examples/saas-backend/test/support/mailbox.js';
+import { repoRoot } from './support/cli.js';
+import { signUpThroughPage, startGeneratedApp, type GeneratedApp } from './support/frontend.js';
+import { runCliProcess } from './support/setup.js';
 
 /**
  * The whole product as a new user meets it: `authstrap setup --frontend` writes a backend and a
@@ -17,59 +17,30 @@ import { freePort, runCliProcess, startWithNpm, userEnv, type StartedProject } f
  * test-artifacts/frontend/.
  */
 
-const chromiumPath = process.env.AUTHSTRAP_CHROMIUM ?? '/usr/bin/chromium';
 const screenshots = path.join(repoRoot, 'test-artifacts/frontend');
 
 describe('a generated frontend against a generated backend, in Chromium', () => {
+  let generated: GeneratedApp | undefined;
   let workspace: string;
   let backendPort: number;
   let frontendPort: number;
-  let backend: StartedProject | undefined;
-  let frontend: StartedProject | undefined;
-  let browser: Browser | undefined;
+  let browser: Browser;
   let mailbox: Mailbox;
   const app = (route = '/') => `http://localhost:${frontendPort}${route}`;
 
   beforeAll(async () => {
-    if (!fs.existsSync(chromiumPath)) throw new Error(`${chromiumPath} is missing: apt-get install chromium (.ci/run does)`);
     fs.mkdirSync(screenshots, { recursive: true });
-    workspace = tempDir('authstrap-frontend-');
-    backendPort = await freePort();
-    frontendPort = await freePort();
-    const setup = runCliProcess(
-      ['setup', '--yes', '--db', 'embedded', '--project-name', 'shop', '--frontend', '--backend-port', String(backendPort), '--frontend-port', String(frontendPort)],
-      { cwd: workspace, timeoutMs: 480_000 },
-    );
-    expect(setup.status, setup.output).toBe(0);
-    expect(setup.output).toContain('Write the frontend');
-    // The production build, as a deployment makes it (it type-checks the app too).
-    execFileSync('npm', ['run', 'build'], { cwd: path.join(workspace, 'shop-web'), env: userEnv(), stdio: 'pipe', timeout: 300_000 });
-    // The backend's mail (its own, and Better Auth's through it) goes to a real SMTP server here.
-    mailbox = await startMailbox();
-    fs.appendFileSync(path.join(workspace, 'shop', '.env'), `\nSMTP_URL=${mailbox.url}\n`);
-    backend = await startWithNpm(path.join(workspace, 'shop'), backendPort);
-    frontend = await startWithNpm(path.join(workspace, 'shop-web'), frontendPort, 60_000, '/sign-in');
-    browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+    generated = await startGeneratedApp('shop');
+    ({ workspace, backendPort, frontendPort, browser, mailbox } = generated);
   }, 900_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await frontend?.stop();
-    await backend?.stop();
-    await mailbox?.close();
-    if (workspace) fs.rmSync(workspace, { recursive: true, force: true });
+    await generated?.close();
   }, 60_000);
 
   const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: true });
 
-  async function signUp(page: Page, name: string, email: string) {
-    await page.goto(app('/sign-up'));
-    await page.getByLabel('Name').fill(name);
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password').fill('correct horse battery');
-    await page.getByRole('button', { name: 'Sign up' }).click();
-    await page.waitForURL(app('/projects'));
-  }
+  const signUp = (page: Page, name: string, email: string) => signUpThroughPage(page, app, name, email);
 
   /**
    * Signs in through the page. Better Auth lets three sign-ins from one address through in ten
@@ -108,7 +79,7 @@ describe('a generated frontend against a generated backend, in Chromium', () => 
   const projectNames = async (page: Page) => (await page.locator('tbody tr td:first-child').allTextContents()).sort();
 
   it('signs up, creates and lists records, switches organization, signs out and in again', async () => {
-    const context = await browser!.newContext();
+    const context = await browser.newContext();
     const page = await context.newPage();
 
     await page.goto(app('/'));
@@ -127,6 +98,17 @@ describe('a generated frontend against a generated backend, in Chromium', () => 
     expect(await projectNames(page)).toEqual(['Apollo', 'Gemini']);
     await expect.poll(() => page.getByText('2 in all').count()).toBe(1);
     await shoot(page, '3-projects');
+    // At a phone's width each row is a card: its Edit and Delete in sight, nothing scrolls sideways.
+    const laptop = page.viewportSize()!;
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const button of ['Edit Apollo', 'Delete Apollo']) {
+      const box = (await page.getByRole('button', { name: button }).boundingBox())!;
+      expect(box.x, button).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width, button).toBeLessThanOrEqual(390);
+    }
+    expect(await page.locator('.table-wrap').evaluate((wrap) => wrap.scrollWidth <= wrap.clientWidth)).toBe(true);
+    await shoot(page, '3-projects-phone');
+    await page.setViewportSize(laptop);
 
     // A second organization: empty, then its own record; the first keeps its two.
     await page.getByLabel('Organization').selectOption('new');
@@ -169,7 +151,7 @@ describe('a generated frontend against a generated backend, in Chromium', () => 
   }, 120_000);
 
   it("a second user sees none of the first one's records, in the page or through the API", async () => {
-    const context = await browser!.newContext();
+    const context = await browser.newContext();
     const page = await context.newPage();
     await signUp(page, 'Bob', 'bob@example.com');
     await expect.poll(() => page.getByText('No projects in').count()).toBe(1);
@@ -193,7 +175,7 @@ describe('a generated frontend against a generated backend, in Chromium', () => 
   }, 60_000);
 
   it('confirms the address and resets a forgotten password from the mail; the sessions from before are gone', async () => {
-    const context = await browser!.newContext();
+    const context = await browser.newContext();
     const page = await context.newPage();
     await signUp(page, 'Cleo', 'cleo@example.com');
 
@@ -208,7 +190,7 @@ describe('a generated frontend against a generated backend, in Chromium', () => 
     expect(seenByBackend).toBe(true);
 
     // The account page lists where she is signed in: another device, and this one.
-    const phone = await browser!.newContext();
+    const phone = await browser.newContext();
     const phonePage = await phone.newPage();
     await signInThroughPage(phonePage, 'cleo@example.com', 'correct horse battery');
     await page.goto(app('/account'));

@@ -1,8 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { adapterVersion } from '../src/frontend/adapter-dependency.js';
 import { readTree, tempDir } from './support/cli.js';
 import { runCliProcess } from './support/setup.js';
+
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * `authstrap setup --frontend` on an existing Next.js app (a create-next-app layout, in
@@ -12,9 +15,48 @@ import { runCliProcess } from './support/setup.js';
 
 const fixture = path.join(import.meta.dirname, 'fixtures/next-app');
 
-/** The files `setup --frontend` may write into an app whose source root is `root`. */
+/** The team console's files: the organization settings pages, the user's security page, and what they import. */
+const consoleFiles = [
+  'app/account/security/page.tsx',
+  'app/settings/api-keys/page.tsx',
+  'app/settings/audit-log/page.tsx',
+  'app/settings/general/page.tsx',
+  'app/settings/invitations/page.tsx',
+  'app/settings/layout.tsx',
+  'app/settings/members/page.tsx',
+  'app/settings/page.tsx',
+  'app/settings/webhooks/page.tsx',
+  'components/account-security.tsx',
+  'components/organization-provider.tsx',
+  'components/settings/actor.ts',
+  'components/settings/api-keys.tsx',
+  'components/settings/audit-log.tsx',
+  'components/settings/events-per-day-chart.tsx',
+  'components/settings/general.tsx',
+  'components/settings/invitations.tsx',
+  'components/settings/members.tsx',
+  'components/settings/refusal.tsx',
+  'components/settings/settings-navigation.tsx',
+  'components/settings/webhooks.tsx',
+  'components/ui/action.tsx',
+  'components/ui/confirm-dialog.tsx',
+  'components/ui/copy-button.tsx',
+  'components/ui/load.tsx',
+  'components/ui/pager.tsx',
+];
+
+/** The files `setup --frontend` may write into an app whose source root is `root`: what connects it, and the console. */
 const connectFiles = (root: string) =>
-  ['.env.local', 'package.json', `${root}lib/api.ts`, `${root}lib/auth-client.ts`, `${root}lib/auth.ts`, `${root}lib/authstrap-client.ts`, `${root}app/api/auth/[...all]/route.ts`].sort();
+  [
+    '.env.local',
+    'package.json',
+    `${root}lib/api.ts`,
+    `${root}lib/auth-client.ts`,
+    `${root}lib/auth.ts`,
+    `${root}lib/authstrap-client.ts`,
+    `${root}app/api/auth/[...all]/route.ts`,
+    ...consoleFiles.map((file) => `${root}${file}`),
+  ].sort();
 
 /** What changed between two snapshots of a folder: added, changed and removed paths. */
 function changedPaths(before: Map<string, string>, after: Map<string, string>): string[] {
@@ -47,7 +89,7 @@ describe('setup --frontend on an existing Next.js app', () => {
     expect(result.output).toContain('+ ../web/src/lib/authstrap-client.ts (the typed client');
     expect(result.output).toContain('+ALLOWED_ORIGINS=http://localhost:5173,http://localhost:3001');
     expect(result.output).toContain('"../web/src/lib/authstrap-client.ts"');
-    expect(result.output).toMatch(/dry run: 8 changes not written/);
+    expect(result.output).toMatch(new RegExp(`dry run: ${8 + consoleFiles.length} changes not written`));
     expect(changedPaths(web, readTree(webDir))).toEqual([]);
     expect(changedPaths(backend, readTree(backendDir))).toEqual([]);
   });
@@ -74,7 +116,7 @@ describe('setup --frontend on an existing Next.js app', () => {
     // package.json: Better Auth and the adapter added, the rest as it was.
     const packageJson = JSON.parse(fs.readFileSync(path.join(webDir, 'package.json'), 'utf8'));
     const original = JSON.parse(web.get('package.json')!);
-    expect(packageJson.dependencies).toEqual({ ...original.dependencies, 'better-auth': expect.any(String), '@authstrap/better-auth-adapter': expect.stringMatching(/^(\^2\.0\.2|file:.*authstrap-better-auth-adapter-2\.0\.2\.tgz)$/) });
+    expect(packageJson.dependencies).toEqual({ ...original.dependencies, 'better-auth': expect.any(String), '@radix-ui/react-alert-dialog': expect.any(String), '@authstrap/better-auth-adapter': expect.stringMatching(new RegExp(`^(\\^${escaped(adapterVersion)}|file:.*authstrap-better-auth-adapter-${escaped(adapterVersion)}\\.tgz)$`)) });
     expect({ ...packageJson, dependencies: undefined }).toEqual({ ...original, dependencies: undefined });
 
     // The typed client is the backend's, and the route handler reaches lib/auth.ts.

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exampleDir, exampleHandWritten, readTree, runCli, tempDir } from './support/cli.js';
 
+const require = createRequire(import.meta.url);
 const created: string[] = [];
 function workspace(): string {
   const dir = tempDir();
@@ -53,7 +55,7 @@ describe('authstrap generate', () => {
     const dir = copyOfExample();
     const upToDate = runCli(['generate', dir, '--json', '--yes']);
     expect(upToDate.status, upToDate.output).toBe(0);
-    expect(JSON.parse(upToDate.stdout)).toEqual({ ok: true, dir, upToDate: true, written: false, changes: [] });
+    expect(JSON.parse(upToDate.stdout)).toEqual({ ok: true, dir, upToDate: true, written: false, changes: [], pendingUpgrades: [] });
     expect(upToDate.stderr).toContain('up to date');
 
     editSchema(dir, (source) => source.replace("title: { type: 'string'", "startsAt: { type: 'datetime', nullable: true },\n        title: { type: 'string'"));
@@ -85,6 +87,8 @@ describe('authstrap generate', () => {
     const check = runCli(['generate', dir, '--check']);
     expect(check.status).toBe(1);
     expect(check.output).toContain('not up to date');
+    expect(check.stderr).toContain('authstrap.schema.ts changed: migrations/0002_alter_task.sql to write');
+    expect(check.stderr).not.toContain('generated the project');
     const dryRun = runCli(['generate', dir, '--dry-run']);
     expect(dryRun.status).toBe(0);
     expect(dryRun.stdout).toContain('+ ');
@@ -116,37 +120,120 @@ describe('authstrap generate', () => {
     expect(fs.readFileSync(path.join(dir, 'src/app.ts'), 'utf8')).toBe('// my app\n');
   });
 
-  it('an upgrade rewrites the owned files nobody changed and puts its version beside the ones the user did', () => {
+  it('an upgrade rewrites the owned files nobody changed, merges the ones the user changed, and waits for resolve or decline', () => {
     const dir = copyOfExample();
     const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
     const recordFile = path.join(dir, 'authstrap.files.json');
     const record = JSON.parse(fs.readFileSync(recordFile, 'utf8'));
     const read = (file: string) => fs.readFileSync(path.join(dir, file), 'utf8');
-    const template = { sql: read('src/db/sql.ts'), app: read('src/app.ts') };
-    // As an older authstrap left it: src/db/sql.ts as it wrote it (untouched since), src/app.ts
-    // as it wrote it and then changed by the user.
+    const write = (file: string, text: string) => fs.writeFileSync(path.join(dir, file), text);
+    const exists = (file: string) => fs.existsSync(path.join(dir, file));
+    // As an older authstrap (0.1.0) left it: what it wrote of each file (the base, kept in
+    // .authstrap-base/ and in the record), and the user's edits since.
+    const olderVersion = (file: string, older: string, mine: string) => {
+      write(file, mine);
+      write(`.authstrap-base/${file}.base`, older);
+      record.files[file] = { template: sha256(older), written: sha256(older) };
+    };
+    const template = { sql: read('src/db/sql.ts'), rateLimit: read('src/http/rate-limit.ts'), app: read('src/app.ts'), extensions: read('src/extensions/index.ts') };
+    // Untouched since 0.1.0 wrote it.
     const olderSql = `${template.sql}\n// an older version\n`;
-    fs.writeFileSync(path.join(dir, 'src/db/sql.ts'), olderSql);
-    const mine = `${template.app}\n// my change\n`;
-    fs.writeFileSync(path.join(dir, 'src/app.ts'), mine);
-    record.files['src/db/sql.ts'] = { template: sha256(olderSql), written: sha256(olderSql) };
-    const olderApp = `${template.app}\n// an older version\n`;
-    record.files['src/app.ts'] = { template: sha256(olderApp), written: sha256(olderApp) };
+    olderVersion('src/db/sql.ts', olderSql, olderSql);
+    // The user added an exemption at the top; the new version changed a limit further down.
+    const olderRateLimit = template.rateLimit.replace('limit: config.rateLimits.apiMax,', 'limit: 100,');
+    const exemption = '// Our exemption: the status page polls without limits.\nexport const exemptPaths = ["/status"];\n';
+    olderVersion('src/http/rate-limit.ts', olderRateLimit, exemption + olderRateLimit);
+    // The user and the new version changed the same line.
+    const line = '  app.use(requestLogger(logger, metrics));';
+    olderVersion('src/app.ts', template.app.replace(line, `${line} // 0.1.0`), template.app.replace(line, `${line} // mine`));
+    // No base kept for this one (a project from before the bases): offered beside it.
+    olderVersion('src/extensions/index.ts', `${template.extensions}// 0.1.0\n`, `${template.extensions}// mine\n`);
+    fs.rmSync(path.join(dir, '.authstrap-base/src/extensions/index.ts.base'));
+    record.authstrap = '0.1.0';
     fs.writeFileSync(recordFile, JSON.stringify(record, null, 2));
 
-    expect(runCli(['generate', dir, '--check']).status).toBe(1);
+    const check = runCli(['generate', dir, '--check']);
+    expect(check.status).toBe(1);
+    // The cause named: another version, not the schema.
+    expect(check.stderr).toMatch(/authstrap 0\.1\.0 generated the project and this is \S+: \d+ files to bring up to date/);
+    expect(check.stderr).not.toContain('authstrap.schema.ts changed');
+
     const result = runCli(['generate', dir]);
     expect(result.status, result.output).toBe(0);
     expect(read('src/db/sql.ts')).toBe(template.sql);
-    expect(read('src/app.ts')).toBe(mine);
-    expect(read('src/app.ts.authstrap-new')).toBe(template.app);
-    expect(result.stdout).toContain('src/app.ts.authstrap-new');
+    expect(read('src/http/rate-limit.ts')).toBe(exemption + template.rateLimit);
+    expect(read('.authstrap-base/src/http/rate-limit.ts.base')).toBe(template.rateLimit);
+    expect(result.stdout).toContain('merged this version\'s changes into a file you changed (review them before you commit): src/http/rate-limit.ts');
+    expect(read('src/app.ts')).toContain(`<<<<<<< yours: src/app.ts\n${line} // mine\n||||||| authstrap 0.1.0\n${line} // 0.1.0\n=======\n${line}\n>>>>>>> authstrap `);
+    expect(result.stdout).toContain('src/app.ts (1 conflict)');
+    expect(read('src/extensions/index.ts')).toBe(`${template.extensions}// mine\n`);
+    expect(read('src/extensions/index.ts.authstrap-new')).toBe(template.extensions);
 
-    // Offered once: merged or not, the next run leaves the user's file alone.
-    fs.rmSync(path.join(dir, 'src/app.ts.authstrap-new'));
+    // The build's check finds the markers, with the path.
+    const ts = require('typescript') as typeof import('typescript');
+    const diagnostics = ts.transpileModule(read('src/app.ts'), { fileName: 'src/app.ts', reportDiagnostics: true }).diagnostics ?? [];
+    expect(diagnostics.map((diagnostic) => diagnostic.code)).toContain(1185);
+
+    // Until each is settled, every run says so and --check fails naming them; so do fix and verify (owned-upgrades).
+    for (let run = 0; run < 2; run++) {
+      if (run === 1) fs.rmSync(path.join(dir, 'src/extensions/index.ts.authstrap-new'));
+      const again = runCli(['generate', dir, '--check']);
+      expect(again.status, again.output).toBe(1);
+      expect(again.stderr).toContain('not merged yet: src/app.ts (merged with conflicts), src/extensions/index.ts (this version beside it as src/extensions/index.ts.authstrap-new)');
+    }
+    const fix = runCli(['fix', dir, '--dry-run', '--json']);
+    const ownedUpgrades = JSON.parse(fix.stdout).checks.find((check: { id: string }) => check.id === 'owned-upgrades');
+    expect(ownedUpgrades, fix.output).toMatchObject({ status: 'fail', message: expect.stringContaining('src/app.ts (merged with conflicts)') });
+
+    // resolve refuses a file with markers left, naming its lines; nothing is recorded for the others named with it.
+    const early = runCli(['resolve', 'src/app.ts', 'src/extensions/index.ts', '--dir', dir]);
+    expect(early.status).toBe(1);
+    expect(early.stderr).toMatch(/src\/app\.ts still has conflict markers at lines \d+, \d+, \d+, \d+: edit them out/);
+    expect(runCli(['generate', dir, '--check']).stderr).toContain('src/extensions/index.ts (this version beside it');
+    write('src/app.ts', template.app.replace(line, `${line} // mine, with 0.2's change`));
+    const resolved = runCli(['resolve', 'src/app.ts', '--dir', dir]);
+    expect(resolved.status, resolved.output).toBe(0);
+    expect(resolved.stdout).toContain('merged: src/app.ts');
+    expect(read('.authstrap-base/src/app.ts.base')).toBe(template.app);
+    const declined = runCli(['decline', 'src/extensions/index.ts', '--dir', dir]);
+    expect(declined.status, declined.output).toBe(0);
+    expect(JSON.parse(read('authstrap.files.json')).files['src/extensions/index.ts']).toMatchObject({ declined: expect.any(String) });
+    expect(read('src/extensions/index.ts')).toBe(`${template.extensions}// mine\n`);
+
+    // Settled: quiet from now on, and the next upgrade merges from this version.
+    const settled = runCli(['generate', dir, '--check']);
+    expect(settled.status, settled.output).toBe(0);
+    expect(settled.stdout).not.toContain('not merged yet');
+    expect(runCli(['resolve', 'src/app.ts', '--dir', dir]).stderr).toContain('src/app.ts has no upgrade waiting');
+    expect(runCli(['decline', 'authstrap.schema.ts', '--dir', dir]).stderr).toContain('authstrap.schema.ts is not a file authstrap created for you to own');
+  });
+
+  it('after an upgrade from a tarball outside the project, keeps the tarball inside it and points package.json there', () => {
+    const dir = copyOfExample();
+    // What `npm install -D ../authstrap-9.9.9.tgz` leaves, for a version the registry does not have.
+    const tarball = path.join(workspace(), 'authstrap-9.9.9.tgz');
+    const bytes = Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0xff, 0x00, 0x80, 0x7f]);
+    fs.writeFileSync(tarball, bytes);
+    const packageJsonFile = path.join(dir, 'package.json');
+    const before = fs.readFileSync(packageJsonFile, 'utf8');
+    const spec = `file:${path.relative(dir, tarball)}`;
+    fs.writeFileSync(packageJsonFile, before.replace(/"authstrap": "[^"]*"/, `"authstrap": ${JSON.stringify(spec)}`));
+
+    const check = runCli(['generate', dir, '--check']);
+    expect(check.status).toBe(1);
+    expect(check.stderr).toContain("package.json's authstrap dependency points outside the project");
+    expect(check.stderr).not.toContain('authstrap.schema.ts');
+    const result = runCli(['generate', dir]);
+    expect(result.status, result.output).toBe(0);
+    expect(result.stdout).toMatch(/^\+ .*\/vendor\/authstrap-9\.9\.9\.tgz$/m);
+    expect(result.stdout).toMatch(/^~ .*\/package\.json$/m);
+    expect(result.stderr).toContain(`package.json asked for authstrap at ${spec}, outside the project`);
+    expect(fs.readFileSync(path.join(dir, 'vendor/authstrap-9.9.9.tgz'))).toEqual(bytes);
+    // Only that entry changed, in place.
+    expect(fs.readFileSync(packageJsonFile, 'utf8')).toBe(before.replace(/"authstrap": "[^"]*"/, '"authstrap": "file:vendor/authstrap-9.9.9.tgz"'));
     const again = runCli(['generate', dir]);
     expect(again.stdout, again.output).toContain('up to date');
-    expect(read('src/app.ts')).toBe(mine);
+    expect(again.stderr).not.toContain('outside the project');
   });
 
   it('refuses to drop a removed entity unless --allow-drop, then removes its generated folder', () => {

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { diffModels } from '../src/generate/migration.js';
 import { planMigrations, snapshotPath, type MigrationsOptions, type MigrationsState } from '../src/generate/migrations-plan.js';
 import { databaseModel } from '../src/generate/table-model.js';
+import type { DatabaseModel } from '../src/generate/table-types.js';
 import type { EntityDefinition, Schema } from '../src/schema/types.js';
 import { validateSchema } from '../src/schema/validate.js';
 
@@ -324,13 +325,26 @@ describe('row-level security in migrations', () => {
   };
   const withRules = (rules: EntityDefinition['rules']): EntityDefinition => ({ ...project, fields: { ...project.fields, ownerId: { type: 'uuid', references: 'User', nullable: true } }, rules });
 
+  /**
+   * A database as `before` made it, with a project in it, and the plan of the next generate from
+   * `schema`: its one migration, not yet run.
+   */
+  const upgradeFrom = async (before: DatabaseModel, schema: Schema) => {
+    const db = database();
+    await db.exec(diffModels({ tables: [] }, before).statements.join('\n'));
+    const [organizationId] = (await db.query<{ id: string }>(`INSERT INTO "Organization" ("name", "slug") VALUES ('Acme', 'acme') RETURNING "id"`)).rows.map((row) => row.id);
+    await db.query(`INSERT INTO "Project" ("organizationId", "name") VALUES ($1, 'Kept')`, [organizationId]);
+    const plan = planMigrations(schema, { files: ['0001_init.sql', 'schema-snapshot.json'], snapshot: before });
+    return { db, plan, migration: plan.files.find((file) => file.ownership === 'migration')! };
+  };
+
   it('turns it on with the first migration: the role, the scope functions, grants, and the policies of every tenant table', () => {
     const sql = initSql(schemaOf({ Project: project, Task: task }));
     expect(sql).toContain('CREATE ROLE "authstrap_app" NOLOGIN NOSUPERUSER NOBYPASSRLS;');
     expect(sql).toContain('CREATE OR REPLACE FUNCTION authstrap.organization_id() RETURNS uuid');
     for (const table of ['Project', 'Task']) {
       expect(sql).toContain(`ALTER TABLE "${table}" ENABLE ROW LEVEL SECURITY;\n\nALTER TABLE "${table}" FORCE ROW LEVEL SECURITY;`);
-      expect(sql).toContain(`CREATE POLICY "authstrap_select" ON "${table}" FOR SELECT USING ("organizationId" = authstrap.organization_id());`);
+      expect(sql).toContain(`CREATE POLICY "authstrap_select" ON "${table}" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()));`);
     }
     // The auth tables are the scope's own source: no row-level security on them.
     expect(sql).not.toMatch(/ALTER TABLE "(User|account|session|verification|Organization|member)" ENABLE ROW LEVEL SECURITY/);
@@ -341,13 +355,7 @@ describe('row-level security in migrations', () => {
     // A project whose last generate knew nothing of row-level security: its tables, and its snapshot, without it.
     const { access: _access, ...model } = databaseModel(schema);
     const before = { ...model, tables: model.tables.map(({ rowSecurity: _policies, ...table }) => table) };
-    const db = database();
-    await db.exec(diffModels({ tables: [] }, before).statements.join('\n'));
-    const [organizationId] = (await db.query<{ id: string }>(`INSERT INTO "Organization" ("name", "slug") VALUES ('Acme', 'acme') RETURNING "id"`)).rows.map((row) => row.id);
-    await db.query(`INSERT INTO "Project" ("organizationId", "name") VALUES ($1, 'Kept')`, [organizationId]);
-
-    const plan = planMigrations(schema, { files: ['0001_init.sql', 'schema-snapshot.json'], snapshot: before });
-    const migration = plan.files.find((file) => file.ownership === 'migration')!;
+    const { db, plan, migration } = await upgradeFrom(before, schema);
     expect(migration.path).toBe('migrations/0002_row_level_security.sql');
     await db.exec(migration.contents);
     const { rows } = await db.query<{ relname: string; relrowsecurity: boolean; relforcerowsecurity: boolean }>(
@@ -363,6 +371,33 @@ describe('row-level security in migrations', () => {
     expect(again.files.map((file) => file.path)).toEqual([snapshotPath]);
   });
 
+  it('moves a project whose policies call the scope functions per row to ones that read them once per statement, in a migration PostgreSQL runs', async () => {
+    const schema = schemaOf({ Project: withRules({ create: ['owner', 'admin'], update: ['owner', { ownerId: 'caller' }] }), Task: task });
+    // The policies as authstrap 0.2.0 wrote them: the bare calls.
+    const perRow = (condition: string | undefined) => condition?.replace(/\(SELECT (authstrap\.\w+\(\))\)/g, '$1');
+    const now = databaseModel(schema);
+    const before = {
+      ...now,
+      tables: now.tables.map((table) =>
+        table.rowSecurity ? { ...table, rowSecurity: { ...table.rowSecurity, policies: table.rowSecurity.policies.map((policy) => ({ ...policy, using: perRow(policy.using), withCheck: perRow(policy.withCheck) })) } } : table,
+      ),
+    };
+    expect(JSON.stringify(before)).not.toContain('(SELECT authstrap.');
+    const { db, migration } = await upgradeFrom(before, schema);
+    await db.exec(migration.contents);
+    // Every policy of every table with row-level security, made again; nothing else.
+    const policies = now.tables.flatMap((table) => (table.rowSecurity?.policies ?? []).map((policy) => `${table.name}.${policy.name}`));
+    expect(migration.contents.match(/^CREATE POLICY/gm)).toHaveLength(policies.length);
+    expect(migration.contents).not.toMatch(/CREATE TABLE|ALTER TABLE/);
+    const { rows } = await db.query<{ tablename: string; policyname: string; qual: string | null; with_check: string | null }>(
+      `SELECT tablename, policyname, qual, with_check FROM pg_policies WHERE schemaname = 'public' ORDER BY tablename, policyname`,
+    );
+    expect(rows.map((row) => `${row.tablename}.${row.policyname}`).sort()).toEqual(policies.sort());
+    // PostgreSQL keeps each call as a sub-select (an initplan): none is left bare.
+    for (const row of rows) expect(`${row.qual ?? ''} ${row.with_check ?? ''}`.replace(/SELECT authstrap\.\w+\(\)/g, '')).not.toMatch(/authstrap\.(organization_id|user_id|role|maintenance)\(\)/);
+    expect((await db.query('SELECT "name" FROM "Project"')).rows).toEqual([{ name: 'Kept' }]);
+  });
+
   it('changes the policies of a rule that changed, and only those, in a migration PostgreSQL runs', async () => {
     const v1 = schemaOf({ Project: withRules({ create: ['owner', 'admin'] }) });
     const v2 = schemaOf({ Project: withRules({ create: ['owner'], update: ['owner', { ownerId: 'caller' }] }) });
@@ -374,8 +409,8 @@ describe('row-level security in migrations', () => {
     expect(statements).toEqual([
       'DROP POLICY "authstrap_insert" ON "Project";',
       'DROP POLICY "authstrap_update" ON "Project";',
-      `CREATE POLICY "authstrap_insert" ON "Project" FOR INSERT WITH CHECK ("organizationId" = authstrap.organization_id() AND (authstrap.role() IN ('owner')));`,
-      `CREATE POLICY "authstrap_update" ON "Project" FOR UPDATE USING ("organizationId" = authstrap.organization_id() AND (authstrap.role() IN ('owner') OR "ownerId" = authstrap.user_id())) WITH CHECK ("organizationId" = authstrap.organization_id());\n`,
+      `CREATE POLICY "authstrap_insert" ON "Project" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND ((SELECT authstrap.role()) IN ('owner')));`,
+      `CREATE POLICY "authstrap_update" ON "Project" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND ((SELECT authstrap.role()) IN ('owner') OR "ownerId" = (SELECT authstrap.user_id()))) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()));\n`,
     ]);
     await db.exec(next.sql);
     const { rows } = await db.query<{ policyname: string; with_check: string | null }>(`SELECT policyname, with_check FROM pg_policies WHERE tablename = 'Project' AND policyname = 'authstrap_insert'`);

@@ -1,10 +1,11 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packPackage, runCommand } from '../../../scripts/packed-package.mjs';
+import { projectVersionProblems, tarballName } from '../../../scripts/release-plan.mjs';
 import { cliPath, repoRoot, tempDir } from './support/cli.js';
 import { verifyCheckIds } from './support/example-copies.js';
-import { freePort, stripAnsi, userEnv } from './support/setup.js';
+import { freePort, userEnv } from './support/setup.js';
 
 /**
  * authstrap as a user gets it: `npm pack` of packages/cli, the tarball installed with npm into an
@@ -16,11 +17,10 @@ import { freePort, stripAnsi, userEnv } from './support/setup.js';
 const packageDir = path.join(repoRoot, 'packages/cli');
 const minutes = (count: number) => count * 60_000;
 
-function run(command: string, args: string[], cwd: string, timeoutMs: number) {
-  const result = spawnSync(command, args, { cwd, env: userEnv(), encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 });
-  const output = stripAnsi(`${result.stdout ?? ''}${result.stderr ?? ''}`) + (result.error ? `\n[${result.error.message}]` : '');
-  return { status: result.status, stdout: result.stdout ?? '', output };
-}
+const run = (command: string, args: string[], cwd: string, timeoutMs: number) => runCommand(command, args, { cwd, env: userEnv(), timeoutMs });
+// The adapter this CLI vendors: the one in the repository (the release keeps the two together).
+const adapterPackage = JSON.parse(fs.readFileSync(path.join(repoRoot, 'packages/better-auth-adapter/package.json'), 'utf8')) as { name: string; version: string };
+const vendoredAdapter = `vendor/${tarballName(adapterPackage.name, adapterPackage.version)}`;
 
 describe('the packed authstrap package', () => {
   let root: string;
@@ -39,15 +39,10 @@ describe('the packed authstrap package', () => {
     fs.cpSync(path.join(repoRoot, 'docs'), path.join(root, 'repo/docs'), { recursive: true });
     // vendor/ holds the packed adapter (bootstrap made it); without the adapter's sources beside
     // the copy, prepack keeps it.
-    for (const entry of ['package.json', 'dist', 'scripts', 'vendor', 'README.md', 'LICENSE', 'src', 'test']) {
+    for (const entry of ['package.json', 'bin', 'dist', 'scripts', 'vendor', 'README.md', 'LICENSE', 'CHANGELOG.md', 'src', 'test']) {
       fs.cpSync(path.join(packageDir, entry), path.join(copy, entry), { recursive: true });
     }
-    fs.mkdirSync(path.join(root, 'pack'));
-    const pack = run('npm', ['pack', '--json', '--pack-destination', path.join(root, 'pack')], copy, minutes(2));
-    expect(pack.status, pack.output).toBe(0);
-    const [packed] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
-    tarball = path.join(root, 'pack', packed!.filename);
-    packedFiles = packed!.files.map((file) => file.path);
+    ({ tarball, files: packedFiles } = packPackage(copy, path.join(root, 'pack'), { env: userEnv(), timeoutMs: minutes(2) }));
     // postpack removed the templates and docs it copied in.
     expect(fs.existsSync(path.join(copy, 'templates'))).toBe(false);
     expect(fs.existsSync(path.join(copy, 'docs'))).toBe(false);
@@ -63,15 +58,19 @@ describe('the packed authstrap package', () => {
   it('carries the templates, the docs, the README, the LICENSE and the built CLI, and no tests or sources', () => {
     expect(fs.existsSync(tarball)).toBe(true);
     expect(packedFiles).toContain('dist/cli.js');
+    expect(packedFiles).toContain('bin/authstrap.js');
     expect(packedFiles).toContain('README.md');
+    expect(packedFiles).toContain('CHANGELOG.md');
     expect(packedFiles).toContain('LICENSE');
     expect(packedFiles).toContain('templates/backend/project/package.json.hbs');
     expect(packedFiles).toContain('templates/backend/starter/authstrap.schema.ts');
     expect(packedFiles).toContain('templates/client/authstrap-client.ts.hbs');
+    // The owned templates of earlier releases: the merge base of an upgrade from them (docs/upgrading.md).
+    expect(packedFiles).toContain('templates/released-owned.json');
     expect(packedFiles).toContain('templates/frontend/auth/lib/auth.ts');
     // The schema file a project starts with points at this page.
     expect(packedFiles).toContain('docs/schema.md');
-    expect(packedFiles).toContain('vendor/authstrap-better-auth-adapter-2.0.2.tgz');
+    expect(packedFiles).toContain(vendoredAdapter);
     expect(packedFiles.filter((file) => /(^|\/)test\/|\.test\.[cm]?[jt]s$/.test(file))).toEqual([]);
     expect(packedFiles.filter((file) => file.startsWith('src/') || file.startsWith('scripts/'))).toEqual([]);
   });
@@ -90,10 +89,16 @@ describe('the packed authstrap package', () => {
     const project = path.join(userDir, 'demo');
     const packageJsonText = fs.readFileSync(path.join(project, 'package.json'), 'utf8');
     const packageJson = JSON.parse(packageJsonText);
-    // authstrap@0.1.0 is not on the registry: the project links the CLI that wrote it.
+    // This version of authstrap is not on the registry: the project links the CLI that wrote it.
     expect(packageJson.devDependencies.authstrap).toBe(`file:${installedCli}`);
     expect(packageJsonText).not.toMatch(/workspace:|wt-cli|packages\/cli/);
     expect(fs.readFileSync(path.join(project, 'README.md'), 'utf8')).toContain(`http://localhost:${port}`);
+    // The project says which authstrap wrote it: its own `authstrap --version`, its record, its README.
+    const projectVersion = run('npx', ['authstrap', '--version'], project, minutes(1));
+    expect(projectVersion.status, projectVersion.output).toBe(0);
+    const cliVersion = JSON.parse(fs.readFileSync(path.join(installedCli, 'package.json'), 'utf8')).version;
+    const read = (file: string) => fs.readFileSync(path.join(project, file), 'utf8');
+    expect(projectVersionProblems(cliVersion, { versionOutput: projectVersion.stdout, record: read('authstrap.files.json'), readme: read('README.md') })).toEqual([]);
 
     // The project's own script runs the linked CLI, with the templates from the tarball.
     const generate = run('npm', ['run', 'generate'], project, minutes(1));
@@ -104,7 +109,7 @@ describe('the packed authstrap package', () => {
     const frontend = run('npx', ['authstrap', 'setup', '--frontend', '../web', '--no-install'], project, minutes(2));
     expect(frontend.status, frontend.output).toBe(0);
     const adapter = JSON.parse(fs.readFileSync(path.join(userDir, 'web/package.json'), 'utf8')).dependencies['@authstrap/better-auth-adapter'];
-    expect(adapter).toBe(`file:${path.join(installedCli, 'vendor/authstrap-better-auth-adapter-2.0.2.tgz')}`);
+    expect(adapter).toBe(`file:${path.join(installedCli, vendoredAdapter)}`);
     expect(fs.existsSync(adapter.slice('file:'.length))).toBe(true);
     expect(fs.existsSync(path.join(userDir, 'web/src/lib/authstrap-client.ts'))).toBe(true);
   }, minutes(12));

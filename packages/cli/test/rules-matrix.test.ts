@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminUrl } from './support/check-cycle.js';
 import { createResources } from './support/example-copies.js';
 import { addToOrganization, client, prepareScopedCopy, signUp, type Person } from './support/scoped-copies.js';
+import { openStream } from '../../../examples/saas-backend/test/support/sse.js';
 
 /**
  * Rules in the schema, enforced: a backend generated from the schema below, and every role x
@@ -278,5 +279,32 @@ describe.each(['postgres', 'embedded'] as const)('rules from the schema, every r
     }
     expect((await client(url, outsider.token, organizationId)('GET', '/Invoices')).status).toBe(403);
     expect((await rowsOf('Invoice')).find((row) => row.id === mine.id)).toMatchObject({ title: 'Not yours' });
+  });
+  it.runIf(kind === 'embedded' || adminUrl)('streams to each role exactly what its list route shows: row conditions, deletions as the record was, hidden fields left out, a demotion followed', async () => {
+    const streamAs = (role: Role, query = 'entity=Invoice,Note') =>
+      openStream(url, `/realtime?${query}`, { authorization: `Bearer ${people[role].token}`, 'x-organization-id': organizationId });
+    // Filtering by a field the role may not read is refused, as on the list route.
+    expect((await streamAs('member', 'entity=Invoice&internalNote=secret')).status).toBe(403);
+    const streams = { owner: await streamAs('owner'), admin: await streamAs('admin'), member: await streamAs('member') };
+    const notes = await recordsByAuthor('Note');
+    const invoice = await as('owner')('POST', '/Invoices', { title: 'Shared', internalNote: 'for owners and admins' });
+    expect(invoice.status).toBe(201);
+    expect((await as('member')('PATCH', `/Notes/${notes.member.id}`, { body: 'edited by its author' })).status).toBe(200);
+    expect((await as('owner')('DELETE', `/Notes/${notes.admin.id}`)).status).toBe(204);
+    // The admin becomes a member: what follows reaches them as a member.
+    const memberships = (await as('owner')('GET', '/members?limit=100')).body.data as { id: string; userId: string }[];
+    expect((await as('owner')('PATCH', `/members/${memberships.find((row) => row.userId === people.admin.id)!.id}`, { role: 'member' })).status).toBe(200);
+    const after = await as('owner')('POST', '/Invoices', { title: 'After the demotion', internalNote: 'owners only now' });
+    for (const stream of Object.values(streams)) await stream.next((message) => JSON.parse(message.data).entityId === after.body.data.id, 10_000);
+
+    const seen = (role: Role) => streams[role].events().map((event) => `${event.type} ${event.data.record.body ?? event.data.record.title}`);
+    expect(seen('owner')).toEqual(['note.created by owner', 'note.created by admin', 'note.created by member', 'invoice.created Shared', 'note.updated edited by its author', 'note.deleted by admin', 'invoice.created After the demotion']);
+    expect(seen('admin')).toEqual(['note.created by admin', 'invoice.created Shared', 'note.deleted by admin', 'invoice.created After the demotion']);
+    expect(seen('member')).toEqual(['note.created by member', 'invoice.created Shared', 'note.updated edited by its author', 'invoice.created After the demotion']);
+    const internalNotes = (role: Role) => streams[role].events('invoice.created').map((event) => event.data.record.internalNote);
+    expect(internalNotes('owner')).toEqual(['for owners and admins', 'owners only now']);
+    expect(internalNotes('admin')).toEqual(['for owners and admins', undefined]);
+    expect(internalNotes('member')).toEqual([undefined, undefined]);
+    for (const stream of Object.values(streams)) stream.close();
   });
 });

@@ -114,7 +114,7 @@ describe('renaming an entity with renamedFrom', () => {
       'ALTER INDEX "Project_organizationId_createdAt_idx" RENAME TO "Board_organizationId_createdAt_idx";',
       // Its events are board.* from now on.
       'DROP TRIGGER IF EXISTS "authstrap_events" ON "Board";',
-      `CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Board" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('board', 'Board', '{}', 'organizationId');`,
+      `CREATE CONSTRAINT TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Board" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('board', 'Board', '{}', 'organizationId');`,
     ]);
     expect(next.snapshot).toEqual(databaseModel(v2));
     expect(plan({ files: ['0001_init.sql', '0002_rename_board.sql'], snapshot: next.snapshot }, v2).path).toBeUndefined();
@@ -169,7 +169,7 @@ describe("turning a table's events off with `events: false`, and on again", () =
     const on = plan(afterOff, v1);
     expect(on.statements).toEqual([
       'DROP TRIGGER IF EXISTS "authstrap_events" ON "Task";',
-      `CREATE TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Task" FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('task', 'Task', '{}', 'organizationId');`,
+      `CREATE CONSTRAINT TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Task" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('task', 'Task', '{}', 'organizationId');`,
     ]);
   });
 });

@@ -1,11 +1,12 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../src/cli-error.js';
 import { maskPassword, parseEnv } from '../src/project/env-file.js';
 import { randomSecret, renderEnvFiles } from '../src/setup/env.js';
 import { detectPackageManager, resolveSetupSettings, type SetupFlags, type SetupSettings } from '../src/setup/options.js';
-import { checkNode } from '../src/setup/steps.js';
-import { chooseAuthstrapDependency, isInstalledPackage } from '../src/setup/authstrap-dependency.js';
+import { checkNode, supportedNodeRange } from '../src/setup/steps.js';
+import { chooseAuthstrapDependency, dependencyPath, isInstalledPackage, planAuthstrapDependency } from '../src/setup/authstrap-dependency.js';
 
 const cwd = path.resolve('/work/somewhere');
 const resolve = (flags: SetupFlags, userAgent?: string) => resolveSetupSettings(flags, { cwd, userAgent });
@@ -271,15 +272,25 @@ describe('maskPassword', () => {
 });
 
 describe('checkNode', () => {
-  it.each(['20.19.0', '20.19.5', '21.0.0', '22.11.0', '24.1.0'])('accepts Node %s', (version) => {
+  it.each(['20.19.0', '20.19.5', '22.12.0', '22.23.5', '24.0.0', '24.22.3', '25.1.0'])('accepts Node %s', (version) => {
     expect(checkNode(version)).toBe(`Node ${version}`);
   });
 
-  it.each(['20.18.3', '20.0.0', '18.20.4', '16.20.2', '8.0.0'])('rejects Node %s, naming that version and the minimum', (version) => {
+  it.each(['20.18.3', '20.0.0', '21.7.3', '22.11.0', '22.0.0', '18.20.4', '16.20.2', '8.0.0'])('rejects Node %s, naming that version and the minimums', (version) => {
     const error = usageError(() => checkNode(version));
     expect(error.exitCode).toBe(1);
     expect(error.message).toContain(`(this is ${version})`);
-    expect(error.message).toContain('20.19');
+    expect(error.message).toContain('20.19+ or 22.12+');
+  });
+
+  it('is the range every package authstrap ships or writes declares in engines', () => {
+    const root = path.resolve(import.meta.dirname, '../../..');
+    const manifests = ['package.json', 'packages/cli/package.json', 'packages/better-auth-adapter/package.json', 'examples/saas-backend/package.json', 'templates/backend/project/package.json.hbs', 'templates/frontend/app/package.json.hbs'];
+    for (const manifest of manifests) {
+      // The templates are Handlebars, not JSON yet: read the one field by its text.
+      const engines = /"engines": \{\s*"node": "([^"]*)"\s*\}/.exec(fs.readFileSync(path.join(root, manifest), 'utf8'));
+      expect(engines?.[1], manifest).toBe(supportedNodeRange);
+    }
   });
 
   it('checks the running Node by default', () => {
@@ -303,5 +314,49 @@ describe('how a new project asks for authstrap', () => {
     expect(isInstalledPackage(packageDir)).toBe(true);
     expect(isInstalledPackage(path.resolve('/work/authstrap/packages/cli'))).toBe(false);
     expect(isInstalledPackage(path.resolve('/work/my_node_modules_notes/cli'))).toBe(false);
+  });
+});
+
+describe('an upgrade and the project\'s own authstrap dependency', () => {
+  const projectDir = path.resolve('/work/billing');
+  // The running CLI, from npx's cache: setup links it while its version is not on the registry.
+  const packageDir = path.resolve('/home/me/.npm/_npx/1a2b/node_modules/authstrap');
+  const packageJson = (spec: string) => `{\n  "name": "billing",\n  "devDependencies": {\n    "authstrap": ${JSON.stringify(spec)},\n    "tsx": "^4.20.6"\n  }\n}\n`;
+  const plan = (spec: string, published: boolean | undefined) => planAuthstrapDependency(packageJson(spec), projectDir, { version: '0.2.0', packageDir, published });
+
+  it('reads the path of file:, link: and bare path specs, and none from a range, a tag or a git spec', () => {
+    expect(dependencyPath('file:../authstrap-0.2.0.tgz', projectDir)).toBe(path.resolve('/work/authstrap-0.2.0.tgz'));
+    expect(dependencyPath('link:/opt/authstrap', projectDir)).toBe(path.resolve('/opt/authstrap'));
+    expect(dependencyPath('./vendor/authstrap-0.2.0.tgz', projectDir)).toBe(path.resolve('/work/billing/vendor/authstrap-0.2.0.tgz'));
+    for (const spec of ['0.2.0', '^0.2.0', 'latest', 'github:me/authstrap', 'https://example.com/authstrap.tgz']) expect(dependencyPath(spec, projectDir)).toBeUndefined();
+  });
+
+  it('replaces a tarball outside the project, as `npm install <tarball>` left it, by the version once the registry has it', () => {
+    const upgraded = plan('file:../../tmp/authstrap-0.2.0.tgz', true);
+    expect(upgraded.packageJson).toBe(packageJson('0.2.0'));
+    expect(upgraded.copy).toBeUndefined();
+    expect(upgraded.note).toContain('outside the project');
+    expect(plan('file:/tmp/authstrap-0.2.0.tgz', true).packageJson).toBe(packageJson('0.2.0'));
+  });
+
+  it('keeps the tarball inside the project, and points package.json at it, while the registry does not have the version or cannot be asked', () => {
+    for (const published of [false, undefined]) {
+      const kept = plan('file:../../tmp/authstrap-0.2.0.tgz', published);
+      expect(kept.packageJson).toBe(packageJson('file:vendor/authstrap-0.2.0.tgz'));
+      expect(kept.copy).toEqual({ from: path.resolve('/tmp/authstrap-0.2.0.tgz'), to: 'vendor/authstrap-0.2.0.tgz' });
+      expect(kept.note).toContain('`npm install -D authstrap@0.2.0`');
+    }
+  });
+
+  it('says what to run, and changes nothing, for a folder outside the project that the registry cannot replace yet', () => {
+    const folder = plan('file:../authstrap/packages/cli', false);
+    expect(folder.packageJson).toBeUndefined();
+    expect(folder.copy).toBeUndefined();
+    expect(folder.note).toContain('`npm install -D authstrap@0.2.0` mends it');
+  });
+
+  it('leaves a version range, a path inside the project and setup\'s link to this very CLI alone', () => {
+    for (const spec of ['0.2.0', '^0.1.0', 'file:vendor/authstrap-0.2.0.tgz', `file:${packageDir}`]) expect(plan(spec, true)).toEqual({});
+    expect(planAuthstrapDependency('not json', projectDir, { version: '0.2.0', packageDir, published: true })).toEqual({});
   });
 });

@@ -50,6 +50,9 @@ export async function migrate(db: Database, migrationsDir: string): Promise<Migr
         }
         await connection.exec('BEGIN');
         try {
+          // The tables' event triggers wait for the commit (src/realtime/); a migration that
+          // changes rows and then alters their table needs them to fire as each statement ends.
+          await connection.exec('SET CONSTRAINTS ALL IMMEDIATE');
           await connection.exec(sql);
           await connection.query('INSERT INTO authstrap_migrations (name, checksum) VALUES ($1, $2)', [name, checksum]);
           await connection.exec('COMMIT');

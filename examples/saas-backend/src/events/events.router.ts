@@ -1,29 +1,129 @@
-import { Router, type Request } from 'express';
+import { once } from 'node:events';
+import { Router, type Request, type Response } from 'express';
 import type { Database } from '../db/database.js';
 import { assertRole } from '../extensions/auth/auth.decorator.js';
 import { asCaller, parsedAfterChecks, tenantScoped } from '../generated/guards/tenant.guard.js';
 import type { CallerDeps } from '../generated/guards/auth.guard.js';
-import { sendList } from '../http/envelope.js';
+import { sendData, sendList } from '../http/envelope.js';
 import { forbidden } from '../http/errors.js';
-import { listRows, parseListQuery } from '../http/list-query.js';
+import { listRows, parseListQuery, whereSql, type Condition, type ListQuery } from '../http/list-query.js';
+import { csvLine } from './csv.js';
 import { auditEventListSpec, type AuditEvent } from './events.js';
 
 /**
- * GET /audit-events: the organization's event log, for its owners and admins, filtered and paged
- * by the one list-query module (?type=, ?actorId=, ?entity=, ?entityId=, ?createdAt[gte]=,
- * ?createdAt[lt]=, ?page=, ?limit=). Row-level security shows the rows of the caller's own
- * organization only, and only to an owner or admin, whatever this route's filter says.
+ * The organization's event log, for its owners and admins, filtered by the one list-query module
+ * (?type=, ?actorId=, ?entity=, ?entityId=, ?createdAt[gte]=, ?createdAt[lt]=):
+ *
+ *   GET /audit-events              a page of events, newest first (?page=, ?limit=)
+ *   GET /audit-events/per-day      how many events each day (UTC) of the filtered range had: [{ day, count }]
+ *   GET /audit-events/export.csv   every event of the filtered range as CSV, newest first, streamed
+ *
+ * Row-level security shows the rows of the caller's own organization only, and only to an owner
+ * or admin, whatever a route's filter says; the routes check the role first too, for a clear 403.
  */
+
+/** The caller's own organization: said in the statement as well as by row-level security. */
+const ownOrganization: Condition[] = [{ sql: '"organizationId" = authstrap.organization_id()' }];
+
+/** The export's columns, in order: the event as the list answers it, its data as JSON. */
+const csvColumns = ['id', 'createdAt', 'type', 'actorType', 'actorId', 'entity', 'entityId', 'userId', 'requestId', 'ipAddress', 'userAgent', 'data'] as const;
+
+/**
+ * Rows per statement of the export: big enough that 100,000 events take a hundred round trips,
+ * small enough that the backend holds little of the file at a time.
+ */
+const csvBatch = 1000;
+
 export function auditEventsRouter(deps: CallerDeps & { db: Database }) {
   const router = Router();
-  router.get('/', async (req, res) => {
+
+  /** The caller as an owner or admin, and the filter of the request (a bad one: 400 after the caller's 401/403). */
+  const filteredAsAdmin = async (req: Request) => {
     const caller = callerOf(deps.db, req);
     const query = await parsedAfterChecks(caller, () => parseListQuery(req.query, auditEventListSpec));
     await caller.checkNow();
     assertRole(req.role, ['owner', 'admin']);
-    sendList(res, await listRows<AuditEvent>(caller, auditEventListSpec, query, {}, [{ sql: '"organizationId" = authstrap.organization_id()' }]));
+    return { caller, query };
+  };
+
+  router.get('/', async (req, res) => {
+    const { caller, query } = await filteredAsAdmin(req);
+    sendList(res, await listRows<AuditEvent>(caller, auditEventListSpec, query, {}, ownOrganization));
   });
+
+  // Counted in SQL over the whole filtered range, not a page: the audit log's chart.
+  router.get('/per-day', async (req, res) => {
+    const { caller, query } = await filteredAsAdmin(req);
+    const params: unknown[] = [];
+    const where = whereSql(auditEventListSpec, filterOf(query), {}, ownOrganization, params);
+    // Grouped by a date (4 bytes, sorted in memory), formatted only per day: grouping by the text
+    // formats every row and, for 100,000 of them, sorts on disk (2.5 times slower: bench/console.mjs).
+    const { rows } = await caller.query<{ day: string; count: number }>(
+      `SELECT to_char("day", 'YYYY-MM-DD') AS "day", "count" FROM (
+         SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*)::int AS "count" FROM "authstrap_event"${where} GROUP BY 1
+       ) AS "days" ORDER BY "days"."day"`,
+      params,
+    );
+    sendData(res, rows);
+  });
+
+  router.get('/export.csv', async (req, res) => {
+    const { caller, query } = await filteredAsAdmin(req);
+    await streamCsv(res, (after) => nextCsvBatch(caller, query, after));
+  });
+
   return tenantScoped(deps, router);
+}
+
+/** The filter of a list query without its paging: every row it matches. */
+const filterOf = ({ filters, where, createdAfter }: ListQuery) => ({ filters, where, createdAfter });
+
+/** Where the last batch ended: its last row's time (as PostgreSQL's text, to the microsecond) and id. */
+interface CsvCursor {
+  at: string;
+  id: string;
+}
+
+/** The batch of the filtered events after `after`, newest first (keyset paging: no OFFSET to walk past). */
+async function nextCsvBatch(caller: ReturnType<typeof asCaller>, query: ListQuery, after: CsvCursor | undefined) {
+  const params: unknown[] = [];
+  const afterCursor: Condition = { sql: (placeholder) => `("createdAt", "id") < ((${placeholder}::jsonb->>'at')::timestamptz, (${placeholder}::jsonb->>'id')::uuid)`, value: JSON.stringify(after) };
+  const conditions = after ? [...ownOrganization, afterCursor] : ownOrganization;
+  const where = whereSql(auditEventListSpec, filterOf(query), {}, conditions, params);
+  params.push(csvBatch);
+  const { rows } = await caller.query<AuditEvent & { cursorAt: string }>(
+    `SELECT ${auditEventListSpec.selectList}, "createdAt"::text AS "cursorAt" FROM "authstrap_event"${where}
+      ORDER BY "createdAt" DESC, "id" DESC LIMIT $${params.length}`,
+    params,
+  );
+  return rows;
+}
+
+/** Writes the header and every batch as CSV, waiting for the client to take each before reading the next. */
+async function streamCsv(res: Response, next: (after: CsvCursor | undefined) => Promise<(AuditEvent & { cursorAt: string })[]>) {
+  // The first batch is read before anything is sent, so that an error still gets the JSON envelope.
+  let rows = await next(undefined);
+  res.status(200);
+  res.setHeader('content-type', 'text/csv; charset=utf-8');
+  res.setHeader('content-disposition', `attachment; filename="audit-log-${new Date().toISOString().slice(0, 10)}.csv"`);
+  res.setHeader('cache-control', 'no-store');
+  res.write(csvLine(csvColumns));
+  try {
+    while (rows.length > 0) {
+      const text = rows.map((row) => csvLine(csvColumns.map((column) => row[column]))).join('');
+      // A client that went away ends the export (no 'drain' comes then, only 'close').
+      if (!res.write(text)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+      if (res.destroyed || rows.length < csvBatch) break;
+      const last = rows[rows.length - 1]!;
+      rows = await next({ at: last.cursorAt, id: last.id });
+    }
+  } catch (error) {
+    // Past the headers no error envelope can follow: the connection is cut, so that the client
+    // sees a broken download rather than a file that looks complete. The error is still logged.
+    res.destroy();
+    throw error;
+  }
+  res.end();
 }
 
 /** The database as this request's signed-in user; the service key reads no audit log (it belongs to no organization). */

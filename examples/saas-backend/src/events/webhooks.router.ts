@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { WebhookSettings } from '../config.js';
@@ -14,7 +15,7 @@ import type { Outbox } from '../outbox/outbox.js';
 import { recordEvent, requestContext } from './events.js';
 import { parseWebhookUrl, RefusedWebhookAddress, resolveWebhookAddress } from './webhook-address.js';
 import { webhookSecretSeal } from './webhook-secrets.js';
-import { newWebhookSecret, webhookChannelName } from './webhooks.js';
+import { newWebhookSecret, webhookChannelName, type WebhookPayload } from './webhooks.js';
 
 /**
  * The organization's webhook endpoints, for its owners and admins:
@@ -26,7 +27,16 @@ import { newWebhookSecret, webhookChannelName } from './webhooks.js';
  *   POST   /webhook-endpoints/:id/rotate-secret                 a new secret, shown once; the old one signs too for a while
  *   GET    /webhook-endpoints/:id/deliveries                    the delivery log (?status=failed, paged)
  *   POST   /webhook-endpoints/:id/deliveries/:delivery/redeliver   send it again, with the same webhook-id
+ *   POST   /webhook-endpoints/:id/test                          a signed `webhook.test` event to this endpoint only
  */
+
+/**
+ * The type of the event POST /webhook-endpoints/:id/test sends: to the one endpoint it names,
+ * whatever its event types, through the outbox (signed, retried, in its delivery log) like any
+ * other. It is no event of the organization: the audit log does not hold it, and no other
+ * endpoint receives it.
+ */
+export const webhookTestEventType = 'webhook.test';
 
 const eventType = z.string().regex(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/, 'an event type such as project.created');
 
@@ -252,6 +262,41 @@ export function webhooksRouter(deps: CallerDeps & { db: Database; outbox: Outbox
     if (!rows[0]) throw new HttpError(404, 'NOT_FOUND', `No finished delivery with id '${deliveryId}' for this endpoint (one still pending is being retried already)`);
     deps.outbox.wake();
     sendData(res, rows[0], 202);
+  });
+
+  router.post('/:id/test', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('webhook endpoint', req.params.id);
+    const delivery = await caller.transaction(async (tx) => {
+      const endpoint = await endpointOf(tx, id);
+      // The worker sends nothing to a disabled endpoint: say so now rather than fail the delivery later.
+      if (!endpoint.enabled) throw new HttpError(409, 'CONFLICT', 'This endpoint is disabled: enable it first to send it a test event');
+      const { ipAddress, userAgent, requestId } = requestContext(req);
+      const event: WebhookPayload['event'] = {
+        id: randomUUID(),
+        type: webhookTestEventType,
+        organizationId: req.organizationId!,
+        userId: null,
+        actorType: 'user',
+        actorId: req.scope?.userId || null,
+        entity: 'webhook_endpoint',
+        entityId: id,
+        data: { message: 'A test event, sent from the webhook settings: nothing changed.' },
+        requestId: requestId ?? null,
+        ipAddress: ipAddress ?? null,
+        userAgent: userAgent ?? null,
+        createdAt: new Date().toISOString(),
+      };
+      const payload: WebhookPayload = { endpointId: id, organizationId: req.organizationId!, event };
+      const { rows } = await tx.query(
+        `INSERT INTO "authstrap_outbox" ("channel", "payload") VALUES ($1, $2::jsonb)
+         RETURNING "id", "payload"->'event'->>'id' AS "eventId", "payload"->'event'->>'type' AS "eventType", "status", "attempts", "lastError", "nextAttemptAt", "sentAt", "createdAt"`,
+        [webhookChannelName, JSON.stringify(payload)],
+      );
+      return rows[0];
+    });
+    deps.outbox.wake();
+    sendData(res, delivery, 202);
   });
 
   return tenantScoped(deps, router);

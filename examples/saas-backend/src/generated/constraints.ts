@@ -21,5 +21,6 @@ export const keyColumnsByConstraint: Readonly<Record<string, readonly string[]>>
   'Project_organizationId_fkey': [],
   'Task_organizationId_fkey': [],
   'Task_projectId_fkey': ['projectId'],
+  'authstrap_event_position_idx': ['position'],
   'authstrap_webhook_endpoint_organizationId_fkey': [],
 };

@@ -80,7 +80,7 @@ import {
  * adds routes that are not generated (the auth routes, your own).
  */
 export function buildOpenApiDocument(
-  info: { title: string; version: string; serverUrl: string },
+  info: { title: string; version: string; serverUrl: string; license?: string },
   extend: (registry: OpenAPIRegistry) => void = () => {},
 ) {
   const registry = new OpenAPIRegistry();

@@ -11,6 +11,7 @@ import {
   type ListField,
   type ListSpec,
 } from '../http/list-query.js';
+import { completeAnswers } from './answers.js';
 
 /** How one entity's routes look, for the OpenAPI document. */
 export interface CrudRoutes {
@@ -56,6 +57,7 @@ const ErrorEnvelope = z
       details: z.record(z.string(), z.string()).optional(),
     }),
   })
+  // components/schemas/ErrorEnvelope: every entity's 404 uses it, and openapi/answers.ts refers to it.
   .meta({ id: 'ErrorEnvelope' });
 
 const ListMeta = z
@@ -142,13 +144,22 @@ function listQuery({ list, serviceApi }: CrudRoutes) {
 /** A session, the service key, or a machine key of the organization: who may call a route of your own entities. */
 const withMachineKey: Record<string, string[]>[] = [{ bearer: [] }, { sessionCookie: [] }, { machineKey: [] }];
 
+/** `/user-settings` -> `UserSettings`, `account` -> `Account`: the words of a name or path, each capitalised. */
+const pascalCase = (name: string) =>
+  name
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((word) => word[0]!.toUpperCase() + word.slice(1))
+    .join('');
+
 /** Describes the generic routes of one entity: list, create, read, replace, update, delete. */
 export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes): void {
   const tags = [routes.entity];
   const scoped = routes.tenantScoped ? { headers: organizationHeader } : {};
+  // The pipeline's answers (400, 401, 413, 422, 429, 500...) are added by openapi/answers.ts.
   const scopedErrors: Record<number, ResponseConfig> = routes.tenantScoped
     ? { 400: errorResponse('Bad request (malformed JSON, parameters or x-organization-id)'), 403: errorResponse('Not allowed in this organization') }
-    : { 400: errorResponse('Bad request (malformed JSON or parameters)') };
+    : {};
   if (routes.machineKeys) {
     scopedErrors[403] = errorResponse('Not allowed in this organization; for a machine key, another organization or an operation beyond its permissions');
     scopedErrors[429] = errorResponse("A machine key's own rate limit (Retry-After says when) or its quota is used up (code RATE_LIMITED)");
@@ -166,7 +177,11 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   const secretFields = Object.keys(routes.list.fields).filter((name) => routes.list.fields[name]!.secret);
   // The schemas describe a user's view; the service key's answers carry the secret fields too.
   const serviceNote = routes.serviceApi && secretFields.length > 0 ? `The service key also gets ${secretFields.join(', ')}.` : '';
-  const invalid = { 422: errorResponse('The body failed validation; details names each field') };
+  // A unique key taken, or (on delete) a record that others still reference.
+  const conflict = { 409: errorResponse('Conflicts with an existing record, or is still referenced by others') };
+  // Stable names for client generators, as the typed client calls them: projects.list -> listProjects.
+  const one = pascalCase(routes.entity);
+  const many = pascalCase(routes.path);
   // A route only the service key may call says so, in its summary, its security and its 403.
   const forWhom = (operation: CrudOperation, summary: string) =>
     !routes.userOperations || routes.userOperations.includes(operation)
@@ -179,7 +194,7 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   const remove = forWhom('delete', `Delete a ${routes.entity}`);
 
   registry.registerPath({
-    method: 'get', path: routes.path, tags, summary: list.summary, security: list.security, description: serviceNote || undefined,
+    method: 'get', path: routes.path, operationId: `list${many}`, tags, summary: list.summary, security: list.security, description: serviceNote || undefined,
     request: { query: listQuery(routes), ...scoped },
     responses: { 200: listResponse, ...scopedErrors, ...list.serviceKeyOnly },
   });
@@ -188,7 +203,7 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   const serviceCreate = routes.create && routes.serviceApi ? plainCreate : undefined;
   const creating = forWhom('create', create.summary);
   registry.registerPath({
-    method: 'post', path: routes.path, tags, summary: creating.summary, security: creating.security,
+    method: 'post', path: routes.path, operationId: `create${one}`, tags, summary: creating.summary, security: creating.security,
     description: serviceCreate ? `With the service key: ${serviceCreate.summary.toLowerCase()} directly (201), from the second body shape.` : undefined,
     request: { body: jsonBody(serviceCreate ? z.union([create.input, serviceCreate.input]) : create.input), ...scoped },
     responses: {
@@ -196,59 +211,61 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
       ...(serviceCreate ? { 201: dataEnvelope(`Created (service key)`, serviceCreate.output) } : {}),
       ...scopedErrors,
       ...creating.serviceKeyOnly,
-      409: errorResponse('Conflicts with an existing record'),
-      ...invalid,
+      ...conflict,
     },
   });
   registry.registerPath({
-    method: 'get', path: itemPath, tags, summary: read.summary, security: read.security, description: serviceNote || undefined,
+    method: 'get', path: itemPath, operationId: `get${one}`, tags, summary: read.summary, security: read.security, description: serviceNote || undefined,
     request: { params: idParam(routes.entity, routes.idType), ...scoped },
     responses: { 200: dataEnvelope(`The ${routes.entity}`, routes.output), ...scopedErrors, ...read.serviceKeyOnly, ...notFound },
   });
   registry.registerPath({
-    method: 'put', path: itemPath, tags, summary: replace.summary, security: replace.security,
+    method: 'put', path: itemPath, operationId: `replace${one}`, tags, summary: replace.summary, security: replace.security,
     request: { params: idParam(routes.entity, routes.idType), body: jsonBody(routes.replaceInput), ...scoped },
-    responses: { 200: dataEnvelope(`The replaced ${routes.entity}`, routes.output), ...scopedErrors, ...replace.serviceKeyOnly, ...notFound, ...invalid },
+    responses: { 200: dataEnvelope(`The replaced ${routes.entity}`, routes.output), ...scopedErrors, ...replace.serviceKeyOnly, ...notFound, ...conflict },
   });
   registry.registerPath({
-    method: 'patch', path: itemPath, tags, summary: update.summary, security: update.security,
+    method: 'patch', path: itemPath, operationId: `update${one}`, tags, summary: update.summary, security: update.security,
     request: { params: idParam(routes.entity, routes.idType), body: jsonBody(routes.updateInput), ...scoped },
-    responses: { 200: dataEnvelope(`The updated ${routes.entity}`, routes.output), ...scopedErrors, ...update.serviceKeyOnly, ...notFound, ...invalid },
+    responses: { 200: dataEnvelope(`The updated ${routes.entity}`, routes.output), ...scopedErrors, ...update.serviceKeyOnly, ...notFound, ...conflict },
   });
   registry.registerPath({
-    method: 'delete', path: itemPath, tags, summary: remove.summary, security: remove.security,
+    method: 'delete', path: itemPath, operationId: `delete${one}`, tags, summary: remove.summary, security: remove.security,
     request: { params: idParam(routes.entity, routes.idType), ...scoped },
-    responses: { 204: { description: 'Deleted' }, ...scopedErrors, ...remove.serviceKeyOnly, ...notFound },
+    responses: { 204: { description: 'Deleted' }, ...scopedErrors, ...remove.serviceKeyOnly, ...notFound, ...conflict },
   });
 
   if (routes.serviceApi) {
     const count = dataEnvelope('How many records matched', z.object({ count: z.int() }));
     const serviceOnly = { 400: errorResponse('No where, or a malformed one'), 403: errorResponse('Not the service key') };
+    // A user's routers have no /consume-one or /increment-one: where a user reaches the entity at all, they answer 404.
+    const reachedByUsers = !routes.userOperations || routes.userOperations.length > 0;
+    const oneByFilterOnly = { ...serviceOnly, ...(reachedByUsers ? { 404: errorResponse('Not the service key: for anyone else there is no such route') } : {}) };
     registry.registerPath({
-      method: 'patch', path: routes.path, tags, summary: `Update every ${routes.entity} a filter matches (service key only)`,
+      method: 'patch', path: routes.path, operationId: `updateMany${many}`, tags, summary: `Update every ${routes.entity} a filter matches (service key only)`,
       request: { query: writeFilterQuery(), body: jsonBody(routes.serviceApi.updateInput) },
-      responses: { 200: count, ...serviceOnly, ...invalid },
+      responses: { 200: count, ...serviceOnly, ...conflict },
     });
     registry.registerPath({
-      method: 'delete', path: routes.path, tags, summary: `Delete every ${routes.entity} a filter matches (service key only)`,
+      method: 'delete', path: routes.path, operationId: `deleteMany${many}`, tags, summary: `Delete every ${routes.entity} a filter matches (service key only)`,
       request: { query: writeFilterQuery() },
-      responses: { 200: count, ...serviceOnly },
+      responses: { 200: count, ...serviceOnly, ...conflict },
     });
     const oneOrNull = dataEnvelope(`The ${routes.entity}, or null when none matched`, routes.output.nullable());
     registry.registerPath({
-      method: 'post', path: `${routes.path}/consume-one`, tags, summary: `Delete one ${routes.entity} a filter matches and return it, in one statement (service key only)`,
+      method: 'post', path: `${routes.path}/consume-one`, operationId: `consumeOne${one}`, tags, summary: `Delete one ${routes.entity} a filter matches and return it, in one statement (service key only)`,
       description: 'Of concurrent requests for the same record, exactly one gets it; the others get null. For single-use values (Better Auth\'s consumeOne).',
       request: { query: writeFilterQuery() },
-      responses: { 200: oneOrNull, ...serviceOnly },
+      responses: { 200: oneOrNull, ...oneByFilterOnly },
     });
     registry.registerPath({
-      method: 'post', path: `${routes.path}/increment-one`, tags, summary: `Add to the number fields of one ${routes.entity} while a filter holds, in one statement (service key only)`,
+      method: 'post', path: `${routes.path}/increment-one`, operationId: `incrementOne${one}`, tags, summary: `Add to the number fields of one ${routes.entity} while a filter holds, in one statement (service key only)`,
       description: 'increment: { field: delta } (a null value counts as 0; a negative delta subtracts); set: values written in the same statement. The where selects and guards: null when no record matched (Better Auth\'s incrementOne).',
       request: {
         query: writeFilterQuery(),
         body: jsonBody(z.object({ increment: z.record(z.string(), z.number()).optional(), set: routes.serviceApi.updateInput.optional() })),
       },
-      responses: { 200: oneOrNull, ...serviceOnly, ...invalid },
+      responses: { 200: oneOrNull, ...oneByFilterOnly, ...conflict },
     });
   }
 
@@ -257,19 +274,23 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
     const params = z.object({ [parentParam]: z.uuid().meta({ description: `The parent ${parentEntity}'s id` }) });
     const parentMissing = { 404: errorResponse(`No ${parentEntity} with that id`) };
     registry.registerPath({
-      method: 'get', path, tags, summary: `List the ${routes.entity} records of a ${parentEntity}`, ...(routes.machineKeys ? { security: withMachineKey } : {}),
+      method: 'get', path, operationId: `list${pascalCase(parentEntity)}${many}`, tags, summary: `List the ${routes.entity} records of a ${parentEntity}`, ...(routes.machineKeys ? { security: withMachineKey } : {}),
       request: { params, query: listQuery(routes), ...scoped },
       responses: { 200: listResponse, ...scopedErrors, ...parentMissing },
     });
     registry.registerPath({
-      method: 'post', path, tags, summary: `Create a ${routes.entity} under a ${parentEntity}`, ...(routes.machineKeys ? { security: withMachineKey } : {}),
+      method: 'post', path, operationId: `create${pascalCase(parentEntity)}${one}`, tags, summary: `Create a ${routes.entity} under a ${parentEntity}`, ...(routes.machineKeys ? { security: withMachineKey } : {}),
       request: { params, body: jsonBody(createInput), ...scoped },
-      responses: { 201: dataEnvelope(`The created ${routes.entity}`, routes.output), ...scopedErrors, ...parentMissing, ...invalid },
+      responses: { 201: dataEnvelope(`The created ${routes.entity}`, routes.output), ...scopedErrors, ...parentMissing, ...conflict },
     });
   }
 }
 
-export function createDocument(registry: OpenAPIRegistry, options: { title: string; version: string; serverUrl: string }) {
+/**
+ * The whole document: what `registry` holds, the security schemes, and every operation's answers
+ * completed (openapi/answers.ts). `license` is the project's (package.json), UNLICENSED without one.
+ */
+export function createDocument(registry: OpenAPIRegistry, options: { title: string; version: string; serverUrl: string; license?: string }) {
   registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'A session token, or SERVICE_API_KEY for a trusted server' });
   registry.registerComponent('securitySchemes', 'sessionCookie', { type: 'apiKey', in: 'cookie', name: 'session' });
   registry.registerComponent('securitySchemes', 'machineKey', {
@@ -278,10 +299,18 @@ export function createDocument(registry: OpenAPIRegistry, options: { title: stri
     name: 'x-api-key',
     description: "A machine key of one organization (POST /api/auth/api-keys): its tenant-scoped routes only, as the key's permissions say",
   });
-  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+  const license = options.license ?? 'UNLICENSED';
+  const document = new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
-    info: { title: options.title, version: options.version },
+    // An SPDX expression names the license; UNLICENSED (npm's word for "no license granted") is none.
+    info: {
+      title: options.title,
+      version: options.version,
+      description: 'Every answer carries `x-request-id` (the one a client sent, when it is 1-128 characters of `[A-Za-z0-9_.:-]`): quote it when reporting a problem. Errors answer `{ success: false, error: { code, message, details? } }` (components/schemas/ErrorEnvelope).',
+      license: license === 'UNLICENSED' ? { name: license } : { name: license, identifier: license },
+    },
     servers: [{ url: options.serverUrl }],
     security: [{ bearer: [] }, { sessionCookie: [] }],
   });
+  return completeAnswers(document);
 }

@@ -5,6 +5,8 @@ import net from 'node:net';
  * failing network or server does, without touching the shared server:
  * - `stall()`: connections stay open but nothing is forwarded either way (a frozen server, a
  *   failover in progress, a dropped route); new connections are accepted and hang the same way;
+ * - `stallOpen()`: the connections open now stall so, new ones work (a NAT or a load balancer that
+ *   forgot a connection without resetting it);
  * - `resume()`: forwarding goes on, including what was held back;
  * - `cut()`: every open connection is reset mid-conversation; new ones work;
  * - `close()` / `open()`: nothing listens (connection refused), then it listens again on the same port.
@@ -14,6 +16,7 @@ export interface FaultProxy {
   /** `target` with the proxy's host and port instead of the server's. */
   url: string;
   stall(): void;
+  stallOpen(): void;
   resume(): void;
   cut(): void;
   close(): Promise<void>;
@@ -24,6 +27,7 @@ interface Pair {
   client: net.Socket;
   upstream: net.Socket;
   held: { toUpstream: Buffer[]; toClient: Buffer[] };
+  stalled: boolean;
 }
 
 export async function faultProxy(target: string): Promise<FaultProxy> {
@@ -35,13 +39,13 @@ export async function faultProxy(target: string): Promise<FaultProxy> {
   let port = 0;
 
   const forward = (pair: Pair, direction: 'toUpstream' | 'toClient', chunk: Buffer) => {
-    if (stalled) pair.held[direction].push(chunk);
+    if (stalled || pair.stalled) pair.held[direction].push(chunk);
     else (direction === 'toUpstream' ? pair.upstream : pair.client).write(chunk);
   };
 
   const accept = (client: net.Socket) => {
     const upstream = net.connect(targetPort, targetUrl.hostname);
-    const pair: Pair = { client, upstream, held: { toUpstream: [], toClient: [] } };
+    const pair: Pair = { client, upstream, held: { toUpstream: [], toClient: [] }, stalled: false };
     pairs.add(pair);
     const end = () => {
       client.destroy();
@@ -83,9 +87,13 @@ export async function faultProxy(target: string): Promise<FaultProxy> {
     stall: () => {
       stalled = true;
     },
+    stallOpen: () => {
+      for (const pair of pairs) pair.stalled = true;
+    },
     resume: () => {
       stalled = false;
       for (const pair of pairs) {
+        pair.stalled = false;
         for (const chunk of pair.held.toUpstream.splice(0)) pair.upstream.write(chunk);
         for (const chunk of pair.held.toClient.splice(0)) pair.client.write(chunk);
       }

@@ -38,6 +38,9 @@ export async function applyRepairs(projectDir: string, findings: CheckResult[], 
     if (!db) throw new CliError('the repairs need the database, which could not be opened', 1);
     await db.query('BEGIN');
     try {
+      // The tables' event triggers wait for the commit (the streams' order); a repair that
+      // changes rows and then the table needs them to fire as each statement ends, as before.
+      await db.query('SET CONSTRAINTS ALL IMMEDIATE');
       for (const statement of statements) await db.query(statement);
       await db.query('COMMIT');
     } catch (error) {

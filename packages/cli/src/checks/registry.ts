@@ -10,7 +10,9 @@ import { loopbackHostsCheck } from './loopback-hosts.js';
 import { moduleWiring } from './module-wiring.js';
 import { nameClash } from './name-clash.js';
 import { notNullRows } from './not-null-rows.js';
+import { ownedUpgrades } from './owned-upgrades.js';
 import { nullability } from './nullability.js';
+import { realtime } from './realtime.js';
 import { rowLevelSecurity } from './row-level-security.js';
 import type { ProjectSnapshot } from './project-snapshot.js';
 import { serverUp } from './server-up.js';
@@ -40,6 +42,7 @@ export const checks: Check[] = [
   session,
   authEndpoints,
   tenantIsolation,
+  realtime,
   serviceCredential,
   corsOrigin,
   loopbackHostsCheck,
@@ -49,6 +52,7 @@ export const checks: Check[] = [
   nullability,
   notNullRows,
   rowLevelSecurity,
+  ownedUpgrades,
 ];
 
 /** `fix`'s analysis: the examine of every check that has one, each seeing the files the repairs before it planned. Pure. */

@@ -1,11 +1,13 @@
 import path from 'node:path';
 import { examineRowSecurity } from '../checks/row-level-security.js';
 import { readRowSecurity } from '../verify/row-security.js';
-import { applyWrites, loadTemplates, newMigration, planGenerate } from '../generate/index.js';
+import { applyWrites, checkCauses, loadTemplates, newMigration, planGenerate, readOwnedVersions } from '../generate/index.js';
+import { version } from '../version.js';
 import { loadSchemaWithSource, type Schema } from '../schema/index.js';
 import { CliError } from '../cli-error.js';
 import { openProjectDatabase } from '../project/database.js';
 import { readProjectEnv } from '../project/env-file.js';
+import { authstrapDependencyWrites } from '../setup/authstrap-dependency.js';
 import { printJson } from '../ui/output.js';
 
 export interface GenerateOptions {
@@ -62,14 +64,19 @@ export async function generateCommand(dir: string | undefined, options: Generate
   if (plan.problems.length > 0) {
     throw new CliError(`Cannot generate ${projectDir}:\n${plan.problems.map((problem) => `  - ${problem}`).join('\n')}`, 1);
   }
+  // After an upgrade installed from a tarball or a folder, package.json points outside the project.
+  const dependency = await authstrapDependencyWrites(projectDir);
+  plan.writes.push(...dependency.writes);
+  if (dependency.note !== undefined) console.error(`Note: ${dependency.note}`);
 
   const relative = path.relative(process.cwd(), projectDir) || '.';
   const changes = plan.writes.map((write) => ({ action: write.action, path: write.path }));
   const drift = options.check ? await databaseDrift(projectDir, schema) : {};
+  const pending = plan.pendingUpgrades ?? [];
   const report = (written: boolean) => {
     if (options.json) {
       const database = drift.problem ? { ok: false, message: drift.problem } : drift.note ? { ok: true, message: drift.note } : undefined;
-      printJson({ ok: !(options.check && (changes.length > 0 || drift.problem)), dir: projectDir, upToDate: changes.length === 0, written, changes, ...(database ? { database } : {}) });
+      printJson({ ok: !(options.check && (changes.length > 0 || drift.problem || pending.length > 0)), dir: projectDir, upToDate: changes.length === 0 && pending.length === 0, written, changes, pendingUpgrades: pending, ...(database ? { database } : {}) });
     }
   };
   const refuseDrift = () => {
@@ -78,10 +85,15 @@ export async function generateCommand(dir: string | undefined, options: Generate
     throw new CliError(`The database's row-level security is not the schema's: ${drift.problem}. Run \`authstrap fix ${relative}\` to put it back.`, 1);
   };
   if (drift.note) console.error(drift.note);
+  const causes = () =>
+    checkCauses({ writes: plan.writes, dependencyWrites: dependency.writes, recordedVersion: readOwnedVersions(projectDir)?.authstrap, version, ownedPaths: new Set(plan.ownedPaths), pending });
   if (plan.writes.length === 0) {
     console.log(`${relative}: up to date with authstrap.schema.ts`);
+    for (const note of plan.notes) console.log(`Note: ${note}`);
     refuseDrift();
     report(false);
+    // An upgrade that waits for its user is not up to date, whatever the schema says.
+    if (options.check && pending.length > 0) throw new CliError(`${relative} is not up to date:\n${causes().map((cause) => `  - ${cause}`).join('\n')}`, 1);
     return;
   }
   for (const write of plan.writes) console.log(`${symbols[write.action]} ${path.join(relative, write.path)}`);
@@ -89,7 +101,7 @@ export async function generateCommand(dir: string | undefined, options: Generate
 
   if (options.check) {
     report(false);
-    throw new CliError(`${relative} is not up to date with authstrap.schema.ts: run \`authstrap generate ${relative}\``, 1);
+    throw new CliError(`${relative} is not up to date:\n${causes().map((cause) => `  - ${cause}`).join('\n')}\nRun \`authstrap generate ${relative}\` to write what is listed above.`, 1);
   }
   if (options.dryRun) {
     // The SQL is what a reviewer needs to see before anything runs against a database.

@@ -11,7 +11,7 @@ import { adapterPackageName } from './plan.js';
  * packed copy this CLI carries in vendor/ (`scripts/vendor-adapter.mjs` makes it): a tarball, not
  * a link, so Next's bundler sees an ordinary package inside the app.
  */
-export const adapterVersion = '2.0.2';
+export const adapterVersion = '2.1.0';
 
 export const vendoredAdapter = path.join(cliPackageDir, 'vendor', `authstrap-better-auth-adapter-${adapterVersion}.tgz`);
 

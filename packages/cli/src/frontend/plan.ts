@@ -23,14 +23,20 @@ export interface BackendLink {
 
 export interface FrontendOptions {
   packageName: string;
+  /** The entities the API keys page offers permissions on (permissionEntities of the schema). */
+  permissionEntities: { name: string; label: string }[];
   port: number;
   backend: BackendLink;
   /** How package.json asks for the adapter package (a version, or `file:` a packed copy). */
   adapterDependency: string;
 }
 
-/** The packages the auth files import, at versions that support Node 20.19. */
+/**
+ * The packages the app imports, at versions that support Node 20.19, 22 and 24 and React 19 (the component
+ * foundation, Tailwind CSS and Radix's alert dialog, is chosen in docs/frontend.md).
+ */
 export const frontendDependencies = {
+  '@radix-ui/react-alert-dialog': '^1.2.1',
   'better-auth': '^1.7.25',
   next: '^16.4.6',
   react: '^19.3.1',
@@ -38,11 +44,40 @@ export const frontendDependencies = {
 };
 
 export const frontendDevDependencies = {
+  '@tailwindcss/postcss': '^4.3.5',
+  // The lowest supported Node's API, as the backend's (docs/decisions.md).
   '@types/node': '^20.19.0',
   '@types/react': '^19.3.0',
   '@types/react-dom': '^19.3.0',
+  tailwindcss: '^4.3.5',
   typescript: '~5.9.3',
 };
+
+/** What the console's pages import beyond Next.js and React: an existing app gains these too. */
+const consoleDependencies = { '@radix-ui/react-alert-dialog': frontendDependencies['@radix-ui/react-alert-dialog'] };
+
+/**
+ * The team console in the app template (the organization's settings pages, their components and
+ * the organization context they read; the user's security page): what `setup --frontend` adds to an existing app too.
+ */
+export function isConsoleTemplate(templatePath: string): boolean {
+  return (
+    templatePath.startsWith('src/app/settings/') ||
+    templatePath.startsWith('src/components/settings/') ||
+    templatePath.startsWith('src/components/ui/') ||
+    templatePath === 'src/components/organization-provider.tsx' ||
+    // The user's own security page: their sessions and security events.
+    templatePath.startsWith('src/app/account/security/') ||
+    templatePath === 'src/components/account-security.tsx'
+  );
+}
+
+/** The schema's entities a machine key may be given permissions on (the API keys page), as the page names them. */
+export function permissionEntities(schema: Schema): { name: string; label: string }[] {
+  return schema.entities
+    .filter((entity) => !entity.builtin && !entity.serviceOnly && entity.tenantScoped)
+    .map((entity) => ({ name: entity.name, label: frontendEntityView(entity).label }));
+}
 
 export const adapterPackageName = '@authstrap/better-auth-adapter';
 
@@ -109,11 +144,11 @@ export function mergeEnvLocal(before: string, entries: [string, string][], backe
   return `${text}${separator}${lines.filter(Boolean).join('\n')}\n`;
 }
 
-/** A package.json with the packages the auth files need added; what is there already stays. */
+/** A package.json with the packages the auth files and the console need added; what is there already stays. */
 export function withAuthDependencies(packageJsonText: string, adapterDependency: string): string {
   const packageJson = JSON.parse(packageJsonText) as Record<string, Record<string, string> | undefined>;
   const has = (name: string) => Boolean(packageJson.dependencies?.[name] ?? packageJson.devDependencies?.[name]);
-  const wanted: Record<string, string> = { 'better-auth': frontendDependencies['better-auth'], [adapterPackageName]: adapterDependency };
+  const wanted: Record<string, string> = { ...consoleDependencies, 'better-auth': frontendDependencies['better-auth'], [adapterPackageName]: adapterDependency };
   const missing = Object.entries(wanted).filter(([name]) => !has(name));
   if (missing.length === 0) return packageJsonText;
   const dependencies = { ...packageJson.dependencies, ...Object.fromEntries(missing) };
@@ -137,13 +172,14 @@ export function planNewFrontend(schema: Schema, templates: FrontendTemplates, op
   if (!entity) {
     throw new CliError('The schema has no tenant-scoped entity of its own for the frontend data page: add one to authstrap.schema.ts, run `authstrap generate`, then setup --frontend again', 1);
   }
-  const view = frontendEntityView(entity);
+  const view = frontendEntityView(entity, schema.auth);
   const data = {
     appTitle: options.packageName,
     packageName: options.packageName,
     frontendPort: options.port,
     backendRelative: options.backend.relativeDir,
     entity: view,
+    permissionEntities: options.permissionEntities,
     dependencies: sortedEntries({ ...frontendDependencies, [adapterPackageName]: options.adapterDependency }),
     devDependencies: sortedEntries(frontendDevDependencies),
   };
@@ -168,20 +204,30 @@ export interface ExistingApp {
 /** The files the plan writes into an existing app, relative to it, for `readExistingApp` to read. */
 export function existingAppPaths(templates: FrontendTemplates, sourceRoot: string): string[] {
   const inSource = (file: string) => (sourceRoot ? `${sourceRoot}/${file}` : file);
-  return [...[...templates.auth.keys()].map(inSource), '.env.local', 'package.json'];
+  return [...[...templates.auth.keys()].map(inSource), ...[...consoleFiles(templates, { permissionEntities: [] }).keys()].map(inSource), '.env.local', 'package.json'];
+}
+
+/** The console's files as an existing app gets them, by path under its source root (`app/settings/members/page.tsx`). */
+function consoleFiles(templates: FrontendTemplates, data: Pick<FrontendOptions, 'permissionEntities'>): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const [templatePath, source] of templates.app) {
+    if (isConsoleTemplate(templatePath)) files.set(outputPath(templatePath).replace(/^src\//, ''), renderIfTemplate(templatePath, source, data));
+  }
+  return files;
 }
 
 /**
- * Connects an existing Next.js app to the backend and changes nothing else: the auth files (only
- * when missing: a file of that name that differs is the user's, and is reported, not replaced),
- * `.env.local` (missing keys added) and package.json (Better Auth and the adapter added). Run
- * twice, the second plan is empty.
+ * Connects an existing Next.js app to the backend and adds the team console, and changes nothing
+ * else: the auth files and the console's pages (app/settings) and components (each only when
+ * missing: a file of that name that differs is the user's, and is reported, not replaced),
+ * `.env.local` (missing keys added) and package.json (Better Auth, the adapter and the console's
+ * dialog added). Run twice, the second plan is empty.
  */
 export function planExistingFrontend(app: ExistingApp, templates: FrontendTemplates, options: FrontendOptions): { changes: FileChange[]; kept: string[] } {
   const changes: FileChange[] = [];
   const kept: string[] = [];
   const inSource = (file: string) => (app.sourceRoot ? `${app.sourceRoot}/${file}` : file);
-  for (const [templatePath, source] of templates.auth) {
+  for (const [templatePath, source] of [...templates.auth, ...consoleFiles(templates, options)]) {
     const target = inSource(templatePath);
     const before = app.files[target] ?? '';
     if (before === '') changes.push({ path: target, before, after: source });

@@ -9,7 +9,7 @@ import { parseEnv, withEnvValue } from '../project/env-file.js';
 import { loadSchemaWithSource } from '../schema/index.js';
 import { adapterDependency } from './adapter-dependency.js';
 import { inspectFrontendFolder } from './existing-app.js';
-import { clientFile, frontendOrigin, planExistingFrontend, planNewFrontend, type BackendLink } from './plan.js';
+import { clientFile, frontendOrigin, permissionEntities, planExistingFrontend, planNewFrontend, type BackendLink } from './plan.js';
 import { loadFrontendTemplates } from './templates.js';
 
 /**
@@ -77,7 +77,7 @@ export async function planFrontendSetup(options: { backendDir: string; frontendD
   const { schema } = loadSchemaWithSource(backendDir);
   const backend = backendLink(backendDir, frontendDir, parseEnv(read(path.join(backendDir, '.env'))));
   const adapter = await adapterDependency();
-  const common = { packageName: options.packageName ?? packageNameFor(frontendDir), port, backend, adapterDependency: adapter.spec };
+  const common = { packageName: options.packageName ?? packageNameFor(frontendDir), port, backend, adapterDependency: adapter.spec, permissionEntities: permissionEntities(schema) };
 
   const inFrontend = (changes: FileChange[]) => changes.map((change) => ({ ...change, path: path.join(frontendDir, change.path) }));
   let changes: FileChange[];

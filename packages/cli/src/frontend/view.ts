@@ -1,3 +1,4 @@
+import { hasEvents } from '../generate/event-sql.js';
 import { kebabCase, pascalCase, words } from '../schema/naming.js';
 import type { Entity, Field, Schema } from '../schema/types.js';
 
@@ -18,6 +19,10 @@ export interface FormField {
   maxLength?: number;
   /** The property of the create input, read from the form: `name: String(form.get('name'))`. */
   assign: string;
+  /** Whether an edit that empties it sends null (a nullable field; a checkbox always says yes or no). */
+  clearable: boolean;
+  /** The input's starting value: the edited record's (`record`), or empty in the create form: `defaultValue={record?.name ?? ''}`. */
+  initial: string;
 }
 
 export interface FrontendEntityView {
@@ -32,7 +37,15 @@ export interface FrontendEntityView {
   labelLower: string;
   labelSingularLower: string;
   formFields: FormField[];
+  /** Whether a form input is a date and time (the panel then converts the record's for the input). */
+  hasDateTime: boolean;
+  /** What names a row in words, for its buttons ("Edit Apollo"): its first required text field, or its id. */
+  rowName: string;
   columns: { label: string; cell: string }[];
+  /** The table's columns: the fields shown, and one for each row's buttons (the edit form spans them all). */
+  columnCount: number;
+  /** Whether its changes are events the backend streams (GET /realtime): the page then follows them live. */
+  live: boolean;
 }
 
 const sentence = (name: string) => {
@@ -71,6 +84,9 @@ function formField(field: Field, pascal: string): FormField {
     required || field.type === 'boolean' ? `${field.name}: ${converted[field.type]}` : `...(${read} ? { ${field.name}: ${converted[field.type]} } : {})`;
   const input: FormField['input'] =
     field.type === 'enum' ? 'select' : field.type === 'boolean' ? 'checkbox' : field.type === 'integer' || field.type === 'number' ? 'number' : field.type === 'datetime' ? 'datetime-local' : 'text';
+  const value = `record?.${field.name}`;
+  const initial =
+    field.type === 'boolean' ? `defaultChecked={${value} ?? false}` : field.type === 'datetime' ? `defaultValue={dateTimeInputValue(${value})}` : `defaultValue={${value} ?? ''}`;
   return {
     name: field.name,
     label: sentence(field.name),
@@ -80,6 +96,8 @@ function formField(field: Field, pascal: string): FormField {
     minLength: field.type === 'string' || field.type === 'text' ? field.minLength : undefined,
     maxLength: field.type === 'string' || field.type === 'text' ? field.maxLength : undefined,
     assign,
+    clearable: field.nullable && field.type !== 'boolean',
+    initial,
   };
 }
 
@@ -96,11 +114,14 @@ function column(field: Field): { label: string; cell: string } {
   return { label: sentence(field.name), cell };
 }
 
-export function frontendEntityView(entity: Entity): FrontendEntityView {
+/** `auth`: whether the backend has sign-in (a frontend always does; its entities then have events unless `events: false`). */
+export function frontendEntityView(entity: Entity, auth = true): FrontendEntityView {
   const fields = entity.fields.filter(typedByPeople);
   const pascal = pascalCase(entity.name);
   const created = entity.fields.find((field) => field.name === 'createdAt');
   const pluralWords = words(entity.plural).join(' ');
+  const columns = [...fields.slice(0, 4), ...(created ? [created] : [])].map(column);
+  const named = fields.find((field) => (field.type === 'string' || field.type === 'text') && !field.nullable);
   return {
     name: entity.name,
     pascal,
@@ -110,6 +131,10 @@ export function frontendEntityView(entity: Entity): FrontendEntityView {
     labelLower: pluralWords.toLowerCase(),
     labelSingularLower: words(entity.name).join(' ').toLowerCase(),
     formFields: fields.map((field) => formField(field, pascal)),
-    columns: [...fields.slice(0, 4), ...(created ? [created] : [])].map(column),
+    hasDateTime: fields.some((field) => field.type === 'datetime'),
+    rowName: named ? `row.${named.name}` : 'String(row.id)',
+    columns,
+    columnCount: columns.length + 1,
+    live: hasEvents(entity, auth),
   };
 }

@@ -1,4 +1,4 @@
-import { eventTypesOf } from './event-sql.js';
+import { entityEventTypes, eventTypesOf } from './event-sql.js';
 import { camelCase } from '../schema/naming.js';
 import type { Field, Schema } from '../schema/types.js';
 import { projectView, type EntityView } from './view-model.js';
@@ -60,6 +60,8 @@ export interface ClientEntityView {
   /** Set when it is nested: the field its parent's id goes in. */
   parentField?: string;
   children: ClientChild[];
+  /** Its event types, as a union of string literals, when GET /realtime streams its changes (those of your own entities that are events). */
+  streamEvents?: string;
 }
 
 export interface ClientView {
@@ -73,6 +75,10 @@ export interface ClientView {
   example?: string;
   /** Every event type the backend records (its webhooks), with its description as a string literal. */
   events: { type: string; description: string }[];
+  /** Whether some entity has a live stream (GET /realtime), so that subscribe() and its types are declared. */
+  streaming: boolean;
+  /** The entity the example at the top of the file subscribes to. */
+  streamExample?: string;
 }
 
 /** Built-in entities whose user routes are plain CRUD; the others are written out in the template. */
@@ -160,6 +166,8 @@ function clientEntity(view: EntityView, fields: Field[], all: EntityView[]): Cli
     hasCreatedAt: fields.some((field) => field.name === 'createdAt'),
     parentField: view.parent?.field,
     children,
+    // What src/generated/realtime.ts lists: the entities of your own whose changes are events.
+    streamEvents: view.eventPrefix && !view.builtin ? stringLiterals(entityEventTypes(view)) : undefined,
   };
 }
 
@@ -176,5 +184,7 @@ export function clientView(schema: Schema): ClientView {
     usesJson: entities.some((entity) => entity.output.some((field) => /\bJson\b/.test(field.type))),
     example: exampleEntity?.name,
     events: eventTypesOf(schema),
+    streaming: entities.some((entity) => entity.streamEvents !== undefined),
+    streamExample: (exampleEntity?.streamEvents ? exampleEntity : entities.find((entity) => entity.streamEvents))?.name,
   };
 }

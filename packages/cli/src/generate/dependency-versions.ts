@@ -2,7 +2,7 @@ import { version } from '../version.js';
 
 /**
  * The versions a generated backend depends on: one place to change them. Every major here
- * supports Node 20.19.
+ * supports Node 20.19, 22 and 24 (`engines` of the project: ^20.19.0 || >=22.12.0).
  */
 export const backendDependencies = {
   '@asteasolutions/zod-to-openapi': '^9.1.0',
@@ -42,6 +42,7 @@ export const backendDevDependencies = {
   '@types/bcrypt': '^6.0.0',
   '@types/cors': '^2.8.19',
   '@types/express': '^5.0.5',
+  // The lowest supported Node's API, so that `tsc` refuses a call Node 20 lacks (docs/decisions.md).
   '@types/node': '^20.19.0',
   '@types/nodemailer': '^8.0.2',
   '@types/pg': '^8.15.6',

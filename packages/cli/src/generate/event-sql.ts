@@ -139,6 +139,22 @@ END
 $$;`;
 
 /**
+ * The stream's order (GET /realtime, src/realtime/). A data event takes its `position` from one
+ * sequence when its transaction commits: the table's trigger is deferred to the commit, so
+ * positions follow the order in which transactions commit, not the order in which they wrote
+ * (nor the events' ids, which are random). A reader that sees position 7 committed and 6 not yet
+ * cannot tell a transaction still committing from one that rolled back after taking 6; so every
+ * transaction holds this advisory lock, shared, from before it takes a position until it ends
+ * (PostgreSQL releases it after the commit is visible). The reader waits for the transactions
+ * holding it when it saw the gap: once they have ended, 6 is either visible or never will be.
+ * Shared: committing transactions never wait for each other; the reader only looks (pg_locks).
+ */
+export const positionClaimKey = [1635087464, 1] as const;
+
+/** The sequence the positions come from (made before the functions that use it). */
+const eventPosition = `CREATE SEQUENCE IF NOT EXISTS authstrap.event_position AS bigint;`;
+
+/**
  * The trigger of every tenant table of the schema, and of the organizations and their members. Its
  * arguments: the event type prefix, the entity's name, the columns no event may carry (secret
  * fields), and the column that holds the organization ("id" for the organizations themselves).
@@ -147,7 +163,9 @@ $$;`;
  * tenant table, where a second PL/pgSQL call, with its own owner switch and settings, is paid
  * each time (bench/README.md, "The write cost, second pass"). SECURITY DEFINER for the same reason
  * as record_event. AFTER the row: it sees the row as stored (defaults, other triggers' changes),
- * and an INSERT that ON CONFLICT DO NOTHING skipped records nothing.
+ * and an INSERT that ON CONFLICT DO NOTHING skipped records nothing. Deferred to the commit (a
+ * constraint trigger, INITIALLY DEFERRED): it still sees each row version as that change left it,
+ * and its event takes its stream position at commit (streamPosition above).
  */
 const dataEvent = `CREATE OR REPLACE FUNCTION authstrap.data_event() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
@@ -166,9 +184,10 @@ DECLARE
 BEGIN
   IF TG_OP = 'DELETE' THEN
     event_type := TG_ARGV[0] || '.deleted';
-    organization_id := (to_jsonb(OLD)->>TG_ARGV[3])::uuid;
+    -- The record as it was: who could read it decides who hears of its deletion (src/realtime/).
+    data := jsonb_build_object('record', CASE WHEN TG_ARGV[2] = '{}' THEN to_jsonb(OLD) ELSE to_jsonb(OLD) - TG_ARGV[2]::text[] END);
+    organization_id := (data->'record'->>TG_ARGV[3])::uuid;
     record_id := OLD."id"::text;
-    data := '{}'::jsonb;
   ELSE
     -- The record without its secret fields (most tables have none: nothing to take out).
     data := jsonb_build_object('record', CASE WHEN TG_ARGV[2] = '{}' THEN to_jsonb(NEW) ELSE to_jsonb(NEW) - TG_ARGV[2]::text[] END);
@@ -192,8 +211,10 @@ BEGIN
     END IF;
   END IF;
   ${maintenanceOn}
-  INSERT INTO "authstrap_event" (${eventColumns})
-  VALUES (event_type, organization_id, NULL, ${actorType}, ${actorId}, TG_ARGV[1], record_id, data, ${requestValues})
+  -- Its place in the stream (src/realtime/), taken now, at commit: see streamPosition.
+  PERFORM pg_advisory_xact_lock_shared(${positionClaimKey.join(', ')});
+  INSERT INTO "authstrap_event" (${eventColumns}, "position")
+  VALUES (event_type, organization_id, NULL, ${actorType}, ${actorId}, TG_ARGV[1], record_id, data, ${requestValues}, nextval('authstrap.event_position'))
   ${returningEvent('organization_id')}
   ${fanOut}
   ${maintenanceBack}
@@ -216,10 +237,48 @@ BEGIN
 END
 $$;`;
 
+/**
+ * The stream's events after `after`, in position order, at most `max_events` (src/realtime/):
+ * for every organization at once, or for one (a subscriber catching up). Runs as the tables'
+ * owner with the maintenance setting on, like prune_events: the realtime reader of each instance
+ * reads every organization's events, and decides in the backend who may see each.
+ */
+const streamEvents = `CREATE OR REPLACE FUNCTION authstrap.stream_events(after bigint, max_events integer, only_organization uuid DEFAULT NULL, up_to bigint DEFAULT NULL)
+RETURNS TABLE ("position" bigint, "event" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  RETURN QUERY
+    SELECT e."position", jsonb_build_object('id', e."id", 'type', e."type", 'organizationId', e."organizationId", 'actorType', e."actorType",
+             'actorId', e."actorId", 'entity', e."entity", 'entityId', e."entityId", 'data', e."data", 'createdAt', e."createdAt")::text
+      FROM "authstrap_event" e
+     WHERE e."position" > after AND (up_to IS NULL OR e."position" <= up_to)
+       AND (only_organization IS NULL OR e."organizationId" = only_organization)
+     ORDER BY e."position"
+     LIMIT max_events;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;`;
+
+/** The oldest position still kept (retention deletes older events), and the newest committed. */
+const streamBounds = `CREATE OR REPLACE FUNCTION authstrap.stream_bounds(OUT oldest bigint, OUT newest bigint) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT min(e."position"), max(e."position") INTO oldest, newest FROM "authstrap_event" e WHERE e."position" IS NOT NULL;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;`;
+
 export const eventFunctions = [
+  { name: 'event_position', definition: eventPosition },
   { name: 'record_event', definition: recordEvent },
   { name: 'data_event', definition: dataEvent },
   { name: 'prune_events', definition: pruneEvents },
+  { name: 'stream_events', definition: streamEvents },
+  { name: 'stream_bounds', definition: streamBounds },
 ];
 
 /** What a tenant table's event trigger is made of (table-model: Table.events). */
@@ -228,6 +287,8 @@ export interface TableEvents {
   entity: string;
   hidden: string[];
   organizationColumn: string;
+  /** When the trigger runs: at the commit (streamPosition), for every table since the streams. */
+  at: 'commit';
 }
 
 /** The built-in tables whose changes are events too: organizations, and who is a member with which role. */
@@ -239,6 +300,7 @@ export function tableEvents(entity: Entity): TableEvents {
     entity: entity.name,
     hidden: entity.fields.filter((field) => field.secret).map((field) => field.column),
     organizationColumn: entity.name === 'Organization' ? 'id' : 'organizationId',
+    at: 'commit',
   };
 }
 
@@ -249,6 +311,6 @@ export function eventTriggerStatements(table: string, events: TableEvents | unde
   const hidden = `{${events.hidden.map((column) => `"${column}"`).join(',')}}`;
   return [
     drop,
-    `CREATE TRIGGER ${quote('authstrap_events')} AFTER INSERT OR UPDATE OR DELETE ON ${quote(table)} FOR EACH ROW EXECUTE FUNCTION authstrap.data_event(${literal(events.prefix)}, ${literal(events.entity)}, ${literal(hidden)}, ${literal(events.organizationColumn)});`,
+    `CREATE CONSTRAINT TRIGGER ${quote('authstrap_events')} AFTER INSERT OR UPDATE OR DELETE ON ${quote(table)} DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION authstrap.data_event(${literal(events.prefix)}, ${literal(events.entity)}, ${literal(hidden)}, ${literal(events.organizationColumn)});`,
   ];
 }

@@ -1,13 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Schema } from '../schema/types.js';
-import { planWrites, readDiskState, type FileWrite } from './apply.js';
+import { planWrites, readDiskState, type FileWrite, type PendingUpgrade } from './apply.js';
 import { clientOutputs, type ClientOutputs } from './client-outputs.js';
 import { generatedMigrationMark, planMigrations, snapshotPath, type MigrationsOptions, type MigrationsState } from './migrations-plan.js';
 import { renderProject } from './render.js';
 import type { Templates } from './templates.js';
 
-export { applyWrites, type FileWrite } from './apply.js';
+export { applyWrites, readOwnedVersions, type FileWrite } from './apply.js';
+export { checkCauses } from './check-causes.js';
 export { clientOutputs, clientPath, type ClientOutputs } from './client-outputs.js';
 export type { MigrationsState } from './migrations-plan.js';
 export { loadTemplates } from './templates.js';
@@ -21,6 +22,10 @@ export interface GeneratePlan {
   problems: string[];
   /** What to tell the user besides the writes (a migration to review, a migration recorded). */
   notes: string[];
+  /** The files the project owns (created once), as this version of authstrap plans them. */
+  ownedPaths?: string[];
+  /** Owned files whose upgrade waits for their user: merged with conflicts, or offered beside them. */
+  pendingUpgrades?: PendingUpgrade[];
 }
 
 export function readMigrationsState(projectDir: string): MigrationsState {
@@ -66,6 +71,12 @@ export function readClientOutputs(projectDir: string): ClientOutputs {
   return { paths, problems };
 }
 
+/** The files the project owns (created once), as this version of authstrap writes them for it. */
+export function renderOwnedFiles(projectDir: string, schema: Schema, templates: Templates, options: { backendPort?: number } = {}) {
+  const client = readClientOutputs(projectDir);
+  return renderProject(schema, templates, { packageName: packageNameFor(projectDir), backendPort: options.backendPort, clientPaths: client.paths }).filter((file) => file.ownership === 'owned');
+}
+
 /** Reads the project, renders the schema and works out every write, without changing anything. */
 export function planGenerate(
   projectDir: string,
@@ -93,6 +104,7 @@ export function planGenerate(
   if (migrations.problems.length > 0) return { writes: [], problems: migrations.problems, notes: [] };
   // `setup --force` writes a whole new project over same-named files; `generate` never does.
   const planned = [...files, ...migrations.files];
-  const { writes, notes } = planWrites(planned, readDiskState(projectDir, planned), { overwriteOwned: options.overwriteOwned });
-  return { writes, problems: [], notes: [...migrations.notes, ...notes] };
+  const { writes, notes, pending } = planWrites(planned, readDiskState(projectDir, planned, templates.released), { overwriteOwned: options.overwriteOwned });
+  const ownedPaths = planned.filter((file) => file.ownership === 'owned').map((file) => file.path);
+  return { writes, problems: [], notes: [...migrations.notes, ...notes], ownedPaths, pendingUpgrades: pending };
 }

@@ -2,6 +2,7 @@ import Handlebars from 'handlebars';
 import type { Schema } from '../schema/types.js';
 import { clientPath } from './client-outputs.js';
 import { clientView } from './client-view.js';
+import { version } from '../version.js';
 import { backendDependencies, backendDevDependencies } from './dependency-versions.js';
 import type { Templates } from './templates.js';
 import { projectView } from './view-model.js';
@@ -21,7 +22,12 @@ export interface PlannedFile {
    * (generate/apply.ts). `rendered` when the contents also depend on the project (its name, port,
    * schema), so that they differ between projects for the same template.
    */
-  template?: { source: string; rendered: boolean };
+  template?: {
+    source: string;
+    rendered: boolean;
+    /** What a rendered template was rendered with: an older version's source (the merge base) is rendered with it too. */
+    data?: object;
+  };
 }
 
 export interface RenderOptions {
@@ -37,9 +43,10 @@ export interface RenderOptions {
 
 const handlebars = Handlebars.create();
 handlebars.registerHelper('eq', (a: unknown, b: unknown) => a === b);
+handlebars.registerHelper('or', (a: unknown, b: unknown) => a || b);
 
 const compiled = new Map<string, Handlebars.TemplateDelegate>();
-/** A Handlebars template (with the `eq` helper) rendered with `data`; compiled once per source. */
+/** A Handlebars template (with the `eq` and `or` helpers) rendered with `data`; compiled once per source. */
 export function render(source: string, data: object): string {
   let template = compiled.get(source);
   if (!template) {
@@ -74,12 +81,19 @@ export function renderProject(schema: Schema, templates: Templates, options: Ren
     ...view,
     packageName: options.packageName,
     backendPort: options.backendPort ?? 3000,
+    // The README says which authstrap first wrote the project (authstrap.files.json: which one last generated it).
+    authstrapVersion: version,
     dependencies: sortedEntries(backendDependencies),
     devDependencies: sortedEntries({ ...backendDevDependencies, ...(options.authstrapDependency ? { authstrap: options.authstrapDependency } : {}) }),
   };
   for (const [templatePath, source] of templates.project) {
     const rendered = templatePath.endsWith('.hbs');
-    files.push({ path: outputPath(templatePath), contents: renderIfTemplate(templatePath, source, projectData), ownership: 'owned', template: { source, rendered } });
+    files.push({
+      path: outputPath(templatePath),
+      contents: renderIfTemplate(templatePath, source, projectData),
+      ownership: 'owned',
+      template: { source, rendered, ...(rendered ? { data: projectData } : {}) },
+    });
   }
 
   for (const [templatePath, source] of templates.generated) {

@@ -54,6 +54,8 @@ export const eventTable: Table = {
     { name: 'ipAddress', type: 'text', nullable: true },
     { name: 'userAgent', type: 'text', nullable: true },
     { name: 'createdAt', type: 'timestamptz', nullable: false, default: 'clock_timestamp()' },
+    // A data event's place in the stream, taken at its commit (event-sql.ts: positionClaimKey); null for the others.
+    { name: 'position', type: 'bigint', nullable: true },
   ],
   constraints: [],
   // Every write of a tenant table writes an event, so each index here is paid on every write:
@@ -65,6 +67,8 @@ export const eventTable: Table = {
     { name: 'authstrap_event_organizationId_createdAt_idx', columns: ['organizationId', 'createdAt'], where: '"organizationId" IS NOT NULL' },
     { name: 'authstrap_event_userId_createdAt_idx', columns: ['userId', 'createdAt'], where: '"userId" IS NOT NULL' },
     { name: 'authstrap_event_createdAt_idx', columns: ['createdAt'], method: 'brin' },
+    // The streams read every event after a position (src/realtime/).
+    { name: 'authstrap_event_position_idx', columns: ['position'], unique: true, where: '"position" IS NOT NULL' },
   ],
   dependsOn: [],
   rowSecurity: {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Entity, Field, Schema } from '../schema/types.js';
-import { tenantPolicies, writeGuards } from './rules-sql.js';
+import { evaluatedOnce, tenantPolicies, writeGuards } from './rules-sql.js';
 import { literal, quote } from './sql-text.js';
 import { eventFunctions, hasEvents, tableEvents } from './event-sql.js';
 import { systemTables } from './system-tables.js';
@@ -178,5 +178,17 @@ export function databaseModel(schema: Schema): DatabaseModel {
   if (!schema.auth) return { tables: entityTables };
   // The backend's own tables (the outbox) come with auth, whose flows write to them.
   // The event log and webhooks (event-sql.ts) come with it too.
-  return { tables: [...entityTables, ...systemTables], access: { appRole, functions: [...scopeFunctions, keyAllows, ...eventFunctions] } };
+  const tables = [...entityTables, ...systemTables].map(withPoliciesEvaluatedOnce);
+  return { tables, access: { appRole, functions: [...scopeFunctions, keyAllows, ...eventFunctions] } };
+}
+
+/** Every policy of a table with its scope functions read once per statement (rules-sql.ts, evaluatedOnce). */
+function withPoliciesEvaluatedOnce(table: Table): Table {
+  if (!table.rowSecurity) return table;
+  const policies = table.rowSecurity.policies.map((policy) => ({
+    ...policy,
+    ...(policy.using !== undefined ? { using: evaluatedOnce(policy.using) } : {}),
+    ...(policy.withCheck !== undefined ? { withCheck: evaluatedOnce(policy.withCheck) } : {}),
+  }));
+  return { ...table, rowSecurity: { ...table.rowSecurity, policies } };
 }

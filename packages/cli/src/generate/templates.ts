@@ -14,6 +14,11 @@ export interface Templates {
   builtin: Map<string, string>;
   /** The typed client a frontend imports (`authstrap-client.ts.hbs`), from templates/client. */
   client: Map<string, string>;
+  /**
+   * Owned files' templates of released versions, by the SHA-256 of their
+   * source (templates/released-owned.json): the merge base for a project that kept none.
+   */
+  released?: Map<string, string>;
 }
 
 /** The folder holding `backend/` and `client/`: shipped inside the package, or at the root of this repository. */
@@ -51,5 +56,12 @@ export function loadTemplates(dir = templatesDir()): Templates {
       }
     }
   }
-  return { project: readTree(path.join(backend, 'project')), generated, entity, builtin, client: readTree(path.join(dir, 'client')) };
+  return { project: readTree(path.join(backend, 'project')), generated, entity, builtin, client: readTree(path.join(dir, 'client')), released: readReleased(dir) };
+}
+
+function readReleased(dir: string): Map<string, string> {
+  const file = path.join(dir, 'released-owned.json');
+  if (!fs.existsSync(file)) return new Map();
+  const { templates } = JSON.parse(fs.readFileSync(file, 'utf8')) as { templates: Record<string, { source: string }> };
+  return new Map(Object.entries(templates).map(([sha, entry]) => [sha, entry.source]));
 }

@@ -87,7 +87,7 @@ describe('module-wiring reads src/app.ts as syntax', () => {
     const found = appMount(app.replace("import { generatedRouter } from './generated/index.js';\n", ''));
     expect(found).toMatchObject({ mounted: false, problem: "src/app.ts mounts generatedRouter without importing it from './generated/index.js'" });
     const repaired = found.mounted === false ? found.repaired! : '';
-    expect(repaired).toContain("import { docsRouter } from './openapi/docs.js';\nimport { generatedRouter } from './generated/index.js';\n");
+    expect(repaired).toContain("import { docsRouter, registerProbeAndDocsRoutes } from './openapi/docs.js';\nimport { generatedRouter } from './generated/index.js';\n");
     expect(repaired.split('app.use(generatedRouter(')).toHaveLength(2);
     expect(appMount(repaired)).toEqual({ mounted: true });
   });
@@ -107,25 +107,25 @@ const { stage } = describeRepairCycle('module-wiring', [
   {
     name: 'the mount deleted from src/app.ts',
     planShows: ['--- a/src/app.ts'],
-    alsoFailsInVerify: ['auth-endpoints', 'tenant-isolation', 'service-credential'],
+    alsoFailsInVerify: ['auth-endpoints', 'tenant-isolation', 'realtime', 'service-credential'],
     breakFiles: (dir) => breakFile(dir, 'src/app.ts', mount),
   },
   {
     name: 'the mount commented out in src/app.ts',
     planShows: ['--- a/src/app.ts', `-  // ${mount.trim()}`],
-    alsoFailsInVerify: ['auth-endpoints', 'tenant-isolation', 'service-credential'],
+    alsoFailsInVerify: ['auth-endpoints', 'tenant-isolation', 'realtime', 'service-credential'],
     breakFiles: (dir) => breakFile(dir, 'src/app.ts', mount, `  // ${mount.trimStart()}`),
   },
   {
     name: 'the mount after the return of createApp',
     planShows: ['--- a/src/app.ts'],
-    alsoFailsInVerify: ['auth-endpoints', 'tenant-isolation', 'service-credential'],
+    alsoFailsInVerify: ['auth-endpoints', 'tenant-isolation', 'realtime', 'service-credential'],
     breakFiles: (dir) => fs.writeFileSync(path.join(dir, 'src/app.ts'), afterReturn(app)),
   },
   {
     name: 'the mount in an if (false) block of src/app.ts',
     planShows: ['--- a/src/app.ts', '-  if (false) {'],
-    alsoFailsInVerify: ['auth-endpoints', 'tenant-isolation', 'service-credential'],
+    alsoFailsInVerify: ['auth-endpoints', 'tenant-isolation', 'realtime', 'service-credential'],
     breakFiles: (dir) => breakFile(dir, 'src/app.ts', mount, ifFalse),
     async afterRepair(_dir, backend, extra) {
       extra.projectsStatus = (await fetch(`${backend.url}/Projects`)).status;
@@ -134,7 +134,7 @@ const { stage } = describeRepairCycle('module-wiring', [
   {
     name: 'the mount behind false && in src/app.ts',
     planShows: ['--- a/src/app.ts', `-  false && ${mount.trim()}`],
-    alsoFailsInVerify: ['auth-endpoints', 'tenant-isolation', 'service-credential'],
+    alsoFailsInVerify: ['auth-endpoints', 'tenant-isolation', 'realtime', 'service-credential'],
     breakFiles: (dir) => breakFile(dir, 'src/app.ts', mount, `  false && ${mount.trimStart()}`),
   },
   {

@@ -23,7 +23,7 @@ const openedUp = "a permissive policy of someone's own on Task, and one of auths
 const { stage } = describeRepairCycle('row-level-security', [
   {
     name: switchedOff,
-    planShows: ['ALTER TABLE "Project" ENABLE ROW LEVEL SECURITY;', 'CREATE POLICY "authstrap_select" ON "Project" FOR SELECT USING ("organizationId" = authstrap.organization_id());'],
+    planShows: ['ALTER TABLE "Project" ENABLE ROW LEVEL SECURITY;', 'CREATE POLICY "authstrap_select" ON "Project" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()));'],
     async breakData(backend) {
       await query(backend.databaseUrl, 'ALTER TABLE "Project" NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY');
       await query(backend.databaseUrl, 'DROP POLICY "authstrap_select" ON "Project"');

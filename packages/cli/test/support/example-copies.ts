@@ -233,6 +233,7 @@ export const verifyCheckIds = [
   'session',
   'auth-endpoints',
   'tenant-isolation',
+  'realtime',
   'service-credential',
   'cors-origin',
   'loopback-hosts',
@@ -242,7 +243,8 @@ export const verifyCheckIds = [
   'nullability',
   'not-null-rows',
   'row-level-security',
+  'owned-upgrades',
 ];
 
 /** Every check of `authstrap fix` (those of verify that examine the project), in the order it reports them. */
-export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'cors-origin', 'loopback-hosts', 'adapter-version', 'credential-provider', 'nullability', 'not-null-rows', 'row-level-security'];
+export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'cors-origin', 'loopback-hosts', 'adapter-version', 'credential-provider', 'nullability', 'not-null-rows', 'row-level-security', 'owned-upgrades'];

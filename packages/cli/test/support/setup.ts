@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { userEnv } from '../../../../scripts/packed-package.mjs';
 import { cliPath } from './cli.js';
 
 /** Helpers for running `authstrap setup` as a user would: a process, a real backend, a real terminal. */
@@ -9,22 +10,8 @@ import { cliPath } from './cli.js';
 const ansi = /\x1b\[[0-?]*[ -/]*[@-~]/g;
 export const stripAnsi = (text: string) => text.replace(ansi, '');
 
-/** The variables a backend reads from its .env: set in our environment, they would win over it. */
-const backendVariables = ['PORT', 'DATABASE_URL', 'EMBEDDED_DB_DIR', 'AUTH_SECRET', 'AUTH_URL', 'ALLOWED_ORIGINS', 'SERVICE_API_KEY', 'BCRYPT_COST', 'REDIS_URL', 'TRUST_PROXY', 'LOG_LEVEL', 'BODY_LIMIT'];
-
-/**
- * The environment of a user's shell: without what pnpm (npm_config_user_agent would make setup
- * pick pnpm), vitest (NODE_ENV=test would win over the project's .env) and colour forcing add.
- */
-export function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const key of Object.keys(env)) {
-    if (/^(npm|pnpm)_/i.test(key) || /^VITEST/.test(key) || ['NODE_ENV', 'TEST', 'FORCE_COLOR', 'NO_COLOR', 'NODE_OPTIONS', 'TMUX', 'TMUX_PANE', 'CI', ...backendVariables].includes(key)) {
-      delete env[key];
-    }
-  }
-  return { ...env, ...extra };
-}
+/** The environment of a user's shell (what npm, pnpm and vitest add taken out): shared with `npm run release`. */
+export { userEnv };
 
 export interface CliRun {
   status: number | null;

@@ -87,6 +87,24 @@ export interface Config {
   /** The event log (src/events/events.ts): how many days an event is kept. */
   events: { retentionDays: number };
   webhooks: WebhookSettings;
+  realtime: RealtimeSettings;
+}
+
+/** Live change streams (GET /realtime, src/realtime/). */
+export interface RealtimeSettings {
+  /** How often each instance looks for committed events while it holds a stream. */
+  pollMs: number;
+  /** A comment line on every idle stream this often, so that proxies keep it open. */
+  heartbeatMs: number;
+  /** How often every stream's session or machine key and membership are checked again. */
+  recheckMs: number;
+  /** Streams one user (or machine key) may hold on one instance, and one organization. */
+  perUser: number;
+  perOrganization: number;
+  /** Bytes a stream may have waiting for its client; past them it falls behind (and catches up from the table once read). */
+  bufferBytes: number;
+  /** How long a stream may stay behind before it is ended (its client can resume). */
+  drainMs: number;
 }
 
 /** Webhook deliveries (src/events/webhooks.ts). */
@@ -192,6 +210,14 @@ const environmentSchema = z.object({
   SERVICE_TRANSACTION_IDLE_MS: count(100, 600_000),
   SERVICE_TRANSACTIONS_MAX: count(1, 1000),
   EVENTS_RETENTION_DAYS: count(1, 36_500),
+  REALTIME_POLL_MS: count(5, 60_000),
+  REALTIME_HEARTBEAT_MS: count(1000, 600_000),
+  REALTIME_RECHECK_MS: count(100, 60_000),
+  REALTIME_STREAMS_PER_USER: count(1, 1_000_000),
+  REALTIME_STREAMS_PER_ORGANIZATION: count(1, 1_000_000),
+  // At least a socket's own buffer (Node's 16 KiB high-water mark), so that "full" is felt as one.
+  REALTIME_BUFFER_BYTES: count(65_536, 1_073_741_824),
+  REALTIME_DRAIN_MS: count(100, 600_000),
   WEBHOOK_TIMEOUT_MS: count(100, 600_000),
   WEBHOOK_RETRY_MS: count(10, maxTimerMs),
   WEBHOOK_MAX_ATTEMPTS: count(1, 100),
@@ -348,6 +374,16 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       waitMs: values.DATABASE_CONNECT_TIMEOUT_MS ?? 5000,
     },
     events: { retentionDays: values.EVENTS_RETENTION_DAYS ?? 365 },
+    realtime: {
+      pollMs: values.REALTIME_POLL_MS ?? 25,
+      heartbeatMs: values.REALTIME_HEARTBEAT_MS ?? 15_000,
+      // Well inside the 5 s in which a removed member or a revoked key must stop hearing.
+      recheckMs: values.REALTIME_RECHECK_MS ?? 2000,
+      perUser: values.REALTIME_STREAMS_PER_USER ?? 20,
+      perOrganization: values.REALTIME_STREAMS_PER_ORGANIZATION ?? 2000,
+      bufferBytes: values.REALTIME_BUFFER_BYTES ?? 1_048_576,
+      drainMs: values.REALTIME_DRAIN_MS ?? 10_000,
+    },
     webhooks: {
       timeoutMs: values.WEBHOOK_TIMEOUT_MS ?? 10_000,
       // 5 s, 10 s, 20 s, ... at most an hour apart: 16 attempts span about 8 hours.

@@ -240,6 +240,17 @@ declare global {
 }
 
 /** Checks the caller with a statement of its own (the rare case: see tenantScoped). */
+/**
+ * A machine key checked now, on its own, for one operation on one entity (counted by its rate
+ * limit like any request of it): for a route that is not one entity's router, such as a live
+ * stream (src/realtime/), which checks each entity it is asked for. Sets `req.caller` as the
+ * tenant-scoped routes do, or throws the key's 401, 403 or 429.
+ */
+export async function checkMachineKeyNow(deps: CallerDeps & { db: Queryable }, req: Request, res: Response, key: string, asked: { entity: string; operation: KeyOperation }): Promise<void> {
+  await admitMachineKey(deps, req, res, key, asked);
+  await settleAlone(deps.db, req);
+}
+
 async function settleAlone(db: Queryable, req: Request) {
   await withCheckAgain(async () => {
     const pending = req.pendingCaller;

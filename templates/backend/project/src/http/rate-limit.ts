@@ -72,6 +72,19 @@ const isDataPath = (path: string) => {
   return true;
 };
 
+/**
+ * Which limit counts a request to this path (from the root; a path template of the OpenAPI
+ * document will do), by the same tests as the limiters below: none for the probes, which app.ts
+ * answers before the limits. The document's 429s are read from it (openapi/answers.ts).
+ */
+export function limitCounting(method: string, path: string): LimitName | undefined {
+  const normalised = normalise(path);
+  if (normalised === '/health' || normalised === '/ready' || normalised === '/metrics') return undefined;
+  if (isDataPath(normalised)) return 'data';
+  const underApi = normalised.slice('/api'.length);
+  return isUnderAuth(underApi) && !isSignedInRead(method, underApi) ? 'auth' : 'api';
+}
+
 /** A Redis that does not answer (or fails) while counting: the request goes through uncounted. */
 class RedisUnavailableError extends Error {
   override name = 'RedisUnavailableError';

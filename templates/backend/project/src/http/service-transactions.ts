@@ -256,7 +256,7 @@ export function registerTransactionRoutes(registry: OpenAPIRegistry): void {
     409: { description: 'No such open transaction here, or it has ended (the message says why)' },
   };
   registry.registerPath({
-    method: 'post', path: '/api/service/transactions', tags, security: [{ bearer: [] }],
+    method: 'post', path: '/api/service/transactions', operationId: 'beginTransaction', tags, security: [{ bearer: [] }],
     summary: 'Begin a transaction (service key only)',
     description: 'Service API requests with the same header then run in it, one at a time. Rolled back after SERVICE_TRANSACTION_TIMEOUT_MS, after SERVICE_TRANSACTION_IDLE_MS without a request, or when a request of it is cut off.',
     request: { headers: header },
@@ -268,7 +268,7 @@ export function registerTransactionRoutes(registry: OpenAPIRegistry): void {
   });
   for (const outcome of ['commit', 'rollback'] as const) {
     registry.registerPath({
-      method: 'post', path: `/api/service/transactions/${outcome}`, tags, security: [{ bearer: [] }],
+      method: 'post', path: `/api/service/transactions/${outcome}`, operationId: `${outcome}Transaction`, tags, security: [{ bearer: [] }],
       summary: `${outcome === 'commit' ? 'Commit' : 'Roll back'} a transaction (service key only)`,
       request: { headers: header },
       responses: { 200: { description: outcome === 'commit' ? 'Committed' : 'Rolled back', ...envelope(z.object({ id: z.uuid(), outcome: z.enum(['committed', 'rolled back']) })) }, ...errors },

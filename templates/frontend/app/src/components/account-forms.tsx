@@ -5,6 +5,7 @@ import { useRouter } from 'next/navigation';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api } from '@/lib/api';
 import { authClient } from '@/lib/auth-client';
+import { rememberOrganization } from './organization-provider';
 
 /**
  * The pages that links in mail lead to: reset a forgotten password, confirm an address, accept an
@@ -132,6 +133,7 @@ export function AcceptInvitation({ token, email, signedInAs }: { token: string; 
   const [outcome, setOutcome] = useState<string>();
   const accept = useFormAction(async () => {
     const joined = await api.auth.acceptInvitation(token);
+    rememberOrganization(joined.organization.id);
     setOutcome(`You joined ${joined.organization.name}.`);
     router.refresh();
   });
@@ -141,7 +143,9 @@ export function AcceptInvitation({ token, email, signedInAs }: { token: string; 
   });
   const signUp = useFormAction(async (fields) => {
     const password = String(fields.get('password'));
-    await api.auth.acceptInvitationAsNewUser({ token, email, name: String(fields.get('name')), password });
+    const joined = await api.auth.acceptInvitationAsNewUser({ token, email, name: String(fields.get('name')), password });
+    // The app opens in the organization just joined.
+    rememberOrganization(joined.organization.id);
     // The account is made and has joined; this app's session is Better Auth's.
     api.setToken(undefined);
     await orThrow(authClient.signIn.email({ email, password }));

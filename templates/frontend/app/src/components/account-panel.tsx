@@ -1,36 +1,29 @@
 'use client';
 
+import Link from 'next/link';
 import { useRouter } from 'next/navigation';
-import { useCallback, useEffect, useState } from 'react';
-import type { OwnSession } from '@/lib/authstrap-client';
+import { useState } from 'react';
 import { api } from '@/lib/api';
 import { authClient } from '@/lib/auth-client';
 import { useFormAction } from './account-forms';
+import { Sessions } from './account-security';
 
 /**
  * The signed-in user's account, through the backend's own /api/auth (the typed client; the
- * backend accepts this app's Better Auth session): where they are signed in, their password, and
- * deleting the account, which the backend refuses while they are the only owner of an
- * organization with other members.
+ * backend accepts this app's Better Auth session): where they are signed in (the security page's
+ * list, account-security.tsx), their password, and deleting the account, which the backend
+ * refuses while they are the only owner of an organization with other members.
  */
 export function AccountPanel({ email }: { email: string }) {
   const router = useRouter();
-  const [sessions, setSessions] = useState<OwnSession[]>([]);
   const [notice, setNotice] = useState<string>();
-  const reload = useCallback(() => api.auth.sessions().then(setSessions), []);
-  useEffect(() => {
-    reload().catch(() => setNotice('Could not load your sessions; reload the page.'));
-  }, [reload]);
+  // The sessions are read again after a password change, which signs the others out.
+  const [sessionsVersion, setSessionsVersion] = useState(0);
 
-  const signOutOthers = useFormAction(async () => {
-    const { revoked } = await api.auth.revokeOtherSessions();
-    setNotice(`Signed out ${revoked} other ${revoked === 1 ? 'session' : 'sessions'}.`);
-    await reload();
-  });
   const changePassword = useFormAction(async (fields) => {
     await api.auth.changePassword(String(fields.get('currentPassword')), String(fields.get('newPassword')));
     setNotice('Your password is changed; your other sessions were signed out.');
-    await reload();
+    setSessionsVersion((version) => version + 1);
   });
   const deleteAccount = useFormAction(async (fields) => {
     await api.auth.deleteAccount(String(fields.get('password')));
@@ -46,43 +39,12 @@ export function AccountPanel({ email }: { email: string }) {
         <h1>Your account</h1>
         <p className="muted">{email}</p>
         {notice && <p role="status">{notice}</p>}
-        <h2>Where you are signed in</h2>
-        <table>
-          <thead>
-            <tr>
-              <th>Device</th>
-              <th>IP address</th>
-              <th>Signed in</th>
-              <th>Last renewed</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {sessions.map((session) => (
-              <tr key={session.id}>
-                <td>{session.userAgent ?? 'unknown'}</td>
-                <td>{session.ipAddress ?? 'unknown'}</td>
-                <td>{new Date(session.createdAt).toLocaleString()}</td>
-                <td>{new Date(session.updatedAt).toLocaleString()}</td>
-                <td>
-                  {session.current ? (
-                    'this one'
-                  ) : (
-                    <button className="quiet" onClick={() => api.auth.revokeSession(session.id).then(reload)}>
-                      Sign out
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        <form onSubmit={signOutOthers.onSubmit}>
-          <button type="submit" disabled={signOutOthers.pending || sessions.length < 2}>
-            Sign out everywhere else
-          </button>
-        </form>
+        <p>
+          <Link href="/account/security">Security: your sessions and what happened to your account</Link>
+        </p>
       </section>
+
+      <Sessions key={sessionsVersion} />
 
       <section className="card narrow">
         <h2>Change your password</h2>

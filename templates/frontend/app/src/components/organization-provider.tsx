@@ -11,30 +11,53 @@ export interface OrganizationSummary {
 }
 
 interface OrganizationState {
+  /** The signed-in user's id (from the backend's session); undefined until it is read. */
+  userId?: string;
+  /** False until the organizations are first read: pages wait for it before deciding what a role may see. */
+  loaded: boolean;
   organizations: OrganizationSummary[];
   /** The organization every tenant-scoped call is made in (the x-organization-id header). */
   active?: OrganizationSummary;
   choose(id: string): void;
   create(name: string): Promise<void>;
+  /** Reads the organizations again (after a rename, a role change, leaving or deleting one). */
+  refresh(): Promise<void>;
 }
 
 const OrganizationContext = createContext<OrganizationState | undefined>(undefined);
 const storageKey = 'authstrap.organizationId';
 
+/** Makes `id` the organization the app opens in next (e.g. the one an invitation joined). */
+export const rememberOrganization = (id: string) => localStorage.setItem(storageKey, id);
+
+/** Whether a role manages an organization: its settings, people, invitations and keys. */
+export const managesOrganization = (role: string | undefined) => role === 'owner' || role === 'admin';
+
 /**
  * The signed-in user's organizations, from the backend's own session endpoint, and the one they
- * work in. The choice is kept in localStorage so a reload stays in the same organization.
+ * work in. The choice is kept in localStorage so a reload stays in the same organization. Inside
+ * another provider (the settings pages in an app whose layout has one) it adds nothing.
  */
 export function OrganizationProvider({ signedIn, children }: { signedIn: boolean; children: ReactNode }) {
+  const outer = useContext(OrganizationContext);
+  return outer ? children : <OwnOrganizationProvider signedIn={signedIn}>{children}</OwnOrganizationProvider>;
+}
+
+function OwnOrganizationProvider({ signedIn, children }: { signedIn: boolean; children: ReactNode }) {
   const [organizations, setOrganizations] = useState<OrganizationSummary[]>([]);
   const [activeId, setActiveId] = useState<string>();
+  const [userId, setUserId] = useState<string>();
+  const [loaded, setLoaded] = useState(false);
 
   const load = useCallback(async (prefer?: string) => {
-    const organizations = (await api.auth.getSession())?.organizations ?? [];
+    const session = await api.auth.getSession();
+    const organizations = session?.organizations ?? [];
+    setUserId(session?.user.id);
     setOrganizations(organizations);
     const wanted = prefer ?? localStorage.getItem(storageKey) ?? undefined;
     const active = organizations.find((organization) => organization.id === wanted) ?? organizations[0];
     choose(active?.id);
+    setLoaded(true);
   }, []);
 
   useEffect(() => {
@@ -54,7 +77,8 @@ export function OrganizationProvider({ signedIn, children }: { signedIn: boolean
   }
 
   const active = organizations.find((organization) => organization.id === activeId);
-  return <OrganizationContext value={{ organizations, active, choose, create }}>{children}</OrganizationContext>;
+  const refresh = useCallback(() => load(), [load]);
+  return <OrganizationContext value={{ userId, loaded, organizations, active, choose, create, refresh }}>{children}</OrganizationContext>;
 }
 
 export function useOrganizations(): OrganizationState {

@@ -218,6 +218,7 @@ export function registerMachineKeyRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({
     method: 'post',
     path: '/api/auth/api-keys',
+    operationId: 'createMachineKey',
     tags,
     security,
     summary: 'Make a machine key of the organization: the key is in this answer only',
@@ -228,6 +229,7 @@ export function registerMachineKeyRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({
     method: 'get',
     path: '/api/auth/api-keys',
+    operationId: 'listMachineKeys',
     tags,
     security,
     summary: "The organization's machine keys (never the keys themselves)",
@@ -237,6 +239,7 @@ export function registerMachineKeyRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({
     method: 'delete',
     path: '/api/auth/api-keys/{id}',
+    operationId: 'revokeMachineKey',
     tags,
     security,
     summary: 'Revoke a machine key: its next request is a 401',
