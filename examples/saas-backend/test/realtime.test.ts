@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, apiClient, createThrowawayDatabase, databaseKinds, postgresAdminUrl, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { freePort, spawnBackend } from './support/process.js';
-import { openStream, type OpenStream } from './support/sse.js';
+import { openStream, type OpenStream, type StreamMessage } from './support/sse.js';
 import { nginxBinary, siteFromDeployDocs, startNginx, type Nginx } from '../../../bench/lib/nginx.mjs';
 
 /**
@@ -137,9 +137,13 @@ describe.each(databaseKinds)('live streams on the %s database', (kind) => {
     await taskOf(alice, other, { status: 'done', points: 9 });
     const one = await track(streamOf(alice, `entity=Task&id=${first.id}`));
     await alice.api('PATCH', `/Tasks/${first.id}`, { body: { title: 'Renamed' } });
-    await one.next((message) => message.event === 'task.updated');
-    expect((await settledEvents(done, 'task.created')).map((event) => event.data.record.id)).toEqual([first.id]);
-    expect((await settledEvents(points, 'task.created')).map((event) => event.data.record.points)).toEqual([8]);
+    // Matched by both filters and committed last: once it has arrived, so has everything before it
+    // (commit order), so what the streams hold then is all they will get of the earlier changes.
+    const last = await taskOf(alice, projectId, { status: 'done', points: 5 });
+    const arrived = (message: StreamMessage) => message.event === 'task.created' && JSON.parse(message.data).entityId === last.id;
+    await Promise.all([done.next(arrived, 15_000), points.next(arrived, 15_000), one.next((message) => message.event === 'task.updated', 15_000)]);
+    expect(done.events('task.created').map((event) => event.data.record.id)).toEqual([first.id, last.id]);
+    expect(points.events('task.created').map((event) => event.data.record.points)).toEqual([8, 5]);
     expect(one.events('task.created', 'task.updated').map((event) => event.entityId)).toEqual([first.id]);
   });
 
@@ -271,9 +275,11 @@ describe.each(databaseKinds)('a stream that is not read, on the %s database', (k
     await backend.running.db.asOwner((tx) =>
       tx.query(`INSERT INTO "Project" ("organizationId", "name", "description") SELECT $1, 'Burst ' || n, repeat('d', 4990) FROM generate_series(1, $2) AS n`, [alice.organizationId, count]),
     );
-    // The slow one, read at last: after REALTIME_DRAIN_MS (it was ended), before its connection
-    // is cut (5 s later). What it gets ends with the reason, and then the connection closes.
-    await new Promise((resolve) => setTimeout(resolve, 5000));
+    // The slow one, read at last: once the backend has ended it (REALTIME_DRAIN_MS after its
+    // buffer filled), before its connection is cut (5 s later). What it gets ends with the reason,
+    // and then the connection closes. (Waiting a fixed time instead raced a loaded machine, where
+    // filling the buffers took longer than the wait.)
+    await expect.poll(() => backend.running.streams.size, { timeout: 60_000, interval: 20 }).toBe(1);
     const received: Buffer[] = [];
     socket.on('data', (chunk) => received.push(chunk));
     const closed = new Promise((resolve) => socket.once('close', resolve));
@@ -286,7 +292,7 @@ describe.each(databaseKinds)('a stream that is not read, on the %s database', (k
     expect(text).toContain('"code":"TOO_SLOW"');
     expect((text.match(/event: project.created/g) ?? []).length).toBeLessThan(count);
     reader.close();
-  }, 90_000);
+  }, 120_000);
 });
 
 /**

@@ -87,9 +87,10 @@ export async function openStream(baseUrl: string, path: string, headers: Record<
     ended,
     async next(match, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;
+      // Each message is looked at once: a burst of thousands wakes this many times.
+      let looked = 0;
       for (;;) {
-        const found = messages.find(match);
-        if (found) return found;
+        for (; looked < messages.length; looked++) if (match(messages[looked]!)) return messages[looked]!;
         if (done) throw new Error(`the stream ended without the message; received: ${received()}`);
         const left = deadline - Date.now();
         if (left <= 0) throw new Error(`no such message within ${timeoutMs} ms; received: ${received()}`);

@@ -16,7 +16,7 @@ import { serviceTransactions } from './http/service-transactions.js';
 import { createLogger } from './logger.js';
 import { mailChannel } from './mail/mail.js';
 import { createOutbox, type Outbox } from './outbox/outbox.js';
-import { createStreams } from './realtime/streams.js';
+import { createStreams, type Streams } from './realtime/streams.js';
 import { listenForOutboxWakeUps, listenInProcess } from './outbox/wake-ups.js';
 import { startEventRetention } from './events/events.js';
 import { sealStoredWebhookSecrets, webhookSecretSeal } from './events/webhook-secrets.js';
@@ -29,6 +29,8 @@ export interface RunningServer {
   server: Server;
   /** Mail waiting to be sent, and the worker that sends it. */
   outbox: Outbox;
+  /** The live streams this instance holds (realtime/streams.ts). */
+  streams: Streams;
   /** Drains (SHUTDOWN_DRAIN_MS: /ready 503), refuses new connections, serves what arrives on open ones with `Connection: close`, then closes the database. */
   stop(): Promise<void>;
 }
@@ -205,7 +207,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       await tracing?.shutdown();
     })());
 
-  return { url, config, db, server, outbox, stop };
+  return { url, config, db, server, outbox, streams, stop };
 }
 
 /**
