@@ -4,7 +4,7 @@ import { perRequest, type WireCounter } from '../../../bench/lib/pg-wire-counter
 import { addMember, apiClient, databaseKinds, pooledDatabaseKinds, serviceApiKey, signUp, startBackend, startCountedBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
- * Machine keys (extensions/auth/machine-keys.ts): made by an organization's owners and admins,
+ * Machine keys (src/auth/machine-keys.ts): made by an organization's owners and admins,
  * sent as `x-api-key`, they reach that organization's tenant-scoped routes as far as their
  * permissions say, each request checked in the round trip of the route's own statement.
  */

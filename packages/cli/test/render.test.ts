@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { applyWrites, basePathOf, ownedFilesPath, planWrites, type DiskState, type OwnedVersions } from '../src/generate/apply.js';
+import { applyWrites, basePathOf, movedOwnedFiles, ownedFilesPath, planMoves, planWrites, type DiskState, type OwnedVersions } from '../src/generate/apply.js';
 import { planSettle } from '../src/generate/settle.js';
 import { createHash } from 'node:crypto';
 import { loadTemplates, planGenerate } from '../src/generate/index.js';
@@ -287,6 +287,90 @@ describe('planWrites', () => {
       expect(planSettle('decline', { path: 'src/extensions/mine.ts', planned: undefined, current: 'x', recordText, offerExists: false })).toEqual({
         problem: 'src/extensions/mine.ts is not a file authstrap created for you to own: only those have upgrades to decline',
       });
+    });
+  });
+
+  describe('an owned file that moved since the release that wrote it', () => {
+    const from = 'src/extensions/auth/invitations.ts';
+    const to = 'src/auth/invitations.ts';
+    const base = "import { messages } from '../mail/messages.js';\n\nconst lifetimeMs = 7 * day;\n\nexport function invite() {\n  return send();\n}\n";
+    const template = base.replace("'../mail/messages.js'", "'../extensions/mail/messages.js'");
+    const olderRecord = { files: { [from]: version(base) }, authstrap: '0.2.0' };
+    const upgrade = (mine: string, contents: Record<string, string> = { [basePathOf(from)]: base }) =>
+      planWrites([{ path: to, contents: template, ownership: 'owned' }], {
+        contents: new Map<string, string | undefined>([[to, undefined], [from, mine], ...Object.entries(contents)]),
+        generatedFiles: [],
+        ownedVersions: olderRecord,
+      });
+    const removed = (writes: ReturnType<typeof planWrites>['writes']) => writes.filter((write) => write.action === 'remove').map((write) => write.path);
+
+    it('is listed with its new path for each engine file that left src/extensions/auth', () => {
+      expect(movedOwnedFiles.get(from)).toBe(to);
+      expect(movedOwnedFiles.get('src/extensions/auth/auth.router.ts')).toBe('src/auth/auth.router.ts');
+      // The files a user extends stay where they are.
+      expect(movedOwnedFiles.has('src/extensions/auth/auth.service.ts')).toBe(false);
+      expect(movedOwnedFiles.has('src/extensions/auth/auth.decorator.ts')).toBe(false);
+    });
+
+    it('unchanged by its user: written at its new path; the old file and its base removed', () => {
+      const { writes, notes, pending } = upgrade(base);
+      expect(writes).toContainEqual({ path: to, action: 'create', contents: template });
+      expect(writes).toContainEqual({ path: basePathOf(to), action: 'create', contents: template });
+      expect(removed(writes)).toEqual([from, basePathOf(from)]);
+      expect(recordIn(writes)).toEqual({ [to]: version(template) });
+      expect(pending).toEqual([]);
+      expect(notes.join('\n')).toContain(`this version moves a file you own: ${from} -> ${to}`);
+    });
+
+    it('changed by its user away from this version\'s changes: merged three ways into its new path', () => {
+      const mine = base.replace('7 * day', '14 * day');
+      const { writes, notes, pending } = upgrade(mine);
+      expect(writes).toContainEqual({ path: to, action: 'create', contents: template.replace('7 * day', '14 * day') });
+      expect(writes).toContainEqual({ path: basePathOf(to), action: 'create', contents: template });
+      expect(removed(writes)).toEqual([from, basePathOf(from)]);
+      expect(pending).toEqual([]);
+      expect(notes.join('\n')).toContain(`merged this version's changes into a file you changed (review them before you commit): ${to}`);
+    });
+
+    it('with no base kept in the project, merged from the released template its record names', () => {
+      const mine = base.replace('7 * day', '14 * day');
+      const { writes } = planWrites([{ path: to, contents: template, ownership: 'owned' }], {
+        contents: new Map<string, string | undefined>([[to, undefined], [from, mine]]),
+        generatedFiles: [],
+        ownedVersions: olderRecord,
+        releasedBases: new Map([[from, base]]),
+      });
+      expect(writes).toContainEqual({ path: to, action: 'create', contents: template.replace('7 * day', '14 * day') });
+      expect(removed(writes)).toEqual([from]);
+    });
+
+    it('changed on the same lines: written with conflict markers at its new path, its old base beside it until resolve', () => {
+      const mine = base.replace("'../mail/messages.js'", "'../mail/our-messages.js'");
+      const { writes, pending } = upgrade(mine);
+      expect(writes.find((write) => write.path === to)!.contents).toContain(`<<<<<<< yours: ${to}\n`);
+      expect(writes).toContainEqual({ path: basePathOf(to), action: 'create', contents: base });
+      expect(removed(writes)).toEqual([from, basePathOf(from)]);
+      expect(recordIn(writes)[to]).toEqual({ template: sha256(template), written: sha256(base), pending: 'conflict' });
+      expect(pending).toEqual([{ path: to, state: 'conflict' }]);
+    });
+
+    it('changed and with no base at all: kept as its user wrote it at the new path, this version offered beside it', () => {
+      const mine = base.replace('7 * day', '14 * day');
+      const { writes, pending } = upgrade(mine, {});
+      expect(writes).toContainEqual({ path: to, action: 'create', contents: mine });
+      expect(writes).toContainEqual({ path: `${to}.authstrap-new`, action: 'create', contents: template });
+      expect(removed(writes)).toEqual([from]);
+      expect(pending).toEqual([{ path: to, state: 'offered' }]);
+    });
+
+    it('already at both places: nothing moves, the old file is kept and named', () => {
+      const disk: DiskState = { contents: new Map([[to, template], [from, base]]), generatedFiles: [], ownedVersions: { files: { [to]: version(template) } } };
+      const moves = planMoves([{ path: to, contents: template, ownership: 'owned' }], disk);
+      expect(moves.moved).toEqual([]);
+      expect(moves.disk.contents.get(to)).toBe(template);
+      expect(moves.notes).toEqual([`a file this version moved is at both places, so the old one is kept: ${from} (now ${to}). Delete it once nothing imports it`]);
+      // Once moved, a run finds nothing to move.
+      expect(planMoves([{ path: to, contents: template, ownership: 'owned' }], { ...disk, contents: new Map([[to, template]]) })).toMatchObject({ moved: [], notes: [] });
     });
   });
 

@@ -13,8 +13,10 @@ import { createResources, healthyEnv, runCliAsync, type CliResult } from './supp
  * 0.2.0's templates that differ from today's are in templates/released-owned.json, so the merge
  * has its base. The three projects differ in where their users changed things:
  *   (a) extension points only: their own route in src/extensions/index.ts, their mail wording;
- *   (b) an engine file away from this version's changes: a two-line exemption at the top of
- *       src/http/rate-limit.ts (this version adds a function further down);
+ *   (b) engine files away from this version's changes: a two-line exemption at the top of
+ *       src/http/rate-limit.ts (this version adds a function further down), and a longer
+ *       invitation lifetime in src/extensions/auth/invitations.ts, which this version moves to
+ *       src/auth/invitations.ts (and changes its imports);
  *   (c) the same lines: their own route mounted in src/app.ts right where this version mounts
  *       /realtime.
  * (a) and (b) upgrade with no question; (c) gets conflict markers and is resolved as a person
@@ -34,6 +36,8 @@ const exemption = '// Ours: the status page polls without limits.\nexport const 
 const webhookMount = "  app.use('/webhook-endpoints', ...webhooksRouter({ config, db, auth, outbox, settings: config.webhooks }));\n";
 const ourMount = "  app.use('/status-page', (_req, res) => { res.json({ ok: true }); });\n";
 const realtimeMount = "  app.use('/realtime', realtimeRouter({ config, db, auth, streams }));\n";
+const invitationLifetime = 'const invitationLifetimeMs = 7 * 24 * 60 * 60 * 1000;';
+const ourInvitationLifetime = 'const invitationLifetimeMs = 14 * 24 * 60 * 60 * 1000;';
 
 /** The project's typecheck (`tsc --noEmit`, what its build checks), with the example's TypeScript. */
 function typecheck(dir: string): Promise<{ ok: boolean; output: string }> {
@@ -77,7 +81,10 @@ describe.runIf(adminUrl)('an upgrade from authstrap 0.2.0, with the users\' edit
         edit(dir, 'src/extensions/index.ts', '  const router = Router();\n', `  const router = Router();\n${ownRoute}`);
         edit(dir, 'src/extensions/mail/messages.ts', 'Confirm your', 'Please confirm your');
       }),
-      upgrade('b', (dir) => write(dir, 'src/http/rate-limit.ts', exemption + read(dir, 'src/http/rate-limit.ts'))),
+      upgrade('b', (dir) => {
+        write(dir, 'src/http/rate-limit.ts', exemption + read(dir, 'src/http/rate-limit.ts'));
+        edit(dir, 'src/extensions/auth/invitations.ts', invitationLifetime, ourInvitationLifetime);
+      }),
       upgrade('c', (dir) => edit(dir, 'src/app.ts', webhookMount, webhookMount + ourMount)),
       upgrade('c-declined', (dir) => edit(dir, 'src/app.ts', webhookMount, webhookMount + ourMount)),
     ]);
@@ -101,12 +108,21 @@ describe.runIf(adminUrl)('an upgrade from authstrap 0.2.0, with the users\' edit
     expect(check.status, check.output).toBe(0);
   });
 
-  it('(b) an engine file changed away from this version\'s changes: merged with no question, both changes in', () => {
+  it('(b) engine files changed away from this version\'s changes: merged with no question, both changes in, a moved one at its new path', () => {
     const { dir, generate, check } = project('b');
     expect(generate.status, generate.output).toBe(0);
-    expect(generate.stdout).toContain('merged this version\'s changes into a file you changed (review them before you commit): src/http/rate-limit.ts');
+    expect(generate.stdout).toContain('merged this version\'s changes into 2 files you changed (review them before you commit): src/auth/invitations.ts, src/http/rate-limit.ts');
     expect(read(dir, 'src/http/rate-limit.ts')).toBe(exemption + read(exampleDir, 'src/http/rate-limit.ts'));
     expect(fs.existsSync(path.join(dir, 'src/http/rate-limit.ts.authstrap-new'))).toBe(false);
+    // The moved file: the user's lifetime in this version's file at its new path; the old one gone.
+    expect(read(exampleDir, 'src/auth/invitations.ts')).toContain(invitationLifetime);
+    expect(read(dir, 'src/auth/invitations.ts')).toBe(read(exampleDir, 'src/auth/invitations.ts').replace(invitationLifetime, ourInvitationLifetime));
+    expect(generate.stdout).toContain('src/extensions/auth/invitations.ts -> src/auth/invitations.ts');
+    expect(fs.existsSync(path.join(dir, 'src/extensions/auth/invitations.ts'))).toBe(false);
+    expect(Object.keys(JSON.parse(read(dir, 'authstrap.files.json')).files).filter((file) => file.startsWith('src/extensions/auth/'))).toEqual([
+      'src/extensions/auth/auth.decorator.ts',
+      'src/extensions/auth/auth.service.ts',
+    ]);
     expect(check.status, check.output).toBe(0);
   });
 

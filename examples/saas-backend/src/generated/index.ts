@@ -23,9 +23,6 @@ import { taskNestedRouter, taskRouter } from './Task/task.router.js';
  * trip; see guards/tenant.guard.ts).
  * `serviceApi.<entity>` serves the trusted server (the service key) and passes everyone else on.
  */
-/** The entities an organization's machine keys may reach: what their permissions may name (none without auth). */
-export const keyEntities: readonly string[] = ['Project', 'Task'];
-
 export function generatedRouter(deps: GeneratedDeps): Router {
   const router = Router();
   const signedIn = authGuard(deps);

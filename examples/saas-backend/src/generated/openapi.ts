@@ -2,7 +2,7 @@
 import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { createDocument, registerCrudRoutes } from '../openapi/crud.js';
 import { registerEntityWebhooks } from '../events/openapi.js';
-import { invitationCreateRoute, userInvitationRoute } from '../extensions/auth/invitations.js';
+import { invitationCreateRoute, userInvitationRoute } from '../auth/invitations.js';
 import { userListSpec } from './User/user.repository.js';
 import {
   UserCreateInput,

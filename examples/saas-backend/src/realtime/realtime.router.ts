@@ -1,7 +1,7 @@
 import { Router, type Request } from 'express';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
-import type { Role } from '../extensions/auth/auth.service.js';
+import type { Role } from '../auth/types.js';
 import { resolveCaller, type CallerDeps } from '../generated/guards/auth.guard.js';
 import { assertMayList } from '../generated/guards/rules.js';
 import { scopeOf } from '../generated/guards/scope.guard.js';

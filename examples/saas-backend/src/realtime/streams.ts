@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { RealtimeSettings } from '../config.js';
 import type { Database } from '../db/database.js';
 import { machineKeyStatement, type MachineKeyRow } from '../db/scope.js';
-import type { Role } from '../extensions/auth/auth.service.js';
+import type { Role } from '../auth/types.js';
 import { createStreamReader, readEvents, streamBounds, type PositionedEvent } from './stream-reader.js';
 import { visibleEvent, type Interest, type Listener, type StreamedEvent } from './stream-rules.js';
 

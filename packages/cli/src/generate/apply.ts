@@ -52,6 +52,23 @@ export const ownedBaseDir = '.authstrap-base';
  */
 export const basePathOf = (file: string) => `${ownedBaseDir}/${file}.base`;
 
+/**
+ * Owned files that moved since an earlier release: the path it wrote -> the path this version
+ * writes. 0.3.0 moved the auth engine out of src/extensions/auth/, which keeps the two files a
+ * user extends (auth.service.ts, auth.decorator.ts), into src/auth/. An upgrade carries each old
+ * file to its new path as planOwnedFiles would upgrade it in place (planMoves), then removes the
+ * old file and its base.
+ */
+export const movedOwnedFiles: ReadonlyMap<string, string> = new Map(
+  ['account-flows', 'auth.router', 'invitations', 'machine-keys', 'organization-manager', 'password', 'roles', 'tokens'].map((name) => [
+    `src/extensions/auth/${name}.ts`,
+    `src/auth/${name}.ts`,
+  ]),
+);
+
+/** The old path of an owned file that moved here (movedOwnedFiles), if it did. */
+const movedFrom = (file: string, moves: ReadonlyMap<string, string>) => [...moves].find(([, to]) => to === file)?.[0];
+
 export interface OwnedVersions {
   /**
    * Path -> the SHA-256 (hex) of the template authstrap last wrote or offered for it, and of the
@@ -121,19 +138,26 @@ export function readDiskState(projectDir: string, planned: PlannedFile[], releas
     const full = path.join(projectDir, file.path);
     contents.set(file.path, fs.existsSync(full) ? fs.readFileSync(full, 'utf8') : undefined);
   }
-  for (const file of planned.filter((planned) => planned.ownership === 'owned')) {
-    for (const kept of [`${file.path}${ownedOfferSuffix}`, basePathOf(file.path)]) {
+  // An owned file that moved here is read at its old path too, with its base (planMoves).
+  const ownedPaths = planned
+    .filter((planned) => planned.ownership === 'owned')
+    .flatMap((file) => {
+      const from = movedFrom(file.path, movedOwnedFiles);
+      return from === undefined ? [file.path] : [file.path, from];
+    });
+  for (const file of ownedPaths) {
+    for (const kept of [file, `${file}${ownedOfferSuffix}`, basePathOf(file)]) {
       const full = path.join(projectDir, kept);
-      if (fs.existsSync(full)) contents.set(kept, fs.readFileSync(full, 'utf8'));
+      if (!contents.has(kept) && fs.existsSync(full)) contents.set(kept, fs.readFileSync(full, 'utf8'));
     }
   }
   const ownedRecord = path.join(projectDir, ownedFilesPath);
   if (fs.existsSync(ownedRecord)) contents.set(ownedFilesPath, fs.readFileSync(ownedRecord, 'utf8'));
   const ownedVersions = readOwnedVersions(projectDir);
   const releasedBases = new Map<string, string>();
-  for (const file of planned.filter((planned) => planned.ownership === 'owned')) {
-    const releasedBase = released.get(ownedVersions?.files[file.path]?.template ?? '');
-    if (releasedBase !== undefined) releasedBases.set(file.path, releasedBase);
+  for (const file of ownedPaths) {
+    const releasedBase = released.get(ownedVersions?.files[file]?.template ?? '');
+    if (releasedBase !== undefined) releasedBases.set(file, releasedBase);
   }
   const generatedFiles: string[] = [];
   const walk = (dir: string) => {
@@ -169,18 +193,77 @@ export function planWrites(planned: PlannedFile[], disk: DiskState, options: { o
     if (current === undefined) writes.push({ path: file.path, action: 'create', contents: file.contents });
     else if (current !== file.contents) writes.push({ path: file.path, action: 'update', contents: file.contents });
   };
-  const owned = planOwnedFiles(planned.filter((file) => file.ownership === 'owned'), disk, options);
+  const ownedPlanned = planned.filter((file) => file.ownership === 'owned');
+  const moves = planMoves(ownedPlanned, disk);
+  const owned = planOwnedFiles(ownedPlanned, moves.disk, options);
+  for (const { to } of moves.moved) {
+    // What planOwnedFiles keeps as it is (the user's file, its base) is on disk only at the old
+    // path: it goes to the new one.
+    const ownedWrites = owned.files.get(to) ?? [];
+    const kept = [to, basePathOf(to)].filter((file) => moves.disk.contents.get(file) !== undefined && !ownedWrites.some((write) => write.path === file));
+    owned.files.set(to, [...ownedWrites, ...kept.map((file) => ({ path: file, contents: moves.disk.contents.get(file)! }))]);
+  }
   for (const file of planned) {
     if (file.ownership === 'generated') write(file);
     else if (file.ownership === 'migration' && disk.contents.get(file.path) === undefined) write(file);
     else if (file.ownership === 'owned') for (const ownedWrite of owned.files.get(file.path) ?? []) write(ownedWrite);
   }
   if (owned.record) write(owned.record);
+  for (const { from } of moves.moved) {
+    for (const old of [from, basePathOf(from)]) if (disk.contents.get(old) !== undefined) writes.push({ path: old, action: 'remove' });
+  }
   const plannedPaths = new Set(planned.map((file) => file.path));
   for (const existing of disk.generatedFiles) {
     if (!plannedPaths.has(existing)) writes.push({ path: existing, action: 'remove' });
   }
-  return { writes, notes: owned.notes, pending: owned.pending };
+  return { writes, notes: [...moves.notes, ...owned.notes], pending: owned.pending };
+}
+
+/**
+ * The disk as planOwnedFiles should see it once the owned files that moved (`moves`, old path ->
+ * new) are at their new paths: each old file, its base and its record entry under the new path,
+ * so that it is upgraded as it would be in place (rewritten when its user never changed it,
+ * merged three ways from its old base when they did). Only where the old file is there and the
+ * new one is not: when both are, the old one is left alone and named in a note.
+ */
+export function planMoves(
+  owned: PlannedFile[],
+  disk: DiskState,
+  moves: ReadonlyMap<string, string> = movedOwnedFiles,
+): { disk: DiskState; moved: { from: string; to: string }[]; notes: string[] } {
+  const contents = new Map(disk.contents);
+  const files = { ...disk.ownedVersions?.files };
+  const releasedBases = new Map(disk.releasedBases);
+  const moved: { from: string; to: string }[] = [];
+  const leftBehind: string[] = [];
+  for (const { path: to } of owned) {
+    const from = movedFrom(to, moves);
+    if (from === undefined || disk.contents.get(from) === undefined) continue;
+    if (disk.contents.get(to) !== undefined) {
+      leftBehind.push(`${from} (now ${to})`);
+      continue;
+    }
+    moved.push({ from, to });
+    contents.set(to, disk.contents.get(from));
+    contents.set(basePathOf(to), disk.contents.get(basePathOf(from)));
+    const before = files[from];
+    delete files[from];
+    if (before) files[to] = before;
+    const releasedBase = disk.releasedBases?.get(from);
+    if (releasedBase !== undefined) releasedBases.set(to, releasedBase);
+  }
+  const notes: string[] = [];
+  if (moved.length > 0) {
+    notes.push(
+      `this version moves ${moved.length === 1 ? 'a file' : `${moved.length} files`} you own: ${moved.map(({ from, to }) => `${from} -> ${to}`).join(', ')}. ` +
+        'Code of yours that imports one must import it from its new place (docs/upgrading.md, "Files that moved")',
+    );
+  }
+  if (leftBehind.length > 0) {
+    notes.push(`${leftBehind.length === 1 ? 'a file' : `${leftBehind.length} files`} this version moved ${leftBehind.length === 1 ? 'is' : 'are'} at both places, so the old one is kept: ${leftBehind.join(', ')}. Delete it once nothing imports it`);
+  }
+  const ownedVersions = disk.ownedVersions ? { ...disk.ownedVersions, files } : undefined;
+  return { disk: { ...disk, contents, ownedVersions, releasedBases }, moved, notes };
 }
 
 /**

@@ -18,7 +18,7 @@ import { literal, quote } from './sql-text.js';
  */
 
 /**
- * The events the backend's own code records (src/extensions/auth/, src/events/): with the
+ * The events the backend's own code records (src/auth/, src/events/): with the
  * entities' events, what generated/events.ts, the OpenAPI document and the typed client list.
  */
 export const authEventTypes: Record<string, string> = {

@@ -313,7 +313,7 @@ const userOperationsOf: Record<string, string> = { verification: '[]', apikey: '
 const invitationCreateRoutes: Record<string, string> = { member: 'invitationCreateRoute', User: 'userInvitationRoute' };
 
 /** Built-in entities whose routes only the trusted server (the service key) may use. */
-// Machine keys are made and revoked through /api/auth/api-keys (extensions/auth/machine-keys.ts).
+// Machine keys are made and revoked through /api/auth/api-keys (src/auth/machine-keys.ts).
 const serviceOnlyEntities = new Set(['verification', 'apikey']);
 
 function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean): EntityView {

@@ -13,7 +13,7 @@ import type { Database } from '../db/database.js';
 import { withScope } from '../db/scope.js';
 import { asCaller, tenantScoped } from '../generated/guards/tenant.guard.js';
 import { isServiceKeyRequest } from '../http/session-token.js';
-import type { AuthService } from './auth/auth.service.js';
+import type { AuthService } from '../auth/auth-service.js';
 
 /** The tables a test may look into or switch row-level security off for. */
 const tables = new Set(['Project', 'Task', 'Invoice', 'InvoiceLine', 'Note']);

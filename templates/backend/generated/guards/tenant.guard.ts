@@ -5,7 +5,7 @@ import type { Database, Queryable, QueryResult } from '../../db/database.js';
 import { callerStatement, machineKeyStatement, setScopeStatement, type CallerRow, type KeyOperation, type MachineKeyRow, type Scope, type ScopedQueryable } from '../../db/scope.js';
 import { quoteIdentifier, type Statement } from '../../db/sql.js';
 import { eventContextStatement, requestContext } from '../../events/events.js';
-import type { Role } from '../../extensions/auth/auth.service.js';
+import type { Role } from '../../auth/types.js';
 import { forbidden, HttpError, notFound } from '../../http/errors.js';
 import { ruleFrom, type MachineKeyLimit } from '../../http/machine-key-limit.js';
 import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, presentedSession, requestTokenDigest, setSessionCookie, storedTokenCandidates, type PresentedSession } from '../../http/session-token.js';

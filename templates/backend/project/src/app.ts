@@ -4,7 +4,7 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
-import { authRouter, registerAuthRoutes } from './extensions/auth/auth.router.js';
+import { authRouter, registerAuthRoutes } from './auth/auth.router.js';
 import { createAuthService } from './extensions/auth/auth.service.js';
 import { eventContext } from './events/events.js';
 import { auditEventsRouter } from './events/events.router.js';
@@ -58,7 +58,7 @@ export interface AppDependencies {
  */
 export function createApp({ config, db, logger, rateLimits, outbox, transactions, streams, metrics, tracing }: AppDependencies): Express {
   const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }), machineKeyLimit: rateLimits.machineKeys });
-  // The account flows' mail requests are sent by the outbox's worker (extensions/auth/account-flows.ts).
+  // The account flows' mail requests are sent by the outbox's worker (auth/account-flows.ts).
   outbox.register(auth.accountMailChannel);
   const app = express();
   app.disable('x-powered-by');

@@ -1,6 +1,6 @@
 import type { Request, RequestHandler } from 'express';
 import { forbidden, HttpError } from '../../http/errors.js';
-import type { Caller, PublicUser, Role } from './auth.service.js';
+import type { Caller, PublicUser, Role } from '../../auth/types.js';
 
 /**
  * What a route requires of its caller, written in front of its handler:

@@ -3,7 +3,7 @@ import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { byUser, requestContext } from '../../events/events.js';
 import { assertRole, userOf } from '../../extensions/auth/auth.decorator.js';
-import { NewMemberInput } from '../../extensions/auth/invitations.js';
+import { NewMemberInput } from '../../auth/invitations.js';
 import { sendData, sendList } from '../../http/envelope.js';
 import { forbidden, notFound } from '../../http/errors.js';
 import { listRows, parseListQuery, type ParamCondition } from '../../http/list-query.js';

@@ -17,7 +17,7 @@ import { listRows, type ListPage, type ListQuery, type ListSpec } from '../http/
  *   `project.deleted`; `organization.*`, `member.*`) are written by a trigger on the table, so
  *   every path that changes a row records them: the routes, the service key, your own SQL.
  * - Auth events (`user.signed_up`, `session.signed_in`, ...) are written by the auth flows
- *   (src/extensions/auth/), with `recordEvent` below.
+ *   (src/auth/), with `recordEvent` below.
  *
  * Who and from where: the caller's user id is the scope's (`authstrap.user_id`, db/scope.ts);
  * the request id, IP address, user agent, and the actor when it is not a signed-in user, travel

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
-import type { AuthService } from './auth/auth.service.js';
+import type { AuthService } from '../auth/auth-service.js';
 
 /**
  * Your own routes. This folder is yours: `authstrap generate` creates it once and never writes

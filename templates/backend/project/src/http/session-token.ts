@@ -41,7 +41,7 @@ export function requestTokenDigest(req: Request, token: string): Buffer {
 }
 
 /**
- * A machine key of an organization (extensions/auth/machine-keys.ts), as a cron job or another
+ * A machine key of an organization (auth/machine-keys.ts), as a cron job or another
  * service sends it: the `x-api-key` header, Better Auth's api-key plugin's default. It reaches the
  * organization's tenant-scoped routes only (src/generated/guards/tenant.guard.ts).
  */

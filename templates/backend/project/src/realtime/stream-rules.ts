@@ -1,4 +1,4 @@
-import type { Role } from '../extensions/auth/auth.service.js';
+import type { Role } from '../auth/types.js';
 import type { EntityRules } from '../generated/guards/rules.js';
 import type { FieldFilter, ListSpec } from '../http/list-query.js';
 

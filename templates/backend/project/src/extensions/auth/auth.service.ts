@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import bcrypt from 'bcrypt';
-import { z } from 'zod';
-import type { Config } from '../../config.js';
 import type { Database, Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
 import { hashToken, storedTokenCandidates } from '../../http/session-token.js';
@@ -10,17 +8,17 @@ import type { ListQuery } from '../../http/list-query.js';
 import type { MachineKeyLimit } from '../../http/machine-key-limit.js';
 import type { Mailer } from '../../mail/mail.js';
 import { messages } from '../mail/messages.js';
-import { createAccountFlows } from './account-flows.js';
-import { createInvitations } from './invitations.js';
-import { createMachineKeys } from './machine-keys.js';
-import { passwordSchema } from './password.js';
-import { RoleSchema, type Role } from './roles.js';
-import { issueToken } from './tokens.js';
+import { createAccountFlows } from '../../auth/account-flows.js';
+import type { AuthService } from '../../auth/auth-service.js';
+import { createInvitations } from '../../auth/invitations.js';
+import { createMachineKeys } from '../../auth/machine-keys.js';
+import { issueToken } from '../../auth/tokens.js';
+import type { AuthInternals, AuthSettings, PublicSession, PublicUser, RequestMeta, Role, SignInInput, SignUpInput } from '../../auth/types.js';
 
 /**
  * Password sign-up and sign-in with database sessions; the account flows around them are in
- * account-flows.ts, invitations in invitations.ts. This file is yours: the generator created it
- * once and never writes it again.
+ * src/auth/account-flows.ts, invitations in src/auth/invitations.ts. This file is yours: the
+ * generator created it once and never writes it again.
  *
  * - Passwords are bcrypt hashes in `account.password` (providerId 'credential'), never in `User`.
  * - A session secret is 32 random bytes the client keeps (cookie `session` or a Bearer token);
@@ -33,66 +31,9 @@ const sessionLifetimeMs = 7 * 24 * 60 * 60 * 1000;
 /** A session used with less than this left is extended to the full lifetime again. */
 const renewWhenLeftMs = 6 * 24 * 60 * 60 * 1000;
 
-// Auth bodies ignore unknown fields (clients such as Better Auth send extras like callbackURL).
-export const SignUpInput = z
-  .object({
-    email: z.email().max(320).toLowerCase(),
-    name: z.string().min(2).max(200),
-    password: passwordSchema,
-    image: z.string().max(2048).nullable().optional(),
-  })
-  .meta({ id: 'SignUpInput' });
-export type SignUpInput = z.infer<typeof SignUpInput>;
-
-export const SignInInput = z
-  .object({ email: z.string().max(320).toLowerCase(), password: z.string().max(1024) })
-  .meta({ id: 'SignInInput' });
-export type SignInInput = z.infer<typeof SignInInput>;
-
-export interface PublicUser {
-  id: string;
-  email: string;
-  name: string;
-  email_verified: boolean;
-  image: string | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-export interface PublicSession {
-  id: string;
-  userId: string;
-  expiresAt: Date;
-  activeOrganizationId: string | null;
-  ipAddress: string | null;
-  userAgent: string | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-/** Who is calling, as resolved by the auth guard. */
-export type Caller =
-  | { kind: 'service' }
-  | {
-      kind: 'user';
-      user: PublicUser;
-      session: PublicSession;
-      /** The caller's membership of the organization they act in (x-organization-id, or else the session's active one), if any. */
-      membership?: { organizationId: string; role: Role };
-    }
-  /** A machine key of one organization (x-api-key), on that organization's tenant-scoped routes only. */
-  | { kind: 'key'; keyId: string; organizationId: string; role: Role };
-
-export interface RequestMeta {
-  ipAddress?: string;
-  userAgent?: string;
-}
-
 const userFields = ['id', 'email', 'name', 'email_verified', 'image', 'createdAt', 'updatedAt'];
 const userColumns = (alias: string) => userFields.map((field) => `${alias}."${field}"`).join(', ');
 const sessionColumns = 's."id", s."userId", s."expiresAt", s."activeOrganizationId", s."ipAddress", s."userAgent", s."createdAt", s."updatedAt"';
-
-export { hashToken, RoleSchema, type Role };
 
 const invalidCredentials = () => new HttpError(401, 'UNAUTHORIZED', 'Invalid email or password');
 
@@ -106,11 +47,15 @@ function slugify(text: string): string {
   return `${base || 'org'}-${randomBytes(3).toString('hex')}`;
 }
 
-export type AuthService = ReturnType<typeof createAuthService>;
+// Code written against 0.2.0 imported these from this file; they live in src/auth/ now.
+export type { AuthService } from '../../auth/auth-service.js';
+export { RoleSchema, SignInInput, SignUpInput, type AuthSettings, type Caller, type PublicSession, type PublicUser, type RequestMeta, type Role } from '../../auth/types.js';
 
-export type AuthSettings = Pick<Config, 'bcryptCost' | 'requireEmailVerification' | 'invitations'>;
-
-export function createAuthService({ db, config, mailer, machineKeyLimit }: { db: Database; config: AuthSettings; mailer: Mailer; machineKeyLimit: MachineKeyLimit }) {
+/**
+ * The service the engine (src/auth/) runs on. A method of your own needs a line in the
+ * AuthService interface (src/auth/auth-service.ts) too, for the routes to see it.
+ */
+export function createAuthService({ db, config, mailer, machineKeyLimit }: { db: Database; config: AuthSettings; mailer: Mailer; machineKeyLimit: MachineKeyLimit }): AuthService {
   // Hashed once, lazily: sign-in for an unknown e-mail compares against it, so that an unknown
   // e-mail and a wrong password take the same time.
   let dummyHash: Promise<string> | undefined;
@@ -383,22 +328,10 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
     /** Verifying the address, resetting and changing the password and the address, deleting the account. */
     ...createAccountFlows(shared),
 
-    /** Invitations to join an organization (see invitations.ts). */
+    /** Invitations to join an organization (see src/auth/invitations.ts). */
     invitations: createInvitations(shared),
 
-    /** The organizations' machine keys (see machine-keys.ts). */
+    /** The organizations' machine keys (see src/auth/machine-keys.ts). */
     machineKeys: createMachineKeys(db, machineKeyLimit),
   };
 }
-
-/** What account-flows.ts and invitations.ts use of the service. */
-export type AuthInternals = {
-  db: Database;
-  config: AuthSettings;
-  mailer: Mailer;
-  hashPassword(password: string): Promise<string>;
-  createSession(tx: Queryable, userId: string, activeOrganizationId: string | null, meta: RequestMeta): Promise<{ token: string; session: PublicSession }>;
-  insertUserWithPassword(tx: Queryable, input: { email: string; name: string; image?: string | null; emailVerified?: boolean }, passwordHash: string): Promise<PublicUser>;
-  createPersonalOrganization(tx: Queryable, user: { id: string; name: string }): Promise<string>;
-  sendVerificationLink(tx: Queryable, user: { id: string; email: string; name: string }): Promise<void>;
-};

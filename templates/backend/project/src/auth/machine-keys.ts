@@ -1,20 +1,19 @@
-import { byUser, recordAuthEvent } from '../../events/events.js';
+import { byUser, recordAuthEvent } from '../events/events.js';
 import { randomBytes } from 'node:crypto';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
-import type { Config } from '../../config.js';
-import type { Database } from '../../db/database.js';
-import type { KeyOperation } from '../../db/scope.js';
-import { keyEntities } from '../../generated/index.js';
-import { sendData } from '../../http/envelope.js';
-import { forbidden, HttpError, validationFailed } from '../../http/errors.js';
-import { ruleFrom, type MachineKeyLimit } from '../../http/machine-key-limit.js';
-import { hashMachineKey } from '../../http/session-token.js';
-import { parseBody, parseId } from '../../http/validate.js';
-import type { AuthService } from './auth.service.js';
+import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { KeyOperation } from '../db/scope.js';
+import { keyEntities } from '../generated/key-entities.js';
+import { sendData } from '../http/envelope.js';
+import { forbidden, HttpError, validationFailed } from '../http/errors.js';
+import { ruleFrom, type MachineKeyLimit } from '../http/machine-key-limit.js';
+import { hashMachineKey } from '../http/session-token.js';
+import { parseBody, parseId } from '../http/validate.js';
 import { organizationManager } from './organization-manager.js';
-import { RoleSchema, type Role } from './roles.js';
+import { RoleSchema, type Role, type SessionResolver } from './types.js';
 
 /**
  * Machine keys: credentials of one organization for a cron job, another service or a customer's
@@ -25,7 +24,6 @@ import { RoleSchema, type Role } from './roles.js';
  * organization's tenant-scoped routes and nothing else, each request checked in the round trip
  * of the route's own statement (db/scope.ts, machineKeyStatement): so a revoked, disabled or
  * expired key fails on its next request. docs/auth.md, "Machine keys", has the whole story.
- * This file is yours: the generator created it once.
  */
 
 export const keyOperations = ['list', 'read', 'create', 'update', 'delete'] as const satisfies readonly KeyOperation[];
@@ -165,7 +163,7 @@ export type MachineKeys = ReturnType<typeof createMachineKeys>;
  * /api/auth/api-keys: an owner or admin of the organization the request acts in (x-organization-id,
  * or the session's active organization) makes, lists and revokes its keys.
  */
-export function machineKeysRouter({ auth, config, keys }: { auth: AuthService; config: Config; keys: MachineKeys }): Router {
+export function machineKeysRouter({ auth, config, keys }: { auth: SessionResolver; config: Config; keys: MachineKeys }): Router {
   const router = Router();
 
   const manager = (req: Request) => organizationManager(req, { auth, config }, 'Machine keys are managed by the owners and admins of the organization');

@@ -1,10 +1,9 @@
 import type { Request } from 'express';
-import type { Config } from '../../config.js';
-import { noOrganization, notAMember, organizationHeader } from '../../generated/guards/scope.guard.js';
-import { forbidden, HttpError } from '../../http/errors.js';
-import { presentedSession } from '../../http/session-token.js';
-import type { AuthService } from './auth.service.js';
-import type { Role } from './roles.js';
+import type { Config } from '../config.js';
+import { noOrganization, notAMember, organizationHeader } from '../generated/guards/scope.guard.js';
+import { forbidden, HttpError } from '../http/errors.js';
+import { presentedSession } from '../http/session-token.js';
+import type { Role, SessionResolver } from './types.js';
 
 /** Who manages something of an organization under /api/auth (its machine keys, its invitations). */
 export interface OrganizationManager {
@@ -18,7 +17,7 @@ export interface OrganizationManager {
  * and the caller, an owner or admin there: 401 without a session, 400 without an organization,
  * 403 for anyone else, saying `managedBy` (what only owners and admins may do).
  */
-export async function organizationManager(req: Request, { auth, config }: { auth: AuthService; config: Config }, managedBy: string): Promise<OrganizationManager> {
+export async function organizationManager(req: Request, { auth, config }: { auth: SessionResolver; config: Config }, managedBy: string): Promise<OrganizationManager> {
   const header = req.header('x-organization-id') === undefined ? undefined : organizationHeader(req);
   const presented = presentedSession(req, config);
   const resolved = presented ? await auth.resolveSession(presented.token, header) : null;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Queryable } from '../../db/database.js';
-import { lockUntilCommit } from '../../db/locks.js';
-import { hashToken } from '../../http/session-token.js';
+import type { Queryable } from '../db/database.js';
+import { lockUntilCommit } from '../db/locks.js';
+import { hashToken } from '../http/session-token.js';
 
 /**
  * Single-use secrets sent by mail: confirming an address, resetting a password, confirming a new

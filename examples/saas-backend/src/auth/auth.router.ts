@@ -1,14 +1,14 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
-import type { Config } from '../../config.js';
-import { auditEventListSpec } from '../../events/events.js';
-import { sendData, sendList } from '../../http/envelope.js';
-import { parseListQuery } from '../../http/list-query.js';
-import { forbidden, HttpError } from '../../http/errors.js';
-import { machineKeysReachOnlyEntities } from '../../generated/guards/auth.guard.js';
-import { clearSessionCookie, isServiceKeyRequest, presentedMachineKey, presentedSession, setSessionCookie } from '../../http/session-token.js';
-import { parseBody, parseId, parseQuery } from '../../http/validate.js';
+import type { Config } from '../config.js';
+import { auditEventListSpec } from '../events/events.js';
+import { sendData, sendList } from '../http/envelope.js';
+import { parseListQuery } from '../http/list-query.js';
+import { forbidden, HttpError } from '../http/errors.js';
+import { machineKeysReachOnlyEntities } from '../generated/guards/auth.guard.js';
+import { clearSessionCookie, isServiceKeyRequest, presentedMachineKey, presentedSession, setSessionCookie } from '../http/session-token.js';
+import { parseBody, parseId, parseQuery } from '../http/validate.js';
 import {
   ChangeEmailInput,
   ChangePasswordInput,
@@ -19,11 +19,11 @@ import {
   TokenInput,
   TrustedMailInput,
 } from './account-flows.js';
-import { SignInInput, SignUpInput, type AuthService } from './auth.service.js';
+import type { AuthService } from './auth-service.js';
 import { InvitationAnswerInput, InvitationPageQuery, InvitationSignUpInput, OrganizationInvitation } from './invitations.js';
 import { machineKeysRouter, registerMachineKeyRoutes } from './machine-keys.js';
 import { organizationManager } from './organization-manager.js';
-import { RoleSchema } from './roles.js';
+import { RoleSchema, SignInInput, SignUpInput } from './types.js';
 
 /** The body of POST /api/auth/organization/set-active: an organization of the user's, or null for none. */
 export const SetActiveOrganizationInput = z

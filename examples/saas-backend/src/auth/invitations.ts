@@ -1,14 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { Queryable } from '../../db/database.js';
-import { lockUntilCommit } from '../../db/locks.js';
-import { forbidden, HttpError } from '../../http/errors.js';
-import { hashToken } from '../../http/session-token.js';
-import { byUser, recordAuthEvent } from '../../events/events.js';
-import { messages } from '../mail/messages.js';
-import type { AuthInternals, PublicUser, RequestMeta } from './auth.service.js';
+import type { Queryable } from '../db/database.js';
+import { lockUntilCommit } from '../db/locks.js';
+import { forbidden, HttpError } from '../http/errors.js';
+import { hashToken } from '../http/session-token.js';
+import { byUser, recordAuthEvent } from '../events/events.js';
+import { messages } from '../extensions/mail/messages.js';
 import { passwordSchema } from './password.js';
-import { RoleSchema, type Role } from './roles.js';
+import { RoleSchema, type AuthInternals, type PublicUser, type RequestMeta, type Role } from './types.js';
 
 /**
  * Joining an organization takes the consent of the person who joins, proven by mail. An owner or

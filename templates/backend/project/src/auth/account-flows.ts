@@ -1,18 +1,18 @@
 import bcrypt from 'bcrypt';
 import { z } from 'zod';
-import type { Queryable } from '../../db/database.js';
-import { HttpError } from '../../http/errors.js';
-import { byUser, recordAuthEvent } from '../../events/events.js';
-import type { Channel } from '../../outbox/outbox.js';
-import { messages } from '../mail/messages.js';
-import type { AuthInternals, PublicUser } from './auth.service.js';
+import type { Queryable } from '../db/database.js';
+import { HttpError } from '../http/errors.js';
+import { byUser, recordAuthEvent } from '../events/events.js';
+import type { Channel } from '../outbox/outbox.js';
+import { messages } from '../extensions/mail/messages.js';
+import type { AuthInternals, PublicUser } from './types.js';
 import { passwordSchema } from './password.js';
 import { consumeToken, issueToken, revokeTokens } from './tokens.js';
 
 /**
  * The flows around an account, each proven by mail where it must be: confirming the address,
  * forgetting and resetting the password, changing the password and the address, deleting the
- * account. This file is yours: the generator created it once and never writes it again.
+ * account.
  *
  * - Whether an address has an account never shows: "forgot password", "send the link again" and
  *   "change my address" answer the same for every address, after the same work (the mail that
@@ -300,3 +300,6 @@ export function createAccountFlows(auth: AuthInternals) {
     },
   };
 }
+
+/** What createAccountFlows adds to the auth service. */
+export type AccountFlows = ReturnType<typeof createAccountFlows>;
