@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tarballName } from './release-plan.mjs';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const toolsDir = path.join(repoRoot, '.tools');
@@ -77,7 +78,7 @@ export function bootstrap() {
   );
   // The adapter package, packed for `authstrap setup --frontend` (it is not on the registry yet).
   const adapter = JSON.parse(fs.readFileSync(path.join(repoRoot, 'packages/better-auth-adapter/package.json'), 'utf8'));
-  const tarball = `packages/cli/vendor/${adapter.name.replace(/^@/, '').replace('/', '-')}-${adapter.version}.tgz`;
+  const tarball = `packages/cli/vendor/${tarballName(adapter.name, adapter.version)}`;
   unlessUpToDate('vendor-adapter', 'The packed adapter', { reads: ['tsconfig.base.json', 'packages/better-auth-adapter'], makes: [tarball] }, () => run('node packages/cli/scripts/vendor-adapter.mjs'));
 }
 

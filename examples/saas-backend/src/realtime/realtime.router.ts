@@ -9,6 +9,7 @@ import { checkMachineKeyNow } from '../generated/guards/tenant.guard.js';
 import { streamEntities } from '../generated/realtime.js';
 import { badRequest, forbidden, HttpError } from '../http/errors.js';
 import { listParameters, parseListQuery, type ListQuery } from '../http/list-query.js';
+import { isUuid } from '../http/validate.js';
 import { hashMachineKey, presentedMachineKey } from '../http/session-token.js';
 import type { Interest, Listener } from './stream-rules.js';
 import type { Holder, Streams } from './streams.js';
@@ -95,8 +96,8 @@ export function parseSubscription(req: Pick<Request, 'query' | 'header'>): { int
     return { entity: name, stream, filters: parseListQuery(rest, stream.spec).filters };
   });
   if (id !== undefined) {
-    const idType = interests[0]!.stream.spec.fields.id?.type === 'integer' ? /^\d{1,16}$/ : /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-    if (typeof id !== 'string' || !idType.test(id)) throw badRequest('Invalid value for "id"', { id: `Must be the id of a ${entities[0]}` });
+    const integer = interests[0]!.stream.spec.fields.id?.type === 'integer';
+    if (typeof id !== 'string' || !(integer ? /^\d{1,16}$/.test(id) : isUuid(id))) throw badRequest('Invalid value for "id"', { id: `Must be the id of a ${entities[0]}` });
     interests[0]!.recordId = id.toLowerCase();
   }
   const cursor = req.header('last-event-id') ?? (typeof lastEventId === 'string' ? lastEventId : undefined);

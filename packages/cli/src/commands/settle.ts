@@ -33,7 +33,7 @@ export async function settleCommand(how: Settlement, files: string[], options: S
   const settled: string[] = [];
   const writes = new Map<string, FileWrite>();
   function planSettleFor(file: string): FileWrite[] {
-    const plan = planSettle(how, { path: file, planned: owned.get(file), current: read(file), recordText, offerExists: read(`${file}${ownedOfferSuffix}`) !== undefined });
+    const plan = planSettle(how, { path: file, planned: owned.get(file), current: read(file), recordText, offerExists: fs.existsSync(path.join(projectDir, `${file}${ownedOfferSuffix}`)) });
     if ('problem' in plan) {
       problems.push(plan.problem);
       return [];

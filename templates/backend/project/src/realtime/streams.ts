@@ -102,7 +102,8 @@ export function createStreams({ db, logger, settings }: { db: Database; logger: 
       const streams = byOrganization.get(event.organizationId);
       if (!streams) continue;
       if (event.type === 'organization.deleted') {
-        for (const stream of [...streams]) end(stream, { code: 'ORGANIZATION_DELETED', message: 'The organization was deleted' });
+        // A Set may lose entries while it is iterated (end() forgets each stream): no copy needed.
+        for (const stream of streams) end(stream, { code: 'ORGANIZATION_DELETED', message: 'The organization was deleted' });
         continue;
       }
       if (event.entity === 'member') membershipChanged(streams, event);
@@ -122,7 +123,7 @@ export function createStreams({ db, logger, settings }: { db: Database; logger: 
   function membershipChanged(streams: Set<Stream>, event: StreamedEvent) {
     const member = event.data.record as { userId?: string; role?: Role } | undefined;
     if (!member?.userId) return;
-    for (const stream of [...streams]) {
+    for (const stream of streams) {
       if (stream.listener.userId !== member.userId) continue;
       if (event.type === 'member.deleted') end(stream, { code: 'NOT_A_MEMBER', message: 'You are no longer a member of this organization' });
       else if (member.role) stream.listener.role = member.role;
