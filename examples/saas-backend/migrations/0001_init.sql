@@ -215,6 +215,23 @@ CREATE TABLE "authstrap_webhook_endpoint" (
 
 CREATE INDEX "authstrap_webhook_endpoint_organizationId_idx" ON "authstrap_webhook_endpoint" ("organizationId");
 
+CREATE TABLE "authstrap_idempotency_key" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "organizationId" uuid NOT NULL,
+  "caller" text NOT NULL,
+  "key" text NOT NULL,
+  "fingerprint" text NOT NULL,
+  "status" integer,
+  "body" text,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "expiresAt" timestamptz NOT NULL,
+  CONSTRAINT "authstrap_idempotency_key_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE
+);
+
+CREATE UNIQUE INDEX "authstrap_idempotency_key_caller_key_idx" ON "authstrap_idempotency_key" ("organizationId", "caller", "key");
+
+CREATE INDEX "authstrap_idempotency_key_expiresAt_idx" ON "authstrap_idempotency_key" USING brin ("expiresAt");
+
 DO $$
 BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'authstrap_app') THEN
@@ -404,7 +421,20 @@ BEGIN
 END
 $$;
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint" TO "authstrap_app";
+CREATE OR REPLACE FUNCTION authstrap.prune_idempotency_keys() RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  pruned integer;
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  DELETE FROM "authstrap_idempotency_key" WHERE "expiresAt" < now();
+  GET DIAGNOSTICS pruned = ROW_COUNT;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN pruned;
+END
+$$;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
 
@@ -473,3 +503,17 @@ CREATE POLICY "authstrap_update" ON "authstrap_webhook_endpoint" FOR UPDATE USIN
 CREATE POLICY "authstrap_delete" ON "authstrap_webhook_endpoint" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
 
 CREATE POLICY "authstrap_maintenance" ON "authstrap_webhook_endpoint" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_idempotency_key" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_idempotency_key" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_idempotency_key" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), '')));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_idempotency_key" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), '')));
+
+CREATE POLICY "authstrap_update" ON "authstrap_idempotency_key" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), '')));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_idempotency_key" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), '')));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_idempotency_key" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));

@@ -83,13 +83,22 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use(corsPolicy(config));
 
   app.get('/health', (_req, res) => sendData(res, { status: 'ok' }));
+  // Ready means writable: a node in recovery (a standby, or a primary being demoted) answers
+  // reads but refuses every write, so an instance behind a stale address is not ready either.
   app.get('/ready', async (_req, res) => {
+    let standby: boolean;
     try {
-      await db.query('SELECT 1');
-      sendData(res, { status: 'ready', database: db.kind });
+      const { rows } = await db.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS "standby"');
+      standby = rows[0]?.standby === true;
     } catch {
-      sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable');
+      res.setHeader('Retry-After', '1');
+      return sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable');
     }
+    if (standby) {
+      res.setHeader('Retry-After', '1');
+      return sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is a standby (in recovery): it takes no writes');
+    }
+    sendData(res, { status: 'ready', database: db.kind });
   });
   // For Prometheus, with its own token; not rate limited, like the probes.
   if (metrics) app.get('/metrics', metrics.endpoint);
@@ -120,7 +129,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use(generatedRouter({ db, auth, config, transactions }));
 
   app.use(unknownRoute);
-  app.use(errorHandler);
+  app.use(errorHandler({ databaseWaitMs: config.databaseTimeouts.connectMs }));
   if (metrics || tracing) {
     const routeOf = routeTemplates(app);
     if (metrics) metrics.routeOf = routeOf;

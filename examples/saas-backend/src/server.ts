@@ -21,6 +21,7 @@ import { listenForOutboxWakeUps, listenInProcess } from './outbox/wake-ups.js';
 import { startEventRetention } from './events/events.js';
 import { sealStoredWebhookSecrets, webhookSecretSeal } from './events/webhook-secrets.js';
 import { webhookChannel } from './events/webhooks.js';
+import { startIdempotencyKeyPrune } from './idempotency/keys.js';
 
 export interface RunningServer {
   url: string;
@@ -164,6 +165,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     ? listenForOutboxWakeUps({ url: config.databaseDirectUrl ?? config.databaseUrl, logger, wake: () => outbox.wake() })
     : await listenInProcess(db, () => outbox.wake());
   const retention = startEventRetention({ db, logger, retentionDays: config.events.retentionDays });
+  const keyPrune = startIdempotencyKeyPrune({ db, logger });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;
   logger.info({ url, database: db.kind }, `listening on ${url}`);
@@ -199,6 +201,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       clearTimeout(deadline);
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
       retention.stop();
+      keyPrune.stop();
       await wakeUps?.close();
       await outbox.stop();
       await transactions.close();

@@ -61,13 +61,17 @@ describe.runIf(postgresAdminUrl)('PostgreSQL that stops answering', () => {
     for (const { value, ms } of during) {
       expect(value.status).toBe(503);
       expect(value.body.error.code).toBe('SERVICE_UNAVAILABLE');
+      // Every 503 says when to come back: a whole number of seconds, at least 1.
+      expect(value.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
       expect(ms).toBeLessThan(failureBoundMs);
     }
     const ready = await timed(() => fetch(`${backend.url}/ready`));
     expect(ready.value.status).toBe(503);
+    expect(ready.value.headers.get('retry-after')).toBe('1');
     expect(ready.ms).toBeLessThan(failureBoundMs);
     const signIn = await timed(() => apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'stall@example.com', password: 'correct horse battery' } }));
     expect(signIn.value.status).toBe(503);
+    expect(signIn.value.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
     expect(signIn.ms).toBeLessThan(failureBoundMs);
     expect((await fetch(`${backend.url}/health`)).status).toBe(200);
 
@@ -81,6 +85,21 @@ describe.runIf(postgresAdminUrl)('PostgreSQL that stops answering', () => {
     expect((await owner.api('POST', '/Projects', { body: { name: 'After' } })).status).toBe(201);
   });
 
+  it('applies once a keyed write that got a 503 while PostgreSQL stalled, when it is sent again with its key', async () => {
+    const { backend, proxy } = await backendBehindProxy();
+    const owner = await signUp(backend.url, 'keyed-stall@example.com');
+    const send = () => owner.api('POST', '/Projects', { body: { name: 'Keyed' }, headers: { 'Idempotency-Key': 'stall-1' } });
+    proxy.stall();
+    const during = await send();
+    expect(during.status).toBe(503);
+    expect(during.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    proxy.resume();
+    const again = await send();
+    expect(again.status).toBe(201);
+    expect((await send()).body).toEqual(again.body);
+    expect((await owner.api('GET', '/Projects?name=Keyed')).body.meta.total).toBe(1);
+  });
+
   it('answers 503 (not 500) when the connection is cut in the middle of a query', async () => {
     const { backend, proxy } = await backendBehindProxy();
     const owner = await signUp(backend.url, 'cut@example.com');
@@ -91,6 +110,8 @@ describe.runIf(postgresAdminUrl)('PostgreSQL that stops answering', () => {
     const { value, ms } = await pending;
     expect(value.status).toBe(503);
     expect(value.body.error).toEqual({ code: 'SERVICE_UNAVAILABLE', message: expect.any(String) });
+    // A broken connection is retried soon: the next attempt gets a new one.
+    expect(value.headers.get('retry-after')).toBe('1');
     // It was the cut, not the timeout, that ended it.
     expect(ms).toBeLessThan(queryTimeoutMs);
     proxy.resume();

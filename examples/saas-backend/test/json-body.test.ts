@@ -38,7 +38,7 @@ beforeAll(async () => {
   );
   app.use('/theirs', express.json({ limit: '1kb', verify: refuseInvalidUtf8 }));
   app.all('/{*rest}', echo);
-  app.use(errorHandler);
+  app.use(errorHandler());
   server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   port = (server.address() as AddressInfo).port;

@@ -88,6 +88,11 @@ const ownerSettings = `SELECT set_config('role', session_user, true), set_config
  * other statement waits until it ends.
  */
 export interface OpenTransaction extends Queryable {
+  /**
+   * Runs `statements` in this transaction, on PostgreSQL in one round trip, stopping at the first
+   * that fails (its error is the outcome's; the transaction can then only be rolled back).
+   */
+  pipeline(statements: Statement[]): Promise<PipelineOutcome>;
   commit(): Promise<void>;
   /** Never throws: a connection that broke has rolled back already. */
   rollback(): Promise<void>;
@@ -507,6 +512,21 @@ async function beginHeldTransaction(pool: pg.Pool, deadlines: ReturnType<typeof 
   }
   return {
     query: (text, params) => run(text, params, statements.nameFor(text)),
+    async pipeline(sent) {
+      if (released) throw new Error('This transaction has ended');
+      try {
+        deadlines.statementStarts(client);
+        // Inside BEGIN .. COMMIT the pipeline's closing Sync commits nothing: the transaction stays open.
+        const outcome = await runPipeline(client, sent.map(({ text, params }) => ({ text, values: params, name: statements.nameFor(text) })), typeParsers);
+        if (outcome.error !== undefined && !hasSqlState(outcome.error)) throw outcome.error;
+        return outcome;
+      } catch (error) {
+        broken = error as Error;
+        throw asUnavailable(error);
+      } finally {
+        deadlines.statementEnds(client);
+      }
+    },
     async commit() {
       try {
         await run('COMMIT');
@@ -538,6 +558,21 @@ function beginEmbeddedTransaction(db: InstanceType<typeof import('@electric-sql/
             if (finished) throw new Error('This transaction has ended');
             const result = await tx.query(text, params);
             return { rows: result.rows as Row[], rowCount: result.affectedRows ?? result.rows.length };
+          },
+          async pipeline(statements) {
+            if (finished) throw new Error('This transaction has ended');
+            // In-process: one statement after another, up to the first that fails.
+            const results: QueryResult<Record<string, unknown>>[] = [];
+            for (const { text, params } of statements) {
+              try {
+                const result = await tx.query(text, params);
+                results.push({ rows: result.rows as Record<string, unknown>[], rowCount: result.affectedRows ?? result.rows.length });
+              } catch (error) {
+                if (!hasSqlState(error)) throw error;
+                return { results, error };
+              }
+            }
+            return { results };
           },
           async commit() {
             finished = true;

@@ -2,8 +2,7 @@ import { once } from 'node:events';
 import { Router, type Request, type Response } from 'express';
 import type { Database } from '../db/database.js';
 import { assertRole } from '../extensions/auth/auth.decorator.js';
-import { asCaller, parsedAfterChecks, tenantScoped } from '../generated/guards/tenant.guard.js';
-import type { CallerDeps } from '../generated/guards/auth.guard.js';
+import { asCaller, parsedAfterChecks, tenantScoped, type TenantDeps } from '../generated/guards/tenant.guard.js';
 import { sendData, sendList } from '../http/envelope.js';
 import { forbidden } from '../http/errors.js';
 import { listRows, parseListQuery, whereSql, type Condition, type ListQuery } from '../http/list-query.js';
@@ -34,7 +33,7 @@ const csvColumns = ['id', 'createdAt', 'type', 'actorType', 'actorId', 'entity',
  */
 const csvBatch = 1000;
 
-export function auditEventsRouter(deps: CallerDeps & { db: Database }) {
+export function auditEventsRouter(deps: TenantDeps & { db: Database }) {
   const router = Router();
 
   /** The caller as an owner or admin, and the filter of the request (a bad one: 400 after the caller's 401/403). */

@@ -23,4 +23,6 @@ export const keyColumnsByConstraint: Readonly<Record<string, readonly string[]>>
   'Task_projectId_fkey': ['projectId'],
   'authstrap_event_position_idx': ['position'],
   'authstrap_webhook_endpoint_organizationId_fkey': [],
+  'authstrap_idempotency_key_organizationId_fkey': [],
+  'authstrap_idempotency_key_caller_key_idx': ['caller', 'key'],
 };

@@ -9,7 +9,7 @@ export function corsPolicy(config: Pick<Config, 'allowedOrigins'>): RequestHandl
   const policy = cors({
     origin: config.allowedOrigins,
     credentials: true,
-    exposedHeaders: ['x-request-id', 'RateLimit', 'RateLimit-Policy', 'Retry-After'],
+    exposedHeaders: ['x-request-id', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'Idempotent-Replayed'],
     maxAge: 600,
   });
   // A request without an Origin header is not a browser's cross-origin one: no CORS header

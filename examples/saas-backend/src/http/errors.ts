@@ -1,15 +1,21 @@
-import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { DatabaseUnavailableError, hasSqlState } from '../db/database.js';
 import { keyColumnsByConstraint } from '../generated/constraints.js';
+import { ReplayedAnswer } from '../idempotency/keyed-write.js';
 import { sendError } from './envelope.js';
 
-/** An error that becomes a response: its status, machine-readable code and message. */
+/**
+ * An error that becomes a response: its status, machine-readable code and message. A 429 or 503
+ * says when to come back (`Retry-After`): `retryAfterSeconds`, or the default below;
+ * 'database-wait' is the time a request waits for a database connection (errorHandler's setting).
+ */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
     readonly details?: Record<string, string>,
+    readonly retryAfterSeconds?: number | 'database-wait',
   ) {
     super(message);
     this.name = 'HttpError';
@@ -23,6 +29,9 @@ export const notFound = (entity: string, id: string) =>
   new HttpError(404, 'NOT_FOUND', `${entity} with id '${id}' not found`);
 export const validationFailed = (message: string, details: Record<string, string>) =>
   new HttpError(422, 'VALIDATION_ERROR', message, details);
+/** A 429: `retryAfterSeconds` is when the limit that refused it lets the caller in again. */
+export const tooManyRequests = (message: string, retryAfterSeconds: number) =>
+  new HttpError(429, 'RATE_LIMITED', message, undefined, retryAfterSeconds);
 
 /** What a PostgreSQL error (from `pg` or PGlite) looks like. */
 interface DatabaseError {
@@ -63,15 +72,27 @@ function fromDatabaseError(error: DatabaseError): HttpError | undefined {
     case '23502':
     case '23514':
       return validationFailed('A value breaks a rule of this table', {});
+    // A failover's window: the node this connection reached is stopping, starting, crashed, or
+    // is (or has become) a standby that takes no writes. The next attempt gets a new connection,
+    // which the proxy in front (HAProxy on Patroni's /primary) sends to the new primary.
     case '57P01': // the server is shutting down
-    case '57P03': // ... or not yet accepting connections
+    case '57P02': // ... or crashed, and ends every connection
+    case '57P03': // ... or is not yet accepting connections
+    case '25006': // a standby: "cannot execute INSERT in a read-only transaction"
+      return databaseUnavailable(failoverRetrySeconds);
+    // Transient conflicts PostgreSQL asks the client to retry.
+    case '40001': // serialization failure
+    case '40P01': // deadlock detected
+    case '55P03': // a lock not available within lock_timeout
+      return databaseUnavailable(failoverRetrySeconds);
+    // Waits that ran out: a new attempt would wait as long again.
     case '53300': // too many connections
     case '57014': // a statement ran past DATABASE_QUERY_TIMEOUT_MS
     case '25P03': // a transaction sat idle past its timeout
-      return databaseUnavailable();
+      return databaseUnavailable(waitRetry);
   }
   // Class 08: the connection failed.
-  if (error.code.startsWith('08')) return databaseUnavailable();
+  if (error.code.startsWith('08')) return databaseUnavailable(failoverRetrySeconds);
   if (error.code.startsWith('22')) {
     return badRequest('A value could not be stored: check its type and range');
   }
@@ -98,8 +119,32 @@ function fromBodyParserError(error: { type?: string; status?: number; limit?: nu
   return undefined;
 }
 
-const databaseUnavailable = () =>
-  new HttpError(503, 'SERVICE_UNAVAILABLE', 'The database is not available right now; try again shortly');
+/**
+ * `Retry-After` of a 503 from the database. A connection that broke or reached a node that takes
+ * no writes is retried soon: a failover moves the primary in seconds (docs/deploy.md, "High
+ * availability"), and each attempt is cheap. A wait that ran out (no connection free in
+ * DATABASE_CONNECT_TIMEOUT_MS, a statement past its timeout) is retried after about that wait
+ * (`waitRetry`, the error handler's setting), when the pool can next be expected to have room.
+ */
+const failoverRetrySeconds = 1;
+const waitRetry = 'database-wait';
+
+const databaseUnavailable = (retryAfterSeconds: number | 'database-wait') =>
+  new HttpError(503, 'SERVICE_UNAVAILABLE', 'The database is not available right now; try again shortly', undefined, retryAfterSeconds);
+
+/** When a refusal without a value of its own says to come back: a 429's window is unknown here, a 503's is short. */
+const defaultRetryAfterSeconds: Record<number, number> = { 429: 60, 503: 1 };
+
+/**
+ * Every 429 and 503 says when to come back, as RFC 9110 lets it: a client can then tell a failover
+ * from a fault. So does any other refusal that knows (a 409 of a keyed write still running).
+ */
+function setRetryAfter(res: Response, error: HttpError, waitSeconds: number): void {
+  const fallback = defaultRetryAfterSeconds[error.status];
+  if ((fallback === undefined && error.retryAfterSeconds === undefined) || res.headersSent || res.getHeader('Retry-After') !== undefined) return;
+  const seconds = error.retryAfterSeconds === waitRetry ? waitSeconds : (error.retryAfterSeconds ?? fallback);
+  res.setHeader('Retry-After', String(seconds));
+}
 
 /**
  * Any other error a parser or middleware raised with a 4xx status (http-errors style: a broken
@@ -126,15 +171,30 @@ function fromClientStatusError(error: { status?: unknown; statusCode?: unknown }
   return new HttpError(status, code, message);
 }
 
-export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
+/** A connection that could not be had in time waits again; one that broke or was refused is retried soon. */
+const unavailableRetrySeconds = (error: DatabaseUnavailableError) =>
+  /timeout|timed out/i.test(String((error.cause as Error)?.message)) ? waitRetry : failoverRetrySeconds;
+
+/**
+ * The last handler: every error becomes the envelope. `databaseWaitMs` is how long a request
+ * waits for the database before its 503 (DATABASE_CONNECT_TIMEOUT_MS): such a 503's Retry-After.
+ */
+export const errorHandler = ({ databaseWaitMs = 5000 }: { databaseWaitMs?: number } = {}): ErrorRequestHandler => {
+  const waitSeconds = Math.max(1, Math.ceil(databaseWaitMs / 1000));
+  return (error, req, res, _next) => answerError(error, req, res, waitSeconds);
+};
+
+function answerError(error: Parameters<ErrorRequestHandler>[0], req: Request, res: Response, waitSeconds: number): void {
+  if (error instanceof ReplayedAnswer) return replay(res, error);
   const known =
     error instanceof HttpError
       ? error
       : (fromBodyParserError(error) ??
-        (error instanceof DatabaseUnavailableError ? databaseUnavailable() : undefined) ??
+        (error instanceof DatabaseUnavailableError ? databaseUnavailable(unavailableRetrySeconds(error)) : undefined) ??
         (hasSqlState(error) ? fromDatabaseError(error) : undefined) ??
         fromClientStatusError(error));
 
+  if (known) setRetryAfter(res, known, waitSeconds);
   if (known && known.status < 500) {
     sendError(res, known.status, known.code, known.message, known.details);
     return;
@@ -146,7 +206,20 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     return;
   }
   sendError(res, 500, 'INTERNAL_ERROR', `Internal server error (request id ${String(req.id)})`);
-};
+}
+
+/** A repeat of a keyed write gets the first answer again, byte for byte, marked as such (Stripe's header). */
+function replay(res: Response, answer: ReplayedAnswer): void {
+  res.statusCode = answer.status;
+  res.setHeader('Idempotent-Replayed', 'true');
+  if (answer.body === '') {
+    res.end();
+    return;
+  }
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', String(Buffer.byteLength(answer.body)));
+  res.end(answer.body);
+}
 
 export const unknownRoute: RequestHandler = (req, res) => {
   sendError(res, 404, 'NOT_FOUND', `No route for ${req.method} ${req.path}`);

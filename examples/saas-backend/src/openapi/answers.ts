@@ -57,7 +57,11 @@ const sharedAnswers = {
   TooManyApiRequests: { description: 'RATE_LIMITED: too many requests to /api from this address (RATE_LIMIT_API_MAX per RATE_LIMIT_API_WINDOW_MS); RateLimit headers say more', headers: retryAfter, content: errorEnvelope },
   TooManyDataRequests: { description: 'RATE_LIMITED: too many requests from this session, or this address without one (RATE_LIMIT_DATA_MAX per RATE_LIMIT_DATA_WINDOW_MS); RateLimit headers say more', headers: retryAfter, content: errorEnvelope },
   InternalError: { description: 'INTERNAL_ERROR: an unexpected failure, logged with the request id (never its details here)', content: errorEnvelope },
-  ServiceUnavailable: { description: 'SERVICE_UNAVAILABLE: the database did not answer in time', content: errorEnvelope },
+  ServiceUnavailable: {
+    description: 'SERVICE_UNAVAILABLE: the database did not answer in time, or is failing over (a standby took no write); send the request again after Retry-After, a write with the same Idempotency-Key',
+    headers: { 'Retry-After': { description: 'Seconds to wait before sending the request again', schema: { type: 'integer' } } },
+    content: errorEnvelope,
+  },
 } satisfies Record<string, Answer>;
 type SharedAnswer = keyof typeof sharedAnswers;
 

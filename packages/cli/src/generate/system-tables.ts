@@ -123,4 +123,66 @@ export const webhookEndpointTable: Table = {
   },
 };
 
-export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable];
+/** Who a request acts for, as an idempotency key's owner: the signed-in user, or the machine key. */
+const idempotencyCaller = `COALESCE('user:' || authstrap.user_id(), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))`;
+const ownKey = `"organizationId" = authstrap.organization_id() AND "caller" = ${idempotencyCaller}`;
+
+/**
+ * A write's answer kept for its repeats (src/idempotency/): the `Idempotency-Key` a client sent,
+ * whose it is (the organization and the caller: keys of two callers never meet), what the request
+ * was (`fingerprint`: its method, path and body), and the answer, written in the write's own
+ * transaction. A caller reaches only its own keys; expired ones are deleted hourly by
+ * `authstrap.prune_idempotency_keys`.
+ */
+export const idempotencyKeyTable: Table = {
+  name: 'authstrap_idempotency_key',
+  columns: [
+    { name: 'id', type: 'uuid', nullable: false, default: 'gen_random_uuid()', primaryKey: true },
+    { name: 'organizationId', type: 'uuid', nullable: false },
+    { name: 'caller', type: 'text', nullable: false },
+    { name: 'key', type: 'text', nullable: false },
+    { name: 'fingerprint', type: 'text', nullable: false },
+    { name: 'status', type: 'integer', nullable: true },
+    { name: 'body', type: 'text', nullable: true },
+    { name: 'createdAt', type: 'timestamptz', nullable: false, default: 'now()' },
+    { name: 'expiresAt', type: 'timestamptz', nullable: false },
+  ],
+  constraints: [
+    { name: 'authstrap_idempotency_key_organizationId_fkey', definition: 'FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE' },
+  ],
+  indexes: [
+    // A repeat finds its key here; a second request with the same key waits on this index entry
+    // until the first one's transaction ends (src/idempotency/).
+    { name: 'authstrap_idempotency_key_caller_key_idx', columns: ['organizationId', 'caller', 'key'], unique: true },
+    // The hourly prune deletes by age; rows are written in the order of their expiry.
+    { name: 'authstrap_idempotency_key_expiresAt_idx', columns: ['expiresAt'], method: 'brin' },
+  ],
+  dependsOn: ['Organization'],
+  rowSecurity: {
+    policies: [
+      { name: 'authstrap_select', command: 'SELECT', using: ownKey },
+      { name: 'authstrap_insert', command: 'INSERT', withCheck: ownKey },
+      { name: 'authstrap_update', command: 'UPDATE', using: ownKey, withCheck: ownKey },
+      { name: 'authstrap_delete', command: 'DELETE', using: ownKey },
+      { name: 'authstrap_maintenance', command: 'ALL', to: 'CURRENT_USER', using: 'authstrap.maintenance()', withCheck: 'authstrap.maintenance()' },
+    ],
+  },
+};
+
+/** Deletes the idempotency keys past their expiry, which a request may do only for its own; returns how many. */
+const pruneIdempotencyKeys = `CREATE OR REPLACE FUNCTION authstrap.prune_idempotency_keys() RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  pruned integer;
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  DELETE FROM "authstrap_idempotency_key" WHERE "expiresAt" < now();
+  GET DIAGNOSTICS pruned = ROW_COUNT;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN pruned;
+END
+$$;`;
+
+export const systemFunctions = [{ name: 'prune_idempotency_keys', definition: pruneIdempotencyKeys }];
+
+export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable];

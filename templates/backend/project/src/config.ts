@@ -86,6 +86,8 @@ export interface Config {
   serviceTransactions: { timeoutMs: number; idleMs: number; maxOpen: number; waitMs: number };
   /** The event log (src/events/events.ts): how many days an event is kept. */
   events: { retentionDays: number };
+  /** Idempotency-Key (src/idempotency/): how long a write's answer is kept for its repeats. */
+  idempotency: { keyHours: number };
   webhooks: WebhookSettings;
   realtime: RealtimeSettings;
 }
@@ -210,6 +212,7 @@ const environmentSchema = z.object({
   SERVICE_TRANSACTION_IDLE_MS: count(100, 600_000),
   SERVICE_TRANSACTIONS_MAX: count(1, 1000),
   EVENTS_RETENTION_DAYS: count(1, 36_500),
+  IDEMPOTENCY_KEY_HOURS: count(1, 8760),
   REALTIME_POLL_MS: count(5, 60_000),
   REALTIME_HEARTBEAT_MS: count(1000, 600_000),
   REALTIME_RECHECK_MS: count(100, 60_000),
@@ -374,6 +377,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       waitMs: values.DATABASE_CONNECT_TIMEOUT_MS ?? 5000,
     },
     events: { retentionDays: values.EVENTS_RETENTION_DAYS ?? 365 },
+    idempotency: { keyHours: values.IDEMPOTENCY_KEY_HOURS ?? 24 },
     realtime: {
       pollMs: values.REALTIME_POLL_MS ?? 25,
       heartbeatMs: values.REALTIME_HEARTBEAT_MS ?? 15_000,

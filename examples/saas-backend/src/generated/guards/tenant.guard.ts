@@ -7,6 +7,7 @@ import { quoteIdentifier, type Statement } from '../../db/sql.js';
 import { eventContextStatement, requestContext } from '../../events/events.js';
 import type { Role } from '../../auth/types.js';
 import { forbidden, HttpError, notFound } from '../../http/errors.js';
+import { keyedWriteOf } from '../../idempotency/keyed-write.js';
 import { ruleFrom, type MachineKeyLimit } from '../../http/machine-key-limit.js';
 import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, presentedSession, requestTokenDigest, setSessionCookie, storedTokenCandidates, type PresentedSession } from '../../http/session-token.js';
 import { machineKeysReachOnlyEntities, resolveCaller, type CallerDeps } from './auth.guard.js';
@@ -35,9 +36,16 @@ import { noOrganization, notAMember, organizationHeader, scopeOf } from './scope
  * not exist) is checked on its own first, so that 401 and 403 still come before 400, 404 and 422;
  * so is one whose statement failed (a 409), so that a non-member never learns of a conflict.
  */
-export function tenantScoped(deps: CallerDeps & { db: Queryable }, router: Router, entity?: string) {
+/** What tenantScoped needs: who is calling (CallerDeps), the database, and how keyed writes wait and keep their answers. */
+export type TenantDeps = CallerDeps & { db: Queryable; config: Pick<Config, 'idempotency' | 'databaseTimeouts'> };
+
+export function tenantScoped(deps: TenantDeps, router: Router, entity?: string) {
+  // A repeat waits for its first request up to half a statement's time, then gets a 409 rather than the statement's 503.
+  const idempotency = { keyHours: deps.config.idempotency.keyHours, lockWaitMs: Math.max(100, Math.floor(deps.config.databaseTimeouts.queryMs / 2)) };
   /** Who is calling and in which organization: now, or in the round trip of the route's statement. */
   const guard: RequestHandler = (req, res, next) => {
+    // A write with an Idempotency-Key runs in a transaction held until its answer is kept (asCaller).
+    keyedWriteOf(req, idempotency);
     const machineKey = presentedMachineKey(req);
     if (machineKey !== undefined) {
       if (entity === undefined) throw machineKeysReachOnlyEntities();
@@ -339,22 +347,60 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
     }
   };
 
+  /**
+   * A write with an Idempotency-Key (idempotency/keyed-write.ts) runs its first statements in a
+   * transaction held until its answer is kept, behind the key's claim, and its later ones in it.
+   */
+  const keyed = req.keyedWrite;
+  /** `sent` behind the preamble, in one round trip (pipelined as ever, or begun as a keyed write): the results of both. */
+  const run = async (sent: Statement[]) => {
+    if (keyed && !keyed.wellFormed()) {
+      // A malformed key is a 400, once the caller's 401 or 403 has had its turn.
+      await checkNow();
+      keyed.key();
+    }
+    const { statements, pending, parentAt } = preamble();
+    const outcome = keyed ? await keyed.begin(db, statements, sent) : await db.pipeline([...statements, ...sent]);
+    try {
+      // The lookup itself failing is the database's failure, not the caller's.
+      if (outcome.error !== undefined && outcome.results.length < statements.length) throw outcome.error;
+      // The route's statement failing (a conflict, a broken reference) is answered after the
+      // caller's and the parent's answers: a non-member never learns of a conflict.
+      await settle(outcome.results, pending, parentAt);
+    } catch (error) {
+      await keyed?.rollback();
+      throw error;
+    }
+    // A keyed write's key already used: the kept answer again, or why not (a 409, a 422).
+    if (outcome.error !== undefined) throw keyed ? await keyed.refusal(db, outcome.error, setScopeStatement(req.scope!)) : outcome.error;
+    return outcome.results;
+  };
+  const checkNow = () =>
+    withCheckAgain(async () => {
+      if (!req.pendingCaller && parentChecked) return;
+      const { statements, pending, parentAt } = preamble();
+      const outcome = await db.pipeline(statements);
+      if (outcome.error !== undefined) throw outcome.error;
+      await settle(outcome.results, pending, parentAt);
+    });
+
   return {
     scoped: true,
     query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
+      if (keyed?.holding) return keyed.query<Row>(text, params);
       return withCheckAgain(async () => {
-        const { statements, pending, parentAt } = preamble();
-        const outcome = await db.pipeline([...statements, { text, params }]);
-        // The lookup itself failing is the database's failure, not the caller's.
-        if (outcome.error !== undefined && outcome.results.length < statements.length) throw outcome.error;
-        // The route's statement failing (a conflict, a broken reference) is answered after the
-        // caller's and the parent's answers: a non-member never learns of a conflict.
-        await settle(outcome.results, pending, parentAt);
-        if (outcome.error !== undefined) throw outcome.error;
-        return outcome.results[statements.length] as QueryResult<Row>;
+        const results = await run([{ text, params }]);
+        return results[results.length - 1] as QueryResult<Row>;
       });
     },
     transaction(work) {
+      if (keyed?.holding) return work({ scoped: true, query: (text, params) => keyed.query(text, params) });
+      if (keyed) {
+        return withCheckAgain(async () => {
+          await run([]);
+          return work({ scoped: true, query: (text, params) => keyed.query(text, params) });
+        });
+      }
       return withCheckAgain(() => {
         const { statements, pending, parentAt } = preamble();
         return db.transaction(async (tx) => {
@@ -365,14 +411,6 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
         });
       });
     },
-    async checkNow() {
-      await withCheckAgain(async () => {
-        if (!req.pendingCaller && parentChecked) return;
-        const { statements, pending, parentAt } = preamble();
-        const outcome = await db.pipeline(statements);
-        if (outcome.error !== undefined) throw outcome.error;
-        await settle(outcome.results, pending, parentAt);
-      });
-    },
+    checkNow,
   };
 }

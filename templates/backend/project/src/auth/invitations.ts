@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Queryable } from '../db/database.js';
 import { lockUntilCommit } from '../db/locks.js';
-import { forbidden, HttpError } from '../http/errors.js';
+import { forbidden, HttpError, tooManyRequests } from '../http/errors.js';
 import { hashToken } from '../http/session-token.js';
 import { byUser, recordAuthEvent } from '../events/events.js';
 import { messages } from '../extensions/mail/messages.js';
@@ -187,20 +187,23 @@ export function createInvitations(auth: AuthInternals) {
         // other here (on every instance), so neither limit lets one more through.
         await lockUntilCommit(tx, `invitations:organization:${organizationId}`, `invitations:inviter:${inviter.id}`);
         await tx.query(`DELETE FROM "verification" WHERE "identifier" = $1 AND ${part(2)} = $2`, [identifier, organizationId]);
-        const { rows: limits } = await tx.query<{ pending: number; sentLastHour: number; organizationName: string }>(
+        const { rows: limits } = await tx.query<{ pending: number; sentLastHour: number; freeInSeconds: number | null; organizationName: string }>(
           `SELECT
              (SELECT count(*)::int FROM "verification" WHERE "identifier" LIKE 'invitation:%' AND ${part(2)} = $1 AND "expiresAt" > now()) AS "pending",
              (SELECT count(*)::int FROM "authstrap_outbox" WHERE "channel" = 'mail' AND "payload"->>'kind' = 'invitation'
                 AND "payload"->>'sentBy' = $2 AND "createdAt" > now() - interval '1 hour') AS "sentLastHour",
+             -- When the oldest of them leaves the hour: the 429's Retry-After.
+             (SELECT ceil(extract(epoch FROM min("createdAt") + interval '1 hour' - now()))::int FROM "authstrap_outbox" WHERE "channel" = 'mail'
+                AND "payload"->>'kind' = 'invitation' AND "payload"->>'sentBy' = $2 AND "createdAt" > now() - interval '1 hour') AS "freeInSeconds",
              (SELECT "name" FROM "Organization" WHERE "id" = $1::uuid) AS "organizationName"`,
           [organizationId, inviter.id],
         );
-        const { pending, sentLastHour, organizationName } = limits[0]!;
+        const { pending, sentLastHour, freeInSeconds, organizationName } = limits[0]!;
         if (pending >= config.invitations.pendingMax) {
           throw new HttpError(409, 'CONFLICT', `This organization has ${pending} pending invitations, the most it may have (INVITATIONS_PENDING_MAX); wait for answers or withdraw some`);
         }
         if (sentLastHour >= config.invitations.perInviterPerHour) {
-          throw new HttpError(429, 'RATE_LIMITED', `You sent ${sentLastHour} invitations in the last hour, the most allowed (INVITATIONS_PER_HOUR); try again later`);
+          throw tooManyRequests(`You sent ${sentLastHour} invitations in the last hour, the most allowed (INVITATIONS_PER_HOUR); try again later`, Math.max(1, freeInSeconds ?? 3600));
         }
         const { rows } = await tx.query<{ id: string; expiresAt: Date }>(
           `INSERT INTO "verification" ("identifier", "value", "expiresAt") VALUES ($1, $2, $3) RETURNING "id", "expiresAt"`,

@@ -5,8 +5,7 @@ import type { WebhookSettings } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { ScopedQueryable } from '../db/scope.js';
 import { assertRole } from '../extensions/auth/auth.decorator.js';
-import type { CallerDeps } from '../generated/guards/auth.guard.js';
-import { asCaller, tenantScoped } from '../generated/guards/tenant.guard.js';
+import { asCaller, tenantScoped, type TenantDeps } from '../generated/guards/tenant.guard.js';
 import { sendData, sendList } from '../http/envelope.js';
 import { forbidden, HttpError, notFound, validationFailed } from '../http/errors.js';
 import { listRows, parseListQuery, type ListSpec } from '../http/list-query.js';
@@ -116,7 +115,7 @@ const deliveryListSpec: ListSpec = {
   createdAtColumn: 'createdAt',
 };
 
-export function webhooksRouter(deps: CallerDeps & { db: Database; outbox: Outbox; settings: WebhookSettings }) {
+export function webhooksRouter(deps: TenantDeps & { db: Database; outbox: Outbox; settings: WebhookSettings }) {
   const { db, settings } = deps;
   const router = Router();
   // Secrets are stored sealed (webhook-secrets.ts); the answer shows the new one once, in clear.

@@ -44,7 +44,7 @@ export function registerProbeAndDocsRoutes(registry: OpenAPIRegistry): void {
     summary: 'Readiness: the database answers (never rate limited); 503 while it does not, or while the backend drains before it stops',
     responses: {
       200: { description: 'Ready', content: envelope(z.object({ status: z.literal('ready'), database: z.enum(['postgres', 'embedded']) })) },
-      503: { description: 'SERVICE_UNAVAILABLE: not ready: send traffic elsewhere' },
+      503: { description: 'SERVICE_UNAVAILABLE: not ready (the database unreachable or a standby that takes no writes, or the backend draining): send traffic elsewhere; Retry-After says when to ask again' },
     },
   });
   registry.registerPath({

@@ -7,7 +7,7 @@ import { assertMayList } from '../generated/guards/rules.js';
 import { scopeOf } from '../generated/guards/scope.guard.js';
 import { checkMachineKeyNow } from '../generated/guards/tenant.guard.js';
 import { streamEntities } from '../generated/realtime.js';
-import { badRequest, forbidden, HttpError } from '../http/errors.js';
+import { badRequest, forbidden, HttpError, tooManyRequests } from '../http/errors.js';
 import { listParameters, parseListQuery, type ListQuery } from '../http/list-query.js';
 import { isUuid } from '../http/validate.js';
 import { hashMachineKey, presentedMachineKey } from '../http/session-token.js';
@@ -38,12 +38,14 @@ export function realtimeRouter(deps: CallerDeps & { db: Database; config: Pick<C
       // 403 when the role may list none of these records, or filters by a field it may not read.
       if (interest.stream.rules) assertMayList(interest.stream.rules, listener.role, { filters: interest.filters, sort: interest.stream.spec.defaultSort } as ListQuery);
     }
-    const { perUser, perOrganization } = deps.config.realtime;
+    const { perUser, perOrganization, heartbeatMs } = deps.config.realtime;
+    // A stream whose client went away without closing it is found at its next heartbeat: by then a place may be free.
+    const placeFreeSeconds = Math.max(1, Math.ceil(heartbeatMs / 1000));
     if (deps.streams.heldBy(holder) >= perUser) {
-      throw new HttpError(429, 'RATE_LIMITED', `You hold ${perUser} streams already (REALTIME_STREAMS_PER_USER): close one first`);
+      throw tooManyRequests(`You hold ${perUser} streams already (REALTIME_STREAMS_PER_USER): close one first`, placeFreeSeconds);
     }
     if (deps.streams.heldIn(organizationId) >= perOrganization) {
-      throw new HttpError(429, 'RATE_LIMITED', `This organization holds ${perOrganization} streams already (REALTIME_STREAMS_PER_ORGANIZATION)`);
+      throw tooManyRequests(`This organization holds ${perOrganization} streams already (REALTIME_STREAMS_PER_ORGANIZATION)`, placeFreeSeconds);
     }
     await deps.streams.open(res, { organizationId, listener, holder, interests, resumeAfter });
   });

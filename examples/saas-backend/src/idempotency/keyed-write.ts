@@ -1,0 +1,225 @@
+import type { Request, Response } from 'express';
+import { type Database, type OpenTransaction, type PipelineOutcome, type QueryResult } from '../db/database.js';
+import type { Statement } from '../db/sql.js';
+import { HttpError } from '../http/errors.js';
+import {
+  claimedKeyIndex,
+  claimStatement,
+  forgetExpiredStatement,
+  idempotencyHeader,
+  lockWaitStatement,
+  presentedIdempotencyKey,
+  recordStatement,
+  requestFingerprint,
+  storedAnswerStatement,
+  type StoredAnswer,
+} from './keys.js';
+
+/**
+ * A write sent with an `Idempotency-Key`, from its first statement to its answer:
+ *
+ *   BEGIN
+ *   <the caller's scope>  <the key taken: claimStatement>  <the route's statement>   (one round trip)
+ *   ... the route answers: the answer is kept with the key, then COMMIT, then it is sent
+ *
+ * so the write and its answer are committed together or not at all: a repeat finds either both
+ * (and gets the answer again) or neither (and is the write). A repeat that comes while the first
+ * is still running waits for it on the key's row, up to `lockWaitMs`, then gets a 409. An answer
+ * of 400 or more is not kept: the transaction is rolled back, and the key is free for the next try.
+ *
+ * Writes without the header never come here: their statements go in one round trip as ever
+ * (tenant.guard.ts, asCaller).
+ */
+export class KeyedWrite {
+  private tx: OpenTransaction | undefined;
+  /** new: no transaction yet (or rolled back before the answer); open: held; ending: the answer is being kept; ended. */
+  private state: 'new' | 'open' | 'ending' | 'ended' = 'new';
+  private answerHooked = false;
+
+  constructor(
+    private readonly req: Request,
+    private readonly res: Response,
+    private readonly settings: { keyHours: number; lockWaitMs: number },
+  ) {}
+
+  /** The key the request came with: a 400 for a malformed one (thrown once the caller is known). */
+  key(): string {
+    return presentedIdempotencyKey(this.req)!;
+  }
+
+  wellFormed(): boolean {
+    try {
+      this.key();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The transaction is held: the request's later statements run in it (`query`). */
+  get holding(): boolean {
+    return this.state === 'open';
+  }
+
+  /**
+   * Opens the transaction and runs, in one round trip, `preamble` (the caller's scope), the key's
+   * claim, then `statements`. The outcome is what db.pipeline gives for `preamble` and
+   * `statements`: a key already used is the error at the claim's place (results.length is
+   * preamble.length), to be turned into its answer by `refusal` once the caller is known.
+   */
+  async begin(db: Database, preamble: Statement[], statements: Statement[]): Promise<PipelineOutcome> {
+    const key = this.key();
+    this.tx = await db.begin();
+    this.state = 'open';
+    this.hookAnswer();
+    const claim = [lockWaitStatement(this.settings.lockWaitMs), claimStatement(key, requestFingerprint(this.req), this.settings.keyHours)];
+    const outcome = await this.tx.pipeline([...preamble, ...claim, ...statements]);
+    const claimAt = preamble.length;
+    const results = [...outcome.results.slice(0, claimAt), ...outcome.results.slice(claimAt + claim.length)];
+    if (outcome.error === undefined) return { results };
+    const failedAt = outcome.results.length;
+    const inClaim = failedAt >= claimAt && failedAt < claimAt + claim.length;
+    return { results, error: inClaim ? new KeyTaken(outcome.error) : outcome.error };
+  }
+
+  /** A later statement of the request, in the held transaction (its scope is set already). */
+  query<Row>(text: string, params?: unknown[]): Promise<QueryResult<Row>> {
+    return this.tx!.query<Row>(text, params);
+  }
+
+  /** Rolls back before any answer (the caller was refused, or is checked again): nothing was kept. */
+  async rollback(): Promise<void> {
+    if (this.state !== 'open') return;
+    this.state = 'new';
+    await this.tx!.rollback();
+  }
+
+  /**
+   * What to answer for `error`, the request's failure once the caller is known; the transaction is
+   * rolled back. A key already used: its kept answer again (ReplayedAnswer), a 422 when it was
+   * used for another request, a 409 while its first request is still running.
+   */
+  async refusal(db: Database, error: unknown, scope: Statement): Promise<unknown> {
+    await this.rollback();
+    if (!(error instanceof KeyTaken)) return error;
+    const cause = error.cause as { code?: string; constraint?: string };
+    if (cause.code === '55P03') return stillRunning();
+    if (cause.code !== '23505' || cause.constraint !== claimedKeyIndex) return cause;
+    const key = this.key();
+    const outcome = await db.pipeline([scope, storedAnswerStatement(key)]);
+    if (outcome.error !== undefined) return outcome.error;
+    const stored = outcome.results[1]?.rows[0] as StoredAnswer | undefined;
+    // Gone since (pruned at its expiry): the next try takes the key afresh.
+    if (!stored || stored.status === null) return stillRunning();
+    if (stored.expired) {
+      await db.pipeline([scope, forgetExpiredStatement(key)]);
+      return new HttpError(409, 'CONFLICT', `This ${idempotencyHeader} has expired (IDEMPOTENCY_KEY_HOURS); it is free now: send the request again`, undefined, 1);
+    }
+    if (stored.fingerprint !== requestFingerprint(this.req)) {
+      return new HttpError(422, 'IDEMPOTENCY_KEY_REUSED', `This ${idempotencyHeader} was sent with another request (method, path or body): use a new key for a new request`);
+    }
+    return new ReplayedAnswer(stored.status, stored.body ?? '');
+  }
+
+  /**
+   * Holds the response back until the answer is kept and committed: res.end, the last thing every
+   * answer calls, waits for the commit. A commit that fails turns the answer into a 503: the
+   * client cannot know whether the write was kept, and sends it again with the same key. A client
+   * that goes away before the answer rolls the write back: nobody heard of it.
+   */
+  private hookAnswer(): void {
+    if (this.answerHooked) return;
+    this.answerHooked = true;
+    const res = this.res;
+    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    res.end = ((...args: unknown[]) => {
+      if (this.state !== 'open') {
+        if (this.state === 'new') this.state = 'ended';
+        return end(...args);
+      }
+      this.state = 'ending';
+      const chunk = typeof args[0] === 'function' ? undefined : args[0];
+      this.keepAnswer(res.statusCode, chunk).then(
+        () => end(...args),
+        (error) => this.answerUnavailable(end, error),
+      );
+      return res;
+    }) as Response['end'];
+    res.once('close', () => {
+      if (this.state === 'open') void this.rollback();
+    });
+  }
+
+  private async keepAnswer(status: number, chunk: unknown): Promise<void> {
+    const tx = this.tx!;
+    try {
+      if (status >= 400) {
+        await tx.rollback();
+        return;
+      }
+      const body = chunk === undefined || chunk === null ? '' : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk);
+      const outcome = await tx.pipeline([recordStatement(this.key(), status, body)]);
+      if (outcome.error !== undefined) {
+        await tx.rollback();
+        throw outcome.error;
+      }
+      await tx.commit();
+    } finally {
+      this.state = 'ended';
+    }
+  }
+
+  private answerUnavailable(end: (...args: unknown[]) => Response, error: unknown): void {
+    this.req.log.error({ err: error }, 'a keyed write could not be committed');
+    const body = JSON.stringify({
+      success: false,
+      error: { code: 'SERVICE_UNAVAILABLE', message: `The write could not be confirmed: send it again with the same ${idempotencyHeader}` },
+    });
+    this.res.statusCode = 503;
+    this.res.setHeader('Retry-After', '1');
+    this.res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    this.res.setHeader('Content-Length', String(Buffer.byteLength(body)));
+    end(body);
+  }
+}
+
+/** The key's claim failed: `cause` says why (used already, or its first request still running). */
+class KeyTaken extends Error {
+  override name = 'KeyTaken';
+  constructor(cause: unknown) {
+    super('The Idempotency-Key is taken', { cause });
+  }
+}
+
+const stillRunning = () =>
+  new HttpError(409, 'CONFLICT', `A request with this ${idempotencyHeader} is still being processed: send it again in a moment`, undefined, 1);
+
+/** A repeat's answer: the first request's status and body, sent again as they were (http/errors.ts). */
+export class ReplayedAnswer extends Error {
+  override name = 'ReplayedAnswer';
+  constructor(
+    readonly status: number,
+    readonly body: string,
+  ) {
+    super('A repeat of a keyed write');
+  }
+}
+
+/**
+ * The request's KeyedWrite, when it is a write (POST, PUT, PATCH, DELETE) that came with an
+ * Idempotency-Key; made once per request.
+ */
+export function keyedWriteOf(req: Request, settings: { keyHours: number; lockWaitMs: number }): KeyedWrite | undefined {
+  if (req.method === 'GET' || req.method === 'HEAD' || req.headers['idempotency-key'] === undefined) return undefined;
+  return (req.keyedWrite ??= new KeyedWrite(req, req.res!, settings));
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /** A write with an Idempotency-Key (idempotency/keyed-write.ts). */
+      keyedWrite?: KeyedWrite;
+    }
+  }
+}

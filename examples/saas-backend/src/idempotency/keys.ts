@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import type { Request } from 'express';
+import type { Logger } from 'pino';
+import type { Database } from '../db/database.js';
+import type { Statement } from '../db/sql.js';
+import { badRequest } from '../http/errors.js';
+
+/**
+ * `Idempotency-Key` (the IETF httpapi draft, as Stripe has it): a client that sends a write with a
+ * key of its choosing may send it again, with the same key, as often as it needs to (its answer
+ * was lost to a reset connection, a 503 of a failover, a timeout) and the write is applied once.
+ * The first answer is kept in the write's own transaction (keyed-write.ts) and every repeat gets
+ * it again. The SQL of the keys is here; the table is `authstrap_idempotency_key`, whose rows a
+ * request reaches only for its own organization and caller (row-level security).
+ */
+
+export const idempotencyHeader = 'Idempotency-Key';
+
+/**
+ * The key a write came with, or undefined. The draft sends it as a structured-header string
+ * (`"8e03978e-..."`); Stripe's clients send it bare. Both are read: 1 to 255 visible ASCII
+ * characters. Anything else is a 400 naming the header.
+ */
+export function presentedIdempotencyKey(req: Request): string | undefined {
+  const raw = req.headers['idempotency-key'];
+  if (raw === undefined) return undefined;
+  const value = (Array.isArray(raw) ? raw.join(',') : raw).trim();
+  const key = /^"(.*)"$/.test(value) ? value.slice(1, -1) : value;
+  if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
+    throw badRequest(`${idempotencyHeader} must be 1 to 255 visible ASCII characters (a UUID is a good key)`, { [idempotencyHeader]: 'Not a valid key' });
+  }
+  return key;
+}
+
+/**
+ * What makes two requests the same one: method, path with its query, and body. A repeat with the
+ * same key and another fingerprint is refused (422): a key names one request, never a second.
+ */
+export function requestFingerprint(req: Request): string {
+  return createHash('sha256')
+    .update(`${req.method} ${req.originalUrl}\n`)
+    .update(JSON.stringify(req.body ?? null))
+    .digest('base64url');
+}
+
+/** Whose key it is, in SQL: the request's user, or its machine key (db/scope.ts sets both). */
+const caller = `COALESCE('user:' || authstrap.user_id(), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))`;
+const ownKey = `"organizationId" = authstrap.organization_id() AND "caller" = ${caller} AND "key" = $1`;
+
+/**
+ * How long a repeat waits for the first request with its key to end (it waits on the key's row,
+ * which the first one's transaction holds) before it is told that one is still running (409).
+ * Kept for the rest of the transaction: a keyed write that waits this long on another lock gets a
+ * 503, which the client answers by sending it again with the same key.
+ */
+export const lockWaitStatement = (ms: number): Statement => ({ text: `SELECT set_config('lock_timeout', $1, true)`, params: [`${ms}ms`] });
+
+/**
+ * Takes the key for this request, in its transaction, under the caller's scope. Another request
+ * that took it first makes this a unique violation on `authstrap_idempotency_key_caller_key_idx`,
+ * once that request's transaction has ended (committed: the key is used; rolled back: this one
+ * takes it). Without a scope (a caller who is not a member) nothing is taken: the route's
+ * statement finds nothing either, and the answer is the caller's 403.
+ */
+export const claimStatement = (key: string, fingerprint: string, hours: number): Statement => ({
+  text: `INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt")
+     SELECT authstrap.organization_id(), ${caller}, $1, $2, now() + make_interval(hours => $3)
+      WHERE authstrap.organization_id() IS NOT NULL AND ${caller} IS NOT NULL`,
+  params: [key, fingerprint, hours],
+});
+
+/** The index a used key violates (claimStatement). */
+export const claimedKeyIndex = 'authstrap_idempotency_key_caller_key_idx';
+
+/** Keeps the answer with the key, in the write's transaction, just before its commit. */
+export const recordStatement = (key: string, status: number, body: string): Statement => ({
+  text: `UPDATE "authstrap_idempotency_key" SET "status" = $2, "body" = $3 WHERE ${ownKey}`,
+  params: [key, status, body],
+});
+
+/** A used key's request and answer, for a repeat; `expired` past IDEMPOTENCY_KEY_HOURS (not yet pruned). */
+export interface StoredAnswer {
+  fingerprint: string;
+  status: number | null;
+  body: string | null;
+  expired: boolean;
+}
+
+export const storedAnswerStatement = (key: string): Statement => ({
+  text: `SELECT "fingerprint", "status", "body", "expiresAt" < now() AS "expired" FROM "authstrap_idempotency_key" WHERE ${ownKey}`,
+  params: [key],
+});
+
+/** Frees a key kept past its time, which the hourly prune has not reached yet. */
+export const forgetExpiredStatement = (key: string): Statement => ({
+  text: `DELETE FROM "authstrap_idempotency_key" WHERE ${ownKey} AND "expiresAt" < now()`,
+  params: [key],
+});
+
+const pruneEveryMs = 60 * 60 * 1000;
+
+/**
+ * Deletes the keys past IDEMPOTENCY_KEY_HOURS, hourly, in every instance (overlapping deletes are
+ * harmless). Requests reach only their own keys; `authstrap.prune_idempotency_keys` reaches all.
+ */
+export function startIdempotencyKeyPrune({ db, logger }: { db: Database; logger: Logger }) {
+  const prune = async () => {
+    try {
+      const { rows } = await db.query<{ pruned: number }>('SELECT authstrap.prune_idempotency_keys() AS "pruned"');
+      if (rows[0]!.pruned > 0) logger.info({ pruned: rows[0]!.pruned }, 'expired idempotency keys deleted');
+    } catch (error) {
+      logger.warn({ err: (error as Error)?.message }, 'idempotency keys: could not delete expired ones; trying again later');
+    }
+  };
+  // The first a minute after the start, not during it.
+  const first = setTimeout(prune, 60_000);
+  const timer = setInterval(prune, pruneEveryMs);
+  first.unref();
+  timer.unref();
+  return {
+    prune,
+    stop() {
+      clearTimeout(first);
+      clearInterval(timer);
+    },
+  };
+}

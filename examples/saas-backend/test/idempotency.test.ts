@@ -1,0 +1,193 @@
+import net from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, databaseKinds, signUp, startBackend, type Api, type SignedUp, type TestBackend } from './support/backend.js';
+
+/**
+ * Idempotency-Key on the generated routes (src/idempotency/): a write sent again with its key is
+ * applied once, and every repeat gets the first answer; a key names one request of one caller in
+ * one organization.
+ */
+describe.each(databaseKinds)('Idempotency-Key on the %s database', (kind) => {
+  let backend: TestBackend;
+  let alice: SignedUp;
+  let bob: SignedUp;
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+    alice = await signUp(backend.url, 'alice@example.com');
+    bob = await signUp(backend.url, 'bob@example.com');
+  });
+  afterAll(() => backend?.stop());
+
+  const keyed = (key: string) => ({ 'Idempotency-Key': key });
+  /** How many of the organization's projects have this name. */
+  const named = async (api: Api, name: string) => (await api('GET', `/Projects?name=${encodeURIComponent(name)}`)).body.meta.total as number;
+
+  it('applies a create once and answers every repeat with the first answer, marked as replayed', async () => {
+    const key = randomUUID();
+    const first = await alice.api('POST', '/Projects', { body: { name: 'Once' }, headers: keyed(key) });
+    expect(first.status).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    for (let repeat = 0; repeat < 3; repeat++) {
+      const again = await alice.api('POST', '/Projects', { body: { name: 'Once' }, headers: keyed(key) });
+      expect(again.status).toBe(201);
+      expect(again.body).toEqual(first.body);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+    }
+    expect(await named(alice.api, 'Once')).toBe(1);
+  });
+
+  it('reads the key as a structured-header string too', async () => {
+    const key = randomUUID();
+    const bare = await alice.api('POST', '/Projects', { body: { name: 'Quoted' }, headers: keyed(key) });
+    const quoted = await alice.api('POST', '/Projects', { body: { name: 'Quoted' }, headers: keyed(`"${key}"`) });
+    expect(quoted.headers.get('idempotent-replayed')).toBe('true');
+    expect(quoted.body).toEqual(bare.body);
+  });
+
+  it('refuses the same key with another body or path (422), and writes nothing', async () => {
+    const key = randomUUID();
+    expect((await alice.api('POST', '/Projects', { body: { name: 'First use' }, headers: keyed(key) })).status).toBe(201);
+    const otherBody = await alice.api('POST', '/Projects', { body: { name: 'Second use' }, headers: keyed(key) });
+    expect(otherBody.status).toBe(422);
+    expect(otherBody.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    const created = (await alice.api('POST', '/Projects', { body: { name: 'Target' } })).body.data;
+    const otherPath = await alice.api('PATCH', `/Projects/${created.id}`, { body: { name: 'First use' }, headers: keyed(key) });
+    expect(otherPath.status).toBe(422);
+    expect(await named(alice.api, 'Second use')).toBe(0);
+    expect((await alice.api('GET', `/Projects/${created.id}`)).body.data.name).toBe('Target');
+  });
+
+  it('replays a PATCH and a DELETE: the DELETE sent again is a 204, not a 404', async () => {
+    const created = (await alice.api('POST', '/Projects', { body: { name: 'Patched' } })).body.data;
+    const patchKey = randomUUID();
+    const patched = await alice.api('PATCH', `/Projects/${created.id}`, { body: { status: 'archived' }, headers: keyed(patchKey) });
+    expect(patched.status).toBe(200);
+    // Changed again by someone else: the repeat answers what the first write did, and changes nothing.
+    await alice.api('PATCH', `/Projects/${created.id}`, { body: { status: 'active' } });
+    const patchedAgain = await alice.api('PATCH', `/Projects/${created.id}`, { body: { status: 'archived' }, headers: keyed(patchKey) });
+    expect(patchedAgain.body).toEqual(patched.body);
+    expect((await alice.api('GET', `/Projects/${created.id}`)).body.data.status).toBe('active');
+
+    const deleteKey = randomUUID();
+    expect((await alice.api('DELETE', `/Projects/${created.id}`, { headers: keyed(deleteKey) })).status).toBe(204);
+    const deletedAgain = await alice.api('DELETE', `/Projects/${created.id}`, { headers: keyed(deleteKey) });
+    expect(deletedAgain.status).toBe(204);
+    expect(deletedAgain.headers.get('idempotent-replayed')).toBe('true');
+    expect((await alice.api('DELETE', `/Projects/${created.id}`)).status).toBe(404);
+  });
+
+  it('keeps no failed answer: after a 404 the key is free for the request sent again', async () => {
+    const key = randomUUID();
+    const missing = await alice.api('PATCH', `/Projects/${randomUUID()}`, { body: { name: 'Nowhere' }, headers: keyed(key) });
+    expect(missing.status).toBe(404);
+    const created = await alice.api('POST', '/Projects', { body: { name: 'After a 404' }, headers: keyed(key) });
+    expect(created.status).toBe(201);
+    expect(created.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it("scopes a key to its caller and organization: another user's same key is another request", async () => {
+    const key = randomUUID();
+    const mine = await alice.api('POST', '/Projects', { body: { name: 'Same key' }, headers: keyed(key) });
+    const theirs = await bob.api('POST', '/Projects', { body: { name: 'Same key' }, headers: keyed(key) });
+    expect(theirs.status).toBe(201);
+    expect(theirs.headers.get('idempotent-replayed')).toBeNull();
+    expect(theirs.body.data.id).not.toBe(mine.body.data.id);
+    expect(theirs.body.data.organizationId).toBe(bob.organizationId);
+    // Bob, invited into Alice's organization, still has keys of his own there.
+    const invited = await alice.api('POST', '/members', { body: { email: 'bob@example.com', role: 'member' } });
+    expect(invited.status).toBe(202);
+    const inAlices = await bob.api('POST', '/Projects', { body: { name: 'Same key' }, headers: keyed(key), organizationId: alice.organizationId });
+    // Not a member yet (the invitation is unanswered): refused, and no replay of Alice's answer leaks.
+    expect(inAlices.status).toBe(403);
+    expect(inAlices.body.data).toBeUndefined();
+  });
+
+  it('refuses a malformed key with a 400 naming the header, after the 401 of a caller without a session', async () => {
+    const malformed = await alice.api('POST', '/Projects', { body: { name: 'Bad key' }, headers: keyed('x'.repeat(256)) });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.message).toContain('Idempotency-Key');
+    const anonymous = await apiClient(backend.url)('POST', '/Projects', { body: { name: 'Bad key' }, headers: keyed('bad key with spaces'), organizationId: alice.organizationId });
+    expect(anonymous.status).toBe(401);
+    expect(await named(alice.api, 'Bad key')).toBe(0);
+  });
+
+  it('applies concurrent repeats once: each waits for the first and gets its answer (or a 409 with Retry-After)', async () => {
+    const key = randomUUID();
+    const answers = await Promise.all(Array.from({ length: 6 }, () => alice.api('POST', '/Projects', { body: { name: 'Concurrent' }, headers: keyed(key) })));
+    const created = answers.filter((answer) => answer.status === 201);
+    expect(created.length).toBeGreaterThan(0);
+    for (const answer of created) expect(answer.body).toEqual(created[0]!.body);
+    for (const answer of answers.filter((answer) => answer.status !== 201)) {
+      expect(answer.status).toBe(409);
+      expect(answer.headers.get('retry-after')).toBe('1');
+    }
+    expect(created.filter((answer) => answer.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    expect(await named(alice.api, 'Concurrent')).toBe(1);
+  });
+
+  it('applies once a write whose answer was lost (the client hung up) when it is sent again with its key', async () => {
+    const key = randomUUID();
+    const body = JSON.stringify({ name: 'Answer lost' });
+    const { hostname, port } = new URL(backend.url);
+    // The request is sent whole, and the connection dropped before any answer is read.
+    await new Promise<void>((resolve, reject) => {
+      const socket = net.connect(Number(port), hostname, () => {
+        socket.end(
+          `POST /Projects HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+            `Authorization: Bearer ${alice.token}\r\nx-organization-id: ${alice.organizationId}\r\nIdempotency-Key: ${key}\r\n\r\n${body}`,
+          () => resolve(),
+        );
+      });
+      socket.on('error', reject);
+    });
+    const sentAgain = await alice.api('POST', '/Projects', { body: { name: 'Answer lost' }, headers: keyed(key) });
+    expect(sentAgain.status).toBe(201);
+    expect(await named(alice.api, 'Answer lost')).toBe(1);
+  });
+
+  it('works for a machine key, whose keys are its own', async () => {
+    const made = await alice.api('POST', '/api/auth/api-keys', { body: { name: 'ci', permissions: { Project: ['list', 'create'] } } });
+    expect(made.status).toBe(201);
+    const withKey = (idempotencyKey: string) =>
+      apiClient(backend.url)('POST', '/Projects', { body: { name: 'By key' }, headers: { 'x-api-key': made.body.data.key, ...keyed(idempotencyKey) } });
+    const key = randomUUID();
+    const first = await withKey(key);
+    expect(first.status).toBe(201);
+    const again = await withKey(key);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    // Alice's own request with the same key is hers, not the machine key's.
+    const hers = await alice.api('POST', '/Projects', { body: { name: 'By key' }, headers: keyed(key) });
+    expect(hers.headers.get('idempotent-replayed')).toBeNull();
+    expect(await named(alice.api, 'By key')).toBe(2);
+  });
+
+  it('frees a key past its time: the prune deletes it, and an expired one is given up at once', async () => {
+    const key = randomUUID();
+    expect((await alice.api('POST', '/Projects', { body: { name: 'Old key' }, headers: keyed(key) })).status).toBe(201);
+    const age = (sql: string) => backend.running.db.asOwner((tx) => tx.query(sql, [key]));
+    await age(`UPDATE "authstrap_idempotency_key" SET "expiresAt" = now() - interval '1 minute' WHERE "key" = $1`);
+    // Expired but not pruned yet: the key is given up, and the request sent again is a new one.
+    const expired = await alice.api('POST', '/Projects', { body: { name: 'New use' }, headers: keyed(key) });
+    expect(expired.status).toBe(409);
+    expect(expired.headers.get('retry-after')).toBe('1');
+    expect((await alice.api('POST', '/Projects', { body: { name: 'New use' }, headers: keyed(key) })).status).toBe(201);
+
+    await age(`UPDATE "authstrap_idempotency_key" SET "expiresAt" = now() - interval '1 minute' WHERE "key" = $1`);
+    const { rows } = await backend.running.db.query<{ pruned: number }>('SELECT authstrap.prune_idempotency_keys() AS "pruned"');
+    expect(rows[0]!.pruned).toBeGreaterThanOrEqual(1);
+    const afterPrune = await alice.api('POST', '/Projects', { body: { name: 'Third use' }, headers: keyed(key) });
+    expect(afterPrune.status).toBe(201);
+    expect(afterPrune.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('answers reads and writes without a key as before, and a GET ignores the header', async () => {
+    const read = await alice.api('GET', '/Projects', { headers: keyed(randomUUID()) });
+    expect(read.status).toBe(200);
+    const a = await alice.api('POST', '/Projects', { body: { name: 'Unkeyed' } });
+    const b = await alice.api('POST', '/Projects', { body: { name: 'Unkeyed' } });
+    expect(a.body.data.id).not.toBe(b.body.data.id);
+  });
+});
