@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkCauses } from '../src/generate/check-causes.js';
+import { checkCauses, databaseCheckVerdict } from '../src/generate/check-causes.js';
 import { conflictMarkerLines, mergeThreeWays } from '../src/generate/merge3.js';
 
 const labels = { ours: 'yours', base: 'authstrap 0.1.0', theirs: 'authstrap 0.2.0' };
@@ -103,5 +103,43 @@ describe('checkCauses', () => {
   it('names owned files that are missing, and a missing record', () => {
     expect(checkCauses({ ...base, writes: [{ path: 'src/app.ts', action: 'create' }] })).toEqual(['1 file the project owns is missing or offered again: src/app.ts']);
     expect(checkCauses({ ...base, writes: [{ path: 'authstrap.files.json', action: 'create' }] })).toEqual(['authstrap.files.json is missing or out of date']);
+  });
+});
+
+describe('databaseCheckVerdict', () => {
+  const handEdit = "Project: policy authstrap_select is not the schema's (edited by hand?)";
+  const base = { migrations: ['0001_init.sql', '0002_rules_project.sql'], applied: ['0001_init.sql', '0002_rules_project.sql'], relative: 'api' };
+
+  it('finds nothing when the row-level security is the schema\'s, migrations pending or not', () => {
+    expect(databaseCheckVerdict(base)).toBeUndefined();
+    expect(databaseCheckVerdict({ ...base, applied: ['0001_init.sql'] })).toBeUndefined();
+  });
+
+  it('sends a difference to fix when every migration has run', () => {
+    expect(databaseCheckVerdict({ ...base, rowSecurityProblem: handEdit })).toEqual({
+      message: handEdit,
+      error: `The database's row-level security is not the schema's: ${handEdit}. Run \`authstrap fix api\` to put it back.`,
+    });
+  });
+
+  it('puts a difference down to the migration not applied yet, and says to start the backend, not to run fix', () => {
+    const verdict = databaseCheckVerdict({ ...base, applied: ['0001_init.sql'], rowSecurityProblem: handEdit });
+    expect(verdict).toEqual({
+      message: '1 migration not applied yet (migrations/0002_rules_project.sql): start the backend (it applies migrations as it starts), then check again',
+      error: "The database's row-level security is not the schema's yet: 1 migration not applied yet (migrations/0002_rules_project.sql): start the backend (it applies migrations as it starts), then check again.",
+    });
+    expect(verdict!.error).not.toContain('fix');
+    expect(verdict!.error).not.toContain('by hand');
+  });
+
+  it('counts every migration of a database the backend never started on, and names the first few', () => {
+    const migrations = ['0001_init.sql', '0002_a.sql', '0003_b.sql', '0004_c.sql'];
+    expect(databaseCheckVerdict({ ...base, migrations, applied: [], rowSecurityProblem: handEdit })?.message).toBe(
+      '4 migrations not applied yet (migrations/0001_init.sql, migrations/0002_a.sql, migrations/0003_b.sql and 1 more): start the backend (it applies migrations as it starts), then check again',
+    );
+  });
+
+  it('does not count an applied migration whose file is gone as pending', () => {
+    expect(databaseCheckVerdict({ ...base, applied: [...base.applied, '0000_existing_tables.sql'], rowSecurityProblem: handEdit })?.message).toBe(handEdit);
   });
 });

@@ -120,3 +120,47 @@ describe.each(['postgres', 'embedded'] as const)('policies edited in the databas
     expect(runCli(['generate', '--check'], dir).status).toBe(0);
   });
 });
+
+/**
+ * After a schema change or an upgrade, the new migration replaces policies only when the backend
+ * starts: until then `generate --check` names that migration and the step that applies it, rather
+ * than sending the user to `fix` for policies nobody edited.
+ */
+describe.each(['postgres', 'embedded'] as const)('a migration not applied yet, %s database', (kind) => {
+  const resources = createResources({ adminUrl, name: 'rlspending' });
+  let dir: string;
+  let database: string;
+
+  beforeAll(async () => {
+    if (kind === 'postgres' && !adminUrl) return;
+    database = kind === 'postgres' ? await resources.createDatabase() : 'embedded';
+    dir = resources.copyOfExample(`ALLOWED_ORIGINS=http://localhost:5173\n${kind === 'postgres' ? `DATABASE_URL=${database}` : 'EMBEDDED_DB_DIR=.data/pglite'}\n`);
+    await (await resources.startBackend(dir, database)).stop();
+    // Only owners may delete a project now: the policy authstrap_delete changes.
+    const schemaFile = path.join(dir, 'authstrap.schema.ts');
+    const projectEnd = "      },\n    },\n    // Also reachable as /Projects/:projectId/Tasks.";
+    const source = fs.readFileSync(schemaFile, 'utf8');
+    expect(source).toContain(projectEnd);
+    fs.writeFileSync(schemaFile, source.replace(projectEnd, `      },\n      rules: { delete: ['owner'] },\n    },\n    // Also reachable as /Projects/:projectId/Tasks.`));
+    const generated = runCli(['generate'], dir);
+    expect(generated.status, generated.output).toBe(0);
+  }, 120_000);
+  afterAll(() => resources.cleanup());
+
+  it.runIf(kind === 'embedded' || adminUrl)('fails generate --check naming the pending migration, and passes once the backend has applied it', async () => {
+    const migration = fs.readdirSync(path.join(dir, 'migrations')).filter((name) => name.endsWith('.sql')).at(-1);
+    expect(migration).toMatch(/^0002_/);
+    const pending = `1 migration not applied yet (migrations/${migration}): start the backend (it applies migrations as it starts), then check again`;
+    const json = runCli(['generate', '--check', '--json'], dir);
+    expect(json.status, json.output).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, upToDate: true, database: { ok: false, message: pending } });
+    const text = runCli(['generate', '--check'], dir);
+    expect(text.status).toBe(1);
+    expect(text.stderr).toContain(`The database's row-level security is not the schema's yet: ${pending}.`);
+    expect(text.output).not.toContain('authstrap fix');
+
+    await (await resources.startBackend(dir, database)).stop();
+    const applied = runCli(['generate', '--check'], dir);
+    expect(applied.status, applied.output).toBe(0);
+  });
+});

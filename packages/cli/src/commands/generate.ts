@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { examineRowSecurity } from '../checks/row-level-security.js';
+import { readAppliedMigrations } from '../verify/database.js';
 import { readRowSecurity } from '../verify/row-security.js';
-import { applyWrites, checkCauses, loadTemplates, newMigration, planGenerate, readOwnedVersions } from '../generate/index.js';
+import { applyWrites, checkCauses, databaseCheckVerdict, loadTemplates, newMigration, planGenerate, readMigrationsState, readOwnedVersions } from '../generate/index.js';
 import { version } from '../version.js';
 import { loadSchemaWithSource, type Schema } from '../schema/index.js';
 import { CliError } from '../cli-error.js';
@@ -23,16 +24,19 @@ const symbols = { create: '+', update: '~', remove: '-' } as const;
 
 /**
  * `--check`, past the files: whether the database's row-level security is what the schema gives
- * (a policy edited or dropped by hand shows here). Undefined when it is, or cannot be looked at.
+ * (a policy edited or dropped by hand shows here, and so does a migration not applied yet).
+ * Undefined when it is, or cannot be looked at.
  */
-async function databaseDrift(projectDir: string, schema: Schema): Promise<{ problem?: string; note?: string }> {
+async function databaseDrift(projectDir: string, schema: Schema, relative: string): Promise<{ problem?: { message: string; error: string }; note?: string }> {
   const { db, note } = await openProjectDatabase(projectDir, undefined);
   if (!db) return { note: `the database was not checked: ${note}` };
   try {
     const live = await readRowSecurity(db, schema);
     if (!live) return {};
     const finding = examineRowSecurity(schema, live);
-    return finding.status === 'fail' ? { problem: finding.message } : {};
+    if (finding.status !== 'fail') return {};
+    const migrations = readMigrationsState(projectDir).files.filter((name) => name.endsWith('.sql'));
+    return { problem: databaseCheckVerdict({ rowSecurityProblem: finding.message, migrations, applied: await readAppliedMigrations(db), relative }) };
   } catch (error) {
     // A database the backend has not migrated yet, say: nothing to compare.
     return { note: `the database was not checked: ${(error as Error).message}` };
@@ -71,18 +75,18 @@ export async function generateCommand(dir: string | undefined, options: Generate
 
   const relative = path.relative(process.cwd(), projectDir) || '.';
   const changes = plan.writes.map((write) => ({ action: write.action, path: write.path }));
-  const drift = options.check ? await databaseDrift(projectDir, schema) : {};
+  const drift = options.check ? await databaseDrift(projectDir, schema, relative) : {};
   const pending = plan.pendingUpgrades ?? [];
   const report = (written: boolean) => {
     if (options.json) {
-      const database = drift.problem ? { ok: false, message: drift.problem } : drift.note ? { ok: true, message: drift.note } : undefined;
+      const database = drift.problem ? { ok: false, message: drift.problem.message } : drift.note ? { ok: true, message: drift.note } : undefined;
       printJson({ ok: !(options.check && (changes.length > 0 || drift.problem || pending.length > 0)), dir: projectDir, upToDate: changes.length === 0 && pending.length === 0, written, changes, pendingUpgrades: pending, ...(database ? { database } : {}) });
     }
   };
   const refuseDrift = () => {
     if (!drift.problem) return;
     report(false);
-    throw new CliError(`The database's row-level security is not the schema's: ${drift.problem}. Run \`authstrap fix ${relative}\` to put it back.`, 1);
+    throw new CliError(drift.problem.error, 1);
   };
   if (drift.note) console.error(drift.note);
   const causes = () =>

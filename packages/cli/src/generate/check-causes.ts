@@ -54,6 +54,37 @@ export function checkCauses(facts: CheckCauseFacts): string[] {
   return causes;
 }
 
+/** What `generate --check` found in the database, and the migrations of the project that have run there. */
+export interface DatabaseCheckFacts {
+  /** Why the database's row-level security is not the schema's (the check's message); none when it is. */
+  rowSecurityProblem?: string;
+  /** The project's migrations: the `.sql` file names in migrations/. */
+  migrations: string[];
+  /** The names the database records as applied (authstrap_migrations). */
+  applied: string[];
+  /** The project folder as the user named it, for the command to run. */
+  relative: string;
+}
+
+/**
+ * Why the database's row-level security is not the schema's, and the step that clears it; none when
+ * it is. A migration not applied yet (an upgrade or a schema change that the backend has not started
+ * on) is what brings the schema's policies, so a difference is put down to it, not to hand edits
+ * that `fix` would undo: once it has run, a difference left is checked again. `message` is the
+ * JSON's, `error` the sentence the command fails with.
+ */
+export function databaseCheckVerdict(facts: DatabaseCheckFacts): { message: string; error: string } | undefined {
+  if (facts.rowSecurityProblem === undefined) return undefined;
+  const applied = new Set(facts.applied);
+  const pending = facts.migrations.filter((name) => !applied.has(name)).map((name) => ({ path: `migrations/${name}` }));
+  if (pending.length > 0) {
+    const message = `${pending.length} migration${pending.length === 1 ? '' : 's'} not applied yet (${summary(pending)}): start the backend (it applies migrations as it starts), then check again`;
+    return { message, error: `The database's row-level security is not the schema's yet: ${message}.` };
+  }
+  const message = facts.rowSecurityProblem;
+  return { message, error: `The database's row-level security is not the schema's: ${message}. Run \`authstrap fix ${facts.relative}\` to put it back.` };
+}
+
 const count = (n: number) => `${n} file${n === 1 ? '' : 's'}`;
 
 /** The first few paths, then how many more: a cause is one line. */

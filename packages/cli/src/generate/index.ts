@@ -8,7 +8,7 @@ import { renderProject } from './render.js';
 import type { Templates } from './templates.js';
 
 export { applyWrites, readOwnedVersions, type FileWrite } from './apply.js';
-export { checkCauses } from './check-causes.js';
+export { checkCauses, databaseCheckVerdict } from './check-causes.js';
 export { clientOutputs, clientPath, type ClientOutputs } from './client-outputs.js';
 export type { MigrationsState } from './migrations-plan.js';
 export { loadTemplates } from './templates.js';

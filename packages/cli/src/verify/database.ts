@@ -35,3 +35,10 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseProb
     close: () => db.close(),
   };
 }
+
+/** The migrations the backend has applied to this database (none when it has not started on it yet). */
+export async function readAppliedMigrations(db: DatabaseProbe): Promise<string[]> {
+  const [table] = await db.query<{ exists: boolean }>(`SELECT to_regclass('authstrap_migrations') IS NOT NULL AS "exists"`);
+  if (!table?.exists) return [];
+  return (await db.query<{ name: string }>('SELECT name FROM authstrap_migrations ORDER BY name')).map((row) => row.name);
+}
