@@ -783,6 +783,15 @@ export interface AuthstrapClientOptions {
   /** Sent with every request, e.g. the incoming `cookie` header in a server component. */
   headers?: Record<string, string>;
   /**
+   * How often a call is sent again after a network error, a 503, or a 429 or 409 that says when
+   * (Retry-After): default 3. Reads are always safe to send again; writes to the data routes
+   * carry an Idempotency-Key (the same on every attempt), so the backend applies them once. A
+   * write to /api/... (sign-in, sign-up, account flows) is sent once.
+   */
+  retries?: number;
+  /** The longest Retry-After a call waits for before it gives up and throws instead (default 10000 ms). */
+  maxRetryWaitMs?: number;
+  /**
    * The backend's REALTIME_HEARTBEAT_MS (default 15000): a subscription's connection that stays
    * silent for two and a half of them (no event, no heartbeat) has stalled somewhere on the way,
    * and is replaced by a new one that resumes from the last event received.
@@ -859,6 +868,24 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 /** The reason a fetch failed: Node's "fetch failed" keeps the useful part (ECONNREFUSED ...) in its cause. */
 const reasonOf = (error: unknown): string =>
   error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+
+/** After a network error, or a 503 that does not say when: 0.5 s, 1 s, 2 s ..., with jitter. */
+const backoffMs = (attempt: number) => Math.min(8000, 500 * 2 ** attempt) * (0.75 + Math.random() / 2);
+
+/**
+ * How long to wait before sending a call again, or undefined when its answer is final: a 503
+ * (a failover, a database that did not answer in time), or a 429 or 409 that says when (a rate
+ * limit's window; a keyed write whose first request is still running).
+ */
+function retryWaitMs(response: Response, attempt: number): number | undefined {
+  const retryAfter = response.headers.get('retry-after');
+  const seconds = retryAfter !== null && /^\d+$/.test(retryAfter.trim()) ? Number(retryAfter) : undefined;
+  if (response.status === 503) return seconds !== undefined ? seconds * 1000 : backoffMs(attempt);
+  if ((response.status === 429 || response.status === 409) && seconds !== undefined) return seconds * 1000;
+  return undefined;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The ends of a stream after which a subscription connects again: the instance is stopping, or the client fell too far behind. */
 const resumedAfterEnd = new Set(['SHUTTING_DOWN', 'TOO_SLOW']);
@@ -960,21 +987,44 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     return headers;
   }
 
+  const retries = options.retries ?? 3;
+  const maxRetryWaitMs = options.maxRetryWaitMs ?? 10_000;
+
+  /**
+   * One call, sent again while it may be (`retries`): a read always, a write to the data routes with
+   * its Idempotency-Key, which makes a repeat of a write that did happen answer as the first time.
+   */
   async function send<T>(method: string, path: string, body?: unknown): Promise<Success<T>> {
     const url = baseUrl + path;
     const headers = headersFor('application/json');
     if (body !== undefined) headers.set('content-type', 'application/json');
+    const reads = method === 'GET' || method === 'HEAD';
+    const keyed = !reads && !path.startsWith('/api/');
+    if (keyed) headers.set('idempotency-key', globalThis.crypto.randomUUID());
+    const sendsAgain = reads || keyed;
 
-    let response: Response;
-    let text: string;
-    try {
-      response = await fetchFn(url, { method, headers, credentials, body: body === undefined ? null : JSON.stringify(body) });
-      text = await response.text();
-    } catch (cause) {
-      throw new AuthstrapError({ status: 0, code: 'NETWORK_ERROR', message: `${method} ${url} failed: ${reasonOf(cause)}`, cause });
+    for (let attempt = 0; ; attempt++) {
+      const last = !sendsAgain || attempt >= retries;
+      let response: Response;
+      let text: string;
+      try {
+        response = await fetchFn(url, { method, headers, credentials, body: body === undefined ? null : JSON.stringify(body) });
+        text = await response.text();
+      } catch (cause) {
+        if (!last) {
+          await sleep(backoffMs(attempt));
+          continue;
+        }
+        throw new AuthstrapError({ status: 0, code: 'NETWORK_ERROR', message: `${method} ${url} failed: ${reasonOf(cause)}`, cause });
+      }
+      const waitMs = last ? undefined : retryWaitMs(response, attempt);
+      if (waitMs !== undefined && waitMs <= maxRetryWaitMs) {
+        await sleep(waitMs);
+        continue;
+      }
+      if (response.status === 204) return { success: true, data: undefined as T };
+      return envelopeOf<T>(method, url, response, text);
     }
-    if (response.status === 204) return { success: true, data: undefined as T };
-    return envelopeOf<T>(method, url, response, text);
   }
 
   /** The answer's `{ success: true }` envelope; anything else (the backend's error envelope included) is thrown as an AuthstrapError. */

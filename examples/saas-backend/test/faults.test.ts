@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { createAuthstrapClient } from '../client/authstrap-client.js';
 import { DatabaseUnavailableError, openDatabase } from '../src/db/database.js';
 import { apiClient, createThrowawayDatabase, postgresAdminUrl, projectDir, redisUrl, signUp, startBackend, type TestBackend } from './support/backend.js';
 import { faultProxy, type FaultProxy } from './support/fault-proxy.js';
@@ -98,6 +99,20 @@ describe.runIf(postgresAdminUrl)('PostgreSQL that stops answering', () => {
     expect(again.status).toBe(201);
     expect((await send()).body).toEqual(again.body);
     expect((await owner.api('GET', '/Projects?name=Keyed')).body.meta.total).toBe(1);
+  });
+
+  it('lets the typed client carry a write through a stall: it waits as Retry-After says, sends it again with its key, and it is applied once', async () => {
+    const { backend, proxy } = await backendBehindProxy();
+    const owner = await signUp(backend.url, 'client-stall@example.com');
+    const client = createAuthstrapClient({ baseUrl: backend.url, token: owner.token, organizationId: owner.organizationId });
+    proxy.stall();
+    const creating = client.Project.create({ name: 'Through a stall' });
+    // PostgreSQL answers again after the first attempt's 503 (the read deadline), before the client gives up.
+    setTimeout(() => proxy.resume(), failureBoundMs);
+    const created = await creating;
+    expect(created.name).toBe('Through a stall');
+    const listed = await client.Project.list({ filter: { name: 'Through a stall' } });
+    expect(listed.meta.total).toBe(1);
   });
 
   it('answers 503 (not 500) when the connection is cut in the middle of a query', async () => {

@@ -273,13 +273,54 @@ describe.each(pooledDatabaseKinds)('the generated typed client on the %s databas
     expect((await ada.Project.get(secret.id)).name).toBe('Ada only');
   });
 
+  it('sends a write again with the same Idempotency-Key when its answer is lost, and the backend applies it once', async () => {
+    /** Every request's method, path and Idempotency-Key; the next `lose` answers are read and then dropped, as a reset connection would. */
+    const sent: { method: string; path: string; key: string | null }[] = [];
+    let lose = 0;
+    const losingFetch: typeof fetch = async (input, init) => {
+      sent.push({ method: init?.method ?? 'GET', path: new URL(String(input)).pathname, key: new Headers(init?.headers).get('idempotency-key') });
+      const response = await fetch(input, init);
+      if (lose > 0) {
+        lose--;
+        await response.text();
+        throw new TypeError('fetch failed', { cause: new Error('read ECONNRESET') });
+      }
+      return response;
+    };
+    const grace = createAuthstrapClient({ baseUrl: backend.url, fetch: losingFetch });
+    await grace.auth.signUp({ email: 'lost-answer@example.com', password, name: 'Grace' });
+    grace.setOrganization((await grace.auth.getSession())!.organizations[0]!.id);
+
+    lose = 1;
+    const created = await grace.Project.create({ name: 'Answer lost once' });
+    const creates = sent.filter((request) => request.method === 'POST' && request.path === '/Projects');
+    expect(creates).toHaveLength(2);
+    expect(creates[0]!.key).toMatch(/^[0-9a-f-]{36}$/);
+    expect(creates[1]!.key).toBe(creates[0]!.key);
+    const listed = await grace.Project.list({ filter: { name: 'Answer lost once' } });
+    expect(listed.meta.total).toBe(1);
+    expect(listed.data[0]!.id).toBe(created.id);
+
+    // Each call has a key of its own; a read carries none.
+    await grace.Project.update(created.id, { description: 'again' });
+    const keys = sent.filter((request) => request.key !== null).map((request) => request.key);
+    expect(new Set(keys).size).toBe(2);
+    expect(sent.filter((request) => request.method === 'GET').every((request) => request.key === null)).toBe(true);
+
+    // A sign-in (under /api/) takes no key, and is sent once: its error is the caller's to handle.
+    const before = sent.length;
+    lose = 1;
+    expect(await failure(grace.auth.signIn({ email: 'lost-answer@example.com', password }))).toMatchObject({ status: 0, code: 'NETWORK_ERROR' });
+    expect(sent.length - before).toBe(1);
+  });
+
   it('turns a network failure and a body that is not the API into AuthstrapErrors', async () => {
     // A port that was just free: nothing listens there.
     const closed = http.createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const { port } = closed.address() as AddressInfo;
     await new Promise((resolve) => closed.close(resolve));
-    const unreachable = await failure(createAuthstrapClient({ baseUrl: `http://127.0.0.1:${port}` }).Project.list());
+    const unreachable = await failure(createAuthstrapClient({ baseUrl: `http://127.0.0.1:${port}`, retries: 0 }).Project.list());
     expect(unreachable).toMatchObject({ status: 0, code: 'NETWORK_ERROR' });
     expect(unreachable.message).toContain('ECONNREFUSED');
     expect(unreachable.cause).toBeInstanceOf(TypeError);
@@ -292,7 +333,7 @@ describe.each(pooledDatabaseKinds)('the generated typed client on the %s databas
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
     const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
     try {
-      const notJson = await failure(createAuthstrapClient({ baseUrl: otherUrl }).Project.list());
+      const notJson = await failure(createAuthstrapClient({ baseUrl: otherUrl, retries: 0 }).Project.list());
       expect(notJson).toMatchObject({ status: 502, code: 'BAD_RESPONSE' });
       const notTheApi = await failure(createAuthstrapClient({ baseUrl: `${otherUrl}/json` }).Project.get('x'));
       expect(notTheApi).toMatchObject({ status: 200, code: 'BAD_RESPONSE' });

@@ -80,6 +80,20 @@ const organizationHeader = z.object({
     .optional()
     .meta({ description: "The organization (tenant) the request acts in; without it, the session's active organization (POST /api/auth/organization/set-active)" }),
 });
+/** On the writes of the routes behind tenantScoped (src/idempotency/). */
+const idempotencyKeyHeader = z.object({
+  'Idempotency-Key': z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .meta({
+      description:
+        'A key of your choosing (a UUID) that makes the write safe to send again: a repeat with the same key, method, path and body gets the first answer ' +
+        '(header Idempotent-Replayed: true) and changes nothing; the same key with another request is a 422 (IDEMPOTENCY_KEY_REUSED); a repeat while the first ' +
+        'is still running waits for it, or gets a 409 with Retry-After. Kept per caller and organization for IDEMPOTENCY_KEY_HOURS (24). Answers of 400 or more are not kept.',
+    }),
+});
 const idParam = (entity: string, idType: CrudRoutes['idType']) =>
   z.object({ id: (idType === 'uuid' ? z.uuid() : z.int().min(1)).meta({ description: `The ${entity}'s id` }) });
 
@@ -156,6 +170,8 @@ const pascalCase = (name: string) =>
 export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes): void {
   const tags = [routes.entity];
   const scoped = routes.tenantScoped ? { headers: organizationHeader } : {};
+  // The routes behind tenantScoped (the ones machine keys reach) keep a keyed write's answer.
+  const writeHeaders = routes.machineKeys ? { headers: organizationHeader.extend(idempotencyKeyHeader.shape) } : scoped;
   // The pipeline's answers (400, 401, 413, 422, 429, 500...) are added by openapi/answers.ts.
   const scopedErrors: Record<number, ResponseConfig> = routes.tenantScoped
     ? { 400: errorResponse('Bad request (malformed JSON, parameters or x-organization-id)'), 403: errorResponse('Not allowed in this organization') }
@@ -177,8 +193,14 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   const secretFields = Object.keys(routes.list.fields).filter((name) => routes.list.fields[name]!.secret);
   // The schemas describe a user's view; the service key's answers carry the secret fields too.
   const serviceNote = routes.serviceApi && secretFields.length > 0 ? `The service key also gets ${secretFields.join(', ')}.` : '';
-  // A unique key taken, or (on delete) a record that others still reference.
-  const conflict = { 409: errorResponse('Conflicts with an existing record, or is still referenced by others') };
+  // A unique key taken, or (on delete) a record that others still reference; with an
+  // Idempotency-Key, also its first request still running, or the key used for another request.
+  const conflict = routes.machineKeys
+    ? {
+        409: errorResponse('Conflicts with an existing record, or is still referenced by others; or a request with the same Idempotency-Key is still running (Retry-After)'),
+        422: errorResponse('VALIDATION_ERROR: the body fails the schema (details names each field); or IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was sent with another request'),
+      }
+    : { 409: errorResponse('Conflicts with an existing record, or is still referenced by others') };
   // Stable names for client generators, as the typed client calls them: projects.list -> listProjects.
   const one = pascalCase(routes.entity);
   const many = pascalCase(routes.path);
@@ -205,7 +227,7 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   registry.registerPath({
     method: 'post', path: routes.path, operationId: `create${one}`, tags, summary: creating.summary, security: creating.security,
     description: serviceCreate ? `With the service key: ${serviceCreate.summary.toLowerCase()} directly (201), from the second body shape.` : undefined,
-    request: { body: jsonBody(serviceCreate ? z.union([create.input, serviceCreate.input]) : create.input), ...scoped },
+    request: { body: jsonBody(serviceCreate ? z.union([create.input, serviceCreate.input]) : create.input), ...writeHeaders },
     responses: {
       [create.status]: dataEnvelope(create.summary, create.output),
       ...(serviceCreate ? { 201: dataEnvelope(`Created (service key)`, serviceCreate.output) } : {}),
@@ -221,17 +243,17 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   });
   registry.registerPath({
     method: 'put', path: itemPath, operationId: `replace${one}`, tags, summary: replace.summary, security: replace.security,
-    request: { params: idParam(routes.entity, routes.idType), body: jsonBody(routes.replaceInput), ...scoped },
+    request: { params: idParam(routes.entity, routes.idType), body: jsonBody(routes.replaceInput), ...writeHeaders },
     responses: { 200: dataEnvelope(`The replaced ${routes.entity}`, routes.output), ...scopedErrors, ...replace.serviceKeyOnly, ...notFound, ...conflict },
   });
   registry.registerPath({
     method: 'patch', path: itemPath, operationId: `update${one}`, tags, summary: update.summary, security: update.security,
-    request: { params: idParam(routes.entity, routes.idType), body: jsonBody(routes.updateInput), ...scoped },
+    request: { params: idParam(routes.entity, routes.idType), body: jsonBody(routes.updateInput), ...writeHeaders },
     responses: { 200: dataEnvelope(`The updated ${routes.entity}`, routes.output), ...scopedErrors, ...update.serviceKeyOnly, ...notFound, ...conflict },
   });
   registry.registerPath({
     method: 'delete', path: itemPath, operationId: `delete${one}`, tags, summary: remove.summary, security: remove.security,
-    request: { params: idParam(routes.entity, routes.idType), ...scoped },
+    request: { params: idParam(routes.entity, routes.idType), ...writeHeaders },
     responses: { 204: { description: 'Deleted' }, ...scopedErrors, ...remove.serviceKeyOnly, ...notFound, ...conflict },
   });
 
@@ -280,7 +302,7 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
     });
     registry.registerPath({
       method: 'post', path, operationId: `create${pascalCase(parentEntity)}${one}`, tags, summary: `Create a ${routes.entity} under a ${parentEntity}`, ...(routes.machineKeys ? { security: withMachineKey } : {}),
-      request: { params, body: jsonBody(createInput), ...scoped },
+      request: { params, body: jsonBody(createInput), ...writeHeaders },
       responses: { 201: dataEnvelope(`The created ${routes.entity}`, routes.output), ...scopedErrors, ...parentMissing, ...conflict },
     });
   }
