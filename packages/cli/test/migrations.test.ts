@@ -65,7 +65,7 @@ describe('the first migration', () => {
 
   it('creates every table, each after the tables it references', () => {
     const order = createdTables(initSql(schema));
-    expect([...order].sort()).toEqual(['Organization', 'Project', 'Task', 'User', 'account', 'apikey', 'authstrap_event', 'authstrap_outbox', 'authstrap_webhook_endpoint', 'member', 'session', 'verification']);
+    expect([...order].sort()).toEqual(['Organization', 'Project', 'Task', 'User', 'account', 'apikey', 'authstrap_event', 'authstrap_idempotency_key', 'authstrap_outbox', 'authstrap_webhook_endpoint', 'member', 'session', 'verification']);
     const before = (referenced: string, referencing: string) => expect(order.indexOf(referenced)).toBeLessThan(order.indexOf(referencing));
     before('User', 'account');
     before('User', 'session');

@@ -28,7 +28,17 @@ export interface WebhookSecretSeal {
 }
 
 export function webhookSecretSeal(authSecret: string | undefined): WebhookSecretSeal {
-  const key = authSecret ? Buffer.from(hkdfSync('sha256', authSecret, 'authstrap', 'webhook signing secrets', 32)) : undefined;
+  return secretSeal(authSecret, 'webhook signing secrets');
+}
+
+/**
+ * The same seal for another kind of secret at rest, under a key of its own (`purpose` is HKDF's
+ * info): the answers a keyed write keeps (src/idempotency/), which may hold a secret shown once.
+ */
+export type SecretSeal = WebhookSecretSeal;
+
+export function secretSeal(authSecret: string | undefined, purpose: string): SecretSeal {
+  const key = authSecret ? Buffer.from(hkdfSync('sha256', authSecret, 'authstrap', purpose, 32)) : undefined;
   return {
     sealing: key !== undefined,
     seal(secret) {

@@ -195,7 +195,7 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   const serviceNote = routes.serviceApi && secretFields.length > 0 ? `The service key also gets ${secretFields.join(', ')}.` : '';
   // A unique key taken, or (on delete) a record that others still reference; with an
   // Idempotency-Key, also its first request still running, or the key used for another request.
-  const conflict = routes.machineKeys
+  const conflict: Record<number, ResponseConfig> = routes.machineKeys
     ? {
         409: errorResponse('Conflicts with an existing record, or is still referenced by others; or a request with the same Idempotency-Key is still running (Retry-After)'),
         422: errorResponse('VALIDATION_ERROR: the body fails the schema (details names each field); or IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was sent with another request'),

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { type Database, type OpenTransaction, type PipelineOutcome, type QueryResult } from '../db/database.js';
 import type { Statement } from '../db/sql.js';
+import type { SecretSeal } from '../events/webhook-secrets.js';
 import { HttpError } from '../http/errors.js';
 import {
   claimedKeyIndex,
@@ -39,7 +40,7 @@ export class KeyedWrite {
   constructor(
     private readonly req: Request,
     private readonly res: Response,
-    private readonly settings: { keyHours: number; lockWaitMs: number },
+    private readonly settings: KeyedWriteSettings,
   ) {}
 
   /** The key the request came with: a 400 for a malformed one (thrown once the caller is known). */
@@ -118,7 +119,13 @@ export class KeyedWrite {
     if (stored.fingerprint !== requestFingerprint(this.req)) {
       return new HttpError(422, 'IDEMPOTENCY_KEY_REUSED', `This ${idempotencyHeader} was sent with another request (method, path or body): use a new key for a new request`);
     }
-    return new ReplayedAnswer(stored.status, stored.body ?? '');
+    let body: string;
+    try {
+      body = stored.body ? this.settings.seal.open(stored.body) : '';
+    } catch {
+      return new HttpError(409, 'CONFLICT', `The answer kept for this ${idempotencyHeader} was sealed under another AUTH_SECRET and cannot be sent again: use a new key`);
+    }
+    return new ReplayedAnswer(stored.status, body);
   }
 
   /**
@@ -158,7 +165,7 @@ export class KeyedWrite {
         return;
       }
       const body = chunk === undefined || chunk === null ? '' : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk);
-      const outcome = await tx.pipeline([recordStatement(this.key(), status, body)]);
+      const outcome = await tx.pipeline([recordStatement(this.key(), status, body && this.settings.seal.seal(body))]);
       if (outcome.error !== undefined) {
         await tx.rollback();
         throw outcome.error;
@@ -181,6 +188,18 @@ export class KeyedWrite {
     this.res.setHeader('Content-Length', String(Buffer.byteLength(body)));
     end(body);
   }
+}
+
+export interface KeyedWriteSettings {
+  /** IDEMPOTENCY_KEY_HOURS */
+  keyHours: number;
+  /** How long a repeat waits for the first request with its key (see lockWaitStatement). */
+  lockWaitMs: number;
+  /**
+   * Kept answers are sealed at rest under AUTH_SECRET (as webhook secrets are): an answer may hold
+   * a secret shown once (a new webhook endpoint's), which a copy of the database must not give away.
+   */
+  seal: SecretSeal;
 }
 
 /** The key's claim failed: `cause` says why (used already, or its first request still running). */
@@ -209,7 +228,7 @@ export class ReplayedAnswer extends Error {
  * The request's KeyedWrite, when it is a write (POST, PUT, PATCH, DELETE) that came with an
  * Idempotency-Key; made once per request.
  */
-export function keyedWriteOf(req: Request, settings: { keyHours: number; lockWaitMs: number }): KeyedWrite | undefined {
+export function keyedWriteOf(req: Request, settings: KeyedWriteSettings): KeyedWrite | undefined {
   if (req.method === 'GET' || req.method === 'HEAD' || req.headers['idempotency-key'] === undefined) return undefined;
   return (req.keyedWrite ??= new KeyedWrite(req, req.res!, settings));
 }
