@@ -1,7 +1,8 @@
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, databaseKinds, signUp, startBackend, type Api, type SignedUp, type TestBackend } from './support/backend.js';
+import { apiClient, databaseKinds, postgresAdminUrl, signUp, startBackend, type Api, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
  * Idempotency-Key on the generated routes (src/idempotency/): a write sent again with its key is
@@ -189,5 +190,39 @@ describe.each(databaseKinds)('Idempotency-Key on the %s database', (kind) => {
     const a = await alice.api('POST', '/Projects', { body: { name: 'Unkeyed' } });
     const b = await alice.api('POST', '/Projects', { body: { name: 'Unkeyed' } });
     expect(a.body.data.id).not.toBe(b.body.data.id);
+  });
+});
+
+describe.runIf(postgresAdminUrl)('a repeat while the first request with its key still runs (PostgreSQL)', () => {
+  it('waits for the first for half the statement timeout, then answers 409 with Retry-After, and writes nothing', async () => {
+    const backend = await startBackend('postgres', { DATABASE_QUERY_TIMEOUT_MS: '2000' });
+    const held = new pg.Client({ connectionString: backend.running.config.databaseUrl });
+    try {
+      const alice = await signUp(backend.url, 'held@example.com');
+      const key = randomUUID();
+      // "The first request": a transaction that has taken the key and not ended, as a keyed write does until its answer is kept.
+      await held.connect();
+      await held.query('BEGIN');
+      await held.query(
+        `INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt") VALUES ($1, $2, $3, 'first', now() + interval '1 hour')`,
+        [alice.organizationId, `user:${alice.user.id}`, key],
+      );
+      const started = performance.now();
+      const repeat = await alice.api('POST', '/Projects', { body: { name: 'Waited' }, headers: { 'Idempotency-Key': key } });
+      const waitedMs = performance.now() - started;
+      expect(repeat.status).toBe(409);
+      expect(repeat.headers.get('retry-after')).toBe('1');
+      expect(repeat.body.error.message).toContain('still being processed');
+      // It waited for the first, half of DATABASE_QUERY_TIMEOUT_MS (1 s); the statement timeout (2 s) would have been a 503.
+      expect(waitedMs).toBeGreaterThanOrEqual(950);
+      await held.query('ROLLBACK');
+      // The first gave the key up: the repeat is now a first use.
+      const after = await alice.api('POST', '/Projects', { body: { name: 'Waited' }, headers: { 'Idempotency-Key': key } });
+      expect(after.status).toBe(201);
+      expect((await alice.api('GET', '/Projects?name=Waited')).body.meta.total).toBe(1);
+    } finally {
+      await held.end().catch(() => {});
+      await backend.stop();
+    }
   });
 });

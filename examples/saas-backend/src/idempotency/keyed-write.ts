@@ -8,7 +8,6 @@ import {
   claimStatement,
   forgetExpiredStatement,
   idempotencyHeader,
-  lockWaitStatement,
   presentedIdempotencyKey,
   recordStatement,
   requestFingerprint,
@@ -19,9 +18,10 @@ import {
 /**
  * A write sent with an `Idempotency-Key`, from its first statement to its answer:
  *
- *   BEGIN
- *   <the caller's scope>  <the key taken: claimStatement>  <the route's statement>   (one round trip)
- *   ... the route answers: the answer is kept with the key, then COMMIT, then it is sent
+ *   BEGIN  <the caller's scope>  <the key taken: claimStatement>  <the route's statement>   (one round trip)
+ *   ... the route answers:
+ *   <the answer kept with the key>  COMMIT                                                (one round trip)
+ *   ... and only then is the answer sent
  *
  * so the write and its answer are committed together or not at all: a repeat finds either both
  * (and gets the answer again) or neither (and is the write). A repeat that comes while the first
@@ -70,11 +70,12 @@ export class KeyedWrite {
    */
   async begin(db: Database, preamble: Statement[], statements: Statement[]): Promise<PipelineOutcome> {
     const key = this.key();
-    this.tx = await db.begin();
+    const claim = [claimStatement(key, requestFingerprint(this.req), this.settings.keyHours, this.settings.lockWaitMs)];
+    const tx = await db.begin([...preamble, ...claim, ...statements]);
+    this.tx = tx;
     this.state = 'open';
     this.hookAnswer();
-    const claim = [lockWaitStatement(this.settings.lockWaitMs), claimStatement(key, requestFingerprint(this.req), this.settings.keyHours)];
-    const outcome = await this.tx.pipeline([...preamble, ...claim, ...statements]);
+    const outcome = tx.started;
     const claimAt = preamble.length;
     const results = [...outcome.results.slice(0, claimAt), ...outcome.results.slice(claimAt + claim.length)];
     if (outcome.error === undefined) return { results };
@@ -165,12 +166,8 @@ export class KeyedWrite {
         return;
       }
       const body = chunk === undefined || chunk === null ? '' : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk);
-      const outcome = await tx.pipeline([recordStatement(this.key(), status, body && this.settings.seal.seal(body))]);
-      if (outcome.error !== undefined) {
-        await tx.rollback();
-        throw outcome.error;
-      }
-      await tx.commit();
+      // The answer and the commit in one round trip: both or neither.
+      await tx.commit([recordStatement(this.key(), status, body && this.settings.seal.seal(body))]);
     } finally {
       this.state = 'ended';
     }
@@ -193,7 +190,7 @@ export class KeyedWrite {
 export interface KeyedWriteSettings {
   /** IDEMPOTENCY_KEY_HOURS */
   keyHours: number;
-  /** How long a repeat waits for the first request with its key (see lockWaitStatement). */
+  /** How long a repeat waits for the first request with its key (see claimStatement). */
   lockWaitMs: number;
   /**
    * Kept answers are sealed at rest under AUTH_SECRET (as webhook secrets are): an answer may hold

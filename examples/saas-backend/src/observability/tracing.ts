@@ -8,6 +8,7 @@ import { defaultResource, detectResources, envDetector, resourceFromAttributes }
 import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { TracingSettings } from '../config.js';
 import { hasSqlState, type Database, type Queryable, type QueryResult } from '../db/database.js';
+import type { Statement } from '../db/sql.js';
 import { unmatchedRoute } from '../http/route-template.js';
 
 /**
@@ -165,10 +166,10 @@ function tracedDatabase(db: Database, tracer: Tracer, scopes: AsyncLocalStorage<
         for (const span of spans) span.end();
       }
     },
-    async begin() {
-      const held = await db.begin();
+    begin: (async (first?: Statement[]) => {
+      const held = first === undefined ? await db.begin() : await db.begin(first);
       return { ...held, query: statements(held, () => scopes.getStore()).query };
-    },
+    }) as Database['begin'],
     asOwner: (work) => db.asOwner((tx) => work(statements(tx, () => scopes.getStore()))),
     actAs: (role) => db.actAs(role),
     // Migrations run before any request: nothing to trace.

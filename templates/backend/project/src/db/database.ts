@@ -38,8 +38,13 @@ export interface Database extends Queryable {
    * a request's scope is set in the round trip of its statement (db/scope.ts).
    */
   pipeline(statements: Statement[]): Promise<PipelineOutcome>;
-  /** Opens a transaction that stays open across several calls until `commit` or `rollback` (see `OpenTransaction`). */
+  /**
+   * Opens a transaction that stays open across several calls until `commit` or `rollback` (see
+   * `OpenTransaction`). With `first`, those statements run in the round trip of its BEGIN, and
+   * their outcome comes with it (a statement that fails leaves a transaction to roll back).
+   */
   begin(): Promise<OpenTransaction>;
+  begin(first: Statement[]): Promise<OpenTransaction & { started: PipelineOutcome }>;
   /**
    * Runs `work` on one dedicated connection, to PostgreSQL itself (DATABASE_DIRECT_URL), as its user:
    * migrations, session-level locks.
@@ -93,7 +98,11 @@ export interface OpenTransaction extends Queryable {
    * that fails (its error is the outcome's; the transaction can then only be rolled back).
    */
   pipeline(statements: Statement[]): Promise<PipelineOutcome>;
-  commit(): Promise<void>;
+  /**
+   * Commits; `last`, when given, runs first in the same round trip. When one of them fails,
+   * nothing is committed: the transaction is rolled back and the statement's error thrown.
+   */
+  commit(last?: Statement[]): Promise<void>;
   /** Never throws: a connection that broke has rolled back already. */
   rollback(): Promise<void>;
 }
@@ -378,7 +387,7 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
     },
     transaction: (work) => inTransaction(work),
     pipeline: pipelined,
-    begin: () => beginHeldTransaction(poolOf(), deadlines, statements, switchRole),
+    begin: ((first?: Statement[]) => beginHeldTransaction(poolOf(), deadlines, statements, switchRole, first)) as Database['begin'],
     async withConnection(work) {
       // Migrations may run longer than a request's statement timeout: a connection of their own,
       // with the connect timeout but without the statement and read timeouts, to PostgreSQL
@@ -475,8 +484,17 @@ function readDeadlines(pool: pg.Pool, limitMs: number) {
  * because only the trusted server's transaction API uses them.
  */
 
-/** A pooled connection checked out and kept, in a transaction, until commit or rollback. */
-async function beginHeldTransaction(pool: pg.Pool, deadlines: ReturnType<typeof readDeadlines>, statements: StatementNames, switchRole: Statement | undefined): Promise<OpenTransaction> {
+/**
+ * A pooled connection checked out and kept, in a transaction, until commit or rollback. `first`
+ * runs in the round trip of the BEGIN (a keyed write's claim and statement: src/idempotency/).
+ */
+async function beginHeldTransaction(
+  pool: pg.Pool,
+  deadlines: ReturnType<typeof readDeadlines>,
+  statements: StatementNames,
+  switchRole: Statement | undefined,
+  first?: Statement[],
+): Promise<OpenTransaction & { started?: PipelineOutcome }> {
   const client = await pool.connect().catch((error) => Promise.reject(asUnavailable(error)));
   let broken: Error | undefined;
   let released = false;
@@ -503,42 +521,68 @@ async function beginHeldTransaction(pool: pg.Pool, deadlines: ReturnType<typeof 
       deadlines.statementEnds(client);
     }
   };
+  /** `sent` in one round trip, up to the first that fails (its error is the outcome's). */
+  const pipelined = async (sent: Statement[]): Promise<PipelineOutcome> => {
+    if (released) throw new Error('This transaction has ended');
+    try {
+      deadlines.statementStarts(client);
+      // Inside BEGIN .. COMMIT the pipeline's closing Sync commits nothing: the transaction stays open.
+      const outcome = await runPipeline(client, sent.map(({ text, params }) => ({ text, values: params, name: statements.nameFor(text) })), typeParsers);
+      if (outcome.error !== undefined && !hasSqlState(outcome.error)) throw outcome.error;
+      return outcome;
+    } catch (error) {
+      broken = error as Error;
+      throw asUnavailable(error);
+    } finally {
+      deadlines.statementEnds(client);
+    }
+  };
+  const opening = [{ text: 'BEGIN', params: [] }, ...(switchRole ? [switchRole] : [])];
+  let started: PipelineOutcome | undefined;
   try {
-    await run('BEGIN');
-    if (switchRole) await run(switchRole.text, switchRole.params);
+    if (first === undefined) {
+      for (const { text, params } of opening) await run(text, params);
+    } else {
+      const outcome = await pipelined([...opening, ...first]);
+      // A failure of BEGIN or the role switch is the connection's, not the statements'.
+      if (outcome.error !== undefined && outcome.results.length < opening.length) throw outcome.error;
+      started = outcome.error === undefined ? { results: outcome.results.slice(opening.length) } : { results: outcome.results.slice(opening.length), error: outcome.error };
+    }
   } catch (error) {
+    // A connection that answered is handed back without the transaction it began.
+    if (!broken) await run('ROLLBACK').catch(() => {});
     release();
     throw error;
   }
+  const rollback = async () => {
+    if (released) return;
+    if (!broken) await run('ROLLBACK').catch(() => {});
+    release();
+  };
   return {
+    ...(started && { started }),
     query: (text, params) => run(text, params, statements.nameFor(text)),
-    async pipeline(sent) {
-      if (released) throw new Error('This transaction has ended');
-      try {
-        deadlines.statementStarts(client);
-        // Inside BEGIN .. COMMIT the pipeline's closing Sync commits nothing: the transaction stays open.
-        const outcome = await runPipeline(client, sent.map(({ text, params }) => ({ text, values: params, name: statements.nameFor(text) })), typeParsers);
-        if (outcome.error !== undefined && !hasSqlState(outcome.error)) throw outcome.error;
-        return outcome;
-      } catch (error) {
-        broken = error as Error;
-        throw asUnavailable(error);
-      } finally {
-        deadlines.statementEnds(client);
+    pipeline: pipelined,
+    async commit(last) {
+      if (!last?.length) {
+        try {
+          await run('COMMIT');
+        } finally {
+          release();
+        }
+        return;
       }
-    },
-    async commit() {
-      try {
-        await run('COMMIT');
-      } finally {
+      const outcome = await pipelined([...last, { text: 'COMMIT', params: [] }]).catch(async (error) => {
         release();
+        throw error;
+      });
+      if (outcome.error !== undefined) {
+        await rollback();
+        throw outcome.error;
       }
-    },
-    async rollback() {
-      if (released) return;
-      if (!broken) await run('ROLLBACK').catch(() => {});
       release();
     },
+    rollback,
   };
 }
 
@@ -574,7 +618,17 @@ function beginEmbeddedTransaction(db: InstanceType<typeof import('@electric-sql/
             }
             return { results };
           },
-          async commit() {
+          async commit(last) {
+            for (const { text, params } of last ?? []) {
+              try {
+                await tx.query(text, params);
+              } catch (error) {
+                finished = true;
+                end('rollback');
+                await done.catch(() => {});
+                throw error;
+              }
+            }
             finished = true;
             end('commit');
             await done;
@@ -677,7 +731,10 @@ async function openEmbedded(dataDir: string): Promise<Database> {
         return { results, error };
       }
     },
-    begin: () => beginEmbeddedTransaction(db),
+    begin: (async (first?: Statement[]) => {
+      const tx = await beginEmbeddedTransaction(db);
+      return first === undefined ? tx : Object.assign(tx, { started: await tx.pipeline(first) });
+    }) as Database['begin'],
     // PGlite is a single connection already; what runs on it meanwhile waits for its turn.
     async withConnection(work) {
       if (role) await exec('RESET ROLE');

@@ -48,25 +48,23 @@ const caller = `COALESCE('user:' || authstrap.user_id(), 'key:' || NULLIF(curren
 const ownKey = `"organizationId" = authstrap.organization_id() AND "caller" = ${caller} AND "key" = $1`;
 
 /**
- * How long a repeat waits for the first request with its key to end (it waits on the key's row,
- * which the first one's transaction holds) before it is told that one is still running (409).
- * Kept for the rest of the transaction: a keyed write that waits this long on another lock gets a
- * 503, which the client answers by sending it again with the same key.
- */
-export const lockWaitStatement = (ms: number): Statement => ({ text: `SELECT set_config('lock_timeout', $1, true)`, params: [`${ms}ms`] });
-
-/**
  * Takes the key for this request, in its transaction, under the caller's scope. Another request
  * that took it first makes this a unique violation on `authstrap_idempotency_key_caller_key_idx`,
  * once that request's transaction has ended (committed: the key is used; rolled back: this one
  * takes it). Without a scope (a caller who is not a member) nothing is taken: the route's
  * statement finds nothing either, and the answer is the caller's 403.
+ *
+ * `lockWaitMs` bounds that wait: past it the repeat is told its first request is still running
+ * (a 409; lock_timeout's 55P03). It is set by the same statement, before the row is inserted, and
+ * holds for the rest of the transaction: a keyed write that waits as long on another lock gets a
+ * 503, which its client answers by sending it again with the same key.
  */
-export const claimStatement = (key: string, fingerprint: string, hours: number): Statement => ({
+export const claimStatement = (key: string, fingerprint: string, hours: number, lockWaitMs: number): Statement => ({
   text: `INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt")
      SELECT authstrap.organization_id(), ${caller}, $1, $2, now() + make_interval(hours => $3)
+       FROM (SELECT set_config('lock_timeout', $4, true)) AS "bounded"
       WHERE authstrap.organization_id() IS NOT NULL AND ${caller} IS NOT NULL`,
-  params: [key, fingerprint, hours],
+  params: [key, fingerprint, hours, `${lockWaitMs}ms`],
 });
 
 /** The index a used key violates (claimStatement). */
