@@ -49,6 +49,14 @@ export function createMetrics({ token, db, rateLimits, outbox }: { token: string
   register(registry, scraped('authstrap_db_timeouts_total', 'Waits on PostgreSQL that ran out: connect (a connection), statement (cancelled by statement_timeout), read (no answer by the deadline)', 'counter', () =>
     (['connect', 'statement', 'read'] as const).map((kind) => ({ labels: { kind }, value: databaseTimeouts[kind] })),
   ));
+  register(registry, scraped('authstrap_db_timeline', 'The newest PostgreSQL timeline a connection of this instance has reached (it rises at each failover)', 'gauge', () => {
+    const timelines = db.timelineStats?.();
+    return timelines ? [{ labels: {}, value: timelines.newest }] : [];
+  }));
+  register(registry, scraped('authstrap_db_older_timeline_refusals_total', 'Connections ended because their primary was on an older timeline than this instance had written on (a split brain)', 'counter', () => {
+    const timelines = db.timelineStats?.();
+    return timelines ? [{ labels: {}, value: timelines.refused }] : [];
+  }));
   register(registry, scraped('authstrap_rate_limit_refusals_total', 'Requests a rate limit refused (429), by limit: auth, api or data', 'counter', () =>
     (['auth', 'api', 'data'] as const).map((limit) => ({ labels: { limit }, value: rateLimits.refusals[limit] })),
   ));

@@ -175,6 +175,7 @@ function tracedDatabase(db: Database, tracer: Tracer, scopes: AsyncLocalStorage<
     // Migrations run before any request: nothing to trace.
     withConnection: (work) => db.withConnection(work),
     poolStats: db.poolStats && (() => db.poolStats!()),
+    timelineStats: db.timelineStats && (() => db.timelineStats!()),
     close: () => db.close(),
   };
 }

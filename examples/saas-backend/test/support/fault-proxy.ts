@@ -9,7 +9,9 @@ import net from 'node:net';
  *   forgot a connection without resetting it);
  * - `resume()`: forwarding goes on, including what was held back;
  * - `cut()`: every open connection is reset mid-conversation; new ones work;
- * - `close()` / `open()`: nothing listens (connection refused), then it listens again on the same port.
+ * - `close()` / `open()`: nothing listens (connection refused), then it listens again on the same port;
+ * - `retarget(url)`: new connections go to another server from now on (a failover's new primary,
+ *   or an old one coming back); the open ones stay where they are until `cut()`.
  */
 export interface FaultProxy {
   port: number;
@@ -19,6 +21,7 @@ export interface FaultProxy {
   stallOpen(): void;
   resume(): void;
   cut(): void;
+  retarget(target: string): void;
   close(): Promise<void>;
   open(): Promise<void>;
 }
@@ -31,8 +34,9 @@ interface Pair {
 }
 
 export async function faultProxy(target: string): Promise<FaultProxy> {
-  const targetUrl = new URL(target);
-  const targetPort = Number(targetUrl.port || (targetUrl.protocol.startsWith('redis') ? 6379 : 5432));
+  const portOf = (url: URL) => Number(url.port || (url.protocol.startsWith('redis') ? 6379 : 5432));
+  let targetUrl = new URL(target);
+  let targetPort = portOf(targetUrl);
   const pairs = new Set<Pair>();
   let stalled = false;
   let server: net.Server | undefined;
@@ -99,6 +103,10 @@ export async function faultProxy(target: string): Promise<FaultProxy> {
       }
     },
     cut,
+    retarget(next) {
+      targetUrl = new URL(next);
+      targetPort = portOf(targetUrl);
+    },
     async close() {
       const closing = server;
       server = undefined;

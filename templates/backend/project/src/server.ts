@@ -90,7 +90,10 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
 
   let db: Database;
   try {
-    db = await openDatabase(config);
+    db = await openDatabase(config, {
+      onOlderTimeline: (seen, newest) =>
+        logger.error({ timeline: seen, newestTimeline: newest }, 'the database is a primary on an older timeline than this instance has written on (a rewound or returning old primary): its connection was ended and the request answered 503'),
+    });
     steps.push(db);
     // On a connection of its own: the pool is first used once the migrations are applied (actAsAppRole).
     await db.withConnection((connection) => connection.query('SELECT 1'));

@@ -6,6 +6,7 @@ import { lockEmbeddedDatabase } from './embedded-lock.js';
 import { createsNewDatabase, dropInitdbTemplate, initdbTemplateFile, keepInitdbTemplate, readInitdbTemplate } from './embedded-template.js';
 import { runPipeline } from './pipeline.js';
 import type { Statement } from './sql.js';
+import { guardTimelines, type TimelineStats } from './timelines.js';
 
 /** The result of one statement: the rows it returned and how many rows it touched. */
 export interface QueryResult<Row> {
@@ -63,6 +64,8 @@ export interface Database extends Queryable {
   asOwner<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /** The connection pool now (PostgreSQL only; the embedded database is one connection), for the metrics. */
   poolStats?(): PoolStats;
+  /** The newest timeline reached, and the connections refused for an older one (PostgreSQL, not through a pooler: db/timelines.ts). */
+  timelineStats?(): TimelineStats;
   /**
    * Calls `onNotification` for every NOTIFY on `channel` from now until the function it resolves
    * is called. The embedded database only: it is this process's alone, so its notifications are
@@ -147,10 +150,16 @@ function countTimeout(error: unknown): void {
 export type DatabaseSettings = Pick<Config, 'databaseUrl' | 'embeddedDbDir' | 'projectDir' | 'databaseTimeouts'> &
   Partial<Pick<Config, 'databasePreparedStatements' | 'databaseDirectUrl'>>;
 
-export async function openDatabase(config: DatabaseSettings): Promise<Database> {
+/** What the database tells its owner as it happens. */
+export interface DatabaseHooks {
+  /** A connection reached a primary on an older timeline than this instance has written on (db/timelines.ts): it was ended. */
+  onOlderTimeline?(seen: number, newest: number): void;
+}
+
+export async function openDatabase(config: DatabaseSettings, hooks: DatabaseHooks = {}): Promise<Database> {
   if (config.databaseUrl) {
     const statements = config.databasePreparedStatements === false ? unprepared : preparedStatementNames();
-    return openPostgres(postgresTargets(config.databaseUrl, config.databaseDirectUrl), config.databaseTimeouts, statements);
+    return openPostgres(postgresTargets(config.databaseUrl, config.databaseDirectUrl), config.databaseTimeouts, statements, hooks);
   }
   const dataDir =
     config.embeddedDbDir === 'memory://' ? 'memory://' : path.resolve(config.projectDir, config.embeddedDbDir);
@@ -248,7 +257,7 @@ const poolSize = 10;
  */
 const roleStatement = (role: string): Statement => ({ text: `SELECT set_config('role', $1, true)`, params: [role] });
 
-function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeouts'], statements: StatementNames): Database {
+function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeouts'], statements: StatementNames, hooks: DatabaseHooks): Database {
   /** The role every pooled connection acts as, from its first statement on (actAs). */
   let role: string | undefined;
   /** Through a pooler: the statement in front of every transaction that switches to `role`. */
@@ -256,6 +265,7 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
   let pool: pg.Pool | undefined;
   let deadlines: ReturnType<typeof readDeadlines>;
   let waits: ReturnType<typeof countWaits>;
+  let timelines: (() => TimelineStats) | undefined;
   // Made at the first statement, so that actAs (at startup, after the migrations) comes first.
   const poolOf = (): pg.Pool => {
     if (pool) return pool;
@@ -278,6 +288,8 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
     // A little longer than the statement timeout, so that a merely slow statement is cancelled by the server first.
     deadlines = readDeadlines(pool, timeouts.queryMs + 250);
     waits = countWaits(pool);
+    // Through a pooler a connection is no one server's: a rewind cannot be seen there (db/timelines.ts).
+    if (!targets.throughPooler) timelines = guardTimelines(pool, (seen, newest) => hooks.onOlderTimeline?.(seen, newest));
     return pool;
   };
   const toResult = <Row>(result: pg.QueryResult): QueryResult<Row> => ({
@@ -415,6 +427,7 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
       if (targets.throughPooler) switchRole = roleStatement(appRole);
     },
     asOwner: (work) => inTransaction(work, ownerSettings),
+    timelineStats: () => timelines?.() ?? { newest: 0, refused: 0 },
     poolStats: () => ({ max: poolSize, total: pool?.totalCount ?? 0, idle: pool?.idleCount ?? 0, waiting: pool?.waitingCount ?? 0, waits: waits?.count ?? 0 }),
     close: async () => {
       await pool?.end();

@@ -1,0 +1,49 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from './process.js';
+
+/**
+ * A PostgreSQL server of the test's own, on a loopback port and a folder of its own, whose WAL is
+ * on timeline `timeline` (pg_resetwal sets it, as a promotion would have): a stand-in for a
+ * promoted standby, beside the machine's server on timeline 1. Runs as the `postgres` user (the
+ * server refuses root) with trust authentication on loopback. Debian's PostgreSQL 15 binaries.
+ */
+export interface SecondPostgres {
+  /** postgres://postgres@127.0.0.1:<port>/postgres */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export const postgresBin = '/usr/lib/postgresql/15/bin';
+
+export async function startSecondPostgres(timeline: number): Promise<SecondPostgres> {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'authstrap-second-pg-'));
+  const dataDir = path.join(folder, 'data');
+  fs.chownSync(folder, uidOf('postgres'), gidOf('postgres'));
+  const asPostgres = (command: string, args: string[]) => execFileSync('runuser', ['-u', 'postgres', '--', path.join(postgresBin, command), ...args], { stdio: 'pipe' });
+  const port = await freePort();
+  try {
+    asPostgres('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync']);
+    asPostgres('pg_resetwal', ['-f', '-l', `${timeline.toString(16).toUpperCase().padStart(8, '0')}0000000000000010`, dataDir]);
+    asPostgres('pg_ctl', ['-D', dataDir, '-w', '-t', '60', '-l', path.join(folder, 'server.log'), '-o', `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start']);
+  } catch (error) {
+    fs.rmSync(folder, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    async stop() {
+      try {
+        asPostgres('pg_ctl', ['-D', dataDir, '-w', '-t', '60', '-m', 'immediate', 'stop']);
+      } finally {
+        fs.rmSync(folder, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+const idOf = (flag: '-u' | '-g', name: string) => Number(execFileSync('id', [flag, name], { encoding: 'utf8' }).trim());
+const uidOf = (name: string) => idOf('-u', name);
+const gidOf = (name: string) => idOf('-g', name);
