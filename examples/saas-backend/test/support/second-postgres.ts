@@ -6,9 +6,11 @@ import { freePort } from './process.js';
 
 /**
  * A PostgreSQL server of the test's own, on a loopback port and a folder of its own, whose WAL is
- * on timeline `timeline` (pg_resetwal sets it, as a promotion would have): a stand-in for a
- * promoted standby, beside the machine's server on timeline 1. Runs as the `postgres` user (the
- * server refuses root) with trust authentication on loopback. Debian's PostgreSQL 15 binaries.
+ * on timeline `timeline` (pg_resetwal sets it, as a promotion would have; a standby keeps 1): a stand-in for a
+ * promoted standby, beside the machine's server on timeline 1. With `standby`, it stays in
+ * recovery (standby.signal, and no primary to follow): read-only, as a standby is. Runs as the
+ * `postgres` user (the server refuses root) with trust authentication on loopback. Debian's
+ * PostgreSQL 15 binaries.
  */
 export interface SecondPostgres {
   /** postgres://postgres@127.0.0.1:<port>/postgres */
@@ -18,7 +20,7 @@ export interface SecondPostgres {
 
 export const postgresBin = '/usr/lib/postgresql/15/bin';
 
-export async function startSecondPostgres(timeline: number): Promise<SecondPostgres> {
+export async function startSecondPostgres(timeline: number, options: { standby?: boolean } = {}): Promise<SecondPostgres> {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'authstrap-second-pg-'));
   const dataDir = path.join(folder, 'data');
   fs.chownSync(folder, uidOf('postgres'), gidOf('postgres'));
@@ -26,7 +28,9 @@ export async function startSecondPostgres(timeline: number): Promise<SecondPostg
   const port = await freePort();
   try {
     asPostgres('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync']);
-    asPostgres('pg_resetwal', ['-f', '-l', `${timeline.toString(16).toUpperCase().padStart(8, '0')}0000000000000010`, dataDir]);
+    // A standby recovers from the WAL initdb wrote; one reset by pg_resetwal would have none to start from.
+    if (options.standby) execFileSync('runuser', ['-u', 'postgres', '--', 'touch', path.join(dataDir, 'standby.signal')]);
+    else asPostgres('pg_resetwal', ['-f', '-l', `${timeline.toString(16).toUpperCase().padStart(8, '0')}0000000000000010`, dataDir]);
     asPostgres('pg_ctl', ['-D', dataDir, '-w', '-t', '60', '-l', path.join(folder, 'server.log'), '-o', `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start']);
   } catch (error) {
     fs.rmSync(folder, { recursive: true, force: true });

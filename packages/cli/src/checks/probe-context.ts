@@ -22,6 +22,8 @@ export interface ProbeContext {
   people: { alice?: Person; bob?: Person };
   /** Everything created, for the clean-up. */
   created: { userIds: string[]; organizationIds: string[] };
+  /** The backend's NODE_ENV, when known (flags, environment, .env): production's checks are stricter. */
+  nodeEnv?: string;
   /** SERVICE_API_KEY, when known: what a Better Auth adapter signs in to the backend with. */
   serviceKey?: { value: string; source: ServiceKeySource };
   /** The backend's OpenAPI document (fetched once), or undefined when it does not serve one. */
@@ -34,11 +36,12 @@ export interface OpenApiDocument {
   components?: { schemas?: Record<string, any> };
 }
 
-export function probeContext(http: HttpClient, serviceKey: ProbeContext['serviceKey']): ProbeContext {
+export function probeContext(http: HttpClient, serviceKey: ProbeContext['serviceKey'], nodeEnv?: string): ProbeContext {
   let document: Promise<OpenApiDocument | undefined> | undefined;
   return {
     http,
     serviceKey,
+    nodeEnv,
     runId: randomBytes(4).toString('hex'),
     people: {},
     created: { userIds: [], organizationIds: [] },

@@ -5,6 +5,7 @@ import type { Check, CheckResult, Finding } from './check.js';
 import { corsOrigin } from './cors-origin.js';
 import { credentialProvider } from './credential-provider.js';
 import { databaseConnected } from './database-connected.js';
+import { databaseReplication } from './database-replication.js';
 import { idField } from './id-field.js';
 import { loopbackHostsCheck } from './loopback-hosts.js';
 import { moduleWiring } from './module-wiring.js';
@@ -48,6 +49,7 @@ export const checks: Check[] = [
   loopbackHostsCheck,
   adapterVersion,
   tables,
+  databaseReplication,
   credentialProvider,
   nullability,
   notNullRows,

@@ -71,6 +71,7 @@ export async function verifyCommand(options: VerifyCommandOptions): Promise<Veri
     database,
     noDatabaseReason,
     serviceKey: serviceKeyOf(options.serviceKey, setting('SERVICE_API_KEY')),
+    nodeEnv: setting('NODE_ENV')?.value,
     frontendUrl: options.frontend,
   });
   if (options.json) printJson(report);

@@ -7,6 +7,7 @@ const maintenance = `SELECT set_config('authstrap.maintenance', 'on', false)`;
 export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'embedded'; dir: string };
 
 export interface DatabaseProbe {
+  kind: DatabaseTarget['kind'];
   query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
   close(): Promise<void>;
 }
@@ -23,6 +24,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseProb
     await client.connect();
     await client.query(maintenance);
     return {
+      kind: 'postgres',
       query: async (text, params) => (await client.query(text, params)).rows,
       close: () => client.end(),
     };
@@ -31,6 +33,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseProb
   const db = await PGlite.create(path.resolve(target.dir));
   await db.query(maintenance);
   return {
+    kind: 'embedded',
     query: async <Row>(text: string, params?: unknown[]) => (await db.query<Row>(text, params)).rows,
     close: () => db.close(),
   };

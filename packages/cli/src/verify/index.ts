@@ -16,6 +16,8 @@ export interface VerifyOptions {
   /** Why there is no database target, shown on the skipped parts. */
   noDatabaseReason?: string;
   serviceKey?: ProbeContext['serviceKey'];
+  /** The backend's NODE_ENV, when known. */
+  nodeEnv?: string;
   /** A frontend running Better Auth on the adapter: its page, sign-up and sign-in are checked too. */
   frontendUrl?: string;
   /** Runs between the HTTP probes and the database: setup stops an embedded backend here. */
@@ -38,7 +40,7 @@ export interface VerifyReport {
  * their owner, users with the service key) when it is not or when it did not hold them.
  */
 export async function runVerify(options: VerifyOptions): Promise<VerifyReport> {
-  const context = probeContext(httpClient(options.url, { serviceKey: options.serviceKey?.value }), options.serviceKey);
+  const context = probeContext(httpClient(options.url, { serviceKey: options.serviceKey?.value }), options.serviceKey, options.nodeEnv);
   const parts = new Map(checks.map((check) => [check.id, {} as CheckParts]));
   const probe = async (check: (typeof checks)[number]) => {
     try {

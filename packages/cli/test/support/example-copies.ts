@@ -239,6 +239,7 @@ export const verifyCheckIds = [
   'loopback-hosts',
   'adapter-version',
   'tables',
+  'database-replication',
   'credential-provider',
   'nullability',
   'not-null-rows',
