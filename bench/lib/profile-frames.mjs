@@ -11,7 +11,7 @@ export function sourceOf({ url, functionName }) {
   return inExample ? inExample[1] : url.replace(/^file:\/\/.*\//, '');
 }
 
-const helperModules = /\/dist[^/]*\/(db\/|http\/(list-query|session-token|envelope|errors|validate)\.js$)/;
+const helperModules = /\/dist[^/]*\/(db\/|http\/(list-query|list-fields|service-query|session-token|envelope|errors|validate)\.js$)/;
 
 /**
  * A middleware or route handler: where one layer's work begins. Express's `next` counts as one,

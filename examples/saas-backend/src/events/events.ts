@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
 import type { Statement } from '../db/sql.js';
 import type { EventType } from '../generated/events.js';
-import { listRows, type ListPage, type ListQuery, type ListSpec } from '../http/list-query.js';
+import type { ListSpec } from '../http/list-fields.js';
+import { listRows, type ListPage, type ListQuery } from '../http/list-query.js';
 
 /**
  * Events: what happened, who did it, in which organization, from which request. Each one is

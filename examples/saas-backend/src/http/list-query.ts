@@ -1,75 +1,38 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/database.js';
-import { setClause, quoteIdentifier, type ColumnMap } from '../db/sql.js';
+import { quoteIdentifier } from '../db/sql.js';
 import { badRequest, forbidden } from './errors.js';
-import { DateTimeInput, dateTimeHint } from '../generated/date-time.js';
+import { DateTimeInput } from '../generated/date-time.js';
+import { comparisonSql, defaultPageSize, escapeLike, fieldsFor, maxInValues, maxPageSize, rangeTypes, readFieldValue, typeHint, type ListCaller, type ListField, type ListSpec } from './list-fields.js';
+import { joinColumnSql, parseJoins, parseWhere, pushWhereConditions, readJoinedDates, type Join, type JoinTarget, type WhereClause } from './service-query.js';
 
 /**
- * The one list-query implementation every collection uses: page, limit, sort, order, search,
- * createdAfter and a filter on any field, always combined with AND and with the caller's scope
- * (organization, parent record). Column names only ever come from the entity's generated
- * description, never from the request; values always travel as parameters.
+ * The user's list language, the query string of every list route, read into a ListQuery; and the
+ * page a ListQuery reads. The one list-query implementation every collection uses: page, limit,
+ * sort, order, search, createdAfter and a filter on any field, always combined with AND and with
+ * the caller's scope (organization, parent record). Column names only ever come from the entity's
+ * generated description, never from the request; values always travel as parameters. The fields,
+ * their types and how a value is compared with one are in list-fields.ts.
  *
  * Field filters (the spec's `status=` is one of them):
  *   ?projectId=<id>            equal            ?dueAt=null        is null (nullable fields)
  *   ?status[ne]=done           not equal        ?status[in]=a,b    one of (up to 100)
  *   ?amountCents[gte]=100      gt, gte, lt, lte on numbers and dates
  *
- * The trusted server (the service key) also has `where`, `offset` and the secret fields: see
- * "Where clauses" below. Dates are compared at millisecond precision: PostgreSQL keeps
- * microseconds, but a client only ever sends (and receives) milliseconds, so a row is found by
- * the very timestamp the API gave out.
+ * The trusted server (the service key) also has `where`, `offset`, `join` and the secret fields:
+ * `offset` is read here, `where` and `join` in service-query.ts. Below the parser, the page:
+ * listRows and listJson read what a ListQuery asks for (its where and joins included) in one
+ * statement, under whereSql's WHERE.
  */
-
-/** How a field's values are read from a query string and compared. */
-export type ListFieldType = 'string' | 'uuid' | 'integer' | 'number' | 'boolean' | 'datetime';
-
-export interface ListField {
-  column: string;
-  type: ListFieldType;
-  nullable?: boolean;
-  /** The allowed values of an enum field. */
-  values?: readonly string[];
-  /** A password hash or token: only the trusted server filters or sorts by it (or reads it). */
-  secret?: boolean;
-}
-
-export interface ListSpec {
-  /** Entity name, for messages. */
-  entity: string;
-  table: string;
-  /** The SELECT list: every column except secrets. */
-  selectList: string;
-  /** Every field a list may be sorted and filtered by, with its column (secret ones marked). */
-  fields: Readonly<Record<string, ListField>>;
-  /** Columns that `search` matches. */
-  searchColumns: readonly string[];
-  /** The field lists are sorted by when the request names none. */
-  defaultSort: string;
-  /** The column `createdAfter` filters on; null for a table without a creation time. */
-  createdAtColumn: string | null;
-  /**
-   * The SELECT list with every value as its JSON (timestamps as ISO 8601 text), for reads whose
-   * JSON PostgreSQL writes itself (listJson). Absent where PostgreSQL's JSON could differ from
-   * what `pg` and JSON.stringify make of a value (numbers, json fields, a table authstrap did not create).
-   */
-  jsonSelectList?: string;
-}
-
-export const defaultPageSize = 20;
-export const maxPageSize = 100;
-const maxInValues = 100;
 
 /** The list parameters that are not field filters; a field of the same name is filtered as `name[eq]`. */
 export const listParameters = ['page', 'limit', 'sort', 'order', 'search', 'createdAfter', 'where', 'offset', 'join'] as const;
 /** The list parameters only the trusted server may send. */
 const serviceParameters = ['where', 'offset', 'join'];
 
-/** Who is asking: a signed-in user, or the trusted server (the service key). */
-export type ListCaller = 'user' | 'service';
+/** The operators of a field filter (`name[op]=`): some of the comparisons of list-fields.ts. */
 export const filterOperators = ['eq', 'ne', 'in', 'gt', 'gte', 'lt', 'lte'] as const;
 export type FilterOperator = (typeof filterOperators)[number];
-const rangeTypes = new Set<ListFieldType>(['integer', 'number', 'datetime']);
 
 /** The operators a field of this type accepts. */
 export const operatorsFor = (field: ListField): FilterOperator[] =>
@@ -113,58 +76,11 @@ export type ListQuery = Omit<z.infer<typeof listQuerySchema>, 'where' | 'page' |
   joins?: Join[];
 };
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** One query-string value as the field's type; undefined when it is not one. */
-function readValue(field: ListField, raw: string): unknown {
-  switch (field.type) {
-    case 'string':
-      if (field.values) return field.values.includes(raw) ? raw : undefined;
-      return raw.length <= 1000 ? raw : undefined;
-    case 'uuid':
-      return uuidPattern.test(raw) ? raw.toLowerCase() : undefined;
-    case 'integer':
-      return /^-?\d{1,16}$/.test(raw) && Number.isSafeInteger(Number(raw)) ? Number(raw) : undefined;
-    case 'number':
-      return /^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(raw) && Number.isFinite(Number(raw)) ? Number(raw) : undefined;
-    case 'boolean':
-      return raw === 'true' ? true : raw === 'false' ? false : undefined;
-    case 'datetime': {
-      // As a body reads one: a date (midnight UTC), or a date and time with its offset.
-      const parsed = DateTimeInput.safeParse(raw);
-      return parsed.success ? new Date(parsed.data) : undefined;
-    }
-  }
-}
-
-/** What a value of each field type looks like, for messages and the OpenAPI document. */
-export const typeHint: Record<ListFieldType, string> = {
-  string: 'text',
-  uuid: 'an id (uuid)',
-  integer: 'a whole number',
-  number: 'a number',
-  boolean: 'true or false',
-  datetime: dateTimeHint,
-};
-
 /** `amountCents[gte]` -> ['amountCents', 'gte']; `status` -> ['status', 'eq']. */
 function splitFilterName(name: string): [string, string] {
   const match = /^([^[\]]+)\[([^[\]]*)\]$/.exec(name);
   return match ? [match[1]!, match[2]!] : [name, 'eq'];
 }
-
-/** The fields this caller may filter and sort by: a user never names a secret one. */
-function fieldsFor(spec: ListSpec, caller: ListCaller): Readonly<Record<string, ListField>> {
-  if (caller === 'service') return spec.fields;
-  // Worked out once per entity, not on every request.
-  let fields = userFields.get(spec);
-  if (!fields) {
-    fields = Object.fromEntries(Object.entries(spec.fields).filter(([, field]) => !field.secret));
-    userFields.set(spec, fields);
-  }
-  return fields;
-}
-const userFields = new WeakMap<ListSpec, Readonly<Record<string, ListField>>>();
 
 /** What this caller may send for this entity, for the answer that names an unknown parameter. */
 function parametersFor(spec: ListSpec, caller: ListCaller, fields: Readonly<Record<string, ListField>>): string[] {
@@ -188,7 +104,7 @@ function parseFilter(spec: ListSpec, fields: Readonly<Record<string, ListField>>
     throw badRequest(`Cannot filter ${spec.entity}.${fieldName} with "${operator}"`, { [name]: `Use one of: ${allowed.join(', ')}` });
   }
   const read = (value: string) => {
-    const parsed = readValue(field, value);
+    const parsed = readFieldValue(field, value);
     if (parsed === undefined) {
       throw badRequest(`Invalid value for "${name}"`, { [name]: field.values ? `Must be one of: ${field.values.join(', ')}` : `Must be ${typeHint[field.type]}` });
     }
@@ -282,233 +198,7 @@ function plainPaging(raw: Record<string, unknown>, spec: ListSpec, caller: ListC
   return { offset: undefined, limit, order: 'desc', createdAfter: undefined, search: undefined, page, sort: spec.defaultSort, filters: [], where: [], joins: undefined };
 }
 
-/**
- * Where clauses: the filters a Better Auth database adapter sends, as the URL-encoded JSON of
- * `?where=[{ "field": "email", "operator": "eq", "value": "a@example.com" }, ...]`.
- *
- *   operator   eq (default), ne, lt, lte, gt, gte, in, not_in, contains, starts_with, ends_with
- *   value      typed as the field: a string, number, boolean, ISO date or uuid; an array for
- *              in / not_in; null with eq / ne for IS NULL / IS NOT NULL
- *   connector  AND (default) or OR. As in Better Auth's own SQL adapters, the AND clauses must
- *              all hold and, when there are OR clauses, at least one of them must hold too:
- *              `a AND b AND (c OR d)`.
- *   mode       'insensitive' compares text case-insensitively; 'sensitive' is the default.
- *
- * `ne` and `not_in` keep the rows whose value is null, like the `[ne]` filter above.
- */
-export const whereOperators = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'not_in', 'contains', 'starts_with', 'ends_with'] as const;
-export type WhereOperator = (typeof whereOperators)[number];
-
-export interface WhereClause {
-  field: string;
-  operator: WhereOperator;
-  /** Typed as the field; an array for in / not_in; null for IS (NOT) NULL. */
-  value: unknown;
-  connector: 'AND' | 'OR';
-  insensitive: boolean;
-}
-
-/** Enough for any adapter query (Better Auth sends a handful), small enough to bound the SQL. */
-export const maxWhereClauses = 50;
-const clauseKeys = new Set(['field', 'operator', 'value', 'connector', 'mode']);
-const textOperators = new Set<WhereOperator>(['contains', 'starts_with', 'ends_with']);
-const rangeOperators = new Set<WhereOperator>(['lt', 'lte', 'gt', 'gte']);
-
-/** The where operators a field of this type accepts: ranges also on text, as Better Auth allows. */
-export const whereOperatorsFor = (field: ListField): WhereOperator[] =>
-  whereOperators.filter(
-    (operator) =>
-      (!rangeOperators.has(operator) || rangeTypes.has(field.type) || field.type === 'string') &&
-      (!textOperators.has(operator) || field.type === 'string'),
-  );
-
-/** One JSON value as the field's type; undefined when it is not one. */
-function readJsonValue(field: ListField, value: unknown, anyText: boolean): unknown {
-  switch (field.type) {
-    case 'string':
-      if (typeof value !== 'string') return undefined;
-      return anyText ? (value.length <= 1000 ? value : undefined) : readValue(field, value);
-    case 'integer':
-    case 'number':
-      return typeof value === 'number' ? readValue(field, String(value)) : undefined;
-    case 'boolean':
-      return typeof value === 'boolean' ? value : undefined;
-    case 'uuid':
-    case 'datetime':
-      return typeof value === 'string' ? readValue(field, value) : undefined;
-  }
-}
-
-/** A query parameter holding JSON (`where`, `join`); `invalid` makes its 400. */
-function jsonParameter(raw: string, invalid: (message: string) => Error, expected: string): unknown {
-  try {
-    return JSON.parse(raw);
-  } catch {
-    throw invalid(`must be ${expected}, URL-encoded`);
-  }
-}
-
-function parseWhere(spec: ListSpec, fields: Readonly<Record<string, ListField>>, raw: string): WhereClause[] {
-  const invalid = (message: string) => badRequest(`Invalid where: ${message}`, { where: message });
-  const clauses = jsonParameter(raw, invalid, 'a JSON array of clauses');
-  if (!Array.isArray(clauses)) throw invalid('must be a JSON array of clauses');
-  if (clauses.length > maxWhereClauses) throw invalid(`at most ${maxWhereClauses} clauses`);
-  return clauses.map((clause: unknown, index): WhereClause => {
-    const at = `clause ${index + 1}`;
-    if (clause === null || typeof clause !== 'object' || Array.isArray(clause)) throw invalid(`${at} must be an object`);
-    const { field: name, operator = 'eq', value, connector = 'AND', mode = 'sensitive' } = clause as Record<string, unknown>;
-    const unknownKey = Object.keys(clause).find((key) => !clauseKeys.has(key));
-    if (unknownKey !== undefined) throw invalid(`${at} has an unknown key; use field, operator, value, connector, mode`);
-    if (typeof name !== 'string' || !Object.hasOwn(fields, name)) {
-      throw invalid(`${at}: unknown field${typeof name === 'string' ? ` "${name.slice(0, 100)}"` : ''} for ${spec.entity}; use one of: ${Object.keys(fields).join(', ')}`);
-    }
-    const field = fields[name]!;
-    const allowed = whereOperatorsFor(field);
-    if (typeof operator !== 'string' || !(allowed as string[]).includes(operator)) {
-      throw invalid(`${at}: ${name} cannot be compared with "${String(operator).slice(0, 50)}"; use one of: ${allowed.join(', ')}`);
-    }
-    if (connector !== 'AND' && connector !== 'OR') throw invalid(`${at}: connector must be AND or OR`);
-    if (mode !== 'sensitive' && mode !== 'insensitive') throw invalid(`${at}: mode must be sensitive or insensitive`);
-    const insensitive = mode === 'insensitive';
-    if (insensitive && field.type !== 'string') throw invalid(`${at}: mode insensitive is for text fields, not ${name}`);
-
-    const expected = `${name} must be ${field.values ? `one of: ${field.values.join(', ')}` : typeHint[field.type]}`;
-    // A substring need not be a whole enum value; case-insensitive equality need not either.
-    const anyText = textOperators.has(operator as WhereOperator) || insensitive;
-    const read = (item: unknown) => {
-      const parsed = readJsonValue(field, item, anyText);
-      if (parsed === undefined) throw invalid(`${at}: ${expected}`);
-      return parsed;
-    };
-    let typed: unknown;
-    if (operator === 'in' || operator === 'not_in') {
-      if (!Array.isArray(value)) throw invalid(`${at}: ${operator} takes an array of values for ${name}`);
-      if (value.length > maxInValues) throw invalid(`${at}: at most ${maxInValues} values for ${name}`);
-      typed = value.map(read);
-    } else if (value === null && (operator === 'eq' || operator === 'ne')) {
-      typed = null;
-    } else {
-      typed = read(value);
-    }
-    return { field: name, operator: operator as WhereOperator, value: typed, connector, insensitive };
-  });
-}
-
-/**
- * Joins: related records of other entities, embedded in each row of a trusted-server list, so
- * that a Better Auth adapter reads a session and its user (or a user and their accounts) in one
- * request and one statement:
- *
- *   ?join={"user": {"entity": "User", "from": "userId", "to": "id", "relation": "one-to-one"}}
- *
- * Each key names the property the related record(s) appear under; `from` is a field of this
- * entity, `to` a field of `entity` (one of the entities the trusted server manages). one-to-one
- * embeds the record or null; one-to-many (the default) an array of up to `limit` (default and at
- * most 100) records, oldest first.
- */
-export interface JoinTarget {
-  spec: ListSpec;
-  /** The columns the trusted server reads of it, secrets included. */
-  selectList: string;
-}
-
-export interface Join {
-  as: string;
-  target: JoinTarget;
-  /** The related entity's timestamp fields, read back as Dates. */
-  datetimeFields: string[];
-  fromColumn: string;
-  toColumn: string;
-  limit: number;
-  one: boolean;
-}
-
-const maxJoins = 5;
-const joinKeys = new Set(['entity', 'from', 'to', 'relation', 'limit']);
-
-function parseJoins(spec: ListSpec, raw: string, targets: Readonly<Record<string, JoinTarget>>): Join[] {
-  const invalid = (message: string) => badRequest(`Invalid join: ${message}`, { join: message });
-  const joins = jsonParameter(raw, invalid, 'a JSON object');
-  if (joins === null || typeof joins !== 'object' || Array.isArray(joins)) throw invalid('must be a JSON object of joins by name');
-  const entries = Object.entries(joins);
-  if (entries.length > maxJoins) throw invalid(`at most ${maxJoins} joins`);
-  return entries.map(([as, join]): Join => {
-    if (!/^[A-Za-z][A-Za-z0-9_]{0,62}$/.test(as) || Object.hasOwn(spec.fields, as)) {
-      throw invalid(`"${as.slice(0, 64)}" must be a name of letters, digits and _ that is not a field of ${spec.entity}`);
-    }
-    if (join === null || typeof join !== 'object' || Array.isArray(join)) throw invalid(`${as} must be an object`);
-    const { entity, from, to, relation = 'one-to-many', limit = maxPageSize } = join as Record<string, unknown>;
-    const unknownKey = Object.keys(join).find((key) => !joinKeys.has(key));
-    if (unknownKey !== undefined) throw invalid(`${as} has an unknown key; use entity, from, to, relation, limit`);
-    if (typeof entity !== 'string' || !Object.hasOwn(targets, entity)) throw invalid(`${as}: entity must be one of: ${Object.keys(targets).join(', ')}`);
-    const target = targets[entity]!;
-    if (typeof from !== 'string' || !Object.hasOwn(spec.fields, from)) throw invalid(`${as}: from must be a field of ${spec.entity}`);
-    if (typeof to !== 'string' || !Object.hasOwn(target.spec.fields, to)) throw invalid(`${as}: to must be a field of ${entity}`);
-    const fromField = spec.fields[from]!;
-    const toField = target.spec.fields[to]!;
-    if (!comparable(fromField, toField)) {
-      throw invalid(`${as}: ${spec.entity}.${from} (${fromField.type}) cannot be matched with ${entity}.${to} (${toField.type}); join fields of one type`);
-    }
-    if (relation !== 'one-to-one' && relation !== 'one-to-many') throw invalid(`${as}: relation must be one-to-one or one-to-many`);
-    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxPageSize) throw invalid(`${as}: limit must be a whole number from 1 to ${maxPageSize}`);
-    const one = relation === 'one-to-one';
-    const datetimeFields = Object.keys(target.spec.fields).filter((name) => target.spec.fields[name]!.type === 'datetime');
-    return { as, target, datetimeFields, fromColumn: spec.fields[from]!.column, toColumn: target.spec.fields[to]!.column, limit: one ? 1 : limit, one };
-  });
-}
-
-/** Whether PostgreSQL can compare two fields' columns with `=`: one type, or two kinds of number. */
-const numeric = new Set<ListFieldType>(['integer', 'number']);
-const comparable = (a: ListField, b: ListField) => a.type === b.type || (numeric.has(a.type) && numeric.has(b.type));
-
-/** The SELECT column that embeds one join's records as JSON, correlated with the listed row. */
-function joinColumnSql(table: string, join: Join): string {
-  const { spec, selectList } = join.target;
-  const related = `SELECT ${selectList} FROM ${quoteIdentifier(spec.table)} AS "~related" WHERE "~related".${quoteIdentifier(join.toColumn)} = ${quoteIdentifier(table)}.${quoteIdentifier(join.fromColumn)}`;
-  if (join.one) return `(SELECT row_to_json("~one") FROM (${related} LIMIT 1) AS "~one") AS ${quoteIdentifier(join.as)}`;
-  const oldestFirst = spec.createdAtColumn ? `${quoteIdentifier(spec.createdAtColumn)}, "id"` : '"id"';
-  return `(SELECT coalesce(json_agg("~many"), '[]'::json) FROM (${related} ORDER BY ${oldestFirst} LIMIT ${join.limit}) AS "~many") AS ${quoteIdentifier(join.as)}`;
-}
-
-/**
- * JSON carries the embedded records' timestamps in PostgreSQL's own format (microseconds,
- * +00:00); they are read as Dates, so they are sent as the row's own timestamps are.
- */
-function readJoinedDates(row: Record<string, unknown>, joins: Join[]): void {
-  for (const join of joins) {
-    const value = row[join.as];
-    for (const record of (Array.isArray(value) ? value : value ? [value] : []) as Record<string, unknown>[]) {
-      for (const name of join.datetimeFields) if (typeof record[name] === 'string') record[name] = new Date(record[name] as string);
-    }
-  }
-}
-
-/**
- * The `where` of an update-many or delete-many: required and non-empty, so no request writes a
- * whole table by accident. Every row is only ever written on purpose, with `?all=true` and no
- * `where` (what a Better Auth adapter's `deleteMany` with an empty where means).
- */
-export function parseWriteFilter(query: unknown, spec: ListSpec): WhereClause[] {
-  const raw = (query ?? {}) as Record<string, unknown>;
-  const other = Object.keys(raw).find((name) => name !== 'where' && name !== 'all');
-  if (other !== undefined) throw badRequest(`Unknown query parameter "${other.slice(0, 100)}" for a write by filter`, { [other.slice(0, 100)]: 'Only where (or all=true) is accepted' });
-  if (raw.all !== undefined) {
-    if (raw.all !== 'true' || raw.where !== undefined) throw badRequest('all=true writes every record and takes no where', { all: 'Send all=true alone, or a where without all' });
-    return [];
-  }
-  if (typeof raw.where !== 'string') {
-    throw badRequest('A where filter is required to change or delete several records', { where: 'Give it once, as URL-encoded JSON (or all=true for every record)' });
-  }
-  const where = parseWhere(spec, fieldsFor(spec, 'service'), raw.where);
-  if (where.length === 0) throw badRequest('A where filter needs at least one clause', { where: 'An empty filter would match every record; send all=true instead of where to mean that' });
-  return where;
-}
-
-/** Makes `%`, `_` and `\` in a search term match themselves in ILIKE. */
-export function escapeLike(term: string): string {
-  return term.replace(/[\\%_]/g, (character) => `\\${character}`);
-}
-
+/** A page of rows and where it stands in the list, as listRows reads it. */
 export interface ListPage<Row> {
   rows: Row[];
   meta: ListMeta;
@@ -538,83 +228,7 @@ export interface ParamCondition {
   value: unknown;
 }
 
-/** One field filter or where clause as SQL; `param` adds a value and returns its placeholder. */
-function comparisonSql(field: ListField, clause: FieldFilter | WhereClause, addParam: (value: unknown) => string): string {
-  const insensitive = 'insensitive' in clause && clause.insensitive;
-  // An integer column is compared with a bigint, so a value past a 32-bit column's range matches
-  // nothing instead of failing the statement (the index still serves int4 = int8).
-  const cast = field.type === 'integer' ? '::bigint' : '';
-  const param = (raw: unknown) => `${addParam(raw)}${cast}`;
-  let column = quoteIdentifier(field.column);
-  if (field.type === 'datetime' && clause.value !== null) {
-    const range = millisecondRangeSql(column, clause.operator, () => addParam(clause.value));
-    if (range) return range;
-    column = `date_trunc('milliseconds', ${column})`;
-  }
-  if (clause.value === null) return `${column} IS ${clause.operator === 'ne' ? 'NOT ' : ''}NULL`;
-  // Case-insensitive: lower() on both sides, so PostgreSQL's own case rules apply to both.
-  const compared = insensitive ? `lower(${column})` : column;
-  const value = (raw: unknown) => (insensitive ? `lower(${param(raw)})` : param(raw));
-  const oneOf = () => (insensitive ? `${compared} = ANY(SELECT lower(unnest(${addParam(clause.value)}::text[])))` : `${column} = ANY(${addParam(clause.value)}${cast && `${cast}[]`})`);
-  const like = (pattern: string) => `${column} ${insensitive ? 'ILIKE' : 'LIKE'} ${param(pattern)} ESCAPE '\\'`;
-  const text = () => escapeLike(clause.value as string);
-  switch (clause.operator) {
-    case 'eq':
-      return `${compared} = ${value(clause.value)}`;
-    case 'ne':
-      // Keeps the rows whose value is null too: "not done" includes "no status yet".
-      return `${compared} IS DISTINCT FROM ${value(clause.value)}`;
-    case 'in':
-      return oneOf();
-    case 'not_in':
-      return `(${oneOf()}) IS NOT TRUE`;
-    case 'gt':
-      return `${column} > ${param(clause.value)}`;
-    case 'gte':
-      return `${column} >= ${param(clause.value)}`;
-    case 'lt':
-      return `${column} < ${param(clause.value)}`;
-    case 'lte':
-      return `${column} <= ${param(clause.value)}`;
-    case 'contains':
-      return like(`%${text()}%`);
-    case 'starts_with':
-      return like(`${text()}%`);
-    case 'ends_with':
-      return like(`%${text()}`);
-  }
-}
-
-/**
- * A date compared at the millisecond the API gives out (a stored value keeps PostgreSQL's
- * microseconds), written on the bare column so that an index on it still serves: for a value
- * `$v` (a JavaScript Date: whole milliseconds), `date_trunc('milliseconds', c) > $v` is
- * `c >= $v + 1 ms`, `<= $v` is `c < $v + 1 ms`, `= $v` is the millisecond from `$v`, and `>=`
- * and `<` hold as they are. `date_trunc` around the column hid the audit log's index on
- * ("organizationId", "createdAt"): a week of 100,000 events was counted by reading them all
- * (bench/console.mjs, per-day-week). Other operators get undefined (and the truncated column).
- */
-function millisecondRangeSql(column: string, operator: FieldFilter['operator'] | WhereClause['operator'], addValue: () => string): string | undefined {
-  const nextMillisecond = (value: string) => `${value}::timestamptz + interval '1 millisecond'`;
-  switch (operator) {
-    case 'gte':
-      return `${column} >= ${addValue()}`;
-    case 'lt':
-      return `${column} < ${addValue()}`;
-    case 'gt':
-      return `${column} >= ${nextMillisecond(addValue())}`;
-    case 'lte':
-      return `${column} < ${nextMillisecond(addValue())}`;
-    case 'eq': {
-      const value = addValue();
-      return `(${column} >= ${value} AND ${column} < ${nextMillisecond(value)})`;
-    }
-    default:
-      return undefined;
-  }
-}
-
-/** What narrows a list or a write by filter: everything of a list query except the paging. */
+/** What narrows a list: everything of a list query except the paging. */
 type RowFilter = Partial<Pick<ListQuery, 'filters' | 'where' | 'search' | 'createdAfter'>>;
 
 /**
@@ -633,11 +247,7 @@ export function whereSql(spec: ListSpec, filter: RowFilter, scope: Record<string
   for (const [column, value] of Object.entries(scope)) conditions.push(`${quoteIdentifier(column)} = ${param(value)}`);
   for (const condition of extraConditions) conditions.push('value' in condition ? condition.sql(param(condition.value)) : condition.sql);
   for (const fieldFilter of filter.filters ?? []) conditions.push(comparisonSql(spec.fields[fieldFilter.field]!, fieldFilter, param));
-  const anyOf: string[] = [];
-  for (const clause of filter.where ?? []) {
-    (clause.connector === 'OR' ? anyOf : conditions).push(comparisonSql(spec.fields[clause.field]!, clause, param));
-  }
-  if (anyOf.length > 0) conditions.push(`(${anyOf.join(' OR ')})`);
+  pushWhereConditions(spec, filter.where ?? [], param, conditions);
   if (filter.createdAfter !== undefined && spec.createdAtColumn !== null) {
     conditions.push(`${quoteIdentifier(spec.createdAtColumn)} >= ${param(filter.createdAfter)}`);
   }
@@ -768,84 +378,4 @@ function rememberPlainList(spec: ListSpec, key: string, text: string): void {
   let shapes = plainListTexts.get(spec);
   if (!shapes) plainListTexts.set(spec, (shapes = new Map()));
   if (shapes.size < plainShapesPerEntity) shapes.set(key, text);
-}
-
-/** UPDATE every row matching `where` (the trusted server's update-many); returns how many changed. */
-export async function updateMatching(
-  db: Queryable,
-  spec: ListSpec,
-  where: WhereClause[],
-  values: Record<string, unknown>,
-  columns: ColumnMap,
-  updatedAtColumn: string | null,
-): Promise<number> {
-  const params: unknown[] = [];
-  const assignments = setClause(spec.table, values, columns, updatedAtColumn, params);
-  const { rowCount } = await db.query(`UPDATE ${quoteIdentifier(spec.table)} SET ${assignments}${whereSql(spec, { where }, {}, [], params)}`, params);
-  return rowCount;
-}
-
-/** The ids of the records a write filter matches (for deletes that check each record first). */
-export async function idsMatching(db: Queryable, spec: ListSpec, where: WhereClause[]): Promise<string[]> {
-  const params: unknown[] = [];
-  const { rows } = await db.query<{ id: string }>(`SELECT "id" FROM ${quoteIdentifier(spec.table)}${whereSql(spec, { where }, {}, [], params)}`, params);
-  return rows.map((row) => row.id);
-}
-
-/** DELETE every row matching `where` (the trusted server's delete-many); returns how many went. */
-export async function deleteMatching(db: Queryable, spec: ListSpec, where: WhereClause[]): Promise<number> {
-  const params: unknown[] = [];
-  const { rowCount } = await db.query(`DELETE FROM ${quoteIdentifier(spec.table)}${whereSql(spec, { where }, {}, [], params)}`, params);
-  return rowCount;
-}
-
-/**
- * The row a write of one record acts on: the first that `where` matches, locked, as a subquery.
- * Locked rows are waited for and re-checked against `where` once their writer commits, so a
- * concurrent writer that changed or removed the row makes this pick another match, or none.
- */
-function oneMatchingRow(spec: ListSpec, where: WhereClause[], params: unknown[]): string {
-  return `"id" = (SELECT "id" FROM ${quoteIdentifier(spec.table)}${whereSql(spec, { where }, {}, [], params)} LIMIT 1 FOR UPDATE)`;
-}
-
-/**
- * DELETE one row that `where` matches and return it (the trusted server's consume-one): a
- * single-use value is read and removed by one statement, so of concurrent consumers exactly
- * one gets it and the others get null.
- */
-export async function consumeOneMatching<Row>(db: Queryable, spec: ListSpec, where: WhereClause[], returning: string): Promise<Row | null> {
-  const params: unknown[] = [];
-  const { rows } = await db.query<Row>(`DELETE FROM ${quoteIdentifier(spec.table)} WHERE ${oneMatchingRow(spec, where, params)} RETURNING ${returning}`, params);
-  return rows[0] ?? null;
-}
-
-/**
- * Adds `increment`'s deltas to one row that `where` matches, and sets `values` on it, in one
- * statement (the trusted server's increment-one): `where` selects and guards, so "count < 10"
- * holds for the row as it is written. A null counter counts as 0. Returns the row, or null
- * when nothing matched.
- */
-export async function incrementOneMatching<Row>(
-  db: Queryable,
-  spec: ListSpec,
-  where: WhereClause[],
-  increment: Record<string, number>,
-  values: Record<string, unknown>,
-  columns: ColumnMap,
-  updatedAtColumn: string | null,
-  returning: string,
-): Promise<Row | null> {
-  const params: unknown[] = [];
-  const added = Object.entries(increment).map(([field, delta]) => {
-    params.push(delta);
-    const column = quoteIdentifier(spec.fields[field]!.column);
-    return `${column} = coalesce(${column}, 0) + $${params.length}`;
-  });
-  // The set values and updatedAt (or, for a table without one and nothing to set, `"id" = "id"`).
-  const assignments = setClause(spec.table, values, columns, updatedAtColumn, params);
-  const { rows } = await db.query<Row>(
-    `UPDATE ${quoteIdentifier(spec.table)} SET ${[...added, assignments].join(', ')} WHERE ${oneMatchingRow(spec, where, params)} RETURNING ${returning}`,
-    params,
-  );
-  return rows[0] ?? null;
 }

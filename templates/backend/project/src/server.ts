@@ -12,12 +12,13 @@ import { EmbeddedDatabaseLockedError } from './db/embedded-lock.js';
 import { migrate } from './db/migrate.js';
 import { actAsAppRole } from './db/scope.js';
 import { createRateLimits, type RateLimits } from './http/rate-limit.js';
-import { serviceTransactions } from './http/service-transactions.js';
+import { serviceTransactions, type ServiceTransactions } from './http/service-transactions.js';
 import { createLogger } from './logger.js';
+import type { Tracing } from './observability/tracing.js';
 import { mailChannel } from './mail/mail.js';
 import { createOutbox, type Outbox } from './outbox/outbox.js';
 import { createStreams, type Streams } from './realtime/streams.js';
-import { listenForOutboxWakeUps, listenInProcess } from './outbox/wake-ups.js';
+import { listenForOutboxWakeUps, listenInProcess, type OutboxWakeUps } from './outbox/wake-ups.js';
 import { startEventRetention } from './events/events.js';
 import { sealStoredWebhookSecrets, webhookSecretSeal } from './events/webhook-secrets.js';
 import { webhookChannel } from './events/webhooks.js';
@@ -50,10 +51,41 @@ export class StartupError extends Error {
  * process environment plus the project's `.env` (variables already set win over the file).
  */
 export async function startServer(options: { projectDir: string; env?: NodeJS.ProcessEnv }): Promise<RunningServer> {
-  const { projectDir } = options;
-  const env = options.env ?? loadEnvFile(projectDir);
-  const config = loadConfig(env, projectDir);
+  const config = loadConfig(options.env ?? loadEnvFile(options.projectDir), options.projectDir);
   const logger = createLogger(config);
+  warnAboutProductionSettings(config, logger);
+
+  await portIsFree(config);
+  const { server, prototypes } = createHttpServer(config);
+  const start = startSteps(server);
+  const db = await openAndMigrate(config, logger, start);
+  const rateLimits = await connectRateLimits(config, logger, db, start);
+  // Every instance runs a worker: whichever claims a message first sends it (outbox/outbox.ts),
+  // mail and webhooks alike. It starts once the server listens (startWorkers).
+  const outbox = createOutbox({ db, logger, settings: config.outbox, channels: [mailChannel(config.mail, { ...config, logger }), webhookChannel(config.webhooks, { db, logger })] });
+  const { metrics, tracing } = await startObservability(config, db, rateLimits, outbox, start);
+  const appDb = tracing ? tracing.traced(db) : db;
+  const transactions = serviceTransactions(appDb, config);
+  const streams = createStreams({ db: appDb, logger, settings: config.realtime });
+  const app = createApp({ config, db: appDb, logger, rateLimits, outbox, transactions, streams, metrics, tracing });
+  prototypes.adopt(app);
+  const gate = requestGate(server, app);
+  try {
+    await listen(server, config);
+  } catch (error) {
+    // Taken since the check at the start (another process was quicker).
+    return start.abort(error);
+  }
+  const { wakeUps, retention, keyPrune } = await startWorkers(config, logger, db, outbox);
+  const url = addressOf(server, config);
+  logger.info({ url, database: db.kind }, `listening on ${url}`);
+
+  const stop = createStop({ config, logger, server, gate, streams, retention, keyPrune, wakeUps, outbox, transactions, rateLimits, db, tracing });
+  return { url, config, db, server, outbox, streams, stop };
+}
+
+/** Settings production runs with but should not: said once, at the start. */
+function warnAboutProductionSettings(config: Config, logger: Logger): void {
   if (config.nodeEnv === 'production' && !config.databaseUrl) {
     logger.warn(
       `production is running on the embedded database in ${config.embeddedDbDir}: one process, no replicas, no backups. ` +
@@ -66,8 +98,10 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
         'Set SMTP_URL to your mail provider.',
     );
   }
+}
 
-  await portIsFree(config);
+/** The HTTP server, not listening yet: its timeouts, and its answer to a request Node cannot parse. */
+function createHttpServer(config: Config) {
   // Requests and responses made as the app's, so Express need not change them (http/app-prototypes.ts).
   const prototypes = appPrototypes();
   const server = http.createServer({
@@ -80,25 +114,62 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   });
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
   server.on('clientError', answerUnparsableRequest);
+  return { server, prototypes };
+}
 
+/** What a start has opened so far, so that a step that fails closes it all before the start fails. */
+interface StartSteps {
+  /** Keeps something the start opened (returned as it is), to be closed by abort(). */
+  opened<Step extends { close(): Promise<void> }>(step: Step): Step;
+  /** Closes what was opened, the last first, and the server; then fails the start with `error`. */
+  abort(error: unknown): Promise<never>;
+}
+
+function startSteps(server: Server): StartSteps {
   const steps: { close(): Promise<void> }[] = [];
-  const abort = async (error: unknown): Promise<never> => {
-    for (const step of steps.reverse()) await step.close().catch(() => {});
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    throw error;
+  return {
+    opened(step) {
+      steps.push(step);
+      return step;
+    },
+    async abort(error) {
+      for (const step of steps.reverse()) await step.close().catch(() => {});
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      throw error;
+    },
   };
+}
 
-  let db: Database;
+/**
+ * The database, ready for requests: open and answering, migrated, and acting as the role
+ * row-level security applies to; its stored webhook secrets sealed.
+ */
+async function openAndMigrate(config: Config, logger: Logger, start: StartSteps): Promise<Database> {
+  const db = await openReachableDatabase(config, logger, start);
+  await migrateAndActAsApp(db, config, logger, start);
+  // Webhook secrets stored in plain text by an earlier version are sealed (events/webhook-secrets.ts).
+  await sealStoredWebhookSecrets(db, webhookSecretSeal(config.webhooks.authSecret), logger).catch((error) => {
+    logger.warn({ err: (error as Error).message }, 'webhook secrets: could not seal the stored ones now; each is sealed at its next delivery');
+  });
+  // Through the pool, so once requests' role is set: what their statements would see.
+  if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger).catch((error) => start.abort(error));
+  return db;
+}
+
+/** Opens the database and asks it one question; one that cannot be reached ends the start, saying which setting to check. */
+async function openReachableDatabase(config: Config, logger: Logger, start: StartSteps): Promise<Database> {
   try {
-    db = await openDatabase(config, {
-      onOlderTimeline: (seen, newest) =>
-        logger.error({ timeline: seen, newestTimeline: newest }, 'the database is a primary on an older timeline than this instance has written on (a rewound or returning old primary): its connection was ended and the request answered 503'),
-    });
-    steps.push(db);
+    const db = start.opened(
+      await openDatabase(config, {
+        onOlderTimeline: (seen, newest) =>
+          logger.error({ timeline: seen, newestTimeline: newest }, 'the database is a primary on an older timeline than this instance has written on (a rewound or returning old primary): its connection was ended and the request answered 503'),
+      }),
+    );
     // On a connection of its own: the pool is first used once the migrations are applied (actAsAppRole).
     await db.withConnection((connection) => connection.query('SELECT 1'));
+    return db;
   } catch (error) {
-    if (error instanceof EmbeddedDatabaseLockedError) return abort(new StartupError(error.message));
+    if (error instanceof EmbeddedDatabaseLockedError) return start.abort(new StartupError(error.message));
     const [where, setting] = config.databaseUrl
       ? [maskUrlPassword(config.databaseUrl), 'DATABASE_URL']
       : [`the embedded database in ${config.embeddedDbDir}`, 'EMBEDDED_DB_DIR'];
@@ -107,60 +178,51 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     const pooler = /unsupported startup parameter/.test(reason) && !config.databaseDirectUrl
       ? ' DATABASE_URL looks like a pooler (PgBouncer): set DATABASE_DIRECT_URL to PostgreSQL itself as well (docs/deploy.md).'
       : '';
-    return abort(new StartupError(`Cannot connect to ${where}: ${reason}. Check ${setting} in .env.${pooler}`));
+    return start.abort(new StartupError(`Cannot connect to ${where}: ${reason}. Check ${setting} in .env.${pooler}`));
   }
+}
 
+/** Applies the migrations, then acts as the app's role; a failure of either ends the start. */
+async function migrateAndActAsApp(db: Database, config: Config, logger: Logger, start: StartSteps): Promise<void> {
   try {
-    const report = await migrate(db, path.join(projectDir, 'migrations'));
+    const report = await migrate(db, path.join(config.projectDir, 'migrations'));
     if (report.applied.length > 0) logger.info({ applied: report.applied }, 'migrations applied');
     // From here on, requests act as the role row-level security applies to (db/scope.ts).
     await actAsAppRole(db);
   } catch (error) {
     if (error instanceof DatabaseUnavailableError && config.databaseDirectUrl) {
       const reason = (error.cause as Error)?.message ?? error.message;
-      return abort(new StartupError(`Cannot connect to ${maskUrlPassword(config.databaseDirectUrl)} (the migrations' connection): ${reason}. Check DATABASE_DIRECT_URL in .env.`));
+      return start.abort(new StartupError(`Cannot connect to ${maskUrlPassword(config.databaseDirectUrl)} (the migrations' connection): ${reason}. Check DATABASE_DIRECT_URL in .env.`));
     }
-    return abort(new StartupError((error as Error).message));
+    return start.abort(new StartupError((error as Error).message));
   }
-  // Webhook secrets stored in plain text by an earlier version are sealed (events/webhook-secrets.ts).
-  await sealStoredWebhookSecrets(db, webhookSecretSeal(config.webhooks.authSecret), logger).catch((error) => {
-    logger.warn({ err: (error as Error).message }, 'webhook secrets: could not seal the stored ones now; each is sealed at its next delivery');
-  });
-  // Through the pool, so once requests' role is set: what their statements would see.
-  if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger).catch((error) => abort(error));
+}
 
-  let rateLimits: RateLimits;
+/** The rate limits, in Redis when REDIS_URL is set; a Redis that cannot be reached ends the start. */
+async function connectRateLimits(config: Config, logger: Logger, db: Database, start: StartSteps): Promise<RateLimits> {
   try {
-    rateLimits = await createRateLimits(config, logger, db);
-    steps.push(rateLimits);
+    return start.opened(await createRateLimits(config, logger, db));
   } catch (error) {
-    return abort(new StartupError(`Cannot connect to Redis at ${maskUrlPassword(config.redisUrl ?? '')}: ${(error as Error).message}. Check REDIS_URL in .env.`));
+    return start.abort(new StartupError(`Cannot connect to Redis at ${maskUrlPassword(config.redisUrl ?? '')}: ${(error as Error).message}. Check REDIS_URL in .env.`));
   }
+}
 
-  // Every instance runs a worker: whichever claims a message first sends it (outbox/outbox.ts),
-  // mail and webhooks alike.
-  const outbox = createOutbox({ db, logger, settings: config.outbox, channels: [mailChannel(config.mail, { ...config, logger }), webhookChannel(config.webhooks, { db, logger })] });
+/** Metrics and traces, when the settings ask for them (observability/). */
+async function startObservability(config: Config, db: Database, rateLimits: RateLimits, outbox: Outbox, start: StartSteps) {
   // Loaded only when asked for: without METRICS_TOKEN, prom-client is never imported, and without
   // the OTEL_* variables, nothing of OpenTelemetry.
   const metrics = config.metricsToken
     ? (await import('./observability/metrics.js')).createMetrics({ token: config.metricsToken, db, rateLimits, outbox })
     : undefined;
   const tracing = config.tracing
-    ? await (await import('./observability/tracing.js')).startTracing(config.tracing, { projectDir, databaseUrl: config.databaseUrl })
+    ? await (await import('./observability/tracing.js')).startTracing(config.tracing, { projectDir: config.projectDir, databaseUrl: config.databaseUrl })
     : undefined;
-  if (tracing) steps.push({ close: () => tracing.shutdown() });
-  const appDb = tracing ? tracing.traced(db) : db;
-  const transactions = serviceTransactions(appDb, config);
-  const streams = createStreams({ db: appDb, logger, settings: config.realtime });
-  const app = createApp({ config, db: appDb, logger, rateLimits, outbox, transactions, streams, metrics, tracing });
-  prototypes.adopt(app);
-  const gate = requestGate(server, app);
-  try {
-    await listen(server, config);
-  } catch (error) {
-    // Taken since the check at the start (another process was quicker).
-    return abort(error);
-  }
+  if (tracing) start.opened({ close: () => tracing.shutdown() });
+  return { metrics, tracing };
+}
+
+/** Once the server listens: the outbox's worker, what wakes it, the events' retention and the idempotency keys' prune. */
+async function startWorkers(config: Config, logger: Logger, db: Database, outbox: Outbox) {
   outbox.start();
   // Deliveries written by SQL (the events' webhooks) wake the worker at their commit, on every
   // instance; the embedded database's in this process, which is its only one.
@@ -169,12 +231,36 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     : await listenInProcess(db, () => outbox.wake());
   const retention = startEventRetention({ db, logger, retentionDays: config.events.retentionDays });
   const keyPrune = startIdempotencyKeyPrune({ db, logger });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;
-  logger.info({ url, database: db.kind }, `listening on ${url}`);
+  return { wakeUps, retention, keyPrune };
+}
 
+/** The URL the server answers on: localhost when it listens on every address. */
+function addressOf(server: Server, config: Config): string {
+  const { port } = server.address() as AddressInfo;
+  return `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;
+}
+
+/** What stop() acts on. */
+interface RunningParts {
+  config: Config;
+  logger: Logger;
+  server: Server;
+  gate: RequestGate;
+  streams: Streams;
+  retention: { stop(): void };
+  keyPrune: { stop(): void };
+  wakeUps: OutboxWakeUps | undefined;
+  outbox: Outbox;
+  transactions: ServiceTransactions;
+  rateLimits: RateLimits;
+  db: Database;
+  tracing: Tracing | undefined;
+}
+
+/** RunningServer.stop: its steps run once, however often it is called. */
+function createStop({ config, logger, server, gate, streams, retention, keyPrune, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
   let stopping: Promise<void> | undefined;
-  const stop = () =>
+  return () =>
     (stopping ??= (async () => {
       if (config.shutdownDrainMs > 0) {
         // First not ready, still serving: a proxy or load balancer polling /ready sends its
@@ -212,8 +298,6 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
       await db.close();
       await tracing?.shutdown();
     })());
-
-  return { url, config, db, server, outbox, streams, stop };
 }
 
 /**
@@ -299,6 +383,8 @@ function answerUnparsableRequest(error: NodeJS.ErrnoException, socket: Duplex): 
 
 /** A connection, with the answer Node is writing on it (Node's own field; none between requests). */
 type Connection = Duplex & { _httpMessage?: http.ServerResponse | null };
+
+type RequestGate = ReturnType<typeof requestGate>;
 
 /**
  * What stands before the app. While draining (after SIGTERM, before stopping), /ready answers 503;

@@ -1,16 +1,8 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import {
-  defaultPageSize,
-  listParameters,
-  maxPageSize,
-  maxWhereClauses,
-  operatorsFor,
-  typeHint,
-  whereOperators,
-  type ListField,
-  type ListSpec,
-} from '../http/list-query.js';
+import { defaultPageSize, maxPageSize, typeHint, type ListField, type ListSpec } from '../http/list-fields.js';
+import { listParameters, operatorsFor } from '../http/list-query.js';
+import { maxWhereClauses, whereOperators } from '../http/service-query.js';
 import { completeAnswers } from './answers.js';
 
 /** How one entity's routes look, for the OpenAPI document. */

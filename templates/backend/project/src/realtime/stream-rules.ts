@@ -1,6 +1,7 @@
 import type { Role } from '../auth/types.js';
 import type { EntityRules } from '../generated/guards/rules.js';
-import type { FieldFilter, ListSpec } from '../http/list-query.js';
+import type { ListSpec } from '../http/list-fields.js';
+import type { FieldFilter } from '../http/list-query.js';
 
 /**
  * Who hears of which change: the list route's rules, decided in this process from the event
