@@ -7,7 +7,7 @@ import { readProjectEnv } from '../project/env-file.js';
 import type { EnvFileText } from '../project/loopback-hosts.js';
 import { loadSchema, schemaFileName, SchemaError, validateSchema, type Schema } from '../schema/index.js';
 import { readSchemaLiteral } from '../schema/read-literal.js';
-import type { DatabaseProbe } from '../verify/database.js';
+import { readAppliedMigrations, type DatabaseProbe } from '../verify/database.js';
 import { readRowSecurity, type LiveRowSecurity } from '../verify/row-security.js';
 
 /**
@@ -53,6 +53,8 @@ export interface DatabaseFacts {
   columns: LiveColumn[];
   /** Row-level security on the tenant tables, and the role requests run as (projects with auth). */
   rowSecurity?: LiveRowSecurity;
+  /** The project's migrations (their .sql names) and those the database records as applied. */
+  migrations: { files: string[]; applied: string[] };
 }
 
 export interface LiveColumn {
@@ -197,12 +199,19 @@ export async function readProjectSnapshot(
       wrongProviderAccounts: row?.n ?? 0,
       columns: state.schema ? await readLiveColumns(options.db, state.schema) : [],
       ...(rowSecurity ? { rowSecurity } : {}),
+      migrations: { files: migrationFiles(dir), applied: await readAppliedMigrations(options.db) },
     };
   }
   return state;
 }
 
 const readFileOr = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
+
+/** The .sql files of the project's migrations folder, sorted ([] without one). */
+const migrationFiles = (dir: string) => {
+  const folder = path.join(dir, 'migrations');
+  return fs.existsSync(folder) ? fs.readdirSync(folder).filter((name) => name.endsWith('.sql')).sort() : [];
+};
 
 /** The files a generate plan would write, as they are on disk now ('' when missing). */
 const filesOnDisk = (dir: string, plan: GeneratePlan) =>

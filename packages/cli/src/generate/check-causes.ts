@@ -75,14 +75,22 @@ export interface DatabaseCheckFacts {
  */
 export function databaseCheckVerdict(facts: DatabaseCheckFacts): { message: string; error: string } | undefined {
   if (facts.rowSecurityProblem === undefined) return undefined;
-  const applied = new Set(facts.applied);
-  const pending = facts.migrations.filter((name) => !applied.has(name)).map((name) => ({ path: `migrations/${name}` }));
-  if (pending.length > 0) {
-    const message = `${pending.length} migration${pending.length === 1 ? '' : 's'} not applied yet (${summary(pending)}): start the backend (it applies migrations as it starts), then check again`;
-    return { message, error: `The database's row-level security is not the schema's yet: ${message}.` };
-  }
+  const pending = pendingMigrationsNote(facts.migrations, facts.applied);
+  if (pending !== undefined) return { message: pending, error: `The database's row-level security is not the schema's yet: ${pending}.` };
   const message = facts.rowSecurityProblem;
   return { message, error: `The database's row-level security is not the schema's: ${message}. Run \`authstrap fix ${facts.relative}\` to put it back.` };
+}
+
+/**
+ * The migrations of the project the database has not run yet, as the step that clears a
+ * difference they explain (`generate --check`, and `fix`/`verify`'s row-level-security check);
+ * none when every one has run.
+ */
+export function pendingMigrationsNote(migrations: string[], appliedNames: string[]): string | undefined {
+  const applied = new Set(appliedNames);
+  const pending = migrations.filter((name) => !applied.has(name)).map((name) => ({ path: `migrations/${name}` }));
+  if (pending.length === 0) return undefined;
+  return `${pending.length} migration${pending.length === 1 ? '' : 's'} not applied yet (${summary(pending)}): start the backend (it applies migrations as it starts), then check again`;
 }
 
 const count = (n: number) => `${n} file${n === 1 ? '' : 's'}`;

@@ -65,8 +65,8 @@ describe.runIf(process.env.AUTHSTRAP_TEST_POSTGRES_URL)('row-level-security: the
 describe('row-level-security: the role requests run as', () => {
   const schema = validateSchema({ entities: { Project: { fields: { name: { type: 'string' } } } } });
   const healthyTable = (table: string): LiveRowSecurity['tables'][number] => ({ table, exists: true, enabled: true, forced: true, policies: [], expected: [], guard: { source: null, triggered: false } });
-  const snapshot = (rowSecurity: LiveRowSecurity): ProjectSnapshot =>
-    ({ dir: '.', env: {}, files: {}, frontends: [], adapterPackages: [], schema, database: { wrongProviderAccounts: 0, columns: [], rowSecurity } }) as ProjectSnapshot;
+  const snapshot = (rowSecurity: LiveRowSecurity, migrations = { files: ['0001_init.sql'], applied: ['0001_init.sql'] }): ProjectSnapshot =>
+    ({ dir: '.', env: {}, files: {}, frontends: [], adapterPackages: [], schema, database: { wrongProviderAccounts: 0, columns: [], rowSecurity, migrations } }) as ProjectSnapshot;
   const role = { exists: true, superuser: false, bypassRls: false, owns: [] as string[] };
   const examine = (rowSecurity: LiveRowSecurity) => rowLevelSecurity.examine!(snapshot(rowSecurity), {});
 
@@ -82,6 +82,18 @@ describe('row-level-security: the role requests run as', () => {
     const missing = examine({ role: { ...role, exists: false }, tables: [] });
     expect(missing).toMatchObject({ status: 'fail', message: 'the role authstrap_app does not exist (start the backend once: its migrations make it)' });
     expect(missing.repair).toBeUndefined();
+  });
+
+  it('puts a difference down to a migration not applied yet, and repairs nothing then', () => {
+    const bypassing = { role: { ...role, bypassRls: true }, tables: [healthyTable('Project')] };
+    const pending = rowLevelSecurity.examine!(snapshot(bypassing, { files: ['0001_init.sql', '0002_alter_project.sql'], applied: ['0001_init.sql'] }), {});
+    expect(pending).toMatchObject({
+      status: 'fail',
+      message: "not the schema's yet: 1 migration not applied yet (migrations/0002_alter_project.sql): start the backend (it applies migrations as it starts), then check again",
+    });
+    expect(pending.repair).toBeUndefined();
+    // Every migration run: the difference is the database's own, and fix puts it back.
+    expect(examine(bypassing).repair?.sql).toContain('ALTER ROLE "authstrap_app" NOSUPERUSER NOBYPASSRLS');
   });
 
   it('says when the database was not looked at, never passing for it', () => {
