@@ -144,7 +144,11 @@ describe.each(databaseKinds)('live streams on the %s database', (kind) => {
     await Promise.all([done.next(arrived, 15_000), points.next(arrived, 15_000), one.next((message) => message.event === 'task.updated', 15_000)]);
     expect(done.events('task.created').map((event) => event.data.record.id)).toEqual([first.id, last.id]);
     expect(points.events('task.created').map((event) => event.data.record.points)).toEqual([8, 5]);
-    expect(one.events('task.created', 'task.updated').map((event) => event.entityId)).toEqual([first.id]);
+    // Only that record's events. Its create, committed just before the stream opened, may or may
+    // not be "now" yet for this instance's reader (as for a cursor that expired, below): at most once.
+    expect(one.events('task.updated').map((event) => event.entityId)).toEqual([first.id]);
+    expect(new Set(one.events('task.created', 'task.updated').map((event) => event.entityId))).toEqual(new Set([first.id]));
+    expect(one.events('task.created').length).toBeLessThanOrEqual(1);
   });
 
   it('resumes after Last-Event-ID with every event since, exactly once', async () => {
