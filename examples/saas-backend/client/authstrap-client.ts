@@ -1352,6 +1352,8 @@ export type EventType =
   | 'member.created'
   | 'member.deleted'
   | 'member.updated'
+  | 'operator.granted'
+  | 'operator.revoked'
   | 'organization.created'
   | 'organization.deleted'
   | 'organization.updated'
@@ -1386,6 +1388,8 @@ export const eventCatalogue: Record<EventType, string> = {
   'member.created': "member created",
   'member.deleted': "member deleted",
   'member.updated': "member changed (changedFields names what)",
+  'operator.granted': "A user was made an operator of the platform (data.by: 'command line', or the operator who granted it)",
+  'operator.revoked': "A user is no longer an operator of the platform",
   'organization.created': "Organization created",
   'organization.deleted': "Organization deleted",
   'organization.updated': "Organization changed (changedFields names what)",

@@ -232,6 +232,13 @@ CREATE UNIQUE INDEX "authstrap_idempotency_key_caller_key_idx" ON "authstrap_ide
 
 CREATE INDEX "authstrap_idempotency_key_expiresAt_idx" ON "authstrap_idempotency_key" USING brin ("expiresAt");
 
+CREATE TABLE "authstrap_operator" (
+  "userId" uuid PRIMARY KEY,
+  "grantedBy" text NOT NULL,
+  "grantedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_operator_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE
+);
+
 DO $$
 BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'authstrap_app') THEN
@@ -434,7 +441,7 @@ BEGIN
 END
 $$;
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key" TO "authstrap_app";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
 
@@ -517,3 +524,11 @@ CREATE POLICY "authstrap_update" ON "authstrap_idempotency_key" FOR UPDATE USING
 CREATE POLICY "authstrap_delete" ON "authstrap_idempotency_key" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), '')));
 
 CREATE POLICY "authstrap_maintenance" ON "authstrap_idempotency_key" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_operator" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_operator" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_operator" FOR SELECT USING ("userId" = (SELECT authstrap.user_id()));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_operator" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));

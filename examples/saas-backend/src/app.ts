@@ -24,6 +24,7 @@ import { requestLogger } from './logger.js';
 import type { Metrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing.js';
 import { createMailer } from './mail/mail.js';
+import { operatorRouter, registerOperatorRoutes } from './operator/operator.router.js';
 import type { Outbox } from './outbox/outbox.js';
 import { registerRealtimeRoutes } from './realtime/openapi.js';
 import { realtimeRouter } from './realtime/realtime.router.js';
@@ -51,7 +52,8 @@ export interface AppDependencies {
 /**
  * The whole HTTP pipeline, in the order a request meets it:
  * request id + log (and metrics) -> the request's span (traces on) -> security headers -> CORS ->
- * health -> metrics -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> the audit log and
+ * health -> metrics -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> /api/operator (the
+ * platform's operators: src/operator) -> the audit log and
  * the webhook endpoints (src/events) -> live streams (src/realtime) -> your routes (src/extensions) -> generated routes, each
  * behind the auth guard (who is calling) and, when tenant-scoped, the scope guard (which
  * organization, which role) -> 404 -> error envelope.
@@ -115,12 +117,14 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
     registerTransactionRoutes(registry);
     registerEventRoutes(registry);
     registerRealtimeRoutes(registry);
+    registerOperatorRoutes(registry);
   });
   app.use('/api/docs', docsRouter(document));
 
   app.use(csrfGuard(config));
   app.use(jsonBody(config.bodyLimit));
   app.use('/api/auth', eventContext(), authRouter({ auth, config }));
+  app.use('/api/operator', operatorRouter({ config, db, auth }));
   app.use('/api/service/transactions', transactions.router());
   app.use('/audit-events', ...auditEventsRouter({ config, db, auth }));
   app.use('/webhook-endpoints', ...webhooksRouter({ config, db, auth, outbox, settings: config.webhooks }));

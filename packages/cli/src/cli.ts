@@ -4,6 +4,7 @@ import { CliError } from './cli-error.js';
 import { addAuthCommand } from './commands/add-auth.js';
 import { fixCommand } from './commands/fix.js';
 import { generateCommand } from './commands/generate.js';
+import { operatorCommand } from './commands/operator.js';
 import { settleCommand } from './commands/settle.js';
 import { setupCommand } from './commands/setup.js';
 import { verifyCommand } from './commands/verify.js';
@@ -124,6 +125,17 @@ program
     const report = await verifyCommand(options);
     if (!report.ok) process.exitCode = 1;
   });
+
+program
+  .command('operator')
+  .argument('<action>', 'grant, revoke or list')
+  .argument('[email]', "the user's e-mail address (grant and revoke)")
+  .description("Grant or revoke the platform's operator role (the backend's /api/operator routes), or list the operators")
+  .option('--dir <dir>', 'the project folder: its .env names the database (default: the current folder)')
+  .option('--database-url <url>', 'the PostgreSQL database (default: DATABASE_URL from the environment, then .env; else the embedded database, when no backend holds it)')
+  .option('--json', jsonHelp)
+  .option('--yes', yesHelp)
+  .action((action: string, email: string | undefined, options) => operatorCommand(action, email, options));
 
 try {
   await program.parseAsync();

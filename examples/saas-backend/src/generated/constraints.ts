@@ -25,4 +25,5 @@ export const keyColumnsByConstraint: Readonly<Record<string, readonly string[]>>
   'authstrap_webhook_endpoint_organizationId_fkey': [],
   'authstrap_idempotency_key_organizationId_fkey': [],
   'authstrap_idempotency_key_caller_key_idx': ['caller', 'key'],
+  'authstrap_operator_userId_fkey': ['userId'],
 };

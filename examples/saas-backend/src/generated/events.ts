@@ -16,6 +16,8 @@ export const eventTypes = {
   'member.created': "member created",
   'member.deleted': "member deleted",
   'member.updated': "member changed (changedFields names what)",
+  'operator.granted': "A user was made an operator of the platform (data.by: 'command line', or the operator who granted it)",
+  'operator.revoked': "A user is no longer an operator of the platform",
   'organization.created': "Organization created",
   'organization.deleted': "Organization deleted",
   'organization.updated': "Organization changed (changedFields names what)",

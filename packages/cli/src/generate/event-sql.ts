@@ -41,6 +41,8 @@ export const authEventTypes: Record<string, string> = {
   'webhook_endpoint.deleted': 'A webhook endpoint was removed',
   'key.created': 'An owner or admin made a machine key for the organization (its name, role and permissions; never the key)',
   'key.revoked': 'An owner or admin revoked a machine key',
+  'operator.granted': "A user was made an operator of the platform (data.by: 'command line', or the operator who granted it)",
+  'operator.revoked': 'A user is no longer an operator of the platform',
 };
 
 /**

@@ -185,4 +185,29 @@ $$;`;
 
 export const systemFunctions = [{ name: 'prune_idempotency_keys', definition: pruneIdempotencyKeys }];
 
-export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable];
+/**
+ * The platform's operators (src/operator/): the people who run the product, above every
+ * organization. Granted from the command line (`authstrap operator grant <email>`, as the tables'
+ * owner) and, later, by another operator through an audited function; never by a request of its
+ * own. A user may read whether they are one (their own row); nobody else's.
+ */
+export const operatorTable: Table = {
+  name: 'authstrap_operator',
+  columns: [
+    { name: 'userId', type: 'uuid', nullable: false, primaryKey: true },
+    // Who granted it: 'command line', or the granting operator's user id.
+    { name: 'grantedBy', type: 'text', nullable: false },
+    { name: 'grantedAt', type: 'timestamptz', nullable: false, default: 'now()' },
+  ],
+  constraints: [{ name: 'authstrap_operator_userId_fkey', definition: 'FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE' }],
+  indexes: [],
+  dependsOn: ['User'],
+  rowSecurity: {
+    policies: [
+      { name: 'authstrap_select', command: 'SELECT', using: '"userId" = authstrap.user_id()' },
+      { name: 'authstrap_maintenance', command: 'ALL', to: 'CURRENT_USER', using: 'authstrap.maintenance()', withCheck: 'authstrap.maintenance()' },
+    ],
+  },
+};
+
+export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable, operatorTable];
