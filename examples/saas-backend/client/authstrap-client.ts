@@ -784,9 +784,10 @@ export interface AuthstrapClientOptions {
   headers?: Record<string, string>;
   /**
    * How often a call is sent again after a network error, a 503, or a 429 or 409 that says when
-   * (Retry-After): default 3. Reads are always safe to send again; writes to the data routes
-   * carry an Idempotency-Key (the same on every attempt), so the backend applies them once. A
-   * write to /api/... (sign-in, sign-up, account flows) is sent once.
+   * (Retry-After): default 3. Reads are always safe to send again; writes to your entities and the
+   * webhook endpoints carry an Idempotency-Key (the same on every attempt), so the backend applies
+   * them once. Every other write (sign-in, sign-up, the account flows, users, members, invitations)
+   * is sent once.
    */
   retries?: number;
   /** The longest Retry-After a call waits for before it gives up and throws instead (default 10000 ms). */
@@ -991,16 +992,16 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
   const maxRetryWaitMs = options.maxRetryWaitMs ?? 10_000;
 
   /**
-   * One call, sent again while it may be (`retries`): a read always, a write to the data routes with
-   * its Idempotency-Key, which makes a repeat of a write that did happen answer as the first time.
+   * One call, sent again while it may be (`retries`): a read always; a write only when it is
+   * `keyed` (a route that keeps a keyed write's answer: your entities', the webhook endpoints'),
+   * with its Idempotency-Key, which makes a repeat of a write that did happen answer as the first.
    */
-  async function send<T>(method: string, path: string, body?: unknown): Promise<Success<T>> {
+  async function send<T>(method: string, path: string, body?: unknown, keyed = false): Promise<Success<T>> {
     const url = baseUrl + path;
     const headers = headersFor('application/json');
     if (body !== undefined) headers.set('content-type', 'application/json');
     const reads = method === 'GET' || method === 'HEAD';
-    const keyed = !reads && !path.startsWith('/api/');
-    if (keyed) headers.set('idempotency-key', globalThis.crypto.randomUUID());
+    if (keyed && !reads) headers.set('idempotency-key', globalThis.crypto.randomUUID());
     const sendsAgain = reads || keyed;
 
     for (let attempt = 0; ; attempt++) {
@@ -1050,7 +1051,9 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     return answer as unknown as Success<T>;
   }
 
-  const data = async <T>(method: string, path: string, body?: unknown): Promise<T> => (await send<T>(method, path, body)).data;
+  const data = async <T>(method: string, path: string, body?: unknown, keyed = false): Promise<T> => (await send<T>(method, path, body, keyed)).data;
+  /** A write to a route that keeps keyed writes' answers: sent with an Idempotency-Key, and sent again when it may have been lost. */
+  const keyedData = <T>(method: string, path: string, body?: unknown): Promise<T> => data<T>(method, path, body, true);
 
   /**
    * GET /realtime for one entity, read with fetch rather than EventSource so that it sends the
@@ -1199,8 +1202,8 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     }
   }
 
-  /** The calls on one collection; each entity's API offers those its routes serve. */
-  function records<T>(path: string) {
+  /** The calls on one collection; each entity's API offers those its routes serve. `keyed`: its writes carry an Idempotency-Key. */
+  function records<T>(path: string, keyed = false) {
     const one = (id: string | number) => `${path}/${encodeURIComponent(id)}`;
     return {
       async list(params?: AnyListParams): Promise<ListResult<T>> {
@@ -1208,10 +1211,10 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
         return { data: rows, meta: meta! };
       },
       get: (id: string | number) => data<T>('GET', one(id)),
-      create: (input: object) => data<T>('POST', path, input),
-      replace: (id: string | number, input: object) => data<T>('PUT', one(id), input),
-      update: (id: string | number, patch: object) => data<T>('PATCH', one(id), patch),
-      delete: (id: string | number) => data<void>('DELETE', one(id)),
+      create: (input: object) => data<T>('POST', path, input, keyed),
+      replace: (id: string | number, input: object) => data<T>('PUT', one(id), input, keyed),
+      update: (id: string | number, patch: object) => data<T>('PATCH', one(id), patch, keyed),
+      delete: (id: string | number) => data<void>('DELETE', one(id), undefined, keyed),
     };
   }
 
@@ -1290,16 +1293,16 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     },
     webhookEndpoints: {
       list: () => data('GET', '/webhook-endpoints'),
-      create: (input) => data('POST', '/webhook-endpoints', input),
-      update: (id, patch) => data('PATCH', `/webhook-endpoints/${encodeURIComponent(id)}`, patch),
-      delete: (id) => data<void>('DELETE', `/webhook-endpoints/${encodeURIComponent(id)}`),
-      rotateSecret: (id, options = {}) => data('POST', `/webhook-endpoints/${encodeURIComponent(id)}/rotate-secret`, options),
+      create: (input) => keyedData('POST', '/webhook-endpoints', input),
+      update: (id, patch) => keyedData('PATCH', `/webhook-endpoints/${encodeURIComponent(id)}`, patch),
+      delete: (id) => keyedData<void>('DELETE', `/webhook-endpoints/${encodeURIComponent(id)}`),
+      rotateSecret: (id, options = {}) => keyedData('POST', `/webhook-endpoints/${encodeURIComponent(id)}/rotate-secret`, options),
       async deliveries(id, params = {}) {
         const { data: rows, meta } = await send<WebhookDelivery[]>('GET', `/webhook-endpoints/${encodeURIComponent(id)}/deliveries${listQuery(params)}`);
         return { data: rows, meta: meta! };
       },
-      redeliver: (id, deliveryId) => data('POST', `/webhook-endpoints/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`),
-      sendTest: (id) => data('POST', `/webhook-endpoints/${encodeURIComponent(id)}/test`),
+      redeliver: (id, deliveryId) => keyedData('POST', `/webhook-endpoints/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`),
+      sendTest: (id) => keyedData('POST', `/webhook-endpoints/${encodeURIComponent(id)}/test`),
     },
     auditEvents: {
       async list(params = {}) {
@@ -1327,15 +1330,15 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     member: { ...members, create: (input) => data<SentInvitation>('POST', '/members', input) },
     Organization: records<Organization>('/Organizations'),
     Project: {
-      ...records<Project>('/Projects'),
+      ...records<Project>('/Projects', true),
       tasks(projectId) {
-        const tasks = records<Task>(`/Projects/${encodeURIComponent(projectId)}/Tasks`);
+        const tasks = records<Task>(`/Projects/${encodeURIComponent(projectId)}/Tasks`, true);
         return { list: tasks.list, create: tasks.create };
       },
       subscribe: (subscription) => subscribe<ProjectStreamEvent>('Project', subscription),
     },
     Task: {
-      ...records<Task>('/Tasks'),
+      ...records<Task>('/Tasks', true),
       subscribe: (subscription) => subscribe<TaskStreamEvent>('Task', subscription),
     },
   };

@@ -27,6 +27,8 @@ export interface ClientChild {
   parentField: string;
   /** The child's own collection path, which follows the parent's id: `/Tasks`. */
   childPath: string;
+  /** As ClientEntityView's: its nested routes keep keyed writes' answers. */
+  keyedWrites: boolean;
 }
 
 export interface ClientEntityView {
@@ -43,6 +45,11 @@ export interface ClientEntityView {
    * member have rules of their own, whose API the template spells out.
    */
   crud: boolean;
+  /**
+   * Its routes stand behind tenantScoped, which keeps a keyed write's answer (the backend's
+   * src/idempotency/): the client sends its writes with an Idempotency-Key, and sends them again.
+   */
+  keyedWrites: boolean;
   /** The template's partial that declares its API: `crud`, or the built-in entity's name. */
   api: string;
   /** What its API's comment says about it. */
@@ -147,6 +154,7 @@ function clientEntity(view: EntityView, fields: Field[], all: EntityView[]): Cli
           routePath: child.parent!.routePath,
           parentField: child.parent!.field,
           childPath: child.path,
+          keyedWrites: child.machineKeys,
         }))
     : [];
   return {
@@ -156,6 +164,7 @@ function clientEntity(view: EntityView, fields: Field[], all: EntityView[]): Cli
     idType,
     tenantScoped: view.tenantScoped,
     crud,
+    keyedWrites: view.machineKeys,
     api: crud ? 'crud' : view.name,
     summary: builtinCrud[view.name] ?? `the ${view.name} records${view.tenantScoped ? ' of the organization set with setOrganization()' : ''}`,
     output: visible.map((field) => ({ name: field.name, type: orNull(valueType(field, 'output'), field), optional: false, description: commentText(field.description) })),
