@@ -441,6 +441,100 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.operator_check(operator_id uuid) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  found boolean;
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  found := EXISTS (SELECT FROM "authstrap_operator" WHERE "userId" = operator_id);
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  IF NOT found THEN
+    RAISE EXCEPTION 'not an operator' USING ERRCODE = '42501';
+  END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_users(operator_id uuid, search text, page_limit integer, page_offset integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  by_id uuid := CASE WHEN search ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN search::uuid END;
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  WITH matched AS (
+    SELECT u.* FROM "User" u
+     WHERE search = '' OR u."id" = by_id
+        OR (by_id IS NULL AND (u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR u."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%'))
+  ), paged AS (
+    SELECT m."id", m."email", m."name", m."email_verified", m."createdAt",
+           (SELECT count(*) FROM "member" mm WHERE mm."userId" = m."id")::int AS "organizations",
+           (SELECT max(s."updatedAt") FROM "session" s WHERE s."userId" = m."id") AS "lastSeenAt"
+      FROM matched m ORDER BY m."createdAt" DESC, m."id" LIMIT page_limit OFFSET page_offset
+  )
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
+           'id', p."id", 'email', p."email", 'name', p."name", 'email_verified', p."email_verified", 'createdAt', to_char(p."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+           'organizations', p."organizations", 'lastSeenAt', to_char(p."lastSeenAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
+    INTO answer;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_user(operator_id uuid, user_id uuid)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT jsonb_build_object(
+      'id', u."id", 'email', u."email", 'name', u."name", 'email_verified', u."email_verified", 'createdAt', to_char(u."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+      'operator', EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = u."id"),
+      'organizations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'role', m."role", 'joinedAt', to_char(m."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY m."createdAt")
+                                   FROM "member" m JOIN "Organization" org ON org."id" = m."organizationId" WHERE m."userId" = u."id"), '[]'::jsonb),
+      'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', to_char(s."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'lastSeenAt', to_char(s."updatedAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expiresAt', to_char(s."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY s."updatedAt" DESC)
+                              FROM "session" s WHERE s."userId" = u."id" AND s."expiresAt" > now()), '[]'::jsonb),
+      'signIns', COALESCE((SELECT jsonb_agg(jsonb_build_object('type', e."type", 'createdAt', to_char(e."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'ipAddress', e."ipAddress", 'userAgent', e."userAgent") ORDER BY e."createdAt" DESC)
+                             FROM (SELECT * FROM "authstrap_event" ev WHERE ev."userId" = u."id" AND ev."type" IN ('session.signed_in', 'session.sign_in_failed')
+                                    ORDER BY ev."createdAt" DESC LIMIT 50) e), '[]'::jsonb))
+    INTO answer
+    FROM "User" u WHERE u."id" = user_id;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_organizations(operator_id uuid, search text, page_limit integer, page_offset integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  by_id uuid := CASE WHEN search ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN search::uuid END;
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  WITH matched AS (
+    SELECT o.* FROM "Organization" o
+     WHERE search = '' OR o."id" = by_id
+        OR (by_id IS NULL AND (o."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR o."slug" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%'
+            OR EXISTS (SELECT FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = o."id" AND u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%')))
+  ), paged AS (
+    SELECT m."id", m."name", m."slug", m."createdAt",
+           (SELECT count(*) FROM "member" mm WHERE mm."organizationId" = m."id")::int AS "members"
+      FROM matched m ORDER BY m."createdAt" DESC, m."id" LIMIT page_limit OFFSET page_offset
+  )
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
+           'id', p."id", 'name', p."name", 'slug', p."slug", 'createdAt', to_char(p."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'members', p."members") ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
+    INTO answer;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
 GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";

@@ -55,4 +55,63 @@ describe.each(databaseKinds)('operator routes on the %s database', (kind) => {
     expect(await seenBy(ivy.user.id)).toEqual([]);
     expect(await seenBy(olivia.user.id)).toEqual([olivia.user.id]);
   });
+
+  describe('what an operator sees', () => {
+    let support: SignedUp;
+    let jane: SignedUp;
+    beforeAll(async () => {
+      support = await signUp(backend.url, 'support@platform.example');
+      await asOwner(`INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ($1, 'command line')`, [support.user.id]);
+      jane = await signUp(backend.url, 'jane@acme.example');
+      await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'jane@acme.example', password: 'not her password' } });
+      await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'jane@acme.example', password: 'correct horse battery' } });
+      expect((await ivy.api('POST', '/Organizations', { body: { name: 'Acme Widgets', slug: 'acme-widgets' } })).status).toBe(201);
+    });
+
+    it('finds users by part of their address or name, any case, or by id, with paging', async () => {
+      const found = await support.api('GET', '/api/operator/users?search=ACME');
+      expect(found.status).toBe(200);
+      expect(found.body.data.map((user: { email: string }) => user.email)).toEqual(['jane@acme.example']);
+      expect(found.body.data[0]).toMatchObject({ id: jane.user.id, organizations: 1, email_verified: expect.any(Boolean) });
+      expect(found.body.data[0].lastSeenAt).toMatch(/Z$/);
+      expect((await support.api('GET', `/api/operator/users?search=${jane.user.id}`)).body.data.map((user: { id: string }) => user.id)).toEqual([jane.user.id]);
+      const everyone = await support.api('GET', '/api/operator/users?limit=2&page=1');
+      expect(everyone.body.meta).toEqual({ page: 1, limit: 2, total: 4, totalPages: 2 });
+      // Newest first, across every organization: nobody's rows are hidden from an operator.
+      expect(everyone.body.data.map((user: { email: string }) => user.email)).toEqual(['jane@acme.example', 'support@platform.example']);
+      // The wildcards of a search are taken as they are.
+      expect((await support.api('GET', '/api/operator/users?search=%25')).body.meta.total).toBe(0);
+      expect((await support.api('GET', '/api/operator/users?search=_')).body.meta.total).toBe(0);
+    });
+
+    it("shows a user's organizations, sessions and failed sign-ins", async () => {
+      const user = await support.api('GET', `/api/operator/users/${jane.user.id}`);
+      expect(user.status).toBe(200);
+      expect(user.body.data).toMatchObject({ email: 'jane@acme.example', operator: false });
+      expect(user.body.data.organizations).toEqual([expect.objectContaining({ role: 'owner', slug: expect.any(String) })]);
+      expect(user.body.data.sessions.length).toBe(2);
+      expect(user.body.data.signIns.map((event: { type: string }) => event.type)).toEqual(['session.signed_in', 'session.sign_in_failed']);
+      expect((await support.api('GET', '/api/operator/users/00000000-0000-4000-8000-00000000abcd')).status).toBe(404);
+    });
+
+    it('finds organizations by name, slug or a member\'s address', async () => {
+      const names = async (search: string) => (await support.api('GET', `/api/operator/organizations?search=${encodeURIComponent(search)}`)).body.data.map((org: { name: string }) => org.name);
+      expect(await names('widgets')).toEqual(['Acme Widgets']);
+      expect(await names('acme-w')).toEqual(['Acme Widgets']);
+      // Jane's personal organization, by her address; Acme Widgets is Ivy's.
+      expect((await names('jane@acme')).length).toBe(1);
+      const widgets = (await support.api('GET', '/api/operator/organizations?search=Acme%20Widgets')).body.data[0];
+      expect(widgets).toMatchObject({ slug: 'acme-widgets', members: 1 });
+    });
+
+    it('refuses the searches to a non-operator and a bad query with a 400 naming the parameter', async () => {
+      for (const path of ['/api/operator/users', `/api/operator/users/${jane.user.id}`, '/api/operator/organizations']) expect((await jane.api('GET', path)).status).toBe(403);
+      const unknown = await support.api('GET', '/api/operator/users?sort=email');
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.error.details).toEqual({ sort: 'Unknown query parameter' });
+      expect((await support.api('GET', '/api/operator/users?page=0')).status).toBe(400);
+      expect((await support.api('GET', '/api/operator/users?limit=5000')).body.meta.limit).toBe(100);
+    });
+  });
 });
+

@@ -3,8 +3,9 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { Database } from '../db/database.js';
 import { resolveCaller, type CallerDeps } from '../generated/guards/auth.guard.js';
-import { sendData } from '../http/envelope.js';
-import { forbidden } from '../http/errors.js';
+import { sendData, sendJsonData, sendJsonList } from '../http/envelope.js';
+import { forbidden, notFound } from '../http/errors.js';
+import { parseId, parseQuery } from '../http/validate.js';
 
 /**
  * The platform's operators: the people who run the product built on this backend, above every
@@ -68,12 +69,113 @@ export function operatorRouter(deps: CallerDeps & { db: Database }): Router {
     sendData(res, { userId, email, grantedAt });
   });
 
+  // Every user, or those whose address or name contains ?search= (or whose id it is), newest first.
+  router.get('/users', async (req, res) => {
+    const { search, page, limit } = parseQuery('operator users', SearchQuery, req.query);
+    const found = await operatorQuery<{ total: number; rows: unknown[] }>(deps.db, 'SELECT authstrap.operator_users($1, $2, $3, $4) AS "answer"', [req.operator!.userId, search, limit, (page - 1) * limit]);
+    sendJsonList(res, { json: JSON.stringify(found.rows), meta: pageMeta(page, limit, found.total) });
+  });
+
+  // One user: organizations and roles, sessions, sign-ins and failed ones.
+  router.get('/users/:id', async (req, res) => {
+    const id = parseId('User', req.params.id);
+    const user = await operatorQuery<unknown>(deps.db, 'SELECT authstrap.operator_user($1, $2) AS "answer"', [req.operator!.userId, id]);
+    if (user === null) throw notFound('User', id);
+    sendJsonData(res, JSON.stringify(user));
+  });
+
+  // Every organization, or those whose name or slug contains ?search=, whose id it is, or with a member whose address contains it.
+  router.get('/organizations', async (req, res) => {
+    const { search, page, limit } = parseQuery('operator organizations', SearchQuery, req.query);
+    const found = await operatorQuery<{ total: number; rows: unknown[] }>(deps.db, 'SELECT authstrap.operator_organizations($1, $2, $3, $4) AS "answer"', [req.operator!.userId, search, limit, (page - 1) * limit]);
+    sendJsonList(res, { json: JSON.stringify(found.rows), meta: pageMeta(page, limit, found.total) });
+  });
+
   return router;
+}
+
+/** ?search=, ?page=, ?limit= of the operators' lists; anything else is a 400 naming it. */
+const SearchQuery = z
+  .object({
+    search: z.string().max(200).default(''),
+    page: z.coerce.number().int().min(1).default(1),
+    // As every list: 1 to 100, 20 by default.
+    limit: z.coerce.number().int().default(20).transform((limit) => Math.min(100, Math.max(1, limit))),
+  })
+  .strict();
+
+const pageMeta = (page: number, limit: number, total: number) => ({ page, limit, total, totalPages: Math.ceil(total / limit) });
+
+/**
+ * One of the operators' functions (packages/cli's operator-sql.ts, in the migrations): the one
+ * way an operator's request reaches other organizations' rows. Each checks the operator again
+ * itself (42501 when they are none since operatorsOnly asked: a 403).
+ */
+async function operatorQuery<Answer>(db: Database, text: string, params: unknown[]): Promise<Answer> {
+  try {
+    const { rows } = await db.query<{ answer: Answer }>(text, params);
+    return rows[0]!.answer;
+  } catch (error) {
+    if ((error as { code?: string }).code === '42501') throw forbidden('Operators only: `authstrap operator grant <email>` makes one');
+    throw error;
+  }
 }
 
 const OperatorMe = z.object({ userId: z.uuid(), email: z.string(), grantedAt: z.date() }).meta({ id: 'Operator' });
 
+const listOf = (item: z.ZodType) => ({
+  content: {
+    'application/json': {
+      schema: z.object({ success: z.literal(true), data: z.array(item), meta: z.object({ page: z.int(), limit: z.int(), total: z.int(), totalPages: z.int() }) }),
+    },
+  },
+});
+const OperatorUserRow = z
+  .object({ id: z.uuid(), email: z.string(), name: z.string(), email_verified: z.boolean(), createdAt: z.iso.datetime(), organizations: z.int(), lastSeenAt: z.iso.datetime().nullable() })
+  .meta({ id: 'OperatorUserRow' });
+const OperatorUser = z
+  .object({
+    id: z.uuid(),
+    email: z.string(),
+    name: z.string(),
+    email_verified: z.boolean(),
+    createdAt: z.iso.datetime(),
+    operator: z.boolean(),
+    organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: z.enum(['owner', 'admin', 'member']), joinedAt: z.iso.datetime() })),
+    sessions: z.array(z.object({ id: z.uuid(), ipAddress: z.string().nullable(), userAgent: z.string().nullable(), createdAt: z.iso.datetime(), lastSeenAt: z.iso.datetime(), expiresAt: z.iso.datetime() })),
+    signIns: z.array(z.object({ type: z.enum(['session.signed_in', 'session.sign_in_failed']), createdAt: z.iso.datetime(), ipAddress: z.string().nullable(), userAgent: z.string().nullable() })),
+  })
+  .meta({ id: 'OperatorUser' });
+const OperatorOrganizationRow = z
+  .object({ id: z.uuid(), name: z.string(), slug: z.string(), createdAt: z.iso.datetime(), members: z.int() })
+  .meta({ id: 'OperatorOrganizationRow' });
+const searchParameters = z.object({
+  search: z.string().max(200).optional().meta({ description: 'Part of an address or name (any case), or an id' }),
+  page: z.int().min(1).optional().meta({ description: 'The page, from 1' }),
+  limit: z.int().optional().meta({ description: 'Rows per page, 1 to 100 (default 20)' }),
+});
+
 export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
+  const tags = ['operator'];
+  const refused = { 403: { description: 'FORBIDDEN: not an operator (or a machine key, or the service key)' } };
+  registry.registerPath({
+    method: 'get', path: '/api/operator/users', operationId: 'listOperatorUsers', tags,
+    summary: "Every user of the platform, or those whose address or name contains ?search= (or whose id it is), newest first (operators only)",
+    request: { query: searchParameters },
+    responses: { 200: { description: 'A page of users', ...listOf(OperatorUserRow) }, ...refused },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/operator/users/{id}', operationId: 'getOperatorUser', tags,
+    summary: 'One user: their organizations and roles, sessions, and last 50 sign-ins and failed ones (operators only)',
+    request: { params: z.object({ id: z.uuid() }) },
+    responses: { 200: { description: 'The user', content: { 'application/json': { schema: z.object({ success: z.literal(true), data: OperatorUser }) } } }, ...refused, 404: { description: 'NOT_FOUND: no such user' } },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/operator/organizations', operationId: 'listOperatorOrganizations', tags,
+    summary: 'Every organization, or those whose name or slug contains ?search=, whose id it is, or with a member whose address contains it, newest first (operators only)',
+    request: { query: searchParameters },
+    responses: { 200: { description: 'A page of organizations', ...listOf(OperatorOrganizationRow) }, ...refused },
+  });
   registry.registerPath({
     method: 'get',
     path: '/api/operator/me',

@@ -3,6 +3,7 @@ import type { Entity, Field, Schema } from '../schema/types.js';
 import { evaluatedOnce, tenantPolicies, writeGuards } from './rules-sql.js';
 import { literal, quote } from './sql-text.js';
 import { eventFunctions, hasEvents, tableEvents } from './event-sql.js';
+import { operatorFunctions } from './operator-sql.js';
 import { systemFunctions, systemTables } from './system-tables.js';
 import type { AccessModel, Column, Constraint, DatabaseModel, Index, Table } from './table-types.js';
 
@@ -179,7 +180,7 @@ export function databaseModel(schema: Schema): DatabaseModel {
   // The backend's own tables (the outbox) come with auth, whose flows write to them.
   // The event log and webhooks (event-sql.ts) come with it too.
   const tables = [...entityTables, ...systemTables].map(withPoliciesEvaluatedOnce);
-  return { tables, access: { appRole, functions: [...scopeFunctions, keyAllows, ...eventFunctions, ...systemFunctions] } };
+  return { tables, access: { appRole, functions: [...scopeFunctions, keyAllows, ...eventFunctions, ...systemFunctions, ...operatorFunctions] } };
 }
 
 /** Every policy of a table with its scope functions read once per statement (rules-sql.ts, evaluatedOnce). */

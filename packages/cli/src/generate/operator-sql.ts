@@ -1,0 +1,127 @@
+/**
+ * The operators' one way past the tenants' walls (the backend's src/operator/): functions that run
+ * as the tables' owner with the maintenance setting on, as prune_events does, and each begins by
+ * checking that the user it is asked for is an operator now (`authstrap.operator_check`, SQLSTATE
+ * 42501 otherwise). The backend's role never has row-level security switched off; a statement of
+ * its own still sees no tenant rows. What each returns is the JSON its route sends.
+ */
+
+/** A timestamp as the API writes it everywhere: ISO 8601 in UTC with milliseconds (2026-12-06T13:40:00.123Z). */
+const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** The search term as an ILIKE pattern of a substring, its wildcards taken literally. */
+const containsPattern = `'%' || replace(replace(replace(search, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
+
+const operatorCheck = `CREATE OR REPLACE FUNCTION authstrap.operator_check(operator_id uuid) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  found boolean;
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  found := EXISTS (SELECT FROM "authstrap_operator" WHERE "userId" = operator_id);
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  IF NOT found THEN
+    RAISE EXCEPTION 'not an operator' USING ERRCODE = '42501';
+  END IF;
+END
+$$;`;
+
+/**
+ * A page of users, newest first: by id (a uuid), else every user whose address or name contains
+ * `search` (any case); each with how many organizations they are in and when a session of theirs
+ * was last used.
+ */
+const operatorUsers = `CREATE OR REPLACE FUNCTION authstrap.operator_users(operator_id uuid, search text, page_limit integer, page_offset integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  by_id uuid := CASE WHEN search ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN search::uuid END;
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  WITH matched AS (
+    SELECT u.* FROM "User" u
+     WHERE search = '' OR u."id" = by_id
+        OR (by_id IS NULL AND (u."email" ILIKE ${containsPattern} OR u."name" ILIKE ${containsPattern}))
+  ), paged AS (
+    SELECT m."id", m."email", m."name", m."email_verified", m."createdAt",
+           (SELECT count(*) FROM "member" mm WHERE mm."userId" = m."id")::int AS "organizations",
+           (SELECT max(s."updatedAt") FROM "session" s WHERE s."userId" = m."id") AS "lastSeenAt"
+      FROM matched m ORDER BY m."createdAt" DESC, m."id" LIMIT page_limit OFFSET page_offset
+  )
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
+           'id', p."id", 'email', p."email", 'name', p."name", 'email_verified', p."email_verified", 'createdAt', ${iso('p."createdAt"')},
+           'organizations', p."organizations", 'lastSeenAt', ${iso('p."lastSeenAt"')}) ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
+    INTO answer;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;`;
+
+/**
+ * One user as support needs them: their organizations and roles, their sessions (device, address,
+ * last use), their last 50 sign-ins and failed ones; null for no such user.
+ */
+const operatorUser = `CREATE OR REPLACE FUNCTION authstrap.operator_user(operator_id uuid, user_id uuid)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT jsonb_build_object(
+      'id', u."id", 'email', u."email", 'name', u."name", 'email_verified', u."email_verified", 'createdAt', ${iso('u."createdAt"')},
+      'operator', EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = u."id"),
+      'organizations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'role', m."role", 'joinedAt', ${iso('m."createdAt"')}) ORDER BY m."createdAt")
+                                   FROM "member" m JOIN "Organization" org ON org."id" = m."organizationId" WHERE m."userId" = u."id"), '[]'::jsonb),
+      'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', ${iso('s."createdAt"')}, 'lastSeenAt', ${iso('s."updatedAt"')}, 'expiresAt', ${iso('s."expiresAt"')}) ORDER BY s."updatedAt" DESC)
+                              FROM "session" s WHERE s."userId" = u."id" AND s."expiresAt" > now()), '[]'::jsonb),
+      'signIns', COALESCE((SELECT jsonb_agg(jsonb_build_object('type', e."type", 'createdAt', ${iso('e."createdAt"')}, 'ipAddress', e."ipAddress", 'userAgent', e."userAgent") ORDER BY e."createdAt" DESC)
+                             FROM (SELECT * FROM "authstrap_event" ev WHERE ev."userId" = u."id" AND ev."type" IN ('session.signed_in', 'session.sign_in_failed')
+                                    ORDER BY ev."createdAt" DESC LIMIT 50) e), '[]'::jsonb))
+    INTO answer
+    FROM "User" u WHERE u."id" = user_id;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;`;
+
+/**
+ * A page of organizations, newest first: by id, else every one whose name or slug contains
+ * `search`, or that has a member whose address does; each with its member count.
+ */
+const operatorOrganizations = `CREATE OR REPLACE FUNCTION authstrap.operator_organizations(operator_id uuid, search text, page_limit integer, page_offset integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  by_id uuid := CASE WHEN search ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN search::uuid END;
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  WITH matched AS (
+    SELECT o.* FROM "Organization" o
+     WHERE search = '' OR o."id" = by_id
+        OR (by_id IS NULL AND (o."name" ILIKE ${containsPattern} OR o."slug" ILIKE ${containsPattern}
+            OR EXISTS (SELECT FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = o."id" AND u."email" ILIKE ${containsPattern})))
+  ), paged AS (
+    SELECT m."id", m."name", m."slug", m."createdAt",
+           (SELECT count(*) FROM "member" mm WHERE mm."organizationId" = m."id")::int AS "members"
+      FROM matched m ORDER BY m."createdAt" DESC, m."id" LIMIT page_limit OFFSET page_offset
+  )
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
+           'id', p."id", 'name', p."name", 'slug', p."slug", 'createdAt', ${iso('p."createdAt"')}, 'members', p."members") ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
+    INTO answer;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;`;
+
+export const operatorFunctions = [
+  { name: 'operator_check', definition: operatorCheck },
+  { name: 'operator_users', definition: operatorUsers },
+  { name: 'operator_user', definition: operatorUser },
+  { name: 'operator_organizations', definition: operatorOrganizations },
+];
