@@ -13,6 +13,7 @@ import { nameClash } from './name-clash.js';
 import { notNullRows } from './not-null-rows.js';
 import { ownedUpgrades } from './owned-upgrades.js';
 import { nullability } from './nullability.js';
+import { operatorRoutes, operators } from './operators.js';
 import { realtime } from './realtime.js';
 import { rowLevelSecurity } from './row-level-security.js';
 import type { ProjectSnapshot } from './project-snapshot.js';
@@ -44,12 +45,14 @@ export const checks: Check[] = [
   authEndpoints,
   tenantIsolation,
   realtime,
+  operatorRoutes,
   serviceCredential,
   corsOrigin,
   loopbackHostsCheck,
   adapterVersion,
   tables,
   databaseReplication,
+  operators,
   credentialProvider,
   nullability,
   notNullRows,
