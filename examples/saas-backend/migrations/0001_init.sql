@@ -465,18 +465,13 @@ BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
   WITH matched AS (
-    SELECT u.* FROM "User" u
-     WHERE search = '' OR u."id" = by_id
-        OR (by_id IS NULL AND (u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR u."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%'))
+    SELECT m."id", m."createdAt" FROM "User" m
+     WHERE search = '' OR m."id" = by_id OR (by_id IS NULL AND (m."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%'))
   ), paged AS (
-    SELECT m."id", m."email", m."name", m."email_verified", m."createdAt",
-           (SELECT count(*) FROM "member" mm WHERE mm."userId" = m."id")::int AS "organizations",
-           (SELECT max(s."updatedAt") FROM "session" s WHERE s."userId" = m."id") AS "lastSeenAt"
-      FROM matched m ORDER BY m."createdAt" DESC, m."id" LIMIT page_limit OFFSET page_offset
+    SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
-  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
-           'id', p."id", 'email', p."email", 'name', p."name", 'email_verified', p."email_verified", 'createdAt', to_char(p."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-           'organizations', p."organizations", 'lastSeenAt', to_char(p."lastSeenAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', m."id", 'email', m."email", 'name', m."name", 'email_verified', m."email_verified", 'createdAt', to_char(m."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'organizations', (SELECT count(*) FROM "member" mm WHERE mm."userId" = m."id")::int, 'lastSeenAt', to_char((SELECT max(s."updatedAt") FROM "session" s WHERE s."userId" = m."id") AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY p."createdAt" DESC, p."id")
+           FROM paged p JOIN "User" m ON m."id" = p."id"), '[]'::jsonb))
     INTO answer;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN answer;
@@ -518,17 +513,13 @@ BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
   WITH matched AS (
-    SELECT o.* FROM "Organization" o
-     WHERE search = '' OR o."id" = by_id
-        OR (by_id IS NULL AND (o."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR o."slug" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%'
-            OR EXISTS (SELECT FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = o."id" AND u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%')))
+    SELECT m."id", m."createdAt" FROM "Organization" m
+     WHERE search = '' OR m."id" = by_id OR (by_id IS NULL AND (m."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."slug" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR EXISTS (SELECT FROM "member" mm JOIN "User" u ON u."id" = mm."userId" WHERE mm."organizationId" = m."id" AND u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%')))
   ), paged AS (
-    SELECT m."id", m."name", m."slug", m."createdAt",
-           (SELECT count(*) FROM "member" mm WHERE mm."organizationId" = m."id")::int AS "members"
-      FROM matched m ORDER BY m."createdAt" DESC, m."id" LIMIT page_limit OFFSET page_offset
+    SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
-  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
-           'id', p."id", 'name', p."name", 'slug', p."slug", 'createdAt', to_char(p."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'members', p."members") ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', m."id", 'name', m."name", 'slug', m."slug", 'createdAt', to_char(m."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'members', (SELECT count(*) FROM "member" mm WHERE mm."organizationId" = m."id")::int) ORDER BY p."createdAt" DESC, p."id")
+           FROM paged p JOIN "Organization" m ON m."id" = p."id"), '[]'::jsonb))
     INTO answer;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN answer;

@@ -27,11 +27,14 @@ END
 $$;`;
 
 /**
- * A page of users, newest first: by id (a uuid), else every user whose address or name contains
- * `search` (any case); each with how many organizations they are in and when a session of theirs
- * was last used.
+ * An operator's paged search of one table, newest first, as one function: every row when
+ * `search` is empty, the row whose id it is when it is a uuid, else the rows `matches` (SQL over
+ * the row `m` and the ILIKE pattern of `search`). `fields` are the JSON of each row of the page.
+ * Answers `{ total, rows }`.
  */
-const operatorUsers = `CREATE OR REPLACE FUNCTION authstrap.operator_users(operator_id uuid, search text, page_limit integer, page_offset integer)
+function pagedSearch({ name, table, matches, fields }: { name: string; table: string; matches: (pattern: string) => string; fields: Record<string, string> }): string {
+  const row = Object.entries(fields).map(([field, sql]) => `'${field}', ${sql}`).join(', ');
+  return `CREATE OR REPLACE FUNCTION authstrap.${name}(operator_id uuid, search text, page_limit integer, page_offset integer)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
@@ -41,23 +44,35 @@ BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
   WITH matched AS (
-    SELECT u.* FROM "User" u
-     WHERE search = '' OR u."id" = by_id
-        OR (by_id IS NULL AND (u."email" ILIKE ${containsPattern} OR u."name" ILIKE ${containsPattern}))
+    SELECT m."id", m."createdAt" FROM "${table}" m
+     WHERE search = '' OR m."id" = by_id OR (by_id IS NULL AND (${matches(containsPattern)}))
   ), paged AS (
-    SELECT m."id", m."email", m."name", m."email_verified", m."createdAt",
-           (SELECT count(*) FROM "member" mm WHERE mm."userId" = m."id")::int AS "organizations",
-           (SELECT max(s."updatedAt") FROM "session" s WHERE s."userId" = m."id") AS "lastSeenAt"
-      FROM matched m ORDER BY m."createdAt" DESC, m."id" LIMIT page_limit OFFSET page_offset
+    SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
-  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
-           'id', p."id", 'email', p."email", 'name', p."name", 'email_verified', p."email_verified", 'createdAt', ${iso('p."createdAt"')},
-           'organizations', p."organizations", 'lastSeenAt', ${iso('p."lastSeenAt"')}) ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(${row}) ORDER BY p."createdAt" DESC, p."id")
+           FROM paged p JOIN "${table}" m ON m."id" = p."id"), '[]'::jsonb))
     INTO answer;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN answer;
 END
 $$;`;
+}
+
+/** Users by part of their address or name; each with how many organizations they are in and when a session of theirs was last used. */
+const operatorUsers = pagedSearch({
+  name: 'operator_users',
+  table: 'User',
+  matches: (pattern) => `m."email" ILIKE ${pattern} OR m."name" ILIKE ${pattern}`,
+  fields: {
+    id: 'm."id"',
+    email: 'm."email"',
+    name: 'm."name"',
+    email_verified: 'm."email_verified"',
+    createdAt: iso('m."createdAt"'),
+    organizations: '(SELECT count(*) FROM "member" mm WHERE mm."userId" = m."id")::int',
+    lastSeenAt: iso('(SELECT max(s."updatedAt") FROM "session" s WHERE s."userId" = m."id")'),
+  },
+});
 
 /**
  * One user as support needs them: their organizations and roles, their sessions (device, address,
@@ -88,36 +103,20 @@ BEGIN
 END
 $$;`;
 
-/**
- * A page of organizations, newest first: by id, else every one whose name or slug contains
- * `search`, or that has a member whose address does; each with its member count.
- */
-const operatorOrganizations = `CREATE OR REPLACE FUNCTION authstrap.operator_organizations(operator_id uuid, search text, page_limit integer, page_offset integer)
-RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
-DECLARE
-  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
-  by_id uuid := CASE WHEN search ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN search::uuid END;
-  answer jsonb;
-BEGIN
-  PERFORM authstrap.operator_check(operator_id);
-  PERFORM set_config('authstrap.maintenance', 'on', true);
-  WITH matched AS (
-    SELECT o.* FROM "Organization" o
-     WHERE search = '' OR o."id" = by_id
-        OR (by_id IS NULL AND (o."name" ILIKE ${containsPattern} OR o."slug" ILIKE ${containsPattern}
-            OR EXISTS (SELECT FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = o."id" AND u."email" ILIKE ${containsPattern})))
-  ), paged AS (
-    SELECT m."id", m."name", m."slug", m."createdAt",
-           (SELECT count(*) FROM "member" mm WHERE mm."organizationId" = m."id")::int AS "members"
-      FROM matched m ORDER BY m."createdAt" DESC, m."id" LIMIT page_limit OFFSET page_offset
-  )
-  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
-           'id', p."id", 'name', p."name", 'slug', p."slug", 'createdAt', ${iso('p."createdAt"')}, 'members', p."members") ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
-    INTO answer;
-  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
-  RETURN answer;
-END
-$$;`;
+/** Organizations by part of their name or slug, or of a member's address; each with its member count. */
+const operatorOrganizations = pagedSearch({
+  name: 'operator_organizations',
+  table: 'Organization',
+  matches: (pattern) =>
+    `m."name" ILIKE ${pattern} OR m."slug" ILIKE ${pattern} OR EXISTS (SELECT FROM "member" mm JOIN "User" u ON u."id" = mm."userId" WHERE mm."organizationId" = m."id" AND u."email" ILIKE ${pattern})`,
+  fields: {
+    id: 'm."id"',
+    name: 'm."name"',
+    slug: 'm."slug"',
+    createdAt: iso('m."createdAt"'),
+    members: '(SELECT count(*) FROM "member" mm WHERE mm."organizationId" = m."id")::int',
+  },
+});
 
 export const operatorFunctions = [
   { name: 'operator_check', definition: operatorCheck },

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
+import { startHourlyPrune } from '../db/hourly.js';
 import type { Statement } from '../db/sql.js';
 import type { EventType } from '../generated/events.js';
 import type { ListSpec } from '../http/list-fields.js';
@@ -140,33 +141,12 @@ export function listSecurityEvents(db: Database, userId: string, query: ListQuer
   });
 }
 
-const pruneEveryMs = 60 * 60 * 1000;
-
 /**
- * Deletes events past EVENTS_RETENTION_DAYS, hourly, in every instance (the deletes of two
- * instances overlap harmlessly). Requests cannot delete events; `authstrap.prune_events` can.
+ * Deletes events past EVENTS_RETENTION_DAYS, hourly, in every instance (db/hourly.ts). Requests
+ * cannot delete events; `authstrap.prune_events` can.
  */
 export function startEventRetention({ db, logger, retentionDays }: { db: Database; logger: Logger; retentionDays: number }) {
-  const prune = async () => {
-    try {
-      const { rows } = await db.query<{ pruned: number }>('SELECT authstrap.prune_events($1) AS "pruned"', [retentionDays]);
-      if (rows[0]!.pruned > 0) logger.info({ pruned: rows[0]!.pruned, retentionDays }, 'events past their retention deleted');
-    } catch (error) {
-      logger.warn({ err: (error as Error)?.message }, 'events: could not delete old events; trying again later');
-    }
-  };
-  // The first a minute after the start, not during it (the start's own statements come first).
-  const first = setTimeout(prune, 60_000);
-  const timer = setInterval(prune, pruneEveryMs);
-  first.unref();
-  timer.unref();
-  return {
-    prune,
-    stop() {
-      clearTimeout(first);
-      clearInterval(timer);
-    },
-  };
+  return startHourlyPrune({ db, logger, statement: 'SELECT authstrap.prune_events($1) AS "pruned"', params: [retentionDays], what: `events older than ${retentionDays} days (EVENTS_RETENTION_DAYS)` });
 }
 
 /**

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
+import { startHourlyPrune } from '../db/hourly.js';
 import type { Statement } from '../db/sql.js';
 import { badRequest } from '../http/errors.js';
 
@@ -95,31 +96,10 @@ export const forgetExpiredStatement = (key: string): Statement => ({
   params: [key],
 });
 
-const pruneEveryMs = 60 * 60 * 1000;
-
 /**
- * Deletes the keys past IDEMPOTENCY_KEY_HOURS, hourly, in every instance (overlapping deletes are
- * harmless). Requests reach only their own keys; `authstrap.prune_idempotency_keys` reaches all.
+ * Deletes the keys past IDEMPOTENCY_KEY_HOURS, hourly, in every instance (db/hourly.ts). Requests
+ * reach only their own keys; `authstrap.prune_idempotency_keys` reaches all.
  */
 export function startIdempotencyKeyPrune({ db, logger }: { db: Database; logger: Logger }) {
-  const prune = async () => {
-    try {
-      const { rows } = await db.query<{ pruned: number }>('SELECT authstrap.prune_idempotency_keys() AS "pruned"');
-      if (rows[0]!.pruned > 0) logger.info({ pruned: rows[0]!.pruned }, 'expired idempotency keys deleted');
-    } catch (error) {
-      logger.warn({ err: (error as Error)?.message }, 'idempotency keys: could not delete expired ones; trying again later');
-    }
-  };
-  // The first a minute after the start, not during it.
-  const first = setTimeout(prune, 60_000);
-  const timer = setInterval(prune, pruneEveryMs);
-  first.unref();
-  timer.unref();
-  return {
-    prune,
-    stop() {
-      clearTimeout(first);
-      clearInterval(timer);
-    },
-  };
+  return startHourlyPrune({ db, logger, statement: 'SELECT authstrap.prune_idempotency_keys() AS "pruned"', what: 'expired idempotency keys' });
 }
