@@ -1357,6 +1357,7 @@ export type EventType =
   | 'member.updated'
   | 'operator.granted'
   | 'operator.revoked'
+  | 'operator.revoked_sessions'
   | 'organization.created'
   | 'organization.deleted'
   | 'organization.updated'
@@ -1393,6 +1394,7 @@ export const eventCatalogue: Record<EventType, string> = {
   'member.updated': "member changed (changedFields names what)",
   'operator.granted': "A user was made an operator of the platform (data.by: 'command line', or the operator who granted it)",
   'operator.revoked': "A user is no longer an operator of the platform",
+  'operator.revoked_sessions': "An operator signed a user out everywhere (data.sessions: how many; data.reason)",
   'organization.created': "Organization created",
   'organization.deleted': "Organization deleted",
   'organization.updated': "Organization changed (changedFields names what)",

@@ -88,6 +88,8 @@ export interface Config {
   events: { retentionDays: number };
   /** Idempotency-Key (src/idempotency/): how long a write's answer is kept for its repeats. */
   idempotency: { keyHours: number };
+  /** Operators (src/operator/): a destructive action needs a sign-in this recent (minutes; undefined: any session). */
+  operators: { recentSignInMinutes?: number };
   webhooks: WebhookSettings;
   realtime: RealtimeSettings;
 }
@@ -213,6 +215,7 @@ const environmentSchema = z.object({
   SERVICE_TRANSACTIONS_MAX: count(1, 1000),
   EVENTS_RETENTION_DAYS: count(1, 36_500),
   IDEMPOTENCY_KEY_HOURS: count(1, 8760),
+  OPERATOR_RECENT_SIGN_IN_MINUTES: count(1, 525_600),
   REALTIME_POLL_MS: count(5, 60_000),
   REALTIME_HEARTBEAT_MS: count(1000, 600_000),
   REALTIME_RECHECK_MS: count(100, 60_000),
@@ -378,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     },
     events: { retentionDays: values.EVENTS_RETENTION_DAYS ?? 365 },
     idempotency: { keyHours: values.IDEMPOTENCY_KEY_HOURS ?? 24 },
+    operators: { recentSignInMinutes: values.OPERATOR_RECENT_SIGN_IN_MINUTES },
     realtime: {
       pollMs: values.REALTIME_POLL_MS ?? 25,
       heartbeatMs: values.REALTIME_HEARTBEAT_MS ?? 15_000,

@@ -104,6 +104,33 @@ describe.each(databaseKinds)('operator routes on the %s database', (kind) => {
       expect(widgets).toMatchObject({ slug: 'acme-widgets', members: 1 });
     });
 
+    it("signs a user out everywhere, with a reason, on the record: the platform's log and the user's own security events", async () => {
+      const victim = await signUp(backend.url, 'spammer@bad.example');
+      expect((await victim.api('GET', '/api/auth/get-session')).status).toBe(200);
+      const noReason = await support.api('POST', `/api/operator/users/${victim.user.id}/revoke-sessions`, { body: {} });
+      expect(noReason.status).toBe(422);
+      expect((await jane.api('POST', `/api/operator/users/${victim.user.id}/revoke-sessions`, { body: { reason: 'not an operator' } })).status).toBe(403);
+      const revoked = await support.api('POST', `/api/operator/users/${victim.user.id}/revoke-sessions`, { body: { reason: 'spam invitations' } });
+      expect(revoked.status).toBe(200);
+      expect(revoked.body.data).toEqual({ sessions: 1 });
+      expect((await victim.api('GET', '/api/auth/get-session')).status).toBe(401);
+      const log = await support.api('GET', '/api/operator/events?type=operator.revoked_sessions');
+      expect(log.body.data[0]).toMatchObject({
+        type: 'operator.revoked_sessions',
+        userEmail: 'spammer@bad.example',
+        actorType: 'user',
+        actorId: support.user.id,
+        actorEmail: 'support@platform.example',
+        data: { sessions: 1, reason: 'spam invitations' },
+      });
+      expect((await support.api('GET', '/api/operator/events?type=user.signed_up')).status).toBe(400);
+      // The user sees it among their own security events, once signed in again.
+      const signedIn = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'spammer@bad.example', password: 'correct horse battery' } });
+      const ownEvents = await apiClient(backend.url, { token: signedIn.body.data.token })('GET', '/api/auth/security-events?type=operator.revoked_sessions');
+      expect(ownEvents.body.data.map((event: { type: string; actorId: string }) => [event.type, event.actorId])).toEqual([['operator.revoked_sessions', support.user.id]]);
+      expect((await support.api('POST', '/api/operator/users/00000000-0000-4000-8000-00000000abcd/revoke-sessions', { body: { reason: 'x' } })).status).toBe(404);
+    });
+
     it('refuses the searches to a non-operator and a bad query with a 400 naming the parameter', async () => {
       for (const path of ['/api/operator/users', `/api/operator/users/${jane.user.id}`, '/api/operator/organizations']) expect((await jane.api('GET', path)).status).toBe(403);
       const unknown = await support.api('GET', '/api/operator/users?sort=email');
@@ -112,6 +139,29 @@ describe.each(databaseKinds)('operator routes on the %s database', (kind) => {
       expect((await support.api('GET', '/api/operator/users?page=0')).status).toBe(400);
       expect((await support.api('GET', '/api/operator/users?limit=5000')).body.meta.limit).toBe(100);
     });
+  });
+
+});
+
+describe.each(databaseKinds)('OPERATOR_RECENT_SIGN_IN_MINUTES on the %s database', (kind) => {
+  it("refuses a destructive action to an operator whose sign-in is older, and takes it after a fresh one", async () => {
+    const backend = await startBackend(kind, { OPERATOR_RECENT_SIGN_IN_MINUTES: '5' });
+    try {
+      const support = await signUp(backend.url, 'support@platform.example');
+      const user = await signUp(backend.url, 'someone@acme.example');
+      await backend.running.db.asOwner((tx) => tx.query(`INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ($1, 'command line')`, [support.user.id]));
+      await backend.running.db.asOwner((tx) => tx.query(`UPDATE "session" SET "createdAt" = now() - interval '6 minutes' WHERE "userId" = $1`, [support.user.id]));
+      const stale = await support.api('POST', `/api/operator/users/${user.user.id}/revoke-sessions`, { body: { reason: 'test' } });
+      expect(stale.status).toBe(403);
+      expect(stale.body.error.message).toContain('OPERATOR_RECENT_SIGN_IN_MINUTES');
+      // Looking needs no fresh sign-in.
+      expect((await support.api('GET', '/api/operator/users')).status).toBe(200);
+      const fresh = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'support@platform.example', password: 'correct horse battery' } });
+      const done = await apiClient(backend.url, { token: fresh.body.data.token })('POST', `/api/operator/users/${user.user.id}/revoke-sessions`, { body: { reason: 'test' } });
+      expect(done.status).toBe(200);
+    } finally {
+      await backend.stop();
+    }
   });
 });
 

@@ -18,6 +18,7 @@ export const eventTypes = {
   'member.updated': "member changed (changedFields names what)",
   'operator.granted': "A user was made an operator of the platform (data.by: 'command line', or the operator who granted it)",
   'operator.revoked': "A user is no longer an operator of the platform",
+  'operator.revoked_sessions': "An operator signed a user out everywhere (data.sessions: how many; data.reason)",
   'organization.created': "Organization created",
   'organization.deleted': "Organization deleted",
   'organization.updated': "Organization changed (changedFields names what)",

@@ -1,11 +1,13 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
+import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
+import { requestContext } from '../events/events.js';
 import { resolveCaller, type CallerDeps } from '../generated/guards/auth.guard.js';
 import { sendData, sendJsonData, sendJsonList } from '../http/envelope.js';
 import { forbidden, notFound } from '../http/errors.js';
-import { parseId, parseQuery } from '../http/validate.js';
+import { parseBody, parseId, parseQuery } from '../http/validate.js';
 
 /**
  * The platform's operators: the people who run the product built on this backend, above every
@@ -59,7 +61,24 @@ export function operatorsOnly(deps: CallerDeps & { db: Database }): RequestHandl
   };
 }
 
-export function operatorRouter(deps: CallerDeps & { db: Database }): Router {
+/** What the operator's routes need: who is calling, the database, and OPERATOR_RECENT_SIGN_IN_MINUTES. */
+export type OperatorDeps = CallerDeps & { db: Database; config: Pick<Config, 'operators'> };
+
+/**
+ * A destructive action's guard: with OPERATOR_RECENT_SIGN_IN_MINUTES set, the operator's session
+ * must have begun within that many minutes (a laptop left signed in for a week cannot end a
+ * customer's sessions); a 403 that says to sign in again otherwise.
+ */
+function recentSignIn(req: Request, config: Pick<Config, 'operators'>): void {
+  const minutes = config.operators.recentSignInMinutes;
+  if (minutes === undefined || req.caller?.kind !== 'user') return;
+  const signedInAt = new Date(req.caller.session.createdAt).getTime();
+  if (Date.now() - signedInAt > minutes * 60_000) {
+    throw forbidden(`This action needs a sign-in from the last ${minutes} minutes (OPERATOR_RECENT_SIGN_IN_MINUTES): sign in again, then repeat it`);
+  }
+}
+
+export function operatorRouter(deps: OperatorDeps): Router {
   const router = Router();
   router.use(operatorsOnly(deps));
 
@@ -84,6 +103,24 @@ export function operatorRouter(deps: CallerDeps & { db: Database }): Router {
     sendJsonData(res, JSON.stringify(user));
   });
 
+  // Signs the user out everywhere: their sessions end, and with them their live streams at their next check.
+  router.post('/users/:id/revoke-sessions', async (req, res) => {
+    const id = parseId('User', req.params.id);
+    const { reason } = parseBody('session revocation', RevokeSessionsInput, req);
+    recentSignIn(req, deps.config);
+    const context = JSON.stringify(requestContext(req));
+    const ended = await operatorQuery<number | null>(deps.db, 'SELECT authstrap.operator_revoke_sessions($1, $2, $3, $4::jsonb) AS "answer"', [req.operator!.userId, id, reason, context]);
+    if (ended === null) throw notFound('User', id);
+    sendData(res, { sessions: ended });
+  });
+
+  // The platform's log: what operators did, newest first (?type= one of them).
+  router.get('/events', async (req, res) => {
+    const { type, page, limit } = parseQuery('operator events', EventsQuery, req.query);
+    const found = await operatorQuery<{ total: number; rows: unknown[] }>(deps.db, 'SELECT authstrap.operator_events($1, $2, $3, $4) AS "answer"', [req.operator!.userId, type, limit, (page - 1) * limit]);
+    sendJsonList(res, { json: JSON.stringify(found.rows), meta: pageMeta(page, limit, found.total) });
+  });
+
   // Every organization, or those whose name or slug contains ?search=, whose id it is, or with a member whose address contains it.
   router.get('/organizations', async (req, res) => {
     const { search, page, limit } = parseQuery('operator organizations', SearchQuery, req.query);
@@ -101,6 +138,16 @@ const SearchQuery = z
     page: z.coerce.number().int().min(1).default(1),
     // As every list: 1 to 100, 20 by default.
     limit: z.coerce.number().int().default(20).transform((limit) => Math.min(100, Math.max(1, limit))),
+  })
+  .strict();
+
+const RevokeSessionsInput = z.object({ reason: z.string().trim().min(1).max(500).meta({ description: 'Why: kept in the event, which the user sees among their security events' }) }).strict();
+
+const EventsQuery = z
+  .object({
+    type: z.string().regex(/^operator\.[a-z_]+$/, 'must be an operator event type, like operator.revoked_sessions').default(''),
+    page: SearchQuery.shape.page,
+    limit: SearchQuery.shape.limit,
   })
   .strict();
 
@@ -149,6 +196,20 @@ const OperatorUser = z
 const OperatorOrganizationRow = z
   .object({ id: z.uuid(), name: z.string(), slug: z.string(), createdAt: z.iso.datetime(), members: z.int() })
   .meta({ id: 'OperatorOrganizationRow' });
+const OperatorEvent = z
+  .object({
+    id: z.uuid(),
+    type: z.string(),
+    userId: z.uuid().nullable(),
+    userEmail: z.string().nullable(),
+    actorType: z.string(),
+    actorId: z.string().nullable(),
+    actorEmail: z.string().nullable(),
+    data: z.record(z.string(), z.unknown()),
+    ipAddress: z.string().nullable(),
+    createdAt: z.iso.datetime(),
+  })
+  .meta({ id: 'OperatorEvent' });
 const searchParameters = z.object({
   search: z.string().max(200).optional().meta({ description: 'Part of an address or name (any case), or an id' }),
   page: z.int().min(1).optional().meta({ description: 'The page, from 1' }),
@@ -169,6 +230,23 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
     summary: 'One user: their organizations and roles, sessions, and last 50 sign-ins and failed ones (operators only)',
     request: { params: z.object({ id: z.uuid() }) },
     responses: { 200: { description: 'The user', content: { 'application/json': { schema: z.object({ success: z.literal(true), data: OperatorUser }) } } }, ...refused, 404: { description: 'NOT_FOUND: no such user' } },
+  });
+  registry.registerPath({
+    method: 'post', path: '/api/operator/users/{id}/revoke-sessions', operationId: 'revokeUserSessions', tags,
+    summary: "Sign a user out everywhere: their sessions end, their live streams within seconds (operators only; recorded as operator.revoked_sessions, with the reason)",
+    description: 'With OPERATOR_RECENT_SIGN_IN_MINUTES set, the operator must have signed in within that many minutes (403 otherwise).',
+    request: { params: z.object({ id: z.uuid() }), body: { content: { 'application/json': { schema: RevokeSessionsInput } } } },
+    responses: {
+      200: { description: 'How many sessions ended', content: { 'application/json': { schema: z.object({ success: z.literal(true), data: z.object({ sessions: z.int() }) }) } } },
+      ...refused,
+      404: { description: 'NOT_FOUND: no such user' },
+    },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/operator/events', operationId: 'listOperatorEvents', tags,
+    summary: "The platform's log: what operators did (operator.* events), newest first (operators only)",
+    request: { query: z.object({ type: z.string().optional().meta({ description: 'One type, like operator.revoked_sessions' }), page: z.int().min(1).optional(), limit: z.int().optional() }) },
+    responses: { 200: { description: 'A page of events', ...listOf(OperatorEvent) }, ...refused },
   });
   registry.registerPath({
     method: 'get', path: '/api/operator/organizations', operationId: 'listOperatorOrganizations', tags,

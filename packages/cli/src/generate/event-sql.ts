@@ -43,6 +43,7 @@ export const authEventTypes: Record<string, string> = {
   'key.revoked': 'An owner or admin revoked a machine key',
   'operator.granted': "A user was made an operator of the platform (data.by: 'command line', or the operator who granted it)",
   'operator.revoked': 'A user is no longer an operator of the platform',
+  'operator.revoked_sessions': "An operator signed a user out everywhere (data.sessions: how many; data.reason)",
 };
 
 /**

@@ -118,9 +118,64 @@ const operatorOrganizations = pagedSearch({
   },
 });
 
+/**
+ * Ends every session of a user (their streams close at their next check, within seconds), and
+ * records it about them, done by the operator: in their security events and the platform's log.
+ * Answers how many sessions ended.
+ */
+const operatorRevokeSessions = `CREATE OR REPLACE FUNCTION authstrap.operator_revoke_sessions(operator_id uuid, user_id uuid, reason text, context jsonb)
+RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  ended integer;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  IF NOT EXISTS (SELECT FROM "User" WHERE "id" = user_id) THEN
+    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+    RETURN NULL;
+  END IF;
+  DELETE FROM "session" WHERE "userId" = user_id;
+  GET DIAGNOSTICS ended = ROW_COUNT;
+  PERFORM authstrap.record_event('operator.revoked_sessions', NULL, user_id, 'User', user_id::text,
+    jsonb_build_object('sessions', ended, 'reason', reason), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN ended;
+END
+$$;`;
+
+/**
+ * The platform's log: what operators did (the operator.* events), newest first, optionally of one
+ * type. Answers `{ total, rows }`, each row as the audit log answers an event.
+ */
+const operatorEvents = `CREATE OR REPLACE FUNCTION authstrap.operator_events(operator_id uuid, only_type text, page_limit integer, page_offset integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  WITH matched AS (
+    SELECT e.* FROM "authstrap_event" e WHERE e."type" LIKE 'operator.%' AND (only_type = '' OR e."type" = only_type)
+  ), paged AS (
+    SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
+  )
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
+           'id', p."id", 'type', p."type", 'userId', p."userId", 'userEmail', (SELECT u."email" FROM "User" u WHERE u."id" = p."userId"),
+           'actorType', p."actorType", 'actorId', p."actorId", 'actorEmail', (SELECT u."email" FROM "User" u WHERE u."id"::text = p."actorId"),
+           'data', p."data", 'ipAddress', p."ipAddress", 'createdAt', ${iso('p."createdAt"')}) ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
+    INTO answer;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;`;
+
 export const operatorFunctions = [
   { name: 'operator_check', definition: operatorCheck },
   { name: 'operator_users', definition: operatorUsers },
   { name: 'operator_user', definition: operatorUser },
   { name: 'operator_organizations', definition: operatorOrganizations },
+  { name: 'operator_revoke_sessions', definition: operatorRevokeSessions },
+  { name: 'operator_events', definition: operatorEvents },
 ];
