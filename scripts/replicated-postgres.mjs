@@ -63,6 +63,9 @@ export const clusterSettings = {
       max_wal_senders: 10,
       max_replication_slots: 10,
       shared_buffers: '32MB',
+      // A standby whose primary went away tries to connect again after this (5 s by default):
+      // with a strict synchronous standby, no commit is acknowledged until it has.
+      wal_retrieve_retry_interval: '1s',
     },
   },
 };
@@ -336,7 +339,7 @@ function killPostmaster(node) {
 /** SIGKILL to the node's Patroni and every PostgreSQL process of it, as a lost machine. */
 function killNode(node, processes) {
   if (!node.patroni) throw new Error(`${node.name} is not running`);
-  // All but the subreaper, which reaps them and then exits.
+  // All but its guard (scripts/process-guard.py), which reaps them and then exits.
   for (const pid of processesIn(node.dir).filter((pid) => pid !== node.patroni.pid)) signal(pid, 'SIGKILL');
   return processes.waitForExit(node.patroni, patience.stopMs).then(() => {
     node.patroni = undefined;
@@ -347,10 +350,7 @@ function killNode(node, processes) {
 /** Starts (or starts again, after killNode) a node's Patroni, which starts its PostgreSQL. */
 function startNode(node, processes, owner) {
   if (node.patroni) throw new Error(`${node.name} runs already`);
-  // A copy the postgres user can read wherever the repository is.
-  const subreaper = path.join(path.dirname(node.dir), 'subreaper.py');
-  if (!fs.existsSync(subreaper)) fs.copyFileSync(path.join(scriptsDir, 'subreaper.py'), subreaper);
-  node.patroni = processes.start(node.name, debianPython, [subreaper, '/usr/bin/patroni', path.join(node.dir, 'patroni.yml')], {
+  node.patroni = processes.start(node.name, '/usr/bin/patroni', [path.join(node.dir, 'patroni.yml')], {
     owner,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: node.dir, LANG: 'C.UTF-8' },
   });
@@ -391,14 +391,19 @@ async function stop(nodes, processes) {
 }
 
 /**
- * Every process the cluster starts, and the sweep that ends them. Each runs in a working folder
- * of its own in the cluster's folder (`<name>/`; PostgreSQL's processes in their data folder
- * inside it), so what runs there is what it started, whichever process started it.
+ * Every process the cluster starts, and the sweep that ends them. Each runs under
+ * scripts/process-guard.py (which reaps what it leaves and ends it if this process dies), in a
+ * working folder of its own in the cluster's folder (`<name>/`; PostgreSQL's processes in their
+ * data folder inside it), so what runs there is what it started, whichever process started it.
  */
 class ProcessKeeper {
   constructor(dir) {
     this.dir = dir;
     this.started = new Map();
+    // A copy the postgres user can read wherever the repository is.
+    this.guard = path.join(dir, 'process-guard.py');
+    fs.copyFileSync(path.join(scriptsDir, 'process-guard.py'), this.guard);
+    fs.chmodSync(this.guard, 0o644);
     // A test runner that ends without stop() must not leave a cluster running.
     this.onExit = () => this.killAll();
     process.once('exit', this.onExit);
@@ -410,7 +415,7 @@ class ProcessKeeper {
     const logFile = path.join(this.dir, `${name}.log`);
     const log = fs.openSync(logFile, 'a');
     // A process group of its own: a Ctrl-C meant for the CLI reaches it only through stop().
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', log, log], detached: true, ...(owner ? { uid: owner.uid, gid: owner.gid } : {}) });
+    const child = spawn(debianPython, [this.guard, command, ...args], { cwd, env, stdio: ['ignore', log, log], detached: true, ...(owner ? { uid: owner.uid, gid: owner.gid } : {}) });
     fs.closeSync(log);
     const entry = { name, pid: child.pid, cwd, logFile, exited: new Promise((resolve) => child.once('exit', resolve)), exitCode: null };
     child.once('exit', (code, signalName) => (entry.exitCode = code ?? signalName));
@@ -432,6 +437,7 @@ class ProcessKeeper {
     if (!entry || entry.exitCode !== null) return;
     signal(entry.pid, 'SIGTERM');
     await this.waitForExit(entry, patience.stopMs).catch(() => {
+      process.stderr.write(`replicated-postgres: ${name} did not stop within ${patience.stopMs / 1000} s of SIGTERM; killed\n`);
       for (const pid of processesIn(entry.cwd).filter((pid) => pid !== entry.pid)) signal(pid, 'SIGKILL');
       signal(entry.pid, 'SIGKILL');
       return this.waitForExit(entry, 5000);
