@@ -58,7 +58,7 @@ export interface ReplicatedPostgres {
   freeze(name: string): number[];
   /** SIGCONT to what freeze() stopped. */
   resume(name: string): void;
-  /** A planned switchover from the leader (to `to`, or the synchronous standby); resolves the new leader. */
+  /** A planned switchover from the leader (to `to`, or the synchronous standby); resolves the new leader once the old one runs again as a replica. */
   switchover(to?: string): Promise<string>;
   /** The end of every process's log. */
   logs(): string;

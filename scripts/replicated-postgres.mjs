@@ -132,10 +132,7 @@ export async function startReplicatedPostgres({ nodes: nodeCount = 3 } = {}) {
     if (check.status !== 0) throw new Error(`HAProxy refuses its configuration:\n${check.stdout}${check.stderr}`);
     processes.start('haproxy', '/usr/sbin/haproxy', ['-db', '-f', haproxyConfig]);
 
-    await waitFor(`${nodeCount} nodes to run`, patience.startMs, async () => {
-      const running = (await members(nodes))?.filter((member) => member.state === 'running') ?? [];
-      return running.length === nodeCount;
-    });
+    await waitForEveryNode(nodes, patience.startMs);
     await cluster.waitForLeader();
     await cluster.waitForSyncStandby();
   } catch (error) {
@@ -291,6 +288,15 @@ async function waitForLeader(nodes, haproxy, timeoutMs) {
   return leader;
 }
 
+/** Waits until every node whose Patroni runs has its PostgreSQL running. */
+async function waitForEveryNode(nodes, timeoutMs) {
+  const started = nodes.filter((node) => node.patroni).map((node) => node.name);
+  await waitFor(`${started.join(', ')} to run`, timeoutMs, async () => {
+    const running = (await members(nodes))?.filter((member) => member.state === 'running').map((member) => member.name) ?? [];
+    return started.every((name) => running.includes(name));
+  });
+}
+
 /** Waits until a running member is the synchronous standby; resolves its name. */
 async function waitForSyncStandby(nodes, timeoutMs) {
   let standby;
@@ -303,7 +309,9 @@ async function waitForSyncStandby(nodes, timeoutMs) {
 
 /**
  * A planned switchover from the leader to `to` (or the standby Patroni picks: in synchronous
- * mode, the synchronous one); resolves the new leader's name once HAProxy sends to it.
+ * mode, the synchronous one); resolves the new leader's name once HAProxy sends to it and the
+ * old leader runs again as a replica (until then, its Patroni is busy demoting it and would not
+ * stop when told).
  */
 async function switchover(nodes, haproxy, to) {
   const leader = await dcsLeader(nodes);
@@ -312,6 +320,7 @@ async function switchover(nodes, haproxy, to) {
   if (response?.status !== 200) throw new Error(`switchover from ${leader}${to ? ` to ${to}` : ''} refused: ${response ? `${response.status} ${response.body}` : 'no answer'}`);
   const newLeader = await waitForLeader(nodes, haproxy, patience.leaderMs);
   if (newLeader === leader || (to && newLeader !== to)) throw new Error(`switchover from ${leader}${to ? ` to ${to}` : ''}: ${newLeader} leads (${response.body})`);
+  await waitForEveryNode(nodes, patience.startMs);
   return newLeader;
 }
 
