@@ -169,7 +169,7 @@ describe.skipIf(missing.length)(`the backend on a replicated PostgreSQL${missing
     const failed = run.failures.length ? `from ${run.failures[0]!.atMs - run.faultAtMs} to ${run.failures.at(-1)!.atMs - run.faultAtMs} ms after the fault` : 'none';
     console.log(
       `[measured] ${kind}: writes served again ${run.servedAgainMs} ms after the fault; ${run.acknowledged.length} writes acknowledged by ${writers} writers, ` +
-        `${run.failures.length} requests failed (${failed}); ${detail}`,
+        `${run.failures.length} ${run.failures.length === 1 ? 'request' : 'requests'} failed (${failed}); ${detail}`,
     );
   }
 
