@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { accepts, freePort } from '../bench/lib/loopback.mjs';
+import { freePort } from '../bench/lib/loopback.mjs';
 
 const scriptsDir = path.dirname(fileURLToPath(import.meta.url));
 const pgBinDir = '/usr/lib/postgresql/15/bin';
@@ -121,7 +121,7 @@ export async function startReplicatedPostgres({ nodes: nodeCount = 3 } = {}) {
 
     for (const node of nodes) {
       fs.mkdirSync(node.dir, { mode: 0o700 });
-      fs.writeFileSync(path.join(node.dir, 'patroni.yml'), patroniConfig(node, nodes, etcd));
+      fs.writeFileSync(path.join(node.dir, 'patroni.yml'), patroniConfig(node, etcd));
       if (owner) fs.chownSync(node.dir, owner.uid, owner.gid);
       startNode(node, processes, owner);
     }
@@ -176,7 +176,7 @@ function etcdArguments(dir, { clientPort, peerPort }) {
 }
 
 /** A node's patroni.yml, written as JSON (which YAML reads as it is). */
-function patroniConfig(node, nodes, etcd) {
+function patroniConfig(node, etcd) {
   const config = {
     scope,
     name: node.name,
@@ -448,8 +448,11 @@ class ProcessKeeper {
     await this.waitForExit(entry, patience.stopMs).catch(() => {
       process.stderr.write(`replicated-postgres: ${name} did not stop within ${patience.stopMs / 1000} s of SIGTERM; killed\n`);
       for (const pid of processesIn(entry.cwd).filter((pid) => pid !== entry.pid)) signal(pid, 'SIGKILL');
-      signal(entry.pid, 'SIGKILL');
-      return this.waitForExit(entry, 5000);
+      // Its guard reaps them and exits; killed only if it does not.
+      return this.waitForExit(entry, 5000).catch(() => {
+        signal(entry.pid, 'SIGKILL');
+        return this.waitForExit(entry, 5000);
+      });
     });
   }
 
