@@ -5,7 +5,7 @@ import { breakFile } from '../support/example-copies.js';
 const { stage } = describeProbeBreakages('database-connected', [
   {
     name: '/ready fails its query',
-    breakFiles: (dir) => breakFile(dir, 'src/app.ts', "await db.query('SELECT 1');", `await db.query('SELECT * FROM "no such table"');`),
+    breakFiles: (dir) => breakFile(dir, 'src/app.ts', `'SELECT pg_is_in_recovery() AS "standby"'`, `'SELECT * FROM "no such table"'`),
     waitFor: '/health',
     fails: ['database-connected'],
     hint: "check DATABASE_URL (the backend's environment, then its .env) and that the database server runs",
