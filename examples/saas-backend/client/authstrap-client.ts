@@ -220,6 +220,10 @@ export interface Session {
   ipAddress: string | null;
   userAgent: string | null;
   activeOrganizationId: string | null;
+  /** How the session was made: 'password', 'password:break-glass', 'sign-up', 'invitation', 'sso', 'better-auth:<method>'; null before it was recorded */
+  authMethod: string | null;
+  /** The SSO connection that proved the session (authMethod 'sso') */
+  ssoConnectionId: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -232,12 +236,14 @@ export interface SessionFilter {
   ipAddress?: Match<string | null>;
   userAgent?: Match<string | null>;
   activeOrganizationId?: Match<string | null>;
+  authMethod?: Match<string | null>;
+  ssoConnectionId?: Match<string | null>;
   createdAt?: Range<string | Date>;
   updatedAt?: Range<string | Date>;
 }
 
 export interface SessionListParams extends ListParams {
-  sort?: 'id' | 'userId' | 'expiresAt' | 'ipAddress' | 'userAgent' | 'activeOrganizationId' | 'createdAt' | 'updatedAt';
+  sort?: 'id' | 'userId' | 'expiresAt' | 'ipAddress' | 'userAgent' | 'activeOrganizationId' | 'authMethod' | 'ssoConnectionId' | 'createdAt' | 'updatedAt';
   /** Only records created after this time. */
   createdAfter?: string | Date;
   filter?: SessionFilter;

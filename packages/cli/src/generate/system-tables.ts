@@ -1,3 +1,4 @@
+import { identityTables } from './identity-tables.js';
 import type { Table } from './table-types.js';
 
 /**
@@ -185,4 +186,5 @@ $$;`;
 
 export const systemFunctions = [{ name: 'prune_idempotency_keys', definition: pruneIdempotencyKeys }];
 
-export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable];
+// Enterprise identity's tables (single sign-on, domains, SCIM, suspensions) follow the engine's own.
+export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable, ...identityTables];
