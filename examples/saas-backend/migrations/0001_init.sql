@@ -756,7 +756,7 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION authstrap.sign_in_verdict(address text, user_id uuid, method text, organization_id uuid, connection_id uuid) RETURNS jsonb LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $$
+CREATE OR REPLACE FUNCTION authstrap.sign_in_rule(address text, user_id uuid, method text, organization_id uuid, connection_id uuid) RETURNS jsonb LANGUAGE plpgsql STABLE SET search_path = public, pg_temp AS $$
 DECLARE
   owner_organization uuid;
   owner_slug text;
@@ -795,16 +795,33 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.sign_in_verdict(address text, user_id uuid, method text, organization_id uuid, connection_id uuid) RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  verdict jsonb;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  verdict := authstrap.sign_in_rule(address, user_id, method, organization_id, connection_id);
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN verdict;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.session_policy() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   address text;
   owner_organization uuid;
+  was_maintenance text;
   verdict jsonb;
 BEGIN
   SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || NEW."userId"::text, 0));
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:domain:' || COALESCE(lower(substring(address from '@([^@]*)$')), ''), 0));
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
   SELECT d."organizationId" INTO owner_organization FROM "authstrap_domain" d WHERE d."domain" = lower(substring(address from '@([^@]*)$')) AND d."state" IN ('verified', 'failing');
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   IF owner_organization IS NOT NULL THEN
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:org:' || owner_organization::text, 0));
   END IF;
@@ -823,12 +840,16 @@ CREATE OR REPLACE FUNCTION authstrap.password_policy() RETURNS trigger LANGUAGE 
 DECLARE
   address text;
   owner_organization uuid;
+  was_maintenance text;
   verdict jsonb;
 BEGIN
   SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || NEW."userId"::text, 0));
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:domain:' || COALESCE(lower(substring(address from '@([^@]*)$')), ''), 0));
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
   SELECT d."organizationId" INTO owner_organization FROM "authstrap_domain" d WHERE d."domain" = lower(substring(address from '@([^@]*)$')) AND d."state" IN ('verified', 'failing');
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   IF owner_organization IS NOT NULL THEN
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:org:' || owner_organization::text, 0));
   END IF;

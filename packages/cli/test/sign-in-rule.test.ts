@@ -45,6 +45,38 @@ const postgres = async (url: string): Promise<Db> => {
   };
 };
 
+/**
+ * A superuser passes every row-level security policy, so a rule that forgot the policies of the
+ * tables it reads would pass here and fail in production, where the tables' owner is an ordinary
+ * user. The migration runs as such a user, who then owns the tables and the rule's functions (they
+ * run as their owner); the tests' own statements stay the superuser's.
+ */
+const tablesOwner = `authstrap_tables_owner_${process.pid}`;
+async function migrateAsOwner(db: Db, sql: string) {
+  const [{ database }] = await db.query<{ database: string }>('SELECT current_database() AS database');
+  await db.exec(`DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'authstrap_app') THEN CREATE ROLE authstrap_app NOLOGIN; END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${tablesOwner}') THEN CREATE ROLE ${tablesOwner} NOLOGIN NOSUPERUSER NOBYPASSRLS; END IF;
+  END $$;
+  GRANT authstrap_app TO ${tablesOwner};
+  GRANT CREATE ON DATABASE "${database}" TO ${tablesOwner};
+  GRANT ALL ON SCHEMA public TO ${tablesOwner};`);
+  await db.exec(`SET ROLE ${tablesOwner}`);
+  try {
+    await db.exec(sql);
+  } finally {
+    await db.exec('RESET ROLE');
+  }
+}
+async function dropTablesOwner(url: string) {
+  const db = await postgres(url);
+  try {
+    await db.exec(`DROP ROLE IF EXISTS ${tablesOwner}`);
+  } finally {
+    await db.close();
+  }
+}
+
 /** A world of rows: acme owns acme.com (verified) and requires SSO; globex has a connection of its own. */
 async function seed(db: Db) {
   const one = async (sql: string, params: unknown[] = []) => (await db.query<{ id: string }>(`${sql} RETURNING "id"`, params))[0]!.id;
@@ -92,13 +124,14 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
   beforeAll(async () => {
     if (skip) return;
     db = kind === 'embedded' ? await embedded() : await postgres(await resources.createDatabase());
-    await db.exec(initSql(schemaOf({ Project: project })));
+    await migrateAsOwner(db, initSql(schemaOf({ Project: project })));
     world = await seed(db);
     ssoRequired = { allowed: false, code: 'SSO_REQUIRED', organizationId: world.acme, slug: 'acme' };
   }, 60_000);
   afterAll(async () => {
     await db?.close();
     await resources.cleanup();
+    if (kind === 'postgres' && adminUrl) await dropTablesOwner(adminUrl);
   });
   /** Runs `body` in a transaction that is rolled back: each test changes the world for itself. */
   const inRollback = async (body: () => Promise<void>) => {
@@ -273,7 +306,7 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
     });
     const other = kind === 'embedded' ? await embedded() : await postgres(await resources.createDatabase());
     try {
-      await other.exec(initSql(withPlugins));
+      await migrateAsOwner(other, initSql(withPlugins));
       const plugged = await seed(other);
       await other.query(`UPDATE "User" SET "banned" = true, "banExpires" = now() + interval '1 day' WHERE "id" = $1`, [plugged.outsider]);
       expect(await verdict(other, 'someone@elsewhere.org', plugged.outsider, 'password')).toEqual({ allowed: false, code: 'BANNED' });
@@ -378,7 +411,7 @@ describe('the identity tables in migrations', () => {
           constraints: table.constraints.filter((constraint) => constraint.name !== 'apikey_createdBy_fkey'),
           indexes: table.indexes.filter((index) => index.name !== 'apikey_createdBy_idx'),
         })),
-      access: { ...now.access!, functions: now.access!.functions.filter((fn) => !['sign_in_verdict', 'session_policy', 'password_policy'].includes(fn.name)) },
+      access: { ...now.access!, functions: now.access!.functions.filter((fn) => !['sign_in_rule', 'sign_in_verdict', 'session_policy', 'password_policy'].includes(fn.name)) },
     };
     const db = new PGlite();
     try {

@@ -55,13 +55,35 @@ function generatedParts(schema: Schema): { refusals: string; ssoAllowed: string 
 }
 
 /**
+ * Runs `statements` as the tables' owner with the maintenance setting on, as record_event does:
+ * the identity tables have row-level security (forced on their owner too), and the rule reads
+ * every organization's rows, outside any request's scope. The setting is put back after.
+ */
+const withMaintenance = (statements: string) => `  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+${statements}
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);`;
+
+/** What the backend and the triggers ask: the rule, run where it can read the identity tables. */
+const signInVerdict = `CREATE OR REPLACE FUNCTION authstrap.sign_in_verdict(address text, user_id uuid, method text, organization_id uuid, connection_id uuid) RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  verdict jsonb;
+BEGIN
+${withMaintenance('  verdict := authstrap.sign_in_rule(address, user_id, method, organization_id, connection_id);')}
+  RETURN verdict;
+END
+$$;`;
+
+/**
  * The rule. `{"allowed":true,"breakGlass":false}`, or a refusal with its code. STABLE and
  * read-only: one probe of the verified domains' unique index, one of the suspensions by user, and
- * one of `member` only when enforcement applies.
+ * one of `member` only when enforcement applies. Not SECURITY DEFINER: called by anyone else, it
+ * reads only what their row-level security lets them, which is less, never more.
  */
-function signInVerdict(schema: Schema): string {
+function signInRule(schema: Schema): string {
   const { refusals, ssoAllowed } = generatedParts(schema);
-  return `CREATE OR REPLACE FUNCTION authstrap.sign_in_verdict(address text, user_id uuid, method text, organization_id uuid, connection_id uuid) RETURNS jsonb LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $$
+  return `CREATE OR REPLACE FUNCTION authstrap.sign_in_rule(address text, user_id uuid, method text, organization_id uuid, connection_id uuid) RETURNS jsonb LANGUAGE plpgsql STABLE SET search_path = public, pg_temp AS $$
 DECLARE
   owner_organization uuid;
   owner_slug text;
@@ -111,7 +133,7 @@ $$;`;
  */
 const takeSignInLocks = (userId: string, address: string) => `  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || ${userId}::text, 0));
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:domain:' || COALESCE(${domainOf(address)}, ''), 0));
-  SELECT d."organizationId" INTO owner_organization FROM "authstrap_domain" d WHERE d."domain" = ${domainOf(address)} AND d."state" IN ('verified', 'failing');
+${withMaintenance(`  SELECT d."organizationId" INTO owner_organization FROM "authstrap_domain" d WHERE d."domain" = ${domainOf(address)} AND d."state" IN ('verified', 'failing');`)}
   IF owner_organization IS NOT NULL THEN
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:org:' || owner_organization::text, 0));
   END IF;`;
@@ -125,6 +147,7 @@ const sessionPolicy = `CREATE OR REPLACE FUNCTION authstrap.session_policy() RET
 DECLARE
   address text;
   owner_organization uuid;
+  was_maintenance text;
   verdict jsonb;
 BEGIN
   SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
@@ -143,6 +166,7 @@ const passwordPolicy = `CREATE OR REPLACE FUNCTION authstrap.password_policy() R
 DECLARE
   address text;
   owner_organization uuid;
+  was_maintenance text;
   verdict jsonb;
 BEGIN
   SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
@@ -154,7 +178,8 @@ END
 $$;`;
 
 export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
-  { name: 'sign_in_verdict', definition: signInVerdict(schema) },
+  { name: 'sign_in_rule', definition: signInRule(schema) },
+  { name: 'sign_in_verdict', definition: signInVerdict },
   { name: 'session_policy', definition: sessionPolicy },
   { name: 'password_policy', definition: passwordPolicy },
 ];
