@@ -789,7 +789,7 @@ BEGIN
       SELECT 1 FROM "member" m WHERE m."organizationId" = owner_organization AND m."userId" = user_id AND m."role" = 'owner') THEN
       RETURN jsonb_build_object('allowed', true, 'breakGlass', true);
     END IF;
-    RETURN jsonb_build_object('allowed', false, 'code', 'SSO_REQUIRED', 'organizationId', owner_organization, 'slug', owner_slug);
+    RETURN jsonb_build_object('allowed', false, 'code', 'SSO_REQUIRED', 'organizationId', owner_organization, 'slug', owner_slug, 'domain', lower(substring(address from '@([^@]*)$')));
   END IF;
   RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
 END
@@ -816,7 +816,6 @@ DECLARE
   verdict jsonb;
 BEGIN
   SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
-  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || NEW."userId"::text, 0));
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:domain:' || COALESCE(lower(substring(address from '@([^@]*)$')), ''), 0));
   was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
   PERFORM set_config('authstrap.maintenance', 'on', true);
@@ -825,6 +824,7 @@ BEGIN
   IF owner_organization IS NOT NULL THEN
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:org:' || owner_organization::text, 0));
   END IF;
+  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || NEW."userId"::text, 0));
   verdict := authstrap.sign_in_verdict(address, NEW."userId", COALESCE(NEW."authMethod", 'unknown'), NEW."activeOrganizationId", NEW."ssoConnectionId");
   IF NOT (verdict->>'allowed')::boolean THEN
     RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
@@ -844,7 +844,6 @@ DECLARE
   verdict jsonb;
 BEGIN
   SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
-  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || NEW."userId"::text, 0));
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:domain:' || COALESCE(lower(substring(address from '@([^@]*)$')), ''), 0));
   was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
   PERFORM set_config('authstrap.maintenance', 'on', true);
@@ -853,6 +852,7 @@ BEGIN
   IF owner_organization IS NOT NULL THEN
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:org:' || owner_organization::text, 0));
   END IF;
+  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || NEW."userId"::text, 0));
   verdict := authstrap.sign_in_verdict(address, NEW."userId", 'password-set', NULL, NULL);
   IF NOT (verdict->>'allowed')::boolean THEN
     RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;

@@ -53,7 +53,7 @@ const postgres = async (url: string): Promise<Db> => {
  */
 const tablesOwner = `authstrap_tables_owner_${process.pid}`;
 async function migrateAsOwner(db: Db, sql: string) {
-  const [{ database }] = await db.query<{ database: string }>('SELECT current_database() AS database');
+  const database = (await db.query<{ database: string }>('SELECT current_database() AS database'))[0]!.database;
   await db.exec(`DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'authstrap_app') THEN CREATE ROLE authstrap_app NOLOGIN; END IF;
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${tablesOwner}') THEN CREATE ROLE ${tablesOwner} NOLOGIN NOSUPERUSER NOBYPASSRLS; END IF;
@@ -126,7 +126,7 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
     db = kind === 'embedded' ? await embedded() : await postgres(await resources.createDatabase());
     await migrateAsOwner(db, initSql(schemaOf({ Project: project })));
     world = await seed(db);
-    ssoRequired = { allowed: false, code: 'SSO_REQUIRED', organizationId: world.acme, slug: 'acme' };
+    ssoRequired = { allowed: false, code: 'SSO_REQUIRED', organizationId: world.acme, slug: 'acme', domain: 'acme.com' };
   }, 60_000);
   afterAll(async () => {
     await db?.close();

@@ -116,7 +116,7 @@ ${ssoAllowed}    -- Break-glass: the organization's owners keep a password path 
       SELECT 1 FROM "member" m WHERE m."organizationId" = owner_organization AND m."userId" = user_id AND m."role" = 'owner') THEN
       RETURN jsonb_build_object('allowed', true, 'breakGlass', true);
     END IF;
-    RETURN jsonb_build_object('allowed', false, 'code', 'SSO_REQUIRED', 'organizationId', owner_organization, 'slug', owner_slug);
+    RETURN jsonb_build_object('allowed', false, 'code', 'SSO_REQUIRED', 'organizationId', owner_organization, 'slug', owner_slug, 'domain', ${domainOf('address')});
   END IF;
   RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
 END
@@ -124,19 +124,19 @@ $$;`;
 }
 
 /**
- * Takes the shared advisory locks a sign-in holds until it commits, in the order every policy
- * change takes its exclusive ones (src/auth/sign-in-policy.ts, endRefusedSessions): the user's,
- * the address's domain's, then the organization's that owns the domain. A change that commits
- * first is seen by the verdict (a new snapshot after the locks); one that starts after waits, and
- * then sees this sign-in's row. The domain's lock covers a domain verified meanwhile, which the
- * owner's lookup could not see yet.
+ * Takes the shared advisory locks a sign-in holds until it commits, in the order
+ * `lockUntilCommit` takes a policy change's exclusive ones (sorted by name: the domain's, the
+ * organization's, the user's), so that the two never wait on each other in a circle. The domain's
+ * comes from the address, before any lookup: it covers a domain verified meanwhile, which the
+ * lookup of its owner could not see yet. A change that commits first is seen by the verdict (asked
+ * after the locks, in a new snapshot); one that starts after waits, then sees this sign-in's row.
  */
-const takeSignInLocks = (userId: string, address: string) => `  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || ${userId}::text, 0));
-  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:domain:' || COALESCE(${domainOf(address)}, ''), 0));
+const takeSignInLocks = (userId: string, address: string) => `  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:domain:' || COALESCE(${domainOf(address)}, ''), 0));
 ${withMaintenance(`  SELECT d."organizationId" INTO owner_organization FROM "authstrap_domain" d WHERE d."domain" = ${domainOf(address)} AND d."state" IN ('verified', 'failing');`)}
   IF owner_organization IS NOT NULL THEN
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:org:' || owner_organization::text, 0));
-  END IF;`;
+  END IF;
+  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || ${userId}::text, 0));`;
 
 const refuse = `  IF NOT (verdict->>'allowed')::boolean THEN
     RAISE EXCEPTION USING ERRCODE = '${signInRefusedState}', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
