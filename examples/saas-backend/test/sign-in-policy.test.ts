@@ -168,6 +168,69 @@ describe.each(databaseKinds)('the sign-in policy on the %s database', (kind) => 
     expect(await alive(outsiderSession)).toBe(200);
   });
 
+  it('refuses moving an account into the domain: the link to the new address is used up, and the address stays', async () => {
+    await requireSso(false);
+    const mover = await signUp(backend.url, `mover-${kind}@elsewhere.example`);
+    expect((await mover.api('POST', '/api/auth/change-email', { body: { newEmail: at('mover') } })).status).toBe(200);
+    const mail = await backend.mailbox.next(at('mover'));
+    await requireSso(true);
+    const confirm = () => anonymous()('POST', '/api/auth/change-email/confirm', { body: { token: tokenOf(mail) } });
+    const refused = await confirm();
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toEqual(ssoRequired());
+    expect((await confirm()).body.error.code).toBe('INVALID_TOKEN');
+    expect((await mover.api('GET', '/api/auth/get-session')).body.data.user.email).toBe(mover.user.email);
+  });
+
+  it('ends the sessions a suspension, a disabled connection and a newly verified domain make refusable, and no others', async () => {
+    await requireSso(false);
+    // The owner's first session ended with enforcement above: a new one.
+    const token = (await signIn(owner.user.email)).body.data.token as string;
+    owner = { ...owner, token, api: apiClient(backend.url, { token, organizationId: owner.organizationId }) };
+    const secondDomain = `acme-${kind}-two.example`;
+    const suspended = await addMember(backend.url, owner, at('suspended'), 'member');
+    const elsewhere = await addMember(backend.url, owner, `member-${kind}@elsewhere.example`, 'member');
+    // A second session of the member from elsewhere, acting in the owner's organization.
+    const actingHere = (await signIn(elsewhere.user.email)).body.data.token as string;
+    await asOwner(`UPDATE "session" SET "activeOrganizationId" = $1 WHERE "id" = $2`, [owner.organizationId, await sessionIdOf(actingHere)]);
+    const newcomer = await signUp(backend.url, `newcomer@${secondDomain}`);
+    const connectionId = (
+      await asOwner(
+        `INSERT INTO "authstrap_sso_connection" ("organizationId", "name", "protocol", "enabled", "oidcIssuer", "oidcClientId", "oidcClientSecret")
+         VALUES ($1, 'Okta', 'oidc', true, 'https://idp.example', 'client', 'sealed:v1:x') RETURNING "id"`,
+        [owner.organizationId],
+      )
+    ).rows[0]!.id as string;
+    await asOwner(`INSERT INTO "session" ("userId", "token", "expiresAt", "authMethod", "ssoConnectionId") VALUES ($1, 'made-by-sso', now() + interval '1 day', 'sso', $2)`, [
+      outsider.user.id,
+      connectionId,
+    ]);
+    await asOwner(`INSERT INTO "authstrap_domain" ("organizationId", "domain", "txtToken") VALUES ($1, $2, 'token')`, [owner.organizationId, secondDomain]);
+    await requireSso(true);
+    const alive = async (token: string) => (await anonymous()('GET', '/api/auth/get-session', { token })).status;
+    const ownersScope = withScope(backend.running.db, { organizationId: owner.organizationId, userId: owner.user.id, role: 'owner' });
+    const organizationId = owner.organizationId;
+
+    // The organization owns the suspended member's address: every session of theirs ends.
+    expect(await ownersScope.transaction((tx) => endRefusedSessions(tx, { kind: 'suspended', organizationId, userId: suspended.user.id }))).toBe(1);
+    expect(await alive(suspended.token)).toBe(401);
+    // It does not own the other's: only the session acting in it ends.
+    expect(await ownersScope.transaction((tx) => endRefusedSessions(tx, { kind: 'suspended', organizationId, userId: elsewhere.user.id }))).toBe(1);
+    expect(await alive(actingHere)).toBe(401);
+    expect(await alive(elsewhere.token)).toBe(200);
+
+    expect(await ownersScope.transaction((tx) => endRefusedSessions(tx, { kind: 'connection-disabled', organizationId, connectionId }))).toBe(1);
+    expect((await asOwner(`SELECT 1 FROM "session" WHERE "token" = 'made-by-sso'`)).rowCount).toBe(0);
+
+    const verified = await ownersScope.transaction(async (tx) => {
+      await tx.query(`UPDATE "authstrap_domain" SET "state" = 'verified', "verifiedAt" = now() WHERE "domain" = $1`, [secondDomain]);
+      return endRefusedSessions(tx, { kind: 'domain-verified', organizationId, domain: secondDomain });
+    });
+    expect(verified).toBe(1);
+    expect(await alive(newcomer.token)).toBe(401);
+    expect(await alive(outsider.token)).toBe(200);
+  });
+
   it('refuses a user the organization that owns the address suspended, once the password matched', async () => {
     await requireSso(false);
     await asOwner(

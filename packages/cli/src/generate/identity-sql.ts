@@ -138,44 +138,40 @@ ${withMaintenance(`  SELECT d."organizationId" INTO owner_organization FROM "aut
   END IF;
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || ${userId}::text, 0));`;
 
-const refuse = `  IF NOT (verdict->>'allowed')::boolean THEN
+/**
+ * A trigger function of the rule: the row's user, the locks, the verdict (`verdictCall`), a
+ * refusal as SQLSTATE AS403 with the verdict as DETAIL, then `allowed` (statements run when the
+ * verdict allows the row).
+ */
+const policyTrigger = (name: string, verdictCall: string, allowed = '') => `CREATE OR REPLACE FUNCTION authstrap.${name}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  address text;
+  owner_organization uuid;
+  was_maintenance text;
+  verdict jsonb;
+BEGIN
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
+${takeSignInLocks('NEW."userId"', 'address')}
+  verdict := ${verdictCall};
+  IF NOT (verdict->>'allowed')::boolean THEN
     RAISE EXCEPTION USING ERRCODE = '${signInRefusedState}', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
-  END IF;`;
+  END IF;
+${allowed}  RETURN NEW;
+END
+$$;`;
 
 /** Every session row made, from anywhere, under the rule; a break-glass session says so in its method. */
-const sessionPolicy = `CREATE OR REPLACE FUNCTION authstrap.session_policy() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
-DECLARE
-  address text;
-  owner_organization uuid;
-  was_maintenance text;
-  verdict jsonb;
-BEGIN
-  SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
-${takeSignInLocks('NEW."userId"', 'address')}
-  verdict := authstrap.sign_in_verdict(address, NEW."userId", COALESCE(NEW."authMethod", 'unknown'), NEW."activeOrganizationId", NEW."ssoConnectionId");
-${refuse}
-  IF (verdict->>'breakGlass')::boolean THEN
+const sessionPolicy = policyTrigger(
+  'session_policy',
+  `authstrap.sign_in_verdict(address, NEW."userId", COALESCE(NEW."authMethod", 'unknown'), NEW."activeOrganizationId", NEW."ssoConnectionId")`,
+  `  IF (verdict->>'breakGlass')::boolean THEN
     NEW."authMethod" := NEW."authMethod" || ':break-glass';
   END IF;
-  RETURN NEW;
-END
-$$;`;
+`,
+);
 
 /** No password is stored for an address that must sign in with SSO (its owners excepted, under break-glass). */
-const passwordPolicy = `CREATE OR REPLACE FUNCTION authstrap.password_policy() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
-DECLARE
-  address text;
-  owner_organization uuid;
-  was_maintenance text;
-  verdict jsonb;
-BEGIN
-  SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
-${takeSignInLocks('NEW."userId"', 'address')}
-  verdict := authstrap.sign_in_verdict(address, NEW."userId", 'password-set', NULL, NULL);
-${refuse}
-  RETURN NEW;
-END
-$$;`;
+const passwordPolicy = policyTrigger('password_policy', `authstrap.sign_in_verdict(address, NEW."userId", 'password-set', NULL, NULL)`);
 
 export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sign_in_rule', definition: signInRule(schema) },
