@@ -145,6 +145,12 @@ describe.each(databaseKinds)('the sign-in policy on the %s database', (kind) => 
     const written = await service('POST', '/sessions', { body: { userId: employee.user.id, token: `x${Date.now()}`, expiresAt: new Date(Date.now() + 86_400_000).toISOString() } });
     expect(written.status).toBe(403);
     expect(written.body.error).toEqual(ssoRequired());
+    // Better Auth's reset mail for such an address is refused too; an owner's goes (break-glass).
+    const mail = (to: string) => service('POST', '/api/auth/send-mail', { body: { kind: 'reset-password', to, link: 'http://localhost:5173/reset-password?token=x' } });
+    const refusedMail = await mail(employee.user.email);
+    expect(refusedMail.status).toBe(403);
+    expect(refusedMail.body.error).toEqual(ssoRequired());
+    expect((await mail(owner.user.email)).status).toBe(202);
   });
 
   it('ends the password sessions of the domain when the organization turns enforcement on, keeping the owner who did', async () => {
