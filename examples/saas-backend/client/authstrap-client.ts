@@ -220,6 +220,10 @@ export interface Session {
   ipAddress: string | null;
   userAgent: string | null;
   activeOrganizationId: string | null;
+  /** How the session was made: 'password', 'password:break-glass', 'sign-up', 'invitation', 'sso', 'better-auth:<method>'; null before it was recorded */
+  authMethod: string | null;
+  /** The SSO connection that proved the session (authMethod 'sso') */
+  ssoConnectionId: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -232,12 +236,14 @@ export interface SessionFilter {
   ipAddress?: Match<string | null>;
   userAgent?: Match<string | null>;
   activeOrganizationId?: Match<string | null>;
+  authMethod?: Match<string | null>;
+  ssoConnectionId?: Match<string | null>;
   createdAt?: Range<string | Date>;
   updatedAt?: Range<string | Date>;
 }
 
 export interface SessionListParams extends ListParams {
-  sort?: 'id' | 'userId' | 'expiresAt' | 'ipAddress' | 'userAgent' | 'activeOrganizationId' | 'createdAt' | 'updatedAt';
+  sort?: 'id' | 'userId' | 'expiresAt' | 'ipAddress' | 'userAgent' | 'activeOrganizationId' | 'authMethod' | 'ssoConnectionId' | 'createdAt' | 'updatedAt';
   /** Only records created after this time. */
   createdAfter?: string | Date;
   filter?: SessionFilter;
@@ -1366,8 +1372,10 @@ export type EventType =
   | 'project.updated'
   | 'session.revoked'
   | 'session.sign_in_failed'
+  | 'session.sign_in_refused'
   | 'session.signed_in'
   | 'session.signed_out'
+  | 'sso.break_glass_used'
   | 'task.created'
   | 'task.deleted'
   | 'task.updated'
@@ -1403,8 +1411,10 @@ export const eventCatalogue: Record<EventType, string> = {
   'project.updated': "Project changed (changedFields names what)",
   'session.revoked': "One or more of a user's sessions were signed out by the user",
   'session.sign_in_failed': "A failed sign-in (data.email: the address as typed; userId: its user, empty for an address without an account)",
-  'session.signed_in': "A user signed in",
+  'session.sign_in_refused': "A sign-in, sign-up or invitation refused by the organization's policy (data.code: SSO_REQUIRED, DEPROVISIONED or BANNED; data.method; in the audit log of the organization that requires SSO)",
+  'session.signed_in': "A user signed in (data.method: how, as the session stores it)",
   'session.signed_out': "A user signed out",
+  'sso.break_glass_used': "An owner signed in with a password while the organization requires single sign-on (break-glass)",
   'task.created': "Task created",
   'task.deleted': "Task deleted",
   'task.updated': "Task changed (changedFields names what)",

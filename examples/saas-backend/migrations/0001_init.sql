@@ -61,6 +61,8 @@ CREATE TABLE "session" (
   "ipAddress" text,
   "userAgent" text,
   "activeOrganizationId" uuid,
+  "authMethod" text,
+  "ssoConnectionId" uuid,
   "createdAt" timestamptz NOT NULL DEFAULT now(),
   "updatedAt" timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT "session_token_key" UNIQUE ("token"),
@@ -111,13 +113,17 @@ CREATE TABLE "apikey" (
   "refillAmount" integer,
   "lastRefillAt" timestamptz,
   "metadata" text,
+  "createdBy" uuid,
   "createdAt" timestamptz NOT NULL DEFAULT now(),
   "updatedAt" timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT "apikey_key_key" UNIQUE ("key"),
-  CONSTRAINT "apikey_role_check" CHECK ("role" IN ('owner', 'admin', 'member'))
+  CONSTRAINT "apikey_role_check" CHECK ("role" IN ('owner', 'admin', 'member')),
+  CONSTRAINT "apikey_createdBy_fkey" FOREIGN KEY ("createdBy") REFERENCES "User" ("id") ON DELETE SET NULL
 );
 
 CREATE INDEX "apikey_referenceId_idx" ON "apikey" ("referenceId");
+
+CREATE INDEX "apikey_createdBy_idx" ON "apikey" ("createdBy");
 
 CREATE TABLE "Project" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -238,6 +244,322 @@ CREATE TABLE "authstrap_operator" (
   "grantedAt" timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT "authstrap_operator_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE
 );
+
+CREATE TABLE "authstrap_sso_connection" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "organizationId" uuid NOT NULL,
+  "name" text NOT NULL,
+  "protocol" text NOT NULL,
+  "preset" text NOT NULL DEFAULT 'generic',
+  "enabled" boolean NOT NULL DEFAULT false,
+  "configChangedAt" timestamptz NOT NULL DEFAULT now(),
+  "testedAt" timestamptz,
+  "lastTest" jsonb,
+  "defaultRole" text NOT NULL DEFAULT 'member',
+  "jitProvisioning" boolean NOT NULL DEFAULT true,
+  "attributeMapping" jsonb NOT NULL DEFAULT '{}'::jsonb,
+  "allowIdpInitiated" boolean NOT NULL DEFAULT false,
+  "oidcIssuer" text,
+  "oidcClientId" text,
+  "oidcClientSecret" text,
+  "oidcScopes" text NOT NULL DEFAULT 'openid email profile',
+  "oidcTokenAuthMethod" text NOT NULL DEFAULT 'client_secret_basic',
+  "oidcTenant" text,
+  "oidcMetadata" jsonb,
+  "oidcMetadataFetchedAt" timestamptz,
+  "samlIdpEntityId" text,
+  "samlIdpSsoUrl" text,
+  "samlIdpMetadataUrl" text,
+  "samlIdpMetadataXml" text,
+  "samlMetadataFetchedAt" timestamptz,
+  "samlSignAuthnRequests" boolean NOT NULL DEFAULT false,
+  "samlSpPrivateKey" text,
+  "samlSpCertificate" text,
+  "createdBy" uuid,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_sso_connection_name_check" CHECK (char_length("name") BETWEEN 1 AND 200),
+  CONSTRAINT "authstrap_sso_connection_protocol_check" CHECK ("protocol" IN ('oidc', 'saml')),
+  CONSTRAINT "authstrap_sso_connection_preset_check" CHECK ("preset" IN ('okta', 'entra', 'google', 'generic')),
+  CONSTRAINT "authstrap_sso_connection_defaultRole_check" CHECK ("defaultRole" IN ('member', 'admin')),
+  CONSTRAINT "authstrap_sso_connection_oidcTokenAuthMethod_check" CHECK ("oidcTokenAuthMethod" IN ('client_secret_basic', 'client_secret_post')),
+  CONSTRAINT "authstrap_sso_connection_allowIdpInitiated_check" CHECK ("protocol" = 'saml' OR NOT "allowIdpInitiated"),
+  CONSTRAINT "authstrap_sso_connection_oidc_check" CHECK ("protocol" <> 'oidc' OR ("oidcIssuer" IS NOT NULL AND "oidcClientId" IS NOT NULL AND "oidcClientSecret" IS NOT NULL)),
+  CONSTRAINT "authstrap_sso_connection_saml_check" CHECK ("protocol" <> 'saml' OR ("samlSpPrivateKey" IS NOT NULL AND "samlSpCertificate" IS NOT NULL)),
+  CONSTRAINT "authstrap_sso_connection_organizationId_name_key" UNIQUE ("organizationId", "name"),
+  CONSTRAINT "authstrap_sso_connection_id_organizationId_key" UNIQUE ("id", "organizationId"),
+  CONSTRAINT "authstrap_sso_connection_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE
+);
+
+CREATE TABLE "authstrap_sso_certificate" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "connectionId" uuid NOT NULL,
+  "organizationId" uuid NOT NULL,
+  "pem" text NOT NULL,
+  "fingerprintSha256" text NOT NULL,
+  "subject" text,
+  "notBefore" timestamptz NOT NULL DEFAULT now(),
+  "notAfter" timestamptz NOT NULL DEFAULT now(),
+  "source" text NOT NULL,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_sso_certificate_source_check" CHECK ("source" IN ('metadata', 'upload')),
+  CONSTRAINT "authstrap_sso_certificate_connectionId_fingerprintSha256_key" UNIQUE ("connectionId", "fingerprintSha256"),
+  CONSTRAINT "authstrap_sso_certificate_connectionId_fkey" FOREIGN KEY ("connectionId", "organizationId") REFERENCES "authstrap_sso_connection" ("id", "organizationId") ON DELETE CASCADE
+);
+
+CREATE INDEX "authstrap_sso_certificate_notAfter_idx" ON "authstrap_sso_certificate" ("notAfter");
+
+CREATE TABLE "authstrap_sso_policy" (
+  "organizationId" uuid PRIMARY KEY,
+  "ssoRequired" boolean NOT NULL DEFAULT false,
+  "breakGlass" text NOT NULL DEFAULT 'owners',
+  "requiredSince" timestamptz,
+  "updatedBy" uuid,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_sso_policy_breakGlass_check" CHECK ("breakGlass" IN ('owners', 'none')),
+  CONSTRAINT "authstrap_sso_policy_requiredSince_check" CHECK (NOT "ssoRequired" OR "requiredSince" IS NOT NULL),
+  CONSTRAINT "authstrap_sso_policy_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE
+);
+
+CREATE TABLE "authstrap_domain" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "organizationId" uuid NOT NULL,
+  "domain" text NOT NULL,
+  "state" text NOT NULL DEFAULT 'pending',
+  "txtToken" text NOT NULL,
+  "verifiedAt" timestamptz,
+  "lastCheckedAt" timestamptz,
+  "failingSince" timestamptz,
+  "lastCheckError" text,
+  "nextCheckAt" timestamptz NOT NULL DEFAULT now(),
+  "createdBy" uuid,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_domain_domain_check" CHECK ("domain" = lower("domain") AND "domain" ~ '^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$' AND char_length("domain") <= 253),
+  CONSTRAINT "authstrap_domain_state_check" CHECK ("state" IN ('pending', 'verified', 'failing', 'lapsed')),
+  CONSTRAINT "authstrap_domain_organizationId_domain_key" UNIQUE ("organizationId", "domain"),
+  CONSTRAINT "authstrap_domain_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE
+);
+
+CREATE UNIQUE INDEX "authstrap_domain_domain_verified_key" ON "authstrap_domain" ("domain") WHERE "state" IN ('verified', 'failing');
+
+CREATE INDEX "authstrap_domain_nextCheckAt_idx" ON "authstrap_domain" ("nextCheckAt");
+
+CREATE TABLE "authstrap_sso_identity" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "organizationId" uuid NOT NULL,
+  "connectionId" uuid NOT NULL,
+  "userId" uuid NOT NULL,
+  "subject" text NOT NULL,
+  "email" text NOT NULL,
+  "profile" jsonb NOT NULL DEFAULT '{}'::jsonb,
+  "lastSignInAt" timestamptz,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_sso_identity_connectionId_subject_key" UNIQUE ("connectionId", "subject"),
+  CONSTRAINT "authstrap_sso_identity_connectionId_userId_key" UNIQUE ("connectionId", "userId"),
+  CONSTRAINT "authstrap_sso_identity_connectionId_fkey" FOREIGN KEY ("connectionId", "organizationId") REFERENCES "authstrap_sso_connection" ("id", "organizationId") ON DELETE CASCADE,
+  CONSTRAINT "authstrap_sso_identity_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE
+);
+
+CREATE INDEX "authstrap_sso_identity_userId_idx" ON "authstrap_sso_identity" ("userId");
+
+CREATE TABLE "authstrap_sso_flow" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "connectionId" uuid NOT NULL,
+  "organizationId" uuid NOT NULL,
+  "purpose" text NOT NULL,
+  "stateHash" text NOT NULL,
+  "browserBindingHash" text,
+  "oidcNonce" text,
+  "oidcCodeVerifier" text,
+  "samlRequestId" text,
+  "returnTo" text,
+  "client" text NOT NULL DEFAULT 'browser',
+  "appCodeChallenge" text,
+  "testerId" uuid,
+  "expiresAt" timestamptz NOT NULL DEFAULT now(),
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_sso_flow_purpose_check" CHECK ("purpose" IN ('sign-in', 'test')),
+  CONSTRAINT "authstrap_sso_flow_client_check" CHECK ("client" IN ('browser', 'app')),
+  CONSTRAINT "authstrap_sso_flow_appCodeChallenge_check" CHECK ("client" <> 'app' OR "appCodeChallenge" IS NOT NULL),
+  CONSTRAINT "authstrap_sso_flow_stateHash_key" UNIQUE ("stateHash"),
+  CONSTRAINT "authstrap_sso_flow_connectionId_samlRequestId_key" UNIQUE ("connectionId", "samlRequestId"),
+  CONSTRAINT "authstrap_sso_flow_connectionId_fkey" FOREIGN KEY ("connectionId", "organizationId") REFERENCES "authstrap_sso_connection" ("id", "organizationId") ON DELETE CASCADE
+);
+
+CREATE INDEX "authstrap_sso_flow_expiresAt_idx" ON "authstrap_sso_flow" ("expiresAt");
+
+CREATE TABLE "authstrap_sso_code" (
+  "codeHash" text PRIMARY KEY,
+  "userId" uuid NOT NULL,
+  "organizationId" uuid NOT NULL,
+  "connectionId" uuid NOT NULL,
+  "codeChallenge" text NOT NULL,
+  "expiresAt" timestamptz NOT NULL DEFAULT now(),
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_sso_code_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE,
+  CONSTRAINT "authstrap_sso_code_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE
+);
+
+CREATE INDEX "authstrap_sso_code_expiresAt_idx" ON "authstrap_sso_code" ("expiresAt");
+
+CREATE TABLE "authstrap_saml_assertion" (
+  "connectionId" uuid NOT NULL,
+  "assertionId" text NOT NULL,
+  "expiresAt" timestamptz NOT NULL DEFAULT now(),
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_saml_assertion_pkey" PRIMARY KEY ("connectionId", "assertionId")
+);
+
+CREATE INDEX "authstrap_saml_assertion_expiresAt_idx" ON "authstrap_saml_assertion" ("expiresAt");
+
+CREATE TABLE "authstrap_scim_directory" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "organizationId" uuid NOT NULL,
+  "name" text NOT NULL,
+  "preset" text NOT NULL DEFAULT 'generic',
+  "defaultRole" text NOT NULL DEFAULT 'member',
+  "enabled" boolean NOT NULL DEFAULT true,
+  "lastRequestAt" timestamptz,
+  "createdBy" uuid,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_scim_directory_preset_check" CHECK ("preset" IN ('okta', 'entra', 'google', 'generic')),
+  CONSTRAINT "authstrap_scim_directory_defaultRole_check" CHECK ("defaultRole" IN ('member', 'admin')),
+  CONSTRAINT "authstrap_scim_directory_organizationId_name_key" UNIQUE ("organizationId", "name"),
+  CONSTRAINT "authstrap_scim_directory_id_organizationId_key" UNIQUE ("id", "organizationId"),
+  CONSTRAINT "authstrap_scim_directory_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE
+);
+
+CREATE TABLE "authstrap_scim_token" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "directoryId" uuid NOT NULL,
+  "organizationId" uuid NOT NULL,
+  "tokenHash" text NOT NULL,
+  "start" text NOT NULL,
+  "expiresAt" timestamptz,
+  "lastUsedAt" timestamptz,
+  "createdBy" uuid,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_scim_token_tokenHash_key" UNIQUE ("tokenHash"),
+  CONSTRAINT "authstrap_scim_token_directoryId_fkey" FOREIGN KEY ("directoryId", "organizationId") REFERENCES "authstrap_scim_directory" ("id", "organizationId") ON DELETE CASCADE
+);
+
+CREATE INDEX "authstrap_scim_token_directoryId_idx" ON "authstrap_scim_token" ("directoryId");
+
+CREATE TABLE "authstrap_scim_user" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "directoryId" uuid NOT NULL,
+  "organizationId" uuid NOT NULL,
+  "userId" uuid NOT NULL,
+  "userName" text NOT NULL,
+  "externalId" text,
+  "email" text NOT NULL,
+  "emails" text[] NOT NULL DEFAULT '{}',
+  "displayName" text,
+  "active" boolean NOT NULL,
+  "membership" text NOT NULL,
+  "deletedAt" timestamptz,
+  "attributes" jsonb NOT NULL DEFAULT '{}'::jsonb,
+  "version" integer NOT NULL DEFAULT 1,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_scim_user_membership_check" CHECK ("membership" IN ('member', 'suspended', 'invited')),
+  CONSTRAINT "authstrap_scim_user_id_organizationId_key" UNIQUE ("id", "organizationId"),
+  CONSTRAINT "authstrap_scim_user_directoryId_fkey" FOREIGN KEY ("directoryId", "organizationId") REFERENCES "authstrap_scim_directory" ("id", "organizationId") ON DELETE CASCADE,
+  CONSTRAINT "authstrap_scim_user_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE
+);
+
+CREATE UNIQUE INDEX "authstrap_scim_user_directoryId_userName_key" ON "authstrap_scim_user" ("directoryId", lower("userName")) WHERE "deletedAt" IS NULL;
+
+CREATE UNIQUE INDEX "authstrap_scim_user_directoryId_externalId_key" ON "authstrap_scim_user" ("directoryId", "externalId") WHERE "externalId" IS NOT NULL AND "deletedAt" IS NULL;
+
+CREATE UNIQUE INDEX "authstrap_scim_user_directoryId_userId_key" ON "authstrap_scim_user" ("directoryId", "userId") WHERE "deletedAt" IS NULL;
+
+CREATE INDEX "authstrap_scim_user_directoryId_email_idx" ON "authstrap_scim_user" ("directoryId", "email");
+
+CREATE INDEX "authstrap_scim_user_emails_idx" ON "authstrap_scim_user" USING gin ("emails");
+
+CREATE INDEX "authstrap_scim_user_userId_idx" ON "authstrap_scim_user" ("userId");
+
+CREATE TABLE "authstrap_scim_group" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "directoryId" uuid NOT NULL,
+  "organizationId" uuid NOT NULL,
+  "displayName" text NOT NULL,
+  "externalId" text,
+  "attributes" jsonb NOT NULL DEFAULT '{}'::jsonb,
+  "version" integer NOT NULL DEFAULT 1,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_scim_group_id_organizationId_key" UNIQUE ("id", "organizationId"),
+  CONSTRAINT "authstrap_scim_group_directoryId_fkey" FOREIGN KEY ("directoryId", "organizationId") REFERENCES "authstrap_scim_directory" ("id", "organizationId") ON DELETE CASCADE
+);
+
+CREATE UNIQUE INDEX "authstrap_scim_group_directoryId_externalId_key" ON "authstrap_scim_group" ("directoryId", "externalId") WHERE "externalId" IS NOT NULL;
+
+CREATE INDEX "authstrap_scim_group_directoryId_displayName_idx" ON "authstrap_scim_group" ("directoryId", lower("displayName"));
+
+CREATE TABLE "authstrap_scim_group_member" (
+  "groupId" uuid NOT NULL,
+  "scimUserId" uuid NOT NULL,
+  "organizationId" uuid NOT NULL,
+  CONSTRAINT "authstrap_scim_group_member_pkey" PRIMARY KEY ("groupId", "scimUserId"),
+  CONSTRAINT "authstrap_scim_group_member_groupId_fkey" FOREIGN KEY ("groupId", "organizationId") REFERENCES "authstrap_scim_group" ("id", "organizationId") ON DELETE CASCADE,
+  CONSTRAINT "authstrap_scim_group_member_scimUserId_fkey" FOREIGN KEY ("scimUserId", "organizationId") REFERENCES "authstrap_scim_user" ("id", "organizationId") ON DELETE CASCADE
+);
+
+CREATE INDEX "authstrap_scim_group_member_scimUserId_idx" ON "authstrap_scim_group_member" ("scimUserId");
+
+CREATE TABLE "authstrap_scim_role_mapping" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "organizationId" uuid NOT NULL,
+  "directoryId" uuid NOT NULL,
+  "groupId" uuid NOT NULL,
+  "role" text NOT NULL,
+  "createdBy" uuid,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  "updatedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_scim_role_mapping_role_check" CHECK ("role" IN ('owner', 'admin', 'member')),
+  CONSTRAINT "authstrap_scim_role_mapping_groupId_key" UNIQUE ("groupId"),
+  CONSTRAINT "authstrap_scim_role_mapping_groupId_fkey" FOREIGN KEY ("groupId", "organizationId") REFERENCES "authstrap_scim_group" ("id", "organizationId") ON DELETE CASCADE
+);
+
+CREATE TABLE "authstrap_scim_request" (
+  "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "directoryId" uuid NOT NULL,
+  "organizationId" uuid NOT NULL,
+  "method" text NOT NULL,
+  "path" text NOT NULL,
+  "status" integer NOT NULL,
+  "scimType" text,
+  "detail" text,
+  "durationMs" integer NOT NULL,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_scim_request_directoryId_fkey" FOREIGN KEY ("directoryId", "organizationId") REFERENCES "authstrap_scim_directory" ("id", "organizationId") ON DELETE CASCADE
+);
+
+CREATE INDEX "authstrap_scim_request_directoryId_createdAt_idx" ON "authstrap_scim_request" ("directoryId", "createdAt");
+
+CREATE TABLE "authstrap_member_suspension" (
+  "id" uuid PRIMARY KEY,
+  "organizationId" uuid NOT NULL,
+  "userId" uuid NOT NULL,
+  "role" text NOT NULL,
+  "memberCreatedAt" timestamptz NOT NULL DEFAULT now(),
+  "reason" text NOT NULL,
+  "directoryId" uuid,
+  "suspendedAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_member_suspension_role_check" CHECK ("role" IN ('owner', 'admin', 'member')),
+  CONSTRAINT "authstrap_member_suspension_reason_check" CHECK ("reason" IN ('directory-inactive', 'directory-deleted')),
+  CONSTRAINT "authstrap_member_suspension_organizationId_userId_key" UNIQUE ("organizationId", "userId"),
+  CONSTRAINT "authstrap_member_suspension_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE,
+  CONSTRAINT "authstrap_member_suspension_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE
+);
+
+CREATE INDEX "authstrap_member_suspension_userId_idx" ON "authstrap_member_suspension" ("userId");
 
 DO $$
 BEGIN
@@ -441,6 +763,111 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.sign_in_rule(address text, user_id uuid, method text, organization_id uuid, connection_id uuid) RETURNS jsonb LANGUAGE plpgsql STABLE SET search_path = public, pg_temp AS $$
+DECLARE
+  owner_organization uuid;
+  owner_slug text;
+  sso_required boolean;
+  break_glass text;
+BEGIN
+  -- The organization that owns the address: its verified (or failing, within the grace) domain.
+  SELECT d."organizationId", o."slug", COALESCE(p."ssoRequired", false), p."breakGlass"
+    INTO owner_organization, owner_slug, sso_required, break_glass
+    FROM "authstrap_domain" d
+    JOIN "Organization" o ON o."id" = d."organizationId"
+    LEFT JOIN "authstrap_sso_policy" p ON p."organizationId" = d."organizationId"
+   WHERE d."domain" = lower(substring(address from '@([^@]*)$')) AND d."state" IN ('verified', 'failing');
+
+  -- Deprovisioned by the organization that owns the address (everywhere), or by the one asked for.
+  IF user_id IS NOT NULL AND EXISTS (
+    SELECT 1 FROM "authstrap_member_suspension" s
+     WHERE s."userId" = user_id AND (s."organizationId" = owner_organization OR s."organizationId" = organization_id)) THEN
+    RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED');
+  END IF;
+
+  IF owner_organization IS NOT NULL AND sso_required THEN
+    -- An enabled connection of the organization that owns the address, never another's.
+    IF method = 'sso' AND EXISTS (
+      SELECT 1 FROM "authstrap_sso_connection" c WHERE c."id" = connection_id AND c."organizationId" = owner_organization AND c."enabled") THEN
+      RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
+    END IF;
+    -- Break-glass: the organization's owners keep a password path while the IdP is down.
+    IF method IN ('password', 'password-reset', 'password-change', 'password-set', 'better-auth:password') AND break_glass = 'owners' AND user_id IS NOT NULL AND EXISTS (
+      SELECT 1 FROM "member" m WHERE m."organizationId" = owner_organization AND m."userId" = user_id AND m."role" = 'owner') THEN
+      RETURN jsonb_build_object('allowed', true, 'breakGlass', true);
+    END IF;
+    RETURN jsonb_build_object('allowed', false, 'code', 'SSO_REQUIRED', 'organizationId', owner_organization, 'slug', owner_slug, 'domain', lower(substring(address from '@([^@]*)$')));
+  END IF;
+  RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.sign_in_verdict(address text, user_id uuid, method text, organization_id uuid, connection_id uuid) RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  verdict jsonb;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  verdict := authstrap.sign_in_rule(address, user_id, method, organization_id, connection_id);
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN verdict;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.session_policy() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  address text;
+  owner_organization uuid;
+  was_maintenance text;
+  verdict jsonb;
+BEGIN
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
+  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:domain:' || COALESCE(lower(substring(address from '@([^@]*)$')), ''), 0));
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT d."organizationId" INTO owner_organization FROM "authstrap_domain" d WHERE d."domain" = lower(substring(address from '@([^@]*)$')) AND d."state" IN ('verified', 'failing');
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  IF owner_organization IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:org:' || owner_organization::text, 0));
+  END IF;
+  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || NEW."userId"::text, 0));
+  verdict := authstrap.sign_in_verdict(address, NEW."userId", COALESCE(NEW."authMethod", 'unknown'), NEW."activeOrganizationId", NEW."ssoConnectionId");
+  IF NOT (verdict->>'allowed')::boolean THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
+  END IF;
+  IF (verdict->>'breakGlass')::boolean THEN
+    NEW."authMethod" := NEW."authMethod" || ':break-glass';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.password_policy() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  address text;
+  owner_organization uuid;
+  was_maintenance text;
+  verdict jsonb;
+BEGIN
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
+  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:domain:' || COALESCE(lower(substring(address from '@([^@]*)$')), ''), 0));
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT d."organizationId" INTO owner_organization FROM "authstrap_domain" d WHERE d."domain" = lower(substring(address from '@([^@]*)$')) AND d."state" IN ('verified', 'failing');
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  IF owner_organization IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:org:' || owner_organization::text, 0));
+  END IF;
+  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || NEW."userId"::text, 0));
+  verdict := authstrap.sign_in_verdict(address, NEW."userId", 'password-set', NULL, NULL);
+  IF NOT (verdict->>'allowed')::boolean THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
+  END IF;
+  RETURN NEW;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.operator_check(operator_id uuid) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
@@ -570,9 +997,17 @@ BEGIN
 END
 $$;
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator" TO "authstrap_app";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator", "authstrap_sso_connection", "authstrap_sso_certificate", "authstrap_sso_policy", "authstrap_domain", "authstrap_sso_identity", "authstrap_sso_flow", "authstrap_sso_code", "authstrap_saml_assertion", "authstrap_scim_directory", "authstrap_scim_token", "authstrap_scim_user", "authstrap_scim_group", "authstrap_scim_group_member", "authstrap_scim_role_mapping", "authstrap_scim_request", "authstrap_member_suspension" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
+
+DROP TRIGGER IF EXISTS "authstrap_password_policy" ON "account";
+
+CREATE TRIGGER "authstrap_password_policy" BEFORE INSERT OR UPDATE OF "password" ON "account" FOR EACH ROW WHEN (NEW."password" IS NOT NULL) EXECUTE FUNCTION authstrap.password_policy();
+
+DROP TRIGGER IF EXISTS "authstrap_sign_in_policy" ON "session";
+
+CREATE TRIGGER "authstrap_sign_in_policy" BEFORE INSERT ON "session" FOR EACH ROW EXECUTE FUNCTION authstrap.session_policy();
 
 DROP TRIGGER IF EXISTS "authstrap_events" ON "Organization";
 
@@ -661,3 +1096,179 @@ ALTER TABLE "authstrap_operator" FORCE ROW LEVEL SECURITY;
 CREATE POLICY "authstrap_select" ON "authstrap_operator" FOR SELECT USING ("userId" = (SELECT authstrap.user_id()));
 
 CREATE POLICY "authstrap_maintenance" ON "authstrap_operator" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_sso_connection" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_sso_connection" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_sso_connection" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_sso_connection" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_sso_connection" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_sso_connection" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_sso_connection" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_sso_certificate" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_sso_certificate" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_sso_certificate" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_sso_certificate" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_sso_certificate" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_sso_certificate" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_sso_certificate" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_sso_policy" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_sso_policy" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_sso_policy" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_sso_policy" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_sso_policy" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_sso_policy" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_domain" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_domain" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_domain" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_domain" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_domain" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_domain" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_domain" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_sso_identity" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_sso_identity" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_sso_identity" FOR SELECT USING (("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system')) OR ("organizationId" = (SELECT authstrap.organization_id()) AND "userId" = (SELECT authstrap.user_id())));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_sso_identity" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('system'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_sso_identity" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('system')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('system'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_sso_identity" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_sso_identity" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_scim_directory" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_scim_directory" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_scim_directory" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'directory'));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_scim_directory" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_scim_directory" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_scim_directory" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_scim_directory" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_scim_token" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_scim_token" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_scim_token" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_scim_token" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_scim_token" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_scim_token" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_scim_token" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_scim_user" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_scim_user" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_scim_user" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'directory'));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_scim_user" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_scim_user" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_scim_user" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_scim_user" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_scim_group" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_scim_group" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_scim_group" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'directory'));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_scim_group" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_scim_group" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_scim_group" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_scim_group" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_scim_group_member" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_scim_group_member" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_scim_group_member" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'directory'));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_scim_group_member" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_scim_group_member" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_scim_group_member" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_scim_group_member" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_scim_role_mapping" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_scim_role_mapping" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_scim_role_mapping" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'directory'));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_scim_role_mapping" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin') AND ("role" <> 'owner' OR (SELECT authstrap.role()) = 'owner'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_scim_role_mapping" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_scim_role_mapping" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_scim_role_mapping" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_scim_request" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_scim_request" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_scim_request" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_scim_request" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('system'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_scim_request" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_member_suspension" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_member_suspension" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_select" ON "authstrap_member_suspension" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'directory', 'system'));
+
+CREATE POLICY "authstrap_insert" ON "authstrap_member_suspension" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory', 'system'));
+
+CREATE POLICY "authstrap_update" ON "authstrap_member_suspension" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory', 'system')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('directory', 'system'));
+
+CREATE POLICY "authstrap_delete" ON "authstrap_member_suspension" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'directory', 'system'));
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_member_suspension" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import { authRouter, registerAuthRoutes } from './auth/auth.router.js';
+import { refusalOfDatabaseError } from './auth/sign-in-policy.js';
 import { createAuthService } from './extensions/auth/auth.service.js';
 import { eventContext } from './events/events.js';
 import { auditEventsRouter } from './events/events.router.js';
@@ -133,7 +134,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use(generatedRouter({ db, auth, config, transactions }));
 
   app.use(unknownRoute);
-  app.use(errorHandler({ databaseWaitMs: config.databaseTimeouts.connectMs }));
+  app.use(errorHandler({ databaseWaitMs: config.databaseTimeouts.connectMs, signInRefusal: (detail) => refusalOfDatabaseError(detail, config.mail.appUrl) }));
   if (metrics || tracing) {
     const routeOf = routeTemplates(app);
     if (metrics) metrics.routeOf = routeOf;

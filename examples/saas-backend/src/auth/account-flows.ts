@@ -7,6 +7,7 @@ import type { Channel } from '../outbox/outbox.js';
 import { messages } from '../extensions/mail/messages.js';
 import type { AuthInternals, PublicUser } from './types.js';
 import { passwordSchema } from './password.js';
+import { decideSignIn, refusal } from './sign-in-policy.js';
 import { consumeToken, issueToken, revokeTokens } from './tokens.js';
 
 /**
@@ -63,6 +64,7 @@ export const accountMailChannelName = 'account-mail';
 
 export function createAccountFlows(auth: AuthInternals) {
   const { db, mailer } = auth;
+  const { appUrl } = auth.config.mail;
 
   /** The user with this address and their password hash (null without a password account). */
   async function userByEmail(tx: Queryable, email: string) {
@@ -122,6 +124,8 @@ export function createAccountFlows(auth: AuthInternals) {
         case 'reset-password': {
           const user = await userByEmail(tx, request.email);
           if (!user) return;
+          // An address that must use SSO gets no link; its organization's owners do (break-glass).
+          if (!(await decideSignIn(tx, { email: user.email, userId: user.id, method: 'password-reset' })).allowed) return;
           const token = await issueToken(tx, 'reset-password', user.id);
           if (!token) return;
           const link = mailer.link('reset-password', { token });
@@ -196,6 +200,13 @@ export function createAccountFlows(auth: AuthInternals) {
 
     /** See TrustedMailInput: the caller is the service key (checked by the route). */
     async sendTrustedMail({ kind, to, name, link }: TrustedMailInput): Promise<void> {
+      // Better Auth's reset link for an address that must use SSO is refused as forgot-password is
+      // (an owner's, under break-glass, goes); the session or password it would lead to is refused anyway.
+      if (kind === 'reset-password') {
+        const user = await userByEmail(db, to);
+        const refused = refusal(await decideSignIn(db, { email: to, userId: user?.id ?? null, method: 'password-reset' }), appUrl);
+        if (refused) throw refused;
+      }
       const message = kind === 'verify-email' ? messages.verifyEmail({ name, link }) : messages.resetPassword({ name, link });
       await withMail((tx) => mailer.send(tx, { kind, to, message, link }));
     },
@@ -221,8 +232,18 @@ export function createAccountFlows(auth: AuthInternals) {
     /** "Send the link again": for an unverified address, a new link; the same answer, and the same work, for any address. */
     resendVerification: (email: string) => requestMail({ kind: 'verify-email', email }).then(() => undefined),
 
-    /** "Forgot password": a link to reset it, when the address has an account; the same answer, and the same work, when it has none. */
-    forgotPassword: (email: string) => requestMail({ kind: 'reset-password', email }).then(() => undefined),
+    /**
+     * "Forgot password": a link to reset it, when the address has an account; the same answer, and
+     * the same work, when it has none. For an address whose domain requires SSO the answer is the
+     * 403 that says where to sign in, for every address of the domain (it depends on the domain
+     * only); the request is still made, so that an owner's break-glass link goes (sendAccountMail).
+     */
+    async forgotPassword(email: string): Promise<void> {
+      const byDomain = await decideSignIn(db, { email, userId: null, method: 'password-reset' });
+      await requestMail({ kind: 'reset-password', email });
+      const refused = refusal(byDomain, appUrl);
+      if (refused) throw refused;
+    },
 
     /**
      * Follows a reset link: the new password, every session ended (whoever had one is out), the
@@ -231,7 +252,7 @@ export function createAccountFlows(auth: AuthInternals) {
     async resetPassword(token: string, newPassword: string): Promise<void> {
       // Hashed first, so that a valid and an invalid link take the same time.
       const passwordHash = await auth.hashPassword(newPassword);
-      await withMail(async (tx) => {
+      const refused = await withMail(async (tx) => {
         const [userId] = (await consumeToken(tx, 'reset-password', token)) ?? [];
         const { rows } = await tx.query<{ email: string; name: string }>(
           `UPDATE "User" SET "email_verified" = true, "updatedAt" = now() WHERE "id" = $1 RETURNING "email", "name"`,
@@ -239,16 +260,27 @@ export function createAccountFlows(auth: AuthInternals) {
         );
         const user = rows[0];
         if (!user) throw invalidLink();
+        // A link mailed before the organization required SSO is used up, and sets nothing.
+        const verdict = await decideSignIn(tx, { email: user.email, userId: userId!, method: 'password-reset' });
+        if (!verdict.allowed) {
+          await revokeTokens(tx, 'reset-password', userId!);
+          return refusal(verdict, appUrl);
+        }
         await setPassword(tx, userId!, passwordHash);
         await tx.query(`DELETE FROM "session" WHERE "userId" = $1`, [userId]);
         await revokeTokens(tx, 'reset-password', userId!);
         await recordAuthEvent(tx, { type: 'user.password_reset', userId, entity: 'User', entityId: userId }, byUser(userId!));
         await mailer.send(tx, { kind: 'password-changed', to: user.email, message: messages.passwordChanged({ name: user.name }) });
+        return undefined;
       });
+      if (refused) throw refused;
     },
 
     /** A signed-in user's new password, with the current one; their other sessions end. */
     async changePassword(user: PublicUser, currentSessionId: string, currentPassword: string, newPassword: string): Promise<void> {
+      // A password nobody may sign in with is not kept (an owner's, under break-glass, is).
+      const refused = refusal(await decideSignIn(db, { email: user.email, userId: user.id, method: 'password-change' }), appUrl);
+      if (refused) throw refused;
       await assertPassword(user.id, currentPassword);
       const passwordHash = await auth.hashPassword(newPassword);
       await withMail(async (tx) => {
@@ -274,6 +306,11 @@ export function createAccountFlows(auth: AuthInternals) {
       return db
         .transaction(async (tx) => {
           const [userId, oldEmail, newEmail] = (await consumeToken(tx, 'change-email', token)) ?? [];
+          // Moving an account into a domain that requires SSO is refused: the link is used up, nothing changes.
+          if (userId && newEmail) {
+            const refused = refusal(await decideSignIn(tx, { email: newEmail, userId, method: 'email-change' }), appUrl);
+            if (refused) return refused;
+          }
           const { rows } = await tx.query<PublicUser>(
             `UPDATE "User" SET "email" = $3, "email_verified" = true, "updatedAt" = now() WHERE "id" = $1 AND "email" = $2
              RETURNING "id", "email", "name", "email_verified", "image", "createdAt", "updatedAt"`,
@@ -282,6 +319,10 @@ export function createAccountFlows(auth: AuthInternals) {
           if (!rows[0]) throw invalidLink();
           await recordAuthEvent(tx, { type: 'user.email_changed', userId: rows[0].id, entity: 'User', entityId: rows[0].id }, byUser(rows[0].id));
           return rows[0];
+        })
+        .then((changed) => {
+          if (changed instanceof HttpError) throw changed;
+          return changed;
         })
         .catch((error) => {
           // Someone signed up with the new address after the link was sent.

@@ -7,6 +7,7 @@ import { hashToken } from '../http/session-token.js';
 import { byUser, recordAuthEvent } from '../events/events.js';
 import { messages } from '../extensions/mail/messages.js';
 import { passwordSchema } from './password.js';
+import { decideSignIn, refuseSignIn } from './sign-in-policy.js';
 import { RoleSchema, type AuthInternals, type PublicUser, type RequestMeta, type Role } from './types.js';
 
 /**
@@ -315,6 +316,10 @@ export function createInvitations(auth: AuthInternals) {
      * has an account must sign in and accept (409).
      */
     async acceptAsNewUser(input: InvitationSignUpInput, meta: RequestMeta) {
+      // An address that must use SSO joins through its organization's SSO, not with a new password.
+      const attempt = { email: input.email, userId: null, method: 'invitation' } as const;
+      const refused = await refuseSignIn(auth.db, await decideSignIn(auth.db, attempt), attempt, auth.config.mail.appUrl);
+      if (refused) throw refused;
       const passwordHash = await auth.hashPassword(input.password);
       return answering(async (tx) => {
         const { rows: existing } = await tx.query('SELECT 1 FROM "User" WHERE lower("email") = lower($1)', [input.email]);
@@ -333,7 +338,7 @@ export function createInvitations(auth: AuthInternals) {
         await recordAuthEvent(tx, { type: 'invitation.accepted', organizationId: invitation.organizationId, userId: user.id, entity: 'invitation', data: { role: invitation.role } }, byUser(user.id));
         await auth.createPersonalOrganization(tx, user);
         const joined = await join(tx, user.id, invitation);
-        const { token } = await auth.createSession(tx, user.id, joined.organization.id, meta);
+        const { token } = await auth.createSession(tx, user.id, joined.organization.id, meta, 'invitation');
         return { user, token, ...joined };
       });
     },

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Database, Queryable } from '../db/database.js';
 import type { Mailer } from '../mail/mail.js';
 import { passwordSchema } from './password.js';
+import type { SignInMethod } from './sign-in-policy.js';
 import type { Role } from './roles.js';
 
 /**
@@ -82,7 +83,7 @@ export interface SessionResolver {
   resolveSession(token: string, organizationId?: string): Promise<ResolvedSession | null>;
 }
 
-export type AuthSettings = Pick<Config, 'bcryptCost' | 'requireEmailVerification' | 'invitations'>;
+export type AuthSettings = Pick<Config, 'bcryptCost' | 'requireEmailVerification' | 'invitations'> & { mail: Pick<Config['mail'], 'appUrl'> };
 
 /** What account-flows.ts and invitations.ts use of the service: its building blocks, made by createAuthService. */
 export type AuthInternals = {
@@ -90,7 +91,12 @@ export type AuthInternals = {
   config: AuthSettings;
   mailer: Mailer;
   hashPassword(password: string): Promise<string>;
-  createSession(tx: Queryable, userId: string, activeOrganizationId: string | null, meta: RequestMeta): Promise<{ token: string; session: PublicSession }>;
+  /**
+   * A new session, made by `method` (stored as `session.authMethod`; the sign-in rule's trigger
+   * decides on it, and refuses with SQLSTATE AS403). `breakGlass`: an owner signed in by password
+   * while the organization requires SSO.
+   */
+  createSession(tx: Queryable, userId: string, activeOrganizationId: string | null, meta: RequestMeta, method: SignInMethod): Promise<{ token: string; session: PublicSession; breakGlass: boolean }>;
   insertUserWithPassword(tx: Queryable, input: { email: string; name: string; image?: string | null; emailVerified?: boolean }, passwordHash: string): Promise<PublicUser>;
   createPersonalOrganization(tx: Queryable, user: { id: string; name: string }): Promise<string>;
   sendVerificationLink(tx: Queryable, user: { id: string; email: string; name: string }): Promise<void>;

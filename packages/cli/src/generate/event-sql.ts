@@ -28,8 +28,11 @@ export const authEventTypes: Record<string, string> = {
   'user.email_changed': "A user's e-mail address changed (confirmed from the new address)",
   'user.password_changed': 'A user changed their password (their other sessions ended)',
   'user.password_reset': 'A user reset their password with a link from the mail (all their sessions ended)',
-  'session.signed_in': 'A user signed in',
+  'session.signed_in': 'A user signed in (data.method: how, as the session stores it)',
   'session.sign_in_failed': 'A failed sign-in (data.email: the address as typed; userId: its user, empty for an address without an account)',
+  'session.sign_in_refused':
+    "A sign-in, sign-up or invitation refused by the organization's policy (data.code: SSO_REQUIRED, DEPROVISIONED or BANNED; data.method; in the audit log of the organization that requires SSO)",
+  'sso.break_glass_used': 'An owner signed in with a password while the organization requires single sign-on (break-glass)',
   'session.signed_out': 'A user signed out',
   'session.revoked': "One or more of a user's sessions were signed out by the user",
   'invitation.sent': 'An owner or admin invited an e-mail address to the organization',

@@ -1,6 +1,6 @@
 import { eventTriggerStatements } from './event-sql.js';
 import { applyRenames, type Renames } from './renames.js';
-import { constraintName, literal, quote, sameIndex, type Column, type Constraint, type DatabaseModel, type Policy, type Table, type WriteGuard } from './table-model.js';
+import { constraintName, literal, quote, sameIndex, type Column, type Constraint, type DatabaseModel, type Policy, type Table, type Trigger, type WriteGuard } from './table-model.js';
 
 /**
  * What changed between the schema of the last migration and the current one, as SQL. Changes
@@ -77,7 +77,9 @@ function createTable(table: Table): string[] {
 
 const createIndex = (table: Table) => (index: Table['indexes'][number]) =>
   `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ${quote(index.name)} ON ${quote(table.name)}${index.method ? ` USING ${index.method}` : ''} ` +
-  `(${index.columns.map((column) => (index.lowercase ? `lower(${quote(column)})` : quote(column))).join(', ')})${index.where ? ` WHERE ${index.where}` : ''};`;
+  `(${index.columns.map((column) => (lowered(index, column) ? `lower(${quote(column)})` : quote(column))).join(', ')})${index.where ? ` WHERE ${index.where}` : ''};`;
+
+const lowered = (index: Table['indexes'][number], column: string) => (Array.isArray(index.lowercase) ? index.lowercase.includes(column) : Boolean(index.lowercase));
 
 /** New tables in an order where every referenced table comes first (cycles keep schema order). */
 function creationOrder(tables: Table[], existing: Set<string>): Table[] {
@@ -438,10 +440,32 @@ function securityChanges(previous: DatabaseModel, next: DatabaseModel, createdTa
     changes.push(...writeGuardChanges(table.name, before.get(table.name)?.rowSecurity?.writeGuards ?? [], table.rowSecurity?.writeGuards ?? []));
     const eventsBefore = before.get(table.name)?.events;
     if (JSON.stringify(eventsBefore) !== JSON.stringify(table.events) && (eventsBefore || table.events)) changes.push(...eventTriggerStatements(table.name, table.events));
+    changes.push(...triggerChanges(table.name, before.get(table.name)?.triggers ?? [], table.triggers ?? []));
     if (changes.length > 0) tables.push(table.name);
     statements.push(...changes);
   }
   return { statements, tables, turnedOn };
+}
+
+/**
+ * The backend's own triggers of a table (Table.triggers), by name: a new or changed one is made
+ * (again), one no longer in the model is dropped. Their functions are made earlier in the same
+ * migration (access.functions come first).
+ */
+function triggerChanges(table: string, before: Trigger[], after: Trigger[]): string[] {
+  const statements: string[] = [];
+  for (const trigger of before) {
+    if (!after.some((kept) => kept.name === trigger.name)) statements.push(`DROP TRIGGER IF EXISTS ${quote(trigger.name)} ON ${quote(table)};`);
+  }
+  for (const trigger of after) {
+    const was = before.find((candidate) => candidate.name === trigger.name);
+    if (was && JSON.stringify(was) === JSON.stringify(trigger)) continue;
+    statements.push(
+      `DROP TRIGGER IF EXISTS ${quote(trigger.name)} ON ${quote(table)};`,
+      `CREATE TRIGGER ${quote(trigger.name)} ${trigger.timing} ON ${quote(table)} FOR EACH ROW${trigger.when ? ` WHEN (${trigger.when})` : ''} EXECUTE FUNCTION ${trigger.function}();`,
+    );
+  }
+  return statements;
 }
 
 /** The trigger function of a table's write guards, in the schema `authstrap` (as to_regprocedure reads it, with `()`). */

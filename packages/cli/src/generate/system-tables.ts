@@ -1,3 +1,4 @@
+import { identityTables } from './identity-tables.js';
 import type { Table } from './table-types.js';
 
 /**
@@ -210,4 +211,5 @@ export const operatorTable: Table = {
   },
 };
 
-export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable, operatorTable];
+// Enterprise identity's tables (single sign-on, domains, SCIM, suspensions) follow the engine's own.
+export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable, operatorTable, ...identityTables];

@@ -3,17 +3,22 @@ import type { Entity, Field, Schema } from '../schema/types.js';
 import { evaluatedOnce, tenantPolicies, writeGuards } from './rules-sql.js';
 import { literal, quote } from './sql-text.js';
 import { eventFunctions, hasEvents, tableEvents } from './event-sql.js';
+import { identityFunctions, identityTriggers } from './identity-sql.js';
 import { operatorFunctions } from './operator-sql.js';
 import { systemFunctions, systemTables } from './system-tables.js';
 import type { AccessModel, Column, Constraint, DatabaseModel, Index, Table } from './table-types.js';
 
 // The model's types live in table-types.ts, below both this file and the SQL builders it uses
 // (rules-sql.ts, system-tables.ts), so that they import no file that imports them.
-export type { AccessModel, Column, Constraint, DatabaseModel, Index, Policy, Table, WriteGuard } from './table-types.js';
+export type { AccessModel, Column, Constraint, DatabaseModel, Index, Policy, Table, Trigger, WriteGuard } from './table-types.js';
 
 /** Whether two indexes are the same index under possibly different names. */
 export const sameIndex = (a: Index, b: Index) =>
-  a.columns.join() === b.columns.join() && !a.unique === !b.unique && !a.lowercase === !b.lowercase && a.method === b.method && a.where === b.where;
+  a.columns.join() === b.columns.join() &&
+  !a.unique === !b.unique &&
+  JSON.stringify(a.lowercase ?? false) === JSON.stringify(b.lowercase ?? false) &&
+  a.method === b.method &&
+  a.where === b.where;
 
 export { literal, quote } from './sql-text.js';
 
@@ -179,8 +184,10 @@ export function databaseModel(schema: Schema): DatabaseModel {
   if (!schema.auth) return { tables: entityTables };
   // The backend's own tables (the outbox) come with auth, whose flows write to them.
   // The event log and webhooks (event-sql.ts) come with it too.
-  const tables = [...entityTables, ...systemTables].map(withPoliciesEvaluatedOnce);
-  return { tables, access: { appRole, functions: [...scopeFunctions, keyAllows, ...eventFunctions, ...systemFunctions, ...operatorFunctions] } };
+  // The sign-in rule's triggers (identity-sql.ts) hold on `session` and `account` whoever writes them.
+  const withTriggers = (table: Table): Table => (identityTriggers[table.name] ? { ...table, triggers: identityTriggers[table.name] } : table);
+  const tables = [...entityTables.map(withTriggers), ...systemTables].map(withPoliciesEvaluatedOnce);
+  return { tables, access: { appRole, functions: [...scopeFunctions, keyAllows, ...eventFunctions, ...systemFunctions, ...identityFunctions(schema), ...operatorFunctions] } };
 }
 
 /** Every policy of a table with its scope functions read once per statement (rules-sql.ts, evaluatedOnce). */

@@ -26,10 +26,14 @@ export interface Index {
   columns: string[];
   /** A unique index (a UNIQUE constraint cannot hold an expression). */
   unique?: boolean;
-  /** Of lower(column): unique case-insensitively while the value is kept as written (User.email). */
-  lowercase?: boolean;
-  /** The index method when it is not a B-tree: 'brin' for a column that grows with the table (a time of writing). */
-  method?: 'brin';
+  /**
+   * Of lower(column): unique case-insensitively while the value is kept as written (User.email).
+   * `true` for every column, or the text columns to lower beside others that are not text (a SCIM
+   * userName within its directory).
+   */
+  lowercase?: boolean | string[];
+  /** The index method when it is not a B-tree: 'brin' for a column that grows with the table (a time of writing), 'gin' for an array's elements. */
+  method?: 'brin' | 'gin';
   /** A partial index: only the rows this SQL condition holds for are in it (and cost a write). */
   where?: string;
 }
@@ -45,6 +49,18 @@ export interface Table {
   rowSecurity?: { policies: Policy[]; writeGuards?: WriteGuard[] };
   /** A trigger records every row created, changed or deleted as an event (event-sql.ts): a tenant table of the schema's own. */
   events?: TableEvents;
+  /** Triggers of the backend's own, each calling a function of `access.functions` (the sign-in rule's on `session` and `account`: identity-sql.ts). */
+  triggers?: Trigger[];
+}
+
+/** `CREATE TRIGGER name timing ON table FOR EACH ROW [WHEN (when)] EXECUTE FUNCTION function()`. */
+export interface Trigger {
+  name: string;
+  /** `BEFORE INSERT`, `BEFORE INSERT OR UPDATE OF "password"`. */
+  timing: string;
+  /** The function, schema-qualified, without the parentheses: `authstrap.session_policy`. */
+  function: string;
+  when?: string;
 }
 
 /**

@@ -44,6 +44,16 @@ export const builtinEntities: Record<string, EntityDefinition> = {
       ipAddress: { type: 'string', nullable: true },
       userAgent: { type: 'text', nullable: true },
       activeOrganizationId: { type: 'uuid', nullable: true, references: 'Organization', onDelete: 'set null' },
+      // Written by the backend, never taken from a client (docs/enterprise-identity.md, 2.1): the
+      // audit log shows it, and the sign-in rule's trigger (identity-sql.ts) decides by it.
+      authMethod: {
+        type: 'string',
+        nullable: true,
+        maxLength: 64,
+        description: "How the session was made: 'password', 'password:break-glass', 'sign-up', 'invitation', 'sso', 'better-auth:<method>'; null before it was recorded",
+      },
+      // No foreign key: the sessions of a deleted connection are found (and ended) by it.
+      ssoConnectionId: { type: 'uuid', nullable: true, description: "The SSO connection that proved the session (authMethod 'sso')" },
     },
   },
   verification: {
@@ -101,6 +111,8 @@ export const builtinEntities: Record<string, EntityDefinition> = {
       refillAmount: { type: 'integer', nullable: true },
       lastRefillAt: { type: 'datetime', nullable: true },
       metadata: { type: 'text', nullable: true },
+      // A key stops while its creator's membership is suspended by a directory (docs/enterprise-identity.md, 3.6).
+      createdBy: { type: 'uuid', nullable: true, references: 'User', onDelete: 'set null', description: 'The member who made the key' },
     },
     indexes: [['referenceId']],
   },

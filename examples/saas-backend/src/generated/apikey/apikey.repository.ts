@@ -16,7 +16,7 @@ import type {
 } from './apikey.schema.js';
 
 /** The columns a client may see, named as API fields. Secret columns are never selected. */
-const selectList = `"id", "referenceId", "configId", "name", "start", "prefix", "role", "permissions", "enabled", "expiresAt", "lastRequest", "requestCount", "rateLimitEnabled", "rateLimitTimeWindow", "rateLimitMax", "remaining", "refillInterval", "refillAmount", "lastRefillAt", "metadata", "createdAt", "updatedAt"`;
+const selectList = `"id", "referenceId", "configId", "name", "start", "prefix", "role", "permissions", "enabled", "expiresAt", "lastRequest", "requestCount", "rateLimitEnabled", "rateLimitTimeWindow", "rateLimitMax", "remaining", "refillInterval", "refillAmount", "lastRefillAt", "metadata", "createdBy", "createdAt", "updatedAt"`;
 
 /** API field -> column, for INSERT. */
 const insertColumns = {
@@ -41,6 +41,7 @@ const insertColumns = {
   refillAmount: 'refillAmount',
   lastRefillAt: 'lastRefillAt',
   metadata: 'metadata',
+  createdBy: 'createdBy',
 };
 
 /** API field -> column, for UPDATE: never the id. */
@@ -65,6 +66,7 @@ const updateColumns = {
   refillAmount: 'refillAmount',
   lastRefillAt: 'lastRefillAt',
   metadata: 'metadata',
+  createdBy: 'createdBy',
 };
 
 /** What PUT stores for an optional field the body leaves out. */
@@ -87,6 +89,7 @@ const replaceDefaults: ApikeyUpdateInput = {
   refillAmount: null,
   lastRefillAt: null,
   metadata: null,
+  createdBy: null,
 };
 
 export const apikeyListSpec: ListSpec = {
@@ -115,6 +118,7 @@ export const apikeyListSpec: ListSpec = {
     refillAmount: { column: 'refillAmount', type: 'integer', nullable: true },
     lastRefillAt: { column: 'lastRefillAt', type: 'datetime', nullable: true },
     metadata: { column: 'metadata', type: 'string', nullable: true },
+    createdBy: { column: 'createdBy', type: 'uuid', nullable: true },
     createdAt: { column: 'createdAt', type: 'datetime' },
     updatedAt: { column: 'updatedAt', type: 'datetime' },
   },
@@ -164,7 +168,7 @@ export const apikeyRepository = {
  * What the trusted server (the service key) reads and writes: every column, the secret ones too,
  * and the timestamps, which a database adapter copies as they are.
  */
-const serviceSelectList = '"id", "referenceId", "configId", "name", "start", "prefix", "key", "role", "permissions", "enabled", "expiresAt", "lastRequest", "requestCount", "rateLimitEnabled", "rateLimitTimeWindow", "rateLimitMax", "remaining", "refillInterval", "refillAmount", "lastRefillAt", "metadata", "createdAt", "updatedAt"';
+const serviceSelectList = '"id", "referenceId", "configId", "name", "start", "prefix", "key", "role", "permissions", "enabled", "expiresAt", "lastRequest", "requestCount", "rateLimitEnabled", "rateLimitTimeWindow", "rateLimitMax", "remaining", "refillInterval", "refillAmount", "lastRefillAt", "metadata", "createdBy", "createdAt", "updatedAt"';
 const serviceInsertColumns = {
   id: 'id',
   referenceId: 'referenceId',
@@ -187,6 +191,7 @@ const serviceInsertColumns = {
   refillAmount: 'refillAmount',
   lastRefillAt: 'lastRefillAt',
   metadata: 'metadata',
+  createdBy: 'createdBy',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
 };
@@ -211,6 +216,7 @@ const serviceUpdateColumns = {
   refillAmount: 'refillAmount',
   lastRefillAt: 'lastRefillAt',
   metadata: 'metadata',
+  createdBy: 'createdBy',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
 };

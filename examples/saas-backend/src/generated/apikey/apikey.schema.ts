@@ -25,6 +25,7 @@ export const ApikeySchema = z
     refillAmount: z.int().nullable(),
     lastRefillAt: z.date().nullable(),
     metadata: z.string().nullable(),
+    createdBy: z.uuid().nullable(),
     createdAt: z.date(),
     updatedAt: z.date(),
   })
@@ -55,6 +56,7 @@ export const ApikeyCreateInput = z
     refillAmount: z.int32().nullable().optional(),
     lastRefillAt: DateTimeInput.nullable().optional(),
     metadata: z.string().nullable().optional(),
+    createdBy: z.uuid().nullable().optional().meta({ description: 'The member who made the key', 'x-references': 'User' }),
   })
   .meta({ id: 'ApikeyCreateInput' });
 export type ApikeyCreateInput = z.infer<typeof ApikeyCreateInput>;

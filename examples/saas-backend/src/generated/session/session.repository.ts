@@ -16,7 +16,7 @@ import type {
 } from './session.schema.js';
 
 /** The columns a client may see, named as API fields. Secret columns are never selected. */
-const selectList = `"id", "userId", "expiresAt", "ipAddress", "userAgent", "activeOrganizationId", "createdAt", "updatedAt"`;
+const selectList = `"id", "userId", "expiresAt", "ipAddress", "userAgent", "activeOrganizationId", "authMethod", "ssoConnectionId", "createdAt", "updatedAt"`;
 
 /** API field -> column, for INSERT. */
 const insertColumns = {
@@ -27,6 +27,8 @@ const insertColumns = {
   ipAddress: 'ipAddress',
   userAgent: 'userAgent',
   activeOrganizationId: 'activeOrganizationId',
+  authMethod: 'authMethod',
+  ssoConnectionId: 'ssoConnectionId',
 };
 
 /** API field -> column, for UPDATE: never the id. */
@@ -37,6 +39,8 @@ const updateColumns = {
   ipAddress: 'ipAddress',
   userAgent: 'userAgent',
   activeOrganizationId: 'activeOrganizationId',
+  authMethod: 'authMethod',
+  ssoConnectionId: 'ssoConnectionId',
 };
 
 /** What PUT stores for an optional field the body leaves out. */
@@ -44,6 +48,8 @@ const replaceDefaults: SessionUpdateInput = {
   ipAddress: null,
   userAgent: null,
   activeOrganizationId: null,
+  authMethod: null,
+  ssoConnectionId: null,
 };
 
 export const sessionListSpec: ListSpec = {
@@ -58,6 +64,8 @@ export const sessionListSpec: ListSpec = {
     ipAddress: { column: 'ipAddress', type: 'string', nullable: true },
     userAgent: { column: 'userAgent', type: 'string', nullable: true },
     activeOrganizationId: { column: 'activeOrganizationId', type: 'uuid', nullable: true },
+    authMethod: { column: 'authMethod', type: 'string', nullable: true },
+    ssoConnectionId: { column: 'ssoConnectionId', type: 'uuid', nullable: true },
     createdAt: { column: 'createdAt', type: 'datetime' },
     updatedAt: { column: 'updatedAt', type: 'datetime' },
   },
@@ -107,7 +115,7 @@ export const sessionRepository = {
  * What the trusted server (the service key) reads and writes: every column, the secret ones too,
  * and the timestamps, which a database adapter copies as they are.
  */
-const serviceSelectList = '"id", "userId", "token", "expiresAt", "ipAddress", "userAgent", "activeOrganizationId", "createdAt", "updatedAt"';
+const serviceSelectList = '"id", "userId", "token", "expiresAt", "ipAddress", "userAgent", "activeOrganizationId", "authMethod", "ssoConnectionId", "createdAt", "updatedAt"';
 const serviceInsertColumns = {
   id: 'id',
   userId: 'userId',
@@ -116,6 +124,8 @@ const serviceInsertColumns = {
   ipAddress: 'ipAddress',
   userAgent: 'userAgent',
   activeOrganizationId: 'activeOrganizationId',
+  authMethod: 'authMethod',
+  ssoConnectionId: 'ssoConnectionId',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
 };
@@ -126,6 +136,8 @@ const serviceUpdateColumns = {
   ipAddress: 'ipAddress',
   userAgent: 'userAgent',
   activeOrganizationId: 'activeOrganizationId',
+  authMethod: 'authMethod',
+  ssoConnectionId: 'ssoConnectionId',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
 };

@@ -11,6 +11,8 @@ export const SessionSchema = z
     ipAddress: z.string().nullable(),
     userAgent: z.string().nullable(),
     activeOrganizationId: z.uuid().nullable(),
+    authMethod: z.string().nullable(),
+    ssoConnectionId: z.uuid().nullable(),
     createdAt: z.date(),
     updatedAt: z.date(),
   })
@@ -27,6 +29,8 @@ export const SessionCreateInput = z
     ipAddress: z.string().nullable().optional(),
     userAgent: z.string().nullable().optional(),
     activeOrganizationId: z.uuid().nullable().optional().meta({ 'x-references': 'Organization' }),
+    authMethod: z.string().max(64).nullable().optional().meta({ description: 'How the session was made: \'password\', \'password:break-glass\', \'sign-up\', \'invitation\', \'sso\', \'better-auth:<method>\'; null before it was recorded' }),
+    ssoConnectionId: z.uuid().nullable().optional().meta({ description: 'The SSO connection that proved the session (authMethod \'sso\')' }),
   })
   .meta({ id: 'SessionCreateInput' });
 export type SessionCreateInput = z.infer<typeof SessionCreateInput>;

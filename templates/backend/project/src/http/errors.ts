@@ -175,23 +175,34 @@ function fromClientStatusError(error: { status?: unknown; statusCode?: unknown }
 const unavailableRetrySeconds = (error: DatabaseUnavailableError) =>
   /timeout|timed out/i.test(String((error.cause as Error)?.message)) ? waitRetry : failoverRetrySeconds;
 
-/**
- * The last handler: every error becomes the envelope. `databaseWaitMs` is how long a request
- * waits for the database before its 503 (DATABASE_CONNECT_TIMEOUT_MS): such a 503's Retry-After.
- */
-export const errorHandler = ({ databaseWaitMs = 5000 }: { databaseWaitMs?: number } = {}): ErrorRequestHandler => {
+export interface ErrorHandlerSettings {
+  /** How long a request waits for the database before its 503 (DATABASE_CONNECT_TIMEOUT_MS): such a 503's Retry-After. */
+  databaseWaitMs?: number;
+  /**
+   * The 403 of a sign-in the database refused (SQLSTATE AS403, the sign-in rule's triggers: on
+   * Better Auth's path through the service API too), from the error's DETAIL: the verdict
+   * (src/auth/sign-in-policy.ts, refusalOfDatabaseError). Without it, a plain 403.
+   */
+  signInRefusal?: (detail: string | undefined) => HttpError;
+}
+
+/** SQLSTATE of a refused sign-in (class AS: authstrap's own). */
+const signInRefused = 'AS403';
+
+/** The last handler: every error becomes the envelope. */
+export const errorHandler = ({ databaseWaitMs = 5000, signInRefusal = () => forbidden('Sign-in refused') }: ErrorHandlerSettings = {}): ErrorRequestHandler => {
   const waitSeconds = Math.max(1, Math.ceil(databaseWaitMs / 1000));
-  return (error, req, res, _next) => answerError(error, req, res, waitSeconds);
+  return (error, req, res, _next) => answerError(error, req, res, waitSeconds, signInRefusal);
 };
 
-function answerError(error: Parameters<ErrorRequestHandler>[0], req: Request, res: Response, waitSeconds: number): void {
+function answerError(error: Parameters<ErrorRequestHandler>[0], req: Request, res: Response, waitSeconds: number, signInRefusal: NonNullable<ErrorHandlerSettings['signInRefusal']>): void {
   if (error instanceof ReplayedAnswer) return replay(res, error);
   const known =
     error instanceof HttpError
       ? error
       : (fromBodyParserError(error) ??
         (error instanceof DatabaseUnavailableError ? databaseUnavailable(unavailableRetrySeconds(error)) : undefined) ??
-        (hasSqlState(error) ? fromDatabaseError(error) : undefined) ??
+        (hasSqlState(error) ? (error.code === signInRefused ? signInRefusal(error.detail) : fromDatabaseError(error)) : undefined) ??
         fromClientStatusError(error));
 
   if (known) setRetryAfter(res, known, waitSeconds);

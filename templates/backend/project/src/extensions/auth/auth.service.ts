@@ -12,6 +12,7 @@ import { createAccountFlows } from '../../auth/account-flows.js';
 import type { AuthService } from '../../auth/auth-service.js';
 import { createInvitations } from '../../auth/invitations.js';
 import { createMachineKeys } from '../../auth/machine-keys.js';
+import { decideSignIn, refuseSignIn, refusedVerdictOf, type SignInMethod } from '../../auth/sign-in-policy.js';
 import { issueToken } from '../../auth/tokens.js';
 import type { AuthInternals, AuthSettings, PublicSession, PublicUser, RequestMeta, Role, SignInInput, SignUpInput } from '../../auth/types.js';
 
@@ -64,15 +65,20 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
   // bcrypt's async functions run on libuv's thread pool, off the event loop.
   const hashPassword = (password: string) => bcrypt.hash(password, config.bcryptCost);
 
-  async function createSession(tx: Queryable, userId: string, activeOrganizationId: string | null, meta: RequestMeta) {
+  /**
+   * The session row says how it was made (`method`); the sign-in rule's trigger decides on it
+   * (SQLSTATE AS403 when refused) and marks an owner's break-glass sign-in.
+   */
+  async function createSession(tx: Queryable, userId: string, activeOrganizationId: string | null, meta: RequestMeta, method: SignInMethod) {
     const token = randomBytes(32).toString('base64url');
-    const { rows } = await tx.query<PublicSession>(
-      `INSERT INTO "session" ("userId", "token", "expiresAt", "activeOrganizationId", "ipAddress", "userAgent")
-       VALUES ($1, $2, $3, $4, $5, $6)
-       RETURNING "id", "userId", "expiresAt", "activeOrganizationId", "ipAddress", "userAgent", "createdAt", "updatedAt"`,
-      [userId, hashToken(token), new Date(Date.now() + sessionLifetimeMs), activeOrganizationId, meta.ipAddress ?? null, meta.userAgent?.slice(0, 512) ?? null],
+    const { rows } = await tx.query<PublicSession & { authMethod: string | null }>(
+      `INSERT INTO "session" ("userId", "token", "expiresAt", "activeOrganizationId", "ipAddress", "userAgent", "authMethod")
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       RETURNING "id", "userId", "expiresAt", "activeOrganizationId", "ipAddress", "userAgent", "createdAt", "updatedAt", "authMethod"`,
+      [userId, hashToken(token), new Date(Date.now() + sessionLifetimeMs), activeOrganizationId, meta.ipAddress ?? null, meta.userAgent?.slice(0, 512) ?? null, method],
     );
-    return { token, session: rows[0]! };
+    const { authMethod, ...session } = rows[0]!;
+    return { token, session, breakGlass: authMethod?.endsWith(':break-glass') ?? false };
   }
 
   /** User + credential account in one transaction; the caller adds memberships. */
@@ -137,13 +143,17 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
      * out until they follow the link (`token` is then null).
      */
     async signUp(input: SignUpInput, meta: RequestMeta) {
+      // An address that must use SSO is told at once, before the hashing (the account trigger holds anyway).
+      const attempt = { email: input.email, userId: null, method: 'sign-up' } as const;
+      const refused = await refuseSignIn(db, await decideSignIn(db, attempt), attempt, config.mail.appUrl);
+      if (refused) throw refused;
       const passwordHash = await hashPassword(input.password);
       const signedUp = await db.transaction(async (tx) => {
         const user = await insertUserWithPassword(tx, input, passwordHash);
         await recordAuthEvent(tx, { type: 'user.signed_up', userId: user.id, entity: 'User', entityId: user.id }, byUser(user.id));
         const organizationId = await createPersonalOrganization(tx, user);
         await sendVerificationLink(tx, user);
-        const started = config.requireEmailVerification ? undefined : await createSession(tx, user.id, organizationId, meta);
+        const started = config.requireEmailVerification ? undefined : await createSession(tx, user.id, organizationId, meta, 'sign-up');
         return { user, token: started?.token ?? null, session: started?.session ?? null, organizationId };
       });
       mailer.sendCommitted();
@@ -151,6 +161,11 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
     },
 
     async signIn(input: SignInInput, meta: RequestMeta) {
+      // Whether the address's domain requires SSO: the domain alone decides, so asking before the
+      // password is checked tells nothing about accounts. It is answered after the comparison, so
+      // that a wrong password costs the same everywhere and an owner's break-glass (decided by the
+      // session's trigger once the password matched) shows no one who the owners are.
+      const byDomain = await decideSignIn(db, { email: input.email, userId: null, method: 'password' });
       const { rows } = await db.query<PublicUser & { passwordHash: string | null }>(
         `SELECT ${userColumns('u')}, a."password" AS "passwordHash"
          FROM "User" u LEFT JOIN "account" a ON a."userId" = u."id" AND a."providerId" = 'credential'
@@ -171,7 +186,7 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
         await db.transaction((tx) =>
           recordAuthEvent(tx, { type: 'session.sign_in_failed', userId: found?.id ?? null, entity: 'User', entityId: found?.id, data: { email: input.email } }, { actorType: 'system' }),
         );
-        throw invalidCredentials();
+        throw (await refuseSignIn(db, byDomain, { email: input.email, userId: null, method: 'password' }, config.mail.appUrl)) ?? invalidCredentials();
       }
       const { passwordHash: _hash, ...user } = found;
       if (config.requireEmailVerification && !user.email_verified) {
@@ -184,12 +199,26 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
         `SELECT "organizationId" FROM "member" WHERE "userId" = $1 ORDER BY "createdAt" LIMIT 1`,
         [user.id],
       );
-      const { token, session } = await db.transaction(async (tx) => {
-        const started = await createSession(tx, user.id, memberships[0]?.organizationId ?? null, meta);
-        await recordAuthEvent(tx, { type: 'session.signed_in', userId: user.id, entity: 'session', entityId: started.session.id }, byUser(user.id));
-        return started;
-      });
-      return { user, token, session };
+      const started = await db
+        .transaction(async (tx) => {
+          const created = await createSession(tx, user.id, memberships[0]?.organizationId ?? null, meta, 'password');
+          const method = created.breakGlass ? 'password:break-glass' : 'password';
+          await recordAuthEvent(tx, { type: 'session.signed_in', userId: user.id, entity: 'session', entityId: created.session.id, data: { method } }, byUser(user.id));
+          if (created.breakGlass && !byDomain.allowed && byDomain.code === 'SSO_REQUIRED') {
+            await recordAuthEvent(
+              tx,
+              { type: 'sso.break_glass_used', organizationId: byDomain.organizationId, userId: user.id, entity: 'session', entityId: created.session.id },
+              byUser(user.id),
+            );
+          }
+          return created;
+        })
+        .catch(async (error) => {
+          // The session's trigger refused: SSO required (not an owner's break-glass), or deprovisioned.
+          const verdict = refusedVerdictOf(error);
+          throw (verdict && (await refuseSignIn(db, verdict, { email: user.email, userId: user.id, method: 'password' }, config.mail.appUrl))) ?? error;
+        });
+      return { user, token: started.token, session: started.session };
     },
 
     async signOut(token: string): Promise<void> {

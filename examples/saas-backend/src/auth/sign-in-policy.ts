@@ -1,0 +1,187 @@
+import type { Database, Queryable } from '../db/database.js';
+import { lockUntilCommit } from '../db/locks.js';
+import { recordAuthEvent } from '../events/events.js';
+import { HttpError } from '../http/errors.js';
+
+/**
+ * The one policy point of sign-in (docs/enterprise-identity.md, section 3). The rule is SQL,
+ * `authstrap.sign_in_verdict`, because a trigger must ask it too: on every `session` row made and
+ * every `account.password` written, whoever writes it (these routes, Better Auth through the
+ * service API, a script), so it holds on both sign-in paths. `decideSignIn` asks the same rule
+ * early, for an answer with a message before the rest of the work (a bcrypt comparison, a mail).
+ */
+
+/** How Better Auth signed someone in, as the adapter's path header names it (3.4). */
+export type BetterAuthMethod = 'password' | 'sign-up' | 'password-reset' | 'magic-link' | 'email-otp' | 'social' | 'passkey' | 'sso' | 'other';
+
+/** How an attempt proves who it is; the strings are what `session.authMethod` stores. */
+export type SignInMethod =
+  | 'password'
+  | 'sign-up'
+  | 'invitation'
+  | 'password-reset'
+  | 'password-change'
+  | 'password-set'
+  | 'email-change'
+  | 'sso'
+  | `better-auth:${BetterAuthMethod}`
+  | 'service'
+  | 'unknown';
+
+export interface SignInAttempt {
+  /** The address signing in, up, or resetting. */
+  email: string;
+  /** null when no account exists yet (a sign-up), or when only the domain may decide (before a password is checked). */
+  userId: string | null;
+  method: SignInMethod;
+  /** The organization the session will act in, when it is known. */
+  organizationId?: string | null;
+  /** For 'sso': the connection that proved the address. */
+  connectionId?: string | null;
+}
+
+export type SignInVerdict =
+  | { allowed: true; breakGlass: boolean }
+  | { allowed: false; code: 'SSO_REQUIRED'; organizationId: string; slug: string; domain: string }
+  | { allowed: false; code: 'DEPROVISIONED' | 'BANNED' };
+
+/** "May this address (user) sign in by this method, into this organization, now?" One statement. */
+export async function decideSignIn(db: Queryable, attempt: SignInAttempt): Promise<SignInVerdict> {
+  const { rows } = await db.query<{ verdict: SignInVerdict }>('SELECT authstrap.sign_in_verdict($1, $2, $3, $4, $5) AS "verdict"', [
+    attempt.email,
+    attempt.userId,
+    attempt.method,
+    attempt.organizationId ?? null,
+    attempt.connectionId ?? null,
+  ]);
+  return rows[0]!.verdict;
+}
+
+/**
+ * The verdict as the answer: nothing when allowed, else the 403. `SSO_REQUIRED` says where to sign
+ * in instead (`appUrl`: APP_URL, where the links in mail go too).
+ */
+export function refusal(verdict: SignInVerdict, appUrl: string): HttpError | undefined {
+  if (verdict.allowed) return undefined;
+  switch (verdict.code) {
+    case 'SSO_REQUIRED':
+      return new HttpError(403, 'SSO_REQUIRED', `${verdict.domain} signs in with single sign-on`, {
+        organization: verdict.slug,
+        signInWith: `${appUrl}/sign-in/sso?${new URLSearchParams({ organization: verdict.slug })}`,
+      });
+    case 'DEPROVISIONED':
+      return new HttpError(403, 'DEPROVISIONED', "Your access was turned off by your organization's directory");
+    case 'BANNED':
+      return new HttpError(403, 'BANNED', 'This account is banned');
+  }
+}
+
+/**
+ * The 403 of a refusal raised by the rule's triggers (SQLSTATE AS403, the verdict as DETAIL), so
+ * that it reads the same as one `decideSignIn` answered. A detail that is not a verdict (it cannot
+ * be, unless someone raised AS403 by hand) is still a refusal, without a reason to give.
+ */
+export function refusalOfDatabaseError(detail: string | undefined, appUrl: string): HttpError {
+  const verdict = refusedVerdictOf({ code: 'AS403', detail });
+  return (verdict && refusal(verdict, appUrl)) ?? new HttpError(403, 'FORBIDDEN', 'Sign-in refused');
+}
+
+/**
+ * Records a refused attempt (`session.sign_in_refused`, in the audit log of the organization that
+ * enforces SSO when it is that) and returns its 403; nothing when the verdict allows it.
+ */
+export async function refuseSignIn(db: Database, verdict: SignInVerdict, attempt: SignInAttempt, appUrl: string): Promise<HttpError | undefined> {
+  if (verdict.allowed) return undefined;
+  await db.transaction((tx) =>
+    recordAuthEvent(
+      tx,
+      {
+        type: 'session.sign_in_refused',
+        organizationId: verdict.code === 'SSO_REQUIRED' ? verdict.organizationId : null,
+        userId: attempt.userId,
+        entity: 'User',
+        entityId: attempt.userId ?? undefined,
+        data: { email: attempt.email, method: attempt.method, code: verdict.code },
+      },
+      { actorType: 'system' },
+    ),
+  );
+  return refusal(verdict, appUrl);
+}
+
+/** The verdict a trigger of the rule refused with (SQLSTATE AS403), or undefined for any other error. */
+export function refusedVerdictOf(error: unknown): SignInVerdict | undefined {
+  const { code, detail } = (error ?? {}) as { code?: unknown; detail?: unknown };
+  if (code !== 'AS403' || typeof detail !== 'string') return undefined;
+  try {
+    const verdict = JSON.parse(detail) as SignInVerdict;
+    return verdict?.allowed === false ? verdict : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a policy change turned to "no"; each ends the sessions it concerns (3.5). */
+export type RefusingChange =
+  /** The organization turned `ssoRequired` on (its owner's session that did so is kept). */
+  | { kind: 'sso-required'; organizationId: string; keepSessionId?: string }
+  /** A domain became verified while the organization requires SSO. */
+  | { kind: 'domain-verified'; organizationId: string; domain: string }
+  /** A membership was suspended by a directory. */
+  | { kind: 'suspended'; organizationId: string; userId: string }
+  /** A connection was disabled or deleted: the sessions it made. */
+  | { kind: 'connection-disabled'; organizationId: string; connectionId: string };
+
+/** A session an SSO connection of the organization made ($1): kept when the organization requires SSO. */
+const madeBySso = `COALESCE(s."authMethod" = 'sso' AND s."ssoConnectionId" IN (SELECT c."id" FROM "authstrap_sso_connection" c WHERE c."organizationId" = $1), false)`;
+/** The domain of the session's user's address, as the rule reads it. */
+const usersDomain = `lower(substring(u."email" from '@([^@]*)$'))`;
+
+/**
+ * Ends the sessions a policy change has made refusable, in the change's own transaction `tx`
+ * (scoped to the organization, as the change's route is, so that it reads the organization's
+ * domains and connections). It first takes the exclusive lock the rule's session trigger takes
+ * shared: a sign-in in flight commits before this DELETE runs (and is deleted by it), or waits and
+ * then meets the new state. Returns how many sessions ended.
+ */
+export async function endRefusedSessions(tx: Queryable, change: RefusingChange): Promise<number> {
+  switch (change.kind) {
+    case 'sso-required': {
+      await lockUntilCommit(tx, `sign-in:org:${change.organizationId}`);
+      const { rowCount } = await tx.query(
+        `DELETE FROM "session" s USING "User" u
+          WHERE u."id" = s."userId" AND s."id" IS DISTINCT FROM $2::uuid AND NOT ${madeBySso}
+            AND ${usersDomain} IN (SELECT d."domain" FROM "authstrap_domain" d WHERE d."organizationId" = $1 AND d."state" IN ('verified', 'failing'))`,
+        [change.organizationId, change.keepSessionId ?? null],
+      );
+      return rowCount;
+    }
+    case 'domain-verified': {
+      await lockUntilCommit(tx, `sign-in:domain:${change.domain}`, `sign-in:org:${change.organizationId}`);
+      const { rowCount } = await tx.query(
+        `DELETE FROM "session" s USING "User" u
+          WHERE u."id" = s."userId" AND ${usersDomain} = $2 AND NOT ${madeBySso}
+            AND EXISTS (SELECT 1 FROM "authstrap_sso_policy" p WHERE p."organizationId" = $1 AND p."ssoRequired")`,
+        [change.organizationId, change.domain],
+      );
+      return rowCount;
+    }
+    case 'suspended': {
+      await lockUntilCommit(tx, `sign-in:user:${change.userId}`);
+      // Everywhere when the organization owns the address; else only the sessions acting in it.
+      const { rowCount } = await tx.query(
+        `DELETE FROM "session" s USING "User" u
+          WHERE u."id" = s."userId" AND s."userId" = $2
+            AND (s."activeOrganizationId" = $1
+                 OR ${usersDomain} IN (SELECT d."domain" FROM "authstrap_domain" d WHERE d."organizationId" = $1 AND d."state" IN ('verified', 'failing')))`,
+        [change.organizationId, change.userId],
+      );
+      return rowCount;
+    }
+    case 'connection-disabled': {
+      await lockUntilCommit(tx, `sign-in:org:${change.organizationId}`);
+      const { rowCount } = await tx.query(`DELETE FROM "session" WHERE "ssoConnectionId" = $1`, [change.connectionId]);
+      return rowCount;
+    }
+  }
+}

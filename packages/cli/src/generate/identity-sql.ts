@@ -1,0 +1,187 @@
+import type { Entity, Schema } from '../schema/types.js';
+import { literal, quote } from './sql-text.js';
+import type { AccessModel, Trigger } from './table-types.js';
+
+/**
+ * The sign-in rule as SQL (docs/enterprise-identity.md, 2.3 and 3.2): one function,
+ * `authstrap.sign_in_verdict`, that the backend asks early (src/auth/sign-in-policy.ts) and two
+ * triggers ask without exception, on every `session` row made and every `account.password`
+ * written, whoever writes it (the backend's routes, Better Auth through the service API, a script).
+ * A refusal is SQLSTATE AS403 with the verdict as its DETAIL, which the backend's error handler
+ * answers as a 403 (src/http/errors.ts).
+ */
+
+/** The SQLSTATE of a refused sign-in (class AS: authstrap's own; 403: what the answer is). */
+export const signInRefusedState = 'AS403';
+
+/** The domain of an address: what follows its last `@`, lowercased. */
+const domainOf = (address: string) => `lower(substring(${address} from '@([^@]*)$'))`;
+
+/** The methods a break-glass owner may sign in or set a password by (3.2, rule 3). */
+const breakGlassMethods = ['password', 'password-reset', 'password-change', 'password-set', 'better-auth:password'];
+
+/** The parts of the rule that depend on the schema: what Better Auth's plugins keep (2.3). */
+function generatedParts(schema: Schema): { refusals: string; ssoAllowed: string } {
+  const entity = (name: string): Entity | undefined => schema.entities.find((candidate) => candidate.name === name);
+  const column = (owner: Entity, field: string) => owner.fields.find((candidate) => candidate.name === field)?.column;
+  const refusals: string[] = [];
+  // Better Auth's admin plugin bans users; the backend's own path refuses them too.
+  const user = entity('User');
+  const banned = user && column(user, 'banned');
+  if (user && banned) {
+    const expires = column(user, 'banExpires');
+    refusals.push(`  IF user_id IS NOT NULL AND EXISTS (SELECT 1 FROM ${quote(user.table)} u WHERE u."id" = user_id AND u.${quote(banned)}${
+      expires ? ` AND (u.${quote(expires)} IS NULL OR u.${quote(expires)} > now())` : ''
+    }) THEN
+    RETURN jsonb_build_object('allowed', false, 'code', 'BANNED');
+  END IF;
+`);
+  }
+  // Better Auth's sso plugin: a session it makes is SSO when the user's account is one of the
+  // enforcing organization's providers.
+  const provider = entity('ssoProvider');
+  const providerId = provider && column(provider, 'providerId');
+  const providerOrganization = provider && column(provider, 'organizationId');
+  const ssoAllowed =
+    provider && providerId && providerOrganization
+      ? `    IF method = 'better-auth:sso' AND user_id IS NOT NULL AND EXISTS (
+      SELECT 1 FROM "account" a JOIN ${quote(provider.table)} p ON p.${quote(providerId)} = a."providerId"
+       WHERE a."userId" = user_id AND p.${quote(providerOrganization)} = owner_organization) THEN
+      RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
+    END IF;
+`
+      : '';
+  return { refusals: refusals.join(''), ssoAllowed };
+}
+
+/**
+ * Runs `statements` as the tables' owner with the maintenance setting on, as record_event does:
+ * the identity tables have row-level security (forced on their owner too), and the rule reads
+ * every organization's rows, outside any request's scope. The setting is put back after.
+ */
+const withMaintenance = (statements: string) => `  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+${statements}
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);`;
+
+/** What the backend and the triggers ask: the rule, run where it can read the identity tables. */
+const signInVerdict = `CREATE OR REPLACE FUNCTION authstrap.sign_in_verdict(address text, user_id uuid, method text, organization_id uuid, connection_id uuid) RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  verdict jsonb;
+BEGIN
+${withMaintenance('  verdict := authstrap.sign_in_rule(address, user_id, method, organization_id, connection_id);')}
+  RETURN verdict;
+END
+$$;`;
+
+/**
+ * The rule. `{"allowed":true,"breakGlass":false}`, or a refusal with its code. STABLE and
+ * read-only: one probe of the verified domains' unique index, one of the suspensions by user, and
+ * one of `member` only when enforcement applies. Not SECURITY DEFINER: called by anyone else, it
+ * reads only what their row-level security lets them, which is less, never more.
+ */
+function signInRule(schema: Schema): string {
+  const { refusals, ssoAllowed } = generatedParts(schema);
+  return `CREATE OR REPLACE FUNCTION authstrap.sign_in_rule(address text, user_id uuid, method text, organization_id uuid, connection_id uuid) RETURNS jsonb LANGUAGE plpgsql STABLE SET search_path = public, pg_temp AS $$
+DECLARE
+  owner_organization uuid;
+  owner_slug text;
+  sso_required boolean;
+  break_glass text;
+BEGIN
+  -- The organization that owns the address: its verified (or failing, within the grace) domain.
+  SELECT d."organizationId", o."slug", COALESCE(p."ssoRequired", false), p."breakGlass"
+    INTO owner_organization, owner_slug, sso_required, break_glass
+    FROM "authstrap_domain" d
+    JOIN "Organization" o ON o."id" = d."organizationId"
+    LEFT JOIN "authstrap_sso_policy" p ON p."organizationId" = d."organizationId"
+   WHERE d."domain" = ${domainOf('address')} AND d."state" IN ('verified', 'failing');
+
+  -- Deprovisioned by the organization that owns the address (everywhere), or by the one asked for.
+  IF user_id IS NOT NULL AND EXISTS (
+    SELECT 1 FROM "authstrap_member_suspension" s
+     WHERE s."userId" = user_id AND (s."organizationId" = owner_organization OR s."organizationId" = organization_id)) THEN
+    RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED');
+  END IF;
+${refusals}
+  IF owner_organization IS NOT NULL AND sso_required THEN
+    -- An enabled connection of the organization that owns the address, never another's.
+    IF method = 'sso' AND EXISTS (
+      SELECT 1 FROM "authstrap_sso_connection" c WHERE c."id" = connection_id AND c."organizationId" = owner_organization AND c."enabled") THEN
+      RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
+    END IF;
+${ssoAllowed}    -- Break-glass: the organization's owners keep a password path while the IdP is down.
+    IF method IN (${breakGlassMethods.map(literal).join(', ')}) AND break_glass = 'owners' AND user_id IS NOT NULL AND EXISTS (
+      SELECT 1 FROM "member" m WHERE m."organizationId" = owner_organization AND m."userId" = user_id AND m."role" = 'owner') THEN
+      RETURN jsonb_build_object('allowed', true, 'breakGlass', true);
+    END IF;
+    RETURN jsonb_build_object('allowed', false, 'code', 'SSO_REQUIRED', 'organizationId', owner_organization, 'slug', owner_slug, 'domain', ${domainOf('address')});
+  END IF;
+  RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
+END
+$$;`;
+}
+
+/**
+ * Takes the shared advisory locks a sign-in holds until it commits, in the order
+ * `lockUntilCommit` takes a policy change's exclusive ones (sorted by name: the domain's, the
+ * organization's, the user's), so that the two never wait on each other in a circle. The domain's
+ * comes from the address, before any lookup: it covers a domain verified meanwhile, which the
+ * lookup of its owner could not see yet. A change that commits first is seen by the verdict (asked
+ * after the locks, in a new snapshot); one that starts after waits, then sees this sign-in's row.
+ */
+const takeSignInLocks = (userId: string, address: string) => `  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:domain:' || COALESCE(${domainOf(address)}, ''), 0));
+${withMaintenance(`  SELECT d."organizationId" INTO owner_organization FROM "authstrap_domain" d WHERE d."domain" = ${domainOf(address)} AND d."state" IN ('verified', 'failing');`)}
+  IF owner_organization IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:org:' || owner_organization::text, 0));
+  END IF;
+  PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || ${userId}::text, 0));`;
+
+/**
+ * A trigger function of the rule: the row's user, the locks, the verdict (`verdictCall`), a
+ * refusal as SQLSTATE AS403 with the verdict as DETAIL, then `allowed` (statements run when the
+ * verdict allows the row).
+ */
+const policyTrigger = (name: string, verdictCall: string, allowed = '') => `CREATE OR REPLACE FUNCTION authstrap.${name}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  address text;
+  owner_organization uuid;
+  was_maintenance text;
+  verdict jsonb;
+BEGIN
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
+${takeSignInLocks('NEW."userId"', 'address')}
+  verdict := ${verdictCall};
+  IF NOT (verdict->>'allowed')::boolean THEN
+    RAISE EXCEPTION USING ERRCODE = '${signInRefusedState}', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
+  END IF;
+${allowed}  RETURN NEW;
+END
+$$;`;
+
+/** Every session row made, from anywhere, under the rule; a break-glass session says so in its method. */
+const sessionPolicy = policyTrigger(
+  'session_policy',
+  `authstrap.sign_in_verdict(address, NEW."userId", COALESCE(NEW."authMethod", 'unknown'), NEW."activeOrganizationId", NEW."ssoConnectionId")`,
+  `  IF (verdict->>'breakGlass')::boolean THEN
+    NEW."authMethod" := NEW."authMethod" || ':break-glass';
+  END IF;
+`,
+);
+
+/** No password is stored for an address that must sign in with SSO (its owners excepted, under break-glass). */
+const passwordPolicy = policyTrigger('password_policy', `authstrap.sign_in_verdict(address, NEW."userId", 'password-set', NULL, NULL)`);
+
+export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
+  { name: 'sign_in_rule', definition: signInRule(schema) },
+  { name: 'sign_in_verdict', definition: signInVerdict },
+  { name: 'session_policy', definition: sessionPolicy },
+  { name: 'password_policy', definition: passwordPolicy },
+];
+
+/** The triggers of the rule, by table (table-model.ts puts them on `session` and `account`). */
+export const identityTriggers: Record<string, Trigger[]> = {
+  session: [{ name: 'authstrap_sign_in_policy', timing: 'BEFORE INSERT', function: 'authstrap.session_policy' }],
+  account: [{ name: 'authstrap_password_policy', timing: 'BEFORE INSERT OR UPDATE OF "password"', function: 'authstrap.password_policy', when: 'NEW."password" IS NOT NULL' }],
+};
