@@ -45,6 +45,11 @@ interface Stream extends StreamRequest {
    */
   catchingUp: boolean;
   ended: boolean;
+  /**
+   * When a membership event last set the listener's role (membershipChanges' count then): a
+   * recheck that began before it read the role as it was, and must not put that back.
+   */
+  roleSetAt?: number;
 }
 
 /** Why a stream ended, in its last message (`event: end`). */
@@ -119,6 +124,9 @@ export function createStreams({ db, logger, settings }: { db: Database; logger: 
     }
   }
 
+  /** How many membership events have set a role so far: what a recheck compares with (roleSetAt). */
+  let membershipChanges = 0;
+
   /** A member's role changed or they left: their streams judge what follows with the new role, or end. */
   function membershipChanged(streams: Set<Stream>, event: StreamedEvent) {
     const member = event.data.record as { userId?: string; role?: Role } | undefined;
@@ -126,7 +134,10 @@ export function createStreams({ db, logger, settings }: { db: Database; logger: 
     for (const stream of streams) {
       if (stream.listener.userId !== member.userId) continue;
       if (event.type === 'member.deleted') end(stream, { code: 'NOT_A_MEMBER', message: 'You are no longer a member of this organization' });
-      else if (member.role) stream.listener.role = member.role;
+      else if (member.role) {
+        stream.listener.role = member.role;
+        stream.roleSetAt = ++membershipChanges;
+      }
     }
   }
 
@@ -237,6 +248,8 @@ export function createStreams({ db, logger, settings }: { db: Database; logger: 
 
   /** Every stream's session (and membership) or machine key, checked again: a revoked one ends within REALTIME_RECHECK_MS. */
   async function recheck() {
+    // A role change delivered while the statement below runs is newer than what it reads.
+    const startedAt = membershipChanges;
     const all = [...byOrganization.values()].flatMap((streams) => [...streams]);
     const sessions = all.filter((stream) => stream.holder.kind === 'session');
     if (sessions.length > 0) {
@@ -253,7 +266,7 @@ export function createStreams({ db, logger, settings }: { db: Database; logger: 
         const role = found.get(`${(stream.holder as { sessionId: string }).sessionId} ${stream.organizationId}`);
         if (role === undefined) end(stream, { code: 'SESSION_ENDED', message: 'Your session has ended; sign in again' });
         else if (role === null) end(stream, { code: 'NOT_A_MEMBER', message: 'You are no longer a member of this organization' });
-        else stream.listener.role = role;
+        else if ((stream.roleSetAt ?? 0) <= startedAt) stream.listener.role = role;
       }
     }
     // One statement per key, organization and entity, however many streams the key holds.
