@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { endRefusedSessions } from '../src/auth/sign-in-policy.js';
+import { betterAuthMethodOf, endRefusedSessions } from '../src/auth/sign-in-policy.js';
 import { withScope } from '../src/db/scope.js';
 import { tokenOf } from './support/mailbox.js';
 import { addMember, apiClient, databaseKinds, invitationTokenFor, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
@@ -250,5 +250,28 @@ describe.each(databaseKinds)('the sign-in policy on the %s database', (kind) => 
     expect(refused.body.error).toMatchObject({ code: 'DEPROVISIONED', message: "Your access was turned off by your organization's directory" });
     // A wrong password learns nothing of it.
     expect((await signIn(employee.user.email, 'a wrong password')).status).toBe(401);
+  });
+});
+
+describe("the method of a session Better Auth made, by the endpoint its adapter names", () => {
+  it.each([
+    ['/sign-in/email', 'better-auth:password'],
+    ['/sign-in/username', 'better-auth:password'],
+    ['/two-factor/verify-totp', 'better-auth:password'],
+    ['/sign-up/email', 'better-auth:sign-up'],
+    ['/reset-password', 'better-auth:password-reset'],
+    ['/magic-link/verify', 'better-auth:magic-link'],
+    ['/sign-in/email-otp', 'better-auth:email-otp'],
+    ['/email-otp/verify-email', 'better-auth:email-otp'],
+    ['/callback/google', 'better-auth:social'],
+    ['/oauth2/callback/okta', 'better-auth:social'],
+    ['/passkey/verify-authentication', 'better-auth:passkey'],
+    ['/sso/callback/acme', 'better-auth:sso'],
+    ['/sso/saml2/callback/acme', 'better-auth:sso'],
+    ['/sign-in/email/../../sso/callback/x', 'better-auth:other'],
+    ['/anything-else', 'better-auth:other'],
+    [undefined, 'service'],
+  ])('%s is %s', (path, method) => {
+    expect(betterAuthMethodOf(path)).toBe(method);
   });
 });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { BetterAuthOptions } from 'better-auth';
+import * as betterAuthContext from '@better-auth/core/context';
 import { createAdapterFactory, type AdapterFactoryConfig, type AdapterFactoryCustomizeAdapterCreator, type CustomAdapter, type DBTransactionAdapter } from 'better-auth/adapters';
 import { collectionPathOf, entityNameOf, fromBackendRecord, toBackendField, toBackendRecord } from './models.js';
 import { betterAuthSchema } from './schema.js';
@@ -42,6 +43,18 @@ function looksUpStoredHash(model: string, where: CleanedWhere[] | undefined): bo
   return model === 'session' && (where ?? []).some((clause) => clause.field === 'token' && typeof clause.value === 'string' && /^[0-9a-f]{64}$/.test(clause.value));
 }
 
+/**
+ * The Better Auth endpoint that is writing (`/sign-in/email`, `/magic-link/verify`), sent with
+ * every write: the backend names the method of a session it keeps by it, which its sign-in rule
+ * judges (an organization that requires single sign-on refuses the others). Nothing when Better
+ * Auth writes outside an endpoint (a script calling the adapter), which the backend takes as such.
+ */
+function endpointPathHeader(): Record<string, string> {
+  // Better Auth 1.7.5 and newer name the endpoint; before, nothing is sent.
+  const path = betterAuthContext.tryGetCurrentAuthEndpointContext?.()?.path;
+  return typeof path === 'string' ? { 'x-authstrap-better-auth-path': path } : {};
+}
+
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The most rows the backend returns in one page. */
@@ -67,7 +80,7 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
 
   /** Runs `work` with an adapter whose every request is in one backend transaction; commits unless it throws. */
   const transaction = async <R>(work: (adapter: DBTransactionAdapter) => Promise<R>): Promise<R> => {
-    const inTransaction = restClient(options, randomUUID());
+    const inTransaction = restClient(options, randomUUID(), endpointPathHeader);
     await inTransaction.begin();
     const adapter = createAdapterFactory({ config: { ...config, transaction: false }, adapter: adapterOn(inTransaction) })(betterAuthOptions!);
     let result: R;
@@ -99,7 +112,7 @@ export function authstrapAdapter(options: AuthstrapAdapterOptions) {
     transaction: options.transactions === false ? false : transaction,
   };
 
-  const factory = createAdapterFactory({ config, adapter: adapterOn(restClient(options)) });
+  const factory = createAdapterFactory({ config, adapter: adapterOn(restClient(options, undefined, endpointPathHeader)) });
   return (betterAuth: BetterAuthOptions) => {
     betterAuthOptions = betterAuth;
     return factory(betterAuth);

@@ -1,3 +1,5 @@
+import { APIError } from 'better-auth/api';
+
 /** The authstrap backend's REST API, as the service key sees it: the envelope unwrapped, errors thrown. */
 
 export class AuthstrapRequestError extends Error {
@@ -30,8 +32,18 @@ export interface RestClientOptions {
 const transactionHeader = 'x-authstrap-transaction';
 const transactionsPath = '/api/service/transactions';
 
-/** `transaction`: every request of this client runs in that transaction of the backend. */
-export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: RestClientOptions, transaction?: string) {
+/**
+ * The refusals of the backend's sign-in rule (its docs/enterprise-identity.md, 3.4): a session or
+ * password Better Auth tried to keep for an address that must sign in with single sign-on, a user
+ * their organization's directory turned off, a banned user. Better Auth answers them as its own 403.
+ */
+const signInRefusals = new Set(['SSO_REQUIRED', 'DEPROVISIONED', 'BANNED']);
+
+/**
+ * `transaction`: every request of this client runs in that transaction of the backend.
+ * `headersOfWrites`: headers each write (any method but GET) sends besides the key's.
+ */
+export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: RestClientOptions, transaction?: string, headersOfWrites: () => Record<string, string> = () => ({})) {
   async function call<T>(method: string, path: string, options: { query?: Record<string, string>; body?: unknown } = {}): Promise<{ data: T; meta?: { total: number } } | undefined> {
     const url = new URL(path, baseUrl);
     for (const [name, value] of Object.entries(options.query ?? {})) url.searchParams.set(name, value);
@@ -41,6 +53,7 @@ export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: Re
         authorization: `Bearer ${serviceKey}`,
         ...(transaction === undefined ? {} : { [transactionHeader]: transaction }),
         ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(method === 'GET' ? {} : headersOfWrites()),
       },
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
     });
@@ -51,6 +64,10 @@ export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: Re
       | undefined;
     if (!response.ok || !envelope?.success) {
       const error = envelope && !envelope.success ? envelope.error : undefined;
+      if (response.status === 403 && error && signInRefusals.has(error.code)) {
+        // What the browser is told: the code, the backend's words, and where to sign in instead.
+        throw new APIError('FORBIDDEN', { code: error.code, message: error.message, ...error.details });
+      }
       // The details name the fields the backend refused: part of the message, where logs show it.
       const details = error?.details ? ` (${Object.entries(error.details).map(([field, problem]) => `${field}: ${problem}`).join('; ')})` : '';
       throw new AuthstrapRequestError(response.status, error?.code ?? 'UNKNOWN', `${method} ${url.pathname}: ${error?.message ?? response.statusText}${details}`, error?.details);

@@ -166,6 +166,8 @@ export interface EntityView {
   searchColumns: string[];
   /** The built-in User: the trusted server may create it with a personal organization. */
   isUser: boolean;
+  /** The built-in session: the trusted server's create records how it was made (the sign-in rule judges that). */
+  isSession: boolean;
   /** A create route documented apart from the plain insert (POST /members and POST /Users invite), as code. */
   openApiCreate?: string;
   /** The routes a signed-in user may call, as code, when not all (the rest are the service key's). */
@@ -406,6 +408,7 @@ function entityView(entity: Entity, byName: Map<string, Entity>, auth: boolean):
     openApiCreate: entity.builtin ? invitationCreateRoutes[entity.name] : undefined,
     userOperations: entity.builtin && auth ? userOperationsOf[entity.name] : entity.serviceOnly ? '[]' : undefined,
     isUser: entity.builtin && entity.name === 'User',
+    isSession: entity.builtin && entity.name === 'session',
     eventPrefix: hasEvents(entity, auth) ? eventPrefix(entity) : undefined,
     parent,
   };

@@ -121,6 +121,40 @@ export function refusedVerdictOf(error: unknown): SignInVerdict | undefined {
   }
 }
 
+/**
+ * The header by which the Better Auth adapter (2.2.0 and newer) names the Better Auth endpoint that
+ * is writing (its path, e.g. `/sign-in/email`). A hint from the trusted server, used only to name
+ * the method a session was made by: nothing is allowed because of it that the rule would not allow.
+ */
+export const betterAuthPathHeader = 'x-authstrap-better-auth-path';
+
+/**
+ * Better Auth's endpoint paths, by the method they sign in with (3.4). The first that matches
+ * names it; anything else is `other`, which an organization that requires SSO refuses. Kept here,
+ * in the backend, so that it learns a new Better Auth path without an adapter release.
+ */
+const betterAuthPaths: [RegExp, BetterAuthMethod][] = [
+  [/^\/(sign-in\/(email|username)$|two-factor\/)/, 'password'],
+  [/^\/sign-up\/email$/, 'sign-up'],
+  [/^\/reset-password(\/|$)/, 'password-reset'],
+  [/^\/magic-link\/verify$/, 'magic-link'],
+  [/^\/(sign-in\/email-otp$|email-otp\/)/, 'email-otp'],
+  [/^\/(sso\/callback\/|sso\/saml2\/)/, 'sso'],
+  [/^\/(callback\/|oauth2\/callback\/)/, 'social'],
+  [/^\/passkey\//, 'passkey'],
+];
+
+/**
+ * The method a session made through the service API was made by: the Better Auth endpoint its
+ * adapter names (`better-auth:<method>`), or `service` for a trusted server that names none (an
+ * adapter before 2.2.0, a script): both are refused where SSO is required.
+ */
+export function betterAuthMethodOf(path: string | undefined): SignInMethod {
+  if (path === undefined) return 'service';
+  const method = betterAuthPaths.find(([pattern]) => pattern.test(path))?.[1] ?? 'other';
+  return `better-auth:${method}`;
+}
+
 /** What a policy change turned to "no"; each ends the sessions it concerns (3.5). */
 export type RefusingChange =
   /** The organization turned `ssoRequired` on (its owner's session that did so is kept). */

@@ -1,0 +1,165 @@
+import { betterAuth } from 'better-auth';
+import { emailOTP, magicLink } from 'better-auth/plugins';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addMember, apiClient, authSecret, databaseKinds, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from '../../../examples/saas-backend/test/support/backend.js';
+import { authstrapAdapter, authstrapPassword } from '../src/index.js';
+
+/**
+ * The organization's sign-in policy on Better Auth's path (the backend's
+ * docs/enterprise-identity.md, 3.4): Better Auth checks passwords, links and codes in the
+ * frontend's server, but every session and password it keeps is a row of the backend, written
+ * through this adapter, and the backend's sign-in rule judges each one by the Better Auth endpoint
+ * the adapter names. An address in a verified domain of an organization that requires single
+ * sign-on gets no session and no password by any of Better Auth's ways; the answer is Better
+ * Auth's own 403 with where to sign in instead; owners keep a password (break-glass). The domain,
+ * the policy and the suspension are rows seeded by SQL: their routes come with later steps.
+ */
+const password = 'correct horse battery';
+
+describe.each(databaseKinds)("the sign-in policy on Better Auth's path, %s database", (kind) => {
+  let backend: TestBackend;
+  let owner: SignedUp;
+  let slug: string;
+  const domain = `acme-ba-${kind}.example`;
+  const at = (name: string) => `${name}@${domain}`;
+  /** What Better Auth mailed, by address: the last link or code. */
+  const mailed = new Map<string, string>();
+
+  const asOwner = (sql: string, params: unknown[] = []) => backend.running.db.asOwner((tx) => tx.query(sql, params));
+  const requireSso = (on: boolean) =>
+    asOwner(
+      `INSERT INTO "authstrap_sso_policy" ("organizationId", "ssoRequired", "requiredSince", "breakGlass") VALUES ($1, $2, now(), 'owners')
+       ON CONFLICT ("organizationId") DO UPDATE SET "ssoRequired" = $2`,
+      [owner.organizationId, on],
+    );
+  /** How the user's newest session was made, as the backend recorded it. */
+  const newestMethod = async (email: string) =>
+    (await asOwner(`SELECT s."authMethod" FROM "session" s JOIN "User" u ON u."id" = s."userId" WHERE u."email" = $1 ORDER BY s."createdAt" DESC LIMIT 1`, [email])).rows[0]?.authMethod;
+
+  const makeAuth = () =>
+    betterAuth({
+      baseURL: 'http://localhost:3100',
+      secret: authSecret,
+      database: authstrapAdapter({ baseUrl: backend.url, serviceKey: serviceApiKey }),
+      emailAndPassword: {
+        enabled: true,
+        password: authstrapPassword({ cost: 4 }),
+        sendResetPassword: async ({ user, token }) => void mailed.set(user.email, token),
+      },
+      plugins: [
+        magicLink({ sendMagicLink: async ({ email, token }) => void mailed.set(email, token) }),
+        emailOTP({ sendVerificationOTP: async ({ email, otp }) => void mailed.set(email, otp) }),
+      ],
+      logger: { disabled: true },
+    });
+  let auth: ReturnType<typeof makeAuth>;
+
+  /** The 403 Better Auth answers for an address that must use SSO, as the browser reads it. */
+  async function expectSsoRequired(answer: Response) {
+    expect(answer.status).toBe(403);
+    expect(await answer.json()).toMatchObject({
+      code: 'SSO_REQUIRED',
+      message: `${domain} signs in with single sign-on`,
+      organization: slug,
+      signInWith: `http://localhost:5173/sign-in/sso?organization=${slug}`,
+    });
+  }
+  const signInEmail = (email: string) => auth.api.signInEmail({ body: { email, password }, asResponse: true });
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+    auth = makeAuth();
+    owner = await signUp(backend.url, at('owner'));
+    slug = (await owner.api('GET', '/api/auth/get-session')).body.data.organizations[0].slug;
+    for (const name of ['employee', 'resetter', 'linked', 'coded', 'leaver']) await addMember(backend.url, owner, at(name), 'member');
+    await asOwner(`INSERT INTO "authstrap_domain" ("organizationId", "domain", "state", "txtToken", "verifiedAt") VALUES ($1, $2, 'verified', 'token', now())`, [owner.organizationId, domain]);
+  }, 60_000);
+  afterAll(() => backend?.stop());
+
+  it('records the Better Auth endpoint a session was made by, and refuses a password sign-in once SSO is required', async () => {
+    await requireSso(false);
+    expect((await signInEmail(at('employee'))).status).toBe(200);
+    expect(await newestMethod(at('employee'))).toBe('better-auth:password');
+
+    await requireSso(true);
+    const sessionsBefore = (await asOwner(`SELECT count(*)::int AS n FROM "session"`)).rows[0]!.n;
+    await expectSsoRequired(await signInEmail(at('employee')));
+    expect((await asOwner(`SELECT count(*)::int AS n FROM "session"`)).rows[0]!.n).toBe(sessionsBefore);
+  });
+
+  it('refuses a sign-up in the domain whole: no user, account or organization is left', async () => {
+    await requireSso(true);
+    const signedUp = await auth.api.signUpEmail({ body: { email: at('newcomer'), password, name: 'Newcomer' }, asResponse: true });
+    await expectSsoRequired(signedUp);
+    expect((await asOwner(`SELECT 1 FROM "User" WHERE "email" = $1`, [at('newcomer')])).rowCount).toBe(0);
+    // Outside the domain, Better Auth's sign-up works as ever.
+    expect((await auth.api.signUpEmail({ body: { email: `newcomer-${kind}@elsewhere.example`, password, name: 'Elsewhere' }, asResponse: true })).status).toBe(200);
+  });
+
+  it('refuses a reset link mailed before enforcement: the password is not changed', async () => {
+    await requireSso(false);
+    await auth.api.requestPasswordReset({ body: { email: at('resetter'), redirectTo: '/reset' } });
+    const token = mailed.get(at('resetter'))!;
+    expect(token).toBeTruthy();
+    await requireSso(true);
+    await expectSsoRequired(await auth.api.resetPassword({ body: { token, newPassword: 'a brand new password' }, asResponse: true }));
+    await requireSso(false);
+    expect((await auth.api.signInEmail({ body: { email: at('resetter'), password }, asResponse: true })).status).toBe(200);
+  });
+
+  it('refuses a magic link and an e-mail code in the domain, and lets them through elsewhere', async () => {
+    await requireSso(true);
+    await auth.api.signInMagicLink({ body: { email: at('linked') }, headers: new Headers() });
+    const link = mailed.get(at('linked'))!;
+    await expectSsoRequired(await auth.api.magicLinkVerify({ query: { token: link }, headers: new Headers(), asResponse: true }));
+
+    await auth.api.sendVerificationOTP({ body: { email: at('coded'), type: 'sign-in' } });
+    await expectSsoRequired(await auth.api.signInEmailOTP({ body: { email: at('coded'), otp: mailed.get(at('coded'))! }, asResponse: true }));
+
+    await requireSso(false);
+    await auth.api.sendVerificationOTP({ body: { email: at('coded'), type: 'sign-in' } });
+    expect((await auth.api.signInEmailOTP({ body: { email: at('coded'), otp: mailed.get(at('coded'))! }, asResponse: true })).status).toBe(200);
+    expect(await newestMethod(at('coded'))).toBe('better-auth:email-otp');
+  });
+
+  it("lets the organization's owner in by password (break-glass), and records that it was", async () => {
+    await requireSso(true);
+    expect((await signInEmail(at('owner'))).status).toBe(200);
+    expect(await newestMethod(at('owner'))).toBe('better-auth:password:break-glass');
+  });
+
+  it('refuses a user their organization’s directory suspended, with SSO required or not', async () => {
+    await requireSso(false);
+    const leaver = (await asOwner(`SELECT "id" FROM "User" WHERE "email" = $1`, [at('leaver')])).rows[0]!.id;
+    await asOwner(
+      `INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason") VALUES (gen_random_uuid(), $1, $2, 'member', now(), 'directory-inactive')`,
+      [owner.organizationId, leaver],
+    );
+    const refused = await signInEmail(at('leaver'));
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ code: 'DEPROVISIONED', message: "Your access was turned off by your organization's directory" });
+    await asOwner(`DELETE FROM "authstrap_member_suspension" WHERE "userId" = $1`, [leaver]);
+    expect((await signInEmail(at('leaver'))).status).toBe(200);
+  });
+
+  it('judges a session the trusted server makes without naming a Better Auth endpoint as its own, whatever the body claims', async () => {
+    await requireSso(true);
+    const service = apiClient(backend.url, { token: serviceApiKey });
+    const employee = (await asOwner(`SELECT "id" FROM "User" WHERE "email" = $1`, [at('employee')])).rows[0]!.id;
+    const session = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+      service('POST', '/sessions', { body: { userId: employee, token: `t-${Math.random()}`, expiresAt: new Date(Date.now() + 3_600_000).toISOString(), ...body }, headers });
+    // The body cannot say it was single sign-on: the method is the server's to name.
+    const claimed = await session({ authMethod: 'sso' });
+    expect(claimed.status).toBe(403);
+    expect(claimed.body.error.code).toBe('SSO_REQUIRED');
+    // Better Auth's own sso plugin's callback, for a user with no account of the organization's providers: refused too.
+    expect((await session({}, { 'x-authstrap-better-auth-path': '/sso/callback/okta' })).body.error.code).toBe('SSO_REQUIRED');
+
+    await requireSso(false);
+    const plain = await session({ authMethod: 'sso' });
+    expect(plain.status).toBe(201);
+    expect(plain.body.data.authMethod).toBe('service');
+    const named = await session({}, { 'x-authstrap-better-auth-path': '/some-plugin/sign-in' });
+    expect(named.body.data.authMethod).toBe('better-auth:other');
+  });
+});
