@@ -2,25 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { ScimError, scimErrorBody } from '../src/scim/errors.js';
 import { compileFilter } from '../src/scim/filter-sql.js';
-import { maxFilterDepth, maxFilterLength, parseFilter, parsePath, type ScimFilter } from '../src/scim/filter.js';
+import { maxFilterDepth, maxFilterLength, parseFilter, parsePath } from '../src/scim/filter.js';
 import { createThrowawayDatabase, databaseKinds, projectDir } from './support/backend.js';
+import { scimErrorOf } from './support/scim.js';
 
 /**
  * src/scim/filter.ts and filter-sql.ts (docs/enterprise-identity.md 6.1): RFC 7644's filters,
  * the ones Okta and Entra ID send, hostile ones, and the SQL they become, run against a table
  * shaped like `authstrap_scim_user` on each database the suite has.
  */
-
-/** The error `run` throws; fails the test when it throws none or something else. */
-function scimErrorOf(run: () => unknown): ScimError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ScimError) return error;
-    throw new Error(`expected a ScimError, got ${String(error)}`);
-  }
-  throw new Error('expected a ScimError, got none');
-}
 
 const compare = (attribute: string, operator: string, value: unknown, extra: object = {}) => ({
   kind: 'compare',

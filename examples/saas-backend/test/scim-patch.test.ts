@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ScimError } from '../src/scim/errors.js';
 import { applyGroupPatch, applyUserPatch, patchOpSchema, type ScimResource } from '../src/scim/patch.js';
+import { scimErrorOf } from './support/scim.js';
 
 /**
  * src/scim/patch.ts (docs/enterprise-identity.md 6.2): PatchOp bodies as RFC 7644 section 3.5.2
@@ -27,17 +27,6 @@ function oktaUser(): ScimResource {
     active: true,
     meta: { resourceType: 'User' },
   };
-}
-
-/** The error `run` throws; fails the test when it throws none or something else. */
-function scimErrorOf(run: () => unknown): ScimError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ScimError) return error;
-    throw new Error(`expected a ScimError, got ${String(error)}`);
-  }
-  throw new Error('expected a ScimError, got none');
 }
 
 describe('the PatchOp body', () => {
