@@ -175,10 +175,7 @@ class ResourceEditor {
   private applyAt(op: PatchOperation['op'], path: PatchPath, value: unknown, pathText: string, fromMap: boolean): void {
     const place = this.placeOf(path, pathText);
     if (place === 'ignored') return;
-    if (place === 'extension') {
-      const extension = this.schema.extensions.find((candidate) => sameName(`${path.schema}:${path.attribute}`, candidate.urn))!;
-      return this.applyToExtension(op, extension, value);
-    }
+    if ('wholeExtension' in place) return this.applyToExtension(op, place.wholeExtension, value);
     const attribute = lookup(place.attributes.attributes, path.attribute);
     if (!attribute) {
       throw new ScimError(400, 'invalidPath', `Invalid path "${pathText}": a ${this.schema.resource} has no attribute "${path.attribute}"`);
@@ -192,17 +189,17 @@ class ResourceEditor {
     if (spec.type === 'members') return this.members!.apply(op, path, value, pathText);
 
     const container = this.containerOf(place);
-    if (spec.type === 'complex') this.applyToComplex(op, container, name, spec, path, value, pathText);
+    if (spec.type === 'complex') applyToComplex(op, container, name, spec, path, value, pathText);
     else if (spec.type === 'multiValued') applyToMultiValued(op, container, name, spec.subAttributes, path, value, pathText);
     else applyToSimple(op, container, name, spec, path, value, pathText);
     this.tidy(place);
   }
 
-  /** Which schema `path` writes to; 'extension': a whole extension object (`urn:...:enterprise:2.0:User`). */
-  private placeOf(path: PatchPath, pathText: string): Place | 'extension' | 'ignored' {
+  /** Which schema `path` writes to, or the whole extension object it names (`urn:...:enterprise:2.0:User`). */
+  private placeOf(path: PatchPath, pathText: string): Place | { wholeExtension: SchemaAttributes } | 'ignored' {
     if (path.schema === undefined || sameName(path.schema, this.schema.core.urn)) return { attributes: this.schema.core };
-    const whole = this.schema.extensions.some((candidate) => sameName(`${path.schema}:${path.attribute}`, candidate.urn));
-    if (whole && path.subAttribute === undefined && path.filter === undefined) return 'extension';
+    const whole = this.schema.extensions.find((candidate) => sameName(`${path.schema}:${path.attribute}`, candidate.urn));
+    if (whole && path.subAttribute === undefined && path.filter === undefined) return { wholeExtension: whole };
     const extension = this.schema.extensions.find((candidate) => sameName(path.schema!, candidate.urn));
     if (extension) return { attributes: extension, extension: extension.urn };
     if (/^urn:ietf:params:scim:schemas:core:/i.test(path.schema)) {
@@ -228,40 +225,6 @@ class ResourceEditor {
     }
   }
 
-  private applyToComplex(
-    op: PatchOperation['op'],
-    container: Record<string, unknown>,
-    name: string,
-    spec: Extract<AttributeSpec, { type: 'complex' }>,
-    path: PatchPath,
-    value: unknown,
-    pathText: string,
-  ): void {
-    if (path.filter) throw new ScimError(400, 'invalidPath', `Invalid path "${pathText}": "${name}" is not multi-valued, it takes no filter`);
-    const object = isObject(container[name]) ? container[name] : {};
-    if (path.subAttribute !== undefined) {
-      const sub = lookup(spec.subAttributes, path.subAttribute);
-      if (!sub) throw new ScimError(400, 'invalidPath', `Invalid path "${pathText}": "${name}" has no sub-attribute "${path.subAttribute}"`);
-      if (op === 'remove' || value === null) delete object[sub.name];
-      else object[sub.name] = simpleValue(sub.type, value, `${name}.${sub.name}`);
-    } else if (op === 'remove' || value === null) {
-      delete container[name];
-      return;
-    } else {
-      // Sub-attributes not given are left as they were (RFC 7644 3.5.2.3), for `add` and `replace` alike.
-      const given = spec.shorthand !== undefined && typeof value === 'string' ? { [spec.shorthand]: value } : value;
-      if (!isObject(given)) throw invalidValue(`"${name}" takes an object of its sub-attributes`);
-      for (const [key, item] of Object.entries(given)) {
-        const sub = lookup(spec.subAttributes, key);
-        if (!sub) throw invalidValue(`"${name}" has no sub-attribute "${key}"`);
-        if (item === null) delete object[sub.name];
-        else object[sub.name] = simpleValue(sub.type, item, `${name}.${sub.name}`);
-      }
-    }
-    if (Object.keys(object).length > 0) container[name] = object;
-    else delete container[name];
-  }
-
   private containerOf(place: Place): Record<string, unknown> {
     if (place.extension === undefined) return this.resource;
     this.touchedExtensions.add(place.extension);
@@ -278,6 +241,43 @@ class ResourceEditor {
     const object = this.resource[place.extension];
     if (isObject(object) && Object.keys(object).length === 0) delete this.resource[place.extension];
   }
+}
+
+/**
+ * `name`, the enterprise `manager`: the sub-attributes given are written and the others left as
+ * they were (RFC 7644 3.5.2.3), for `add` and `replace` alike.
+ */
+function applyToComplex(
+  op: PatchOperation['op'],
+  container: Record<string, unknown>,
+  name: string,
+  spec: Extract<AttributeSpec, { type: 'complex' }>,
+  path: PatchPath,
+  value: unknown,
+  pathText: string,
+): void {
+  if (path.filter) throw new ScimError(400, 'invalidPath', `Invalid path "${pathText}": "${name}" is not multi-valued, it takes no filter`);
+  const object = isObject(container[name]) ? container[name] : {};
+  if (path.subAttribute !== undefined) {
+    const sub = lookup(spec.subAttributes, path.subAttribute);
+    if (!sub) throw new ScimError(400, 'invalidPath', `Invalid path "${pathText}": "${name}" has no sub-attribute "${path.subAttribute}"`);
+    if (op === 'remove' || value === null) delete object[sub.name];
+    else object[sub.name] = simpleValue(sub.type, value, `${name}.${sub.name}`);
+  } else if (op === 'remove' || value === null) {
+    delete container[name];
+    return;
+  } else {
+    const given = spec.shorthand !== undefined && typeof value === 'string' ? { [spec.shorthand]: value } : value;
+    if (!isObject(given)) throw invalidValue(`"${name}" takes an object of its sub-attributes`);
+    for (const [key, item] of Object.entries(given)) {
+      const sub = lookup(spec.subAttributes, key);
+      if (!sub) throw invalidValue(`"${name}" has no sub-attribute "${key}"`);
+      if (item === null) delete object[sub.name];
+      else object[sub.name] = simpleValue(sub.type, item, `${name}.${sub.name}`);
+    }
+  }
+  if (Object.keys(object).length > 0) container[name] = object;
+  else delete container[name];
 }
 
 function applyToSimple(
