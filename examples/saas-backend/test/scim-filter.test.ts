@@ -510,5 +510,8 @@ describe.each(databaseKinds)('compiled filters on the %s database', (kind) => {
     expect(await groupsMatching('not (members pr)')).toEqual(new Set(['Empty']));
     expect(await groupsMatching('externalId ne "ext-admins"')).toEqual(new Set(['Empty']));
     expect(await groupsMatching('members eq "not-an-id"')).toEqual(new Set());
+    // Entra ID's question whether a user is in a group: about the members attribute of one group.
+    expect(await groupsMatching(`id eq "${ids.admins}" and members eq "${ids.barbara}"`)).toEqual(new Set(['Admins']));
+    expect(await groupsMatching(`id eq "${ids.empty}" and members eq "${ids.barbara}"`)).toEqual(new Set());
   });
 });
