@@ -1352,6 +1352,16 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
 
 /** Every event type the backend records, and so every type a webhook endpoint may receive. */
 export type EventType =
+  | 'directory.created'
+  | 'directory.deleted'
+  | 'directory.request_refused'
+  | 'directory.token_revoked'
+  | 'directory.token_rotated'
+  | 'directory.updated'
+  | 'directory.user_deprovisioned'
+  | 'directory.user_provisioned'
+  | 'directory.user_reactivated'
+  | 'directory.user_updated'
   | 'invitation.accepted'
   | 'invitation.declined'
   | 'invitation.revoked'
@@ -1391,6 +1401,16 @@ export type EventType =
 
 /** The event catalogue: each event type with what it means, e.g. for choosing what a webhook endpoint receives. */
 export const eventCatalogue: Record<EventType, string> = {
+  'directory.created': "An owner or admin connected a SCIM directory (an identity provider that provisions members)",
+  'directory.deleted': "A SCIM directory was removed (the memberships it made stay)",
+  'directory.request_refused': "A SCIM request was refused because it would leave the organization without an owner (data.detail)",
+  'directory.token_revoked': "A SCIM directory's token was revoked",
+  'directory.token_rotated': "A SCIM directory got a new token (data.start; the previous one works for data.overlapSeconds)",
+  'directory.updated': "A SCIM directory's name, default role or state changed (data.changedFields)",
+  'directory.user_deprovisioned': "A SCIM directory deactivated or deleted a user: their membership is suspended and their sessions ended (data.reason, data.sessionsEnded)",
+  'directory.user_provisioned': "A SCIM directory provisioned a user (data.membership: member, or invited for an account outside the verified domains)",
+  'directory.user_reactivated': "A SCIM directory reactivated a user: their membership is back",
+  'directory.user_updated': "A SCIM directory changed a user's attributes (data.changedFields)",
   'invitation.accepted': "An invitation was accepted",
   'invitation.declined': "An invitation was declined",
   'invitation.revoked': "An owner or admin withdrew a pending invitation before it was answered",

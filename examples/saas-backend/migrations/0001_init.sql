@@ -868,6 +868,53 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.scim_caller(token_hash text, directory_id uuid) RETURNS TABLE ("directoryId" uuid, "organizationId" uuid, "outcome" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  token_id uuid;
+  found_directory uuid;
+  found_organization uuid;
+  directory_enabled boolean;
+  token_expires timestamptz;
+  token_used timestamptz;
+  verdict text;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT t."id", t."directoryId", t."organizationId", d."enabled", t."expiresAt", t."lastUsedAt"
+    INTO token_id, found_directory, found_organization, directory_enabled, token_expires, token_used
+    FROM "authstrap_scim_token" t JOIN "authstrap_scim_directory" d ON d."id" = t."directoryId"
+   WHERE t."tokenHash" = token_hash;
+  IF token_id IS NOT NULL THEN
+    verdict := CASE WHEN found_directory IS DISTINCT FROM directory_id THEN 'other-directory'
+                    WHEN NOT directory_enabled THEN 'disabled'
+                    WHEN token_expires IS NOT NULL AND token_expires <= now() THEN 'expired'
+                    ELSE 'ok' END;
+    IF verdict = 'ok' AND (token_used IS NULL OR token_used < now() - interval '1 minute') THEN
+      UPDATE "authstrap_scim_token" SET "lastUsedAt" = now() WHERE "id" = token_id;
+      UPDATE "authstrap_scim_directory" SET "lastRequestAt" = now() WHERE "id" = found_directory;
+    END IF;
+  END IF;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  IF token_id IS NOT NULL THEN
+    RETURN QUERY SELECT found_directory, found_organization, verdict;
+  END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.member_suspended(user_id uuid, organization_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  suspended boolean;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  suspended := EXISTS (SELECT 1 FROM "authstrap_member_suspension" s WHERE s."userId" = user_id AND s."organizationId" = organization_id);
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN suspended;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.operator_check(operator_id uuid) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');

@@ -31,6 +31,9 @@ import { registerRealtimeRoutes } from './realtime/openapi.js';
 import { realtimeRouter } from './realtime/realtime.router.js';
 import type { Streams } from './realtime/streams.js';
 import { securityHeaders } from './http/security-headers.js';
+import { scimDirectoriesRouter } from './scim/directories.router.js';
+import { registerScimRoutes } from './scim/openapi.js';
+import { scimRouter } from './scim/scim.router.js';
 import { docsRouter, registerProbeAndDocsRoutes } from './openapi/docs.js';
 
 export interface AppDependencies {
@@ -53,9 +56,9 @@ export interface AppDependencies {
 /**
  * The whole HTTP pipeline, in the order a request meets it:
  * request id + log (and metrics) -> the request's span (traces on) -> security headers -> CORS ->
- * health -> metrics -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> /api/operator (the
+ * health -> metrics -> SCIM (src/scim: its own token, limits and errors) -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> /api/operator (the
  * platform's operators: src/operator) -> the audit log and
- * the webhook endpoints (src/events) -> live streams (src/realtime) -> your routes (src/extensions) -> generated routes, each
+ * the webhook endpoints (src/events) -> the SCIM directories (src/scim) -> live streams (src/realtime) -> your routes (src/extensions) -> generated routes, each
  * behind the auth guard (who is calling) and, when tenant-scoped, the scope guard (which
  * organization, which role) -> 404 -> error envelope.
  */
@@ -105,6 +108,10 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   });
   // For Prometheus, with its own token; not rate limited, like the probes.
   if (metrics) app.get('/metrics', metrics.endpoint);
+  // SCIM (src/scim): an identity provider with its directory's token, counted per directory, with
+  // its own body limit and SCIM's media type and errors; before the per-IP limits, which a sync
+  // from one address would exhaust for everyone behind it.
+  app.use('/scim/v2', scimRouter({ db, config, logger }));
   // Three budgets: sign-up/sign-in (strict), the rest of /api, and the data routes with the docs
   // page (generous, per session). The service key's requests are counted by none of them.
   app.use('/api/auth', rateLimits.auth);
@@ -119,6 +126,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
     registerEventRoutes(registry);
     registerRealtimeRoutes(registry);
     registerOperatorRoutes(registry);
+    registerScimRoutes(registry);
   });
   app.use('/api/docs', docsRouter(document));
 
@@ -129,6 +137,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use('/api/service/transactions', transactions.router());
   app.use('/audit-events', ...auditEventsRouter({ config, db, auth }));
   app.use('/webhook-endpoints', ...webhooksRouter({ config, db, auth, outbox, settings: config.webhooks }));
+  app.use('/scim-directories', ...scimDirectoriesRouter({ config, db, auth }));
   app.use('/realtime', realtimeRouter({ config, db, auth, streams }));
   app.use(extensionRouter({ config, db, auth }));
   app.use(generatedRouter({ db, auth, config, transactions }));

@@ -18,7 +18,7 @@ const signatureHeaders = z.object({
 });
 
 const actor = z.object({
-  type: z.enum(['user', 'machine_key', 'service', 'system']),
+  type: z.enum(['user', 'machine_key', 'service', 'system', 'directory']),
   id: z.string().nullable().meta({ description: "The user's id when a user acted" }),
 });
 
@@ -70,7 +70,7 @@ export function registerEventRoutes(registry: OpenAPIRegistry): void {
       type: z.string(),
       organizationId: z.uuid().nullable(),
       userId: z.uuid().nullable(),
-      actorType: z.enum(['user', 'machine_key', 'service', 'system']),
+      actorType: z.enum(['user', 'machine_key', 'service', 'system', 'directory']),
       actorId: z.string().nullable(),
       entity: z.string().nullable(),
       entityId: z.string().nullable(),

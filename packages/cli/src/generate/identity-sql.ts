@@ -173,11 +173,66 @@ const sessionPolicy = policyTrigger(
 /** No password is stored for an address that must sign in with SSO (its owners excepted, under break-glass). */
 const passwordPolicy = policyTrigger('password_policy', `authstrap.sign_in_verdict(address, NEW."userId", 'password-set', NULL, NULL)`);
 
+/**
+ * Who a SCIM request is (docs/enterprise-identity.md, 5.3): the directory whose token hashes to
+ * `token_hash`, if it is the one the path names (`directory_id`), with why it may not act when it
+ * may not. No row: no such token (never made, or revoked). SECURITY DEFINER with the maintenance
+ * setting, as sign_in_verdict: the tokens are read before any scope exists. It notes the token's
+ * and the directory's last use at most once a minute, so a sync's requests do not queue on the rows.
+ */
+const scimCaller = `CREATE OR REPLACE FUNCTION authstrap.scim_caller(token_hash text, directory_id uuid) RETURNS TABLE ("directoryId" uuid, "organizationId" uuid, "outcome" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  token_id uuid;
+  found_directory uuid;
+  found_organization uuid;
+  directory_enabled boolean;
+  token_expires timestamptz;
+  token_used timestamptz;
+  verdict text;
+BEGIN
+${withMaintenance(`  SELECT t."id", t."directoryId", t."organizationId", d."enabled", t."expiresAt", t."lastUsedAt"
+    INTO token_id, found_directory, found_organization, directory_enabled, token_expires, token_used
+    FROM "authstrap_scim_token" t JOIN "authstrap_scim_directory" d ON d."id" = t."directoryId"
+   WHERE t."tokenHash" = token_hash;
+  IF token_id IS NOT NULL THEN
+    verdict := CASE WHEN found_directory IS DISTINCT FROM directory_id THEN 'other-directory'
+                    WHEN NOT directory_enabled THEN 'disabled'
+                    WHEN token_expires IS NOT NULL AND token_expires <= now() THEN 'expired'
+                    ELSE 'ok' END;
+    IF verdict = 'ok' AND (token_used IS NULL OR token_used < now() - interval '1 minute') THEN
+      UPDATE "authstrap_scim_token" SET "lastUsedAt" = now() WHERE "id" = token_id;
+      UPDATE "authstrap_scim_directory" SET "lastRequestAt" = now() WHERE "id" = found_directory;
+    END IF;
+  END IF;`)}
+  IF token_id IS NOT NULL THEN
+    RETURN QUERY SELECT found_directory, found_organization, verdict;
+  END IF;
+END
+$$;`;
+
+/**
+ * Whether a directory suspended `user_id` in `organization_id`: a machine key that user made stops
+ * working while they are (3.6), on its next request and in the streams' recheck. SECURITY DEFINER:
+ * asked by the key's own lookup, before any scope lets the suspensions be read.
+ */
+const memberSuspended = `CREATE OR REPLACE FUNCTION authstrap.member_suspended(user_id uuid, organization_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  suspended boolean;
+BEGIN
+${withMaintenance('  suspended := EXISTS (SELECT 1 FROM "authstrap_member_suspension" s WHERE s."userId" = user_id AND s."organizationId" = organization_id);')}
+  RETURN suspended;
+END
+$$;`;
+
 export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sign_in_rule', definition: signInRule(schema) },
   { name: 'sign_in_verdict', definition: signInVerdict },
   { name: 'session_policy', definition: sessionPolicy },
   { name: 'password_policy', definition: passwordPolicy },
+  { name: 'scim_caller', definition: scimCaller },
+  { name: 'member_suspended', definition: memberSuspended },
 ];
 
 /** The triggers of the rule, by table (table-model.ts puts them on `session` and `account`). */

@@ -179,6 +179,8 @@ function machineKeyCheck(
           throw new HttpError(401, 'UNAUTHORIZED', "This machine key's organization no longer exists");
         case 'other-organization':
           throw forbidden("This machine key belongs to another organization than the one x-organization-id names");
+        case 'creator-suspended':
+          throw new HttpError(401, 'UNAUTHORIZED', "This machine key's maker was deprovisioned by the organization's directory");
         case 'forbidden':
           throw forbidden(`This machine key may not ${asked.operation} ${asked.entity}: its permissions do not include it`);
         case 'quota-exhausted':

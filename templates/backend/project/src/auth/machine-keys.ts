@@ -104,8 +104,8 @@ export function createMachineKeys(db: Database, limit: MachineKeyLimit) {
       const key = `${keyPrefix}${randomBytes(32).toString('base64url')}`;
       const { rows } = await db.transaction(async (tx) => {
         const made = await tx.query<Omit<MachineKey, 'permissions'> & { permissions: string | null }>(
-        `INSERT INTO "apikey" ("referenceId", "name", "start", "prefix", "key", "role", "permissions", "expiresAt", "rateLimitMax", "rateLimitTimeWindow")
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        `INSERT INTO "apikey" ("referenceId", "name", "start", "prefix", "key", "role", "permissions", "expiresAt", "rateLimitMax", "rateLimitTimeWindow", "createdBy")
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          RETURNING ${keyColumns}`,
         [
           organizationId,
@@ -118,6 +118,8 @@ export function createMachineKeys(db: Database, limit: MachineKeyLimit) {
           input.expiresIn === undefined ? null : new Date(Date.now() + input.expiresIn * 1000),
           input.rateLimitMax,
           input.rateLimitTimeWindow,
+          // Its maker: a directory that suspends them stops the key too (db/scope.ts, creatorActive).
+          creatorId,
         ],
       );
         // Its name, role and permissions: never the key or its hash.

@@ -36,7 +36,7 @@ import { listRows, type ListPage, type ListQuery } from '../http/list-query.js';
 export type AuthEventType = EventType | (string & {});
 
 /** Who acted, when it is not the signed-in user of the transaction's scope. */
-export type Actor = { actorType: 'user' | 'machine_key'; actorId: string } | { actorType: 'service' | 'system'; actorId?: undefined };
+export type Actor = { actorType: 'user' | 'machine_key' | 'directory'; actorId: string } | { actorType: 'service' | 'system'; actorId?: undefined };
 
 /** Where a change came from: the request, and who made it. Stored with each of its events. */
 export interface EventContext {
@@ -116,7 +116,7 @@ export const auditEventListSpec: ListSpec = {
   selectList: `"id", "type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent", "createdAt"`,
   fields: {
     type: { column: 'type', type: 'string' },
-    actorType: { column: 'actorType', type: 'string', values: ['user', 'machine_key', 'service', 'system'] },
+    actorType: { column: 'actorType', type: 'string', values: ['user', 'machine_key', 'service', 'system', 'directory'] },
     actorId: { column: 'actorId', type: 'string', nullable: true },
     userId: { column: 'userId', type: 'uuid', nullable: true },
     entity: { column: 'entity', type: 'string', nullable: true },

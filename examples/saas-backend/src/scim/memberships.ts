@@ -1,0 +1,136 @@
+import type { Queryable } from '../db/database.js';
+import { lockUntilCommit } from '../db/locks.js';
+import { endRefusedSessions } from '../auth/sign-in-policy.js';
+import { recordEvent } from '../events/events.js';
+import { ScimError } from './errors.js';
+import type { UserColumns } from './user-resource.js';
+
+/**
+ * What a directory does to the organization's members (docs/enterprise-identity.md, 6.3 and 6.4),
+ * each in the SCIM request's transaction, scoped to the organization with the role `directory`:
+ *
+ * - provisioning links the person to a `User` (made when there is none) and gives them a
+ *   membership, but only where the organization may: an address in one of its verified domains,
+ *   or a new account, or someone already a member. An existing account outside its domains is
+ *   never joined to it without consent: it is `invited`.
+ * - deactivating (or deleting) **suspends** the membership: the `member` row moves to
+ *   `authstrap_member_suspension` (same id, role and date), every session that could still act in
+ *   the organization ends (and everywhere, when the organization owns the address), their machine
+ *   keys stop (db/scope.ts, creatorActive), their streams end at the next recheck, and the sign-in
+ *   rule refuses them. Nothing they made is touched.
+ * - reactivating moves the row back.
+ */
+
+export interface Directory {
+  id: string;
+  organizationId: string;
+  defaultRole: 'member' | 'admin';
+}
+
+export type Membership = 'member' | 'suspended' | 'invited';
+
+/** Whether the organization has verified the domain of `email` (a failing domain still counts, within its grace). */
+async function ownsAddress(tx: Queryable, organizationId: string, email: string): Promise<boolean> {
+  const { rows } = await tx.query(
+    `SELECT 1 FROM "authstrap_domain" WHERE "organizationId" = $1 AND "domain" = lower(substring($2 from '@([^@]*)$')) AND "state" IN ('verified', 'failing')`,
+    [organizationId, email],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * The `User` for a new SCIM user and what their membership became: linked to the account of the
+ * same address, or a new account (its address verified only when the organization owns the
+ * domain); a membership with the directory's default role, unless the account exists outside the
+ * organization's domains and is not a member yet (then `invited`: nothing joins them).
+ */
+export async function provisionUser(tx: Queryable, directory: Directory, user: UserColumns): Promise<{ userId: string; membership: Membership; created: boolean }> {
+  const owned = await ownsAddress(tx, directory.organizationId, user.email);
+  const { rows: existing } = await tx.query<{ id: string; member: boolean; suspended: boolean }>(
+    `SELECT u."id",
+            EXISTS (SELECT 1 FROM "member" m WHERE m."userId" = u."id" AND m."organizationId" = $2) AS "member",
+            authstrap.member_suspended(u."id", $2) AS "suspended"
+       FROM "User" u WHERE lower(u."email") = $1`,
+    [user.email, directory.organizationId],
+  );
+  const account = existing[0];
+  if (!account) {
+    const { rows } = await tx.query<{ id: string }>(`INSERT INTO "User" ("email", "name", "email_verified") VALUES ($1, $2, $3) RETURNING "id"`, [user.email, user.personName, owned]);
+    const userId = rows[0]!.id;
+    await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3)`, [directory.organizationId, userId, directory.defaultRole]);
+    return { userId, membership: 'member', created: true };
+  }
+  // Made again after a DELETE (Okta re-assigns so): the membership comes back.
+  if (account.suspended) {
+    await reactivate(tx, directory, account.id);
+    return { userId: account.id, membership: 'member', created: false };
+  }
+  if (account.member) return { userId: account.id, membership: 'member', created: false };
+  if (!owned) return { userId: account.id, membership: 'invited', created: false };
+  await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3)`, [directory.organizationId, account.id, directory.defaultRole]);
+  return { userId: account.id, membership: 'member', created: false };
+}
+
+/**
+ * Suspends the membership of `userId` and ends what it could still do (6.4). The last owner of
+ * the organization is never suspended by a directory: 400 `mutability` (the caller records the
+ * refusal once this transaction has rolled back). Returns how many sessions ended.
+ */
+export async function suspend(tx: Queryable, directory: Directory, userId: string, reason: 'directory-inactive' | 'directory-deleted'): Promise<number> {
+  // A sign-in in flight commits before this (and its session is ended below), or waits and is refused.
+  await lockUntilCommit(tx, `sign-in:user:${userId}`, `owners:${directory.organizationId}`);
+  const { rows } = await tx.query<{ role: string; owners: number }>(
+    `SELECT m."role", (SELECT count(*)::int FROM "member" o WHERE o."organizationId" = m."organizationId" AND o."role" = 'owner') AS "owners"
+       FROM "member" m WHERE m."organizationId" = $1 AND m."userId" = $2`,
+    [directory.organizationId, userId],
+  );
+  const membership = rows[0];
+  if (membership?.role === 'owner' && membership.owners <= 1) {
+    throw new ScimError(400, 'mutability', 'The last owner of the organization cannot be deactivated by the directory: make someone else an owner first');
+  }
+  if (membership) {
+    await tx.query(
+      `WITH gone AS (DELETE FROM "member" WHERE "organizationId" = $1 AND "userId" = $2 RETURNING "id", "role", "createdAt")
+       INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason", "directoryId")
+       SELECT "id", $1, $2, "role", "createdAt", $3, $4 FROM gone`,
+      [directory.organizationId, userId, reason, directory.id],
+    );
+  } else {
+    // Suspended already (deactivated, now deleted): the reason is the latest.
+    await tx.query(`UPDATE "authstrap_member_suspension" SET "reason" = $3 WHERE "organizationId" = $1 AND "userId" = $2`, [directory.organizationId, userId, reason]);
+  }
+  return endRefusedSessions(tx, { kind: 'suspended', organizationId: directory.organizationId, userId });
+}
+
+/** Brings a suspended membership back, with its id, role and date (the sessions stay ended: they sign in again). */
+export async function reactivate(tx: Queryable, directory: Directory, userId: string): Promise<boolean> {
+  await lockUntilCommit(tx, `sign-in:user:${userId}`);
+  const { rowCount } = await tx.query(
+    `WITH back AS (DELETE FROM "authstrap_member_suspension" WHERE "organizationId" = $1 AND "userId" = $2 RETURNING "id", "role", "memberCreatedAt")
+     INSERT INTO "member" ("id", "organizationId", "userId", "role", "createdAt") SELECT "id", $1, $2, "role", "memberCreatedAt" FROM back
+     ON CONFLICT ("organizationId", "userId") DO NOTHING`,
+    [directory.organizationId, userId],
+  );
+  return rowCount > 0;
+}
+
+/**
+ * What the directory changes of the person's account: the name, and the address when both the old
+ * and the new one are in the organization's verified domains (the organization owns that account's
+ * profile; 6.3). An account outside them is the person's own, and keeps its name and address.
+ */
+export async function updateAccount(tx: Queryable, directory: Directory, userId: string, user: UserColumns): Promise<void> {
+  const { rows } = await tx.query<{ email: string }>(`SELECT "email" FROM "User" WHERE "id" = $1`, [userId]);
+  const current = rows[0];
+  if (!current || !(await ownsAddress(tx, directory.organizationId, current.email))) return;
+  const newAddress = current.email.toLowerCase() !== user.email && (await ownsAddress(tx, directory.organizationId, user.email)) ? user.email : null;
+  await tx.query(`UPDATE "User" SET "name" = $2, "email" = COALESCE($3, "email"), "updatedAt" = now() WHERE "id" = $1 AND ("name" IS DISTINCT FROM $2 OR $3::text IS NOT NULL)`, [
+    userId,
+    user.personName,
+    newAddress,
+  ]);
+}
+
+/** Records a directory event in the transaction (the directory is its actor: the transaction's context). */
+export const directoryEvent = (tx: Queryable, directory: Directory, type: string, userId: string | null, entityId: string, data: Record<string, unknown>) =>
+  recordEvent(tx, { type, organizationId: directory.organizationId, userId, entity: 'scim_user', entityId, data });

@@ -1,0 +1,180 @@
+import express, { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Database, Queryable } from '../db/database.js';
+import { recordEvent, requestContext } from '../events/events.js';
+import { HttpError } from '../http/errors.js';
+import { refuseInvalidUtf8 } from '../http/json-body.js';
+import { bearerToken } from '../http/session-token.js';
+import { isUuid } from '../http/validate.js';
+import { discoveryRoutes } from './discovery.js';
+import { ScimError, scimErrorBody } from './errors.js';
+import type { Directory } from './memberships.js';
+import { scimCallerStatement, scimTokenPrefix, type ScimCallerRow } from './tokens.js';
+import { userRoutes } from './users.js';
+
+/**
+ * The SCIM 2.0 service (RFC 7643, 7644) of each directory, at `/scim/v2/<directory id>`
+ * (docs/scim.md; the design in docs/enterprise-identity.md, 5.3 and 6). An identity provider
+ * provisions the organization's members here with its directory's bearer token:
+ *
+ *   request -> SCIM JSON body (its own limit) -> the directory's slot (at most
+ *   SCIM_MAX_CONCURRENT_PER_DIRECTORY in flight, SCIM_RATE_LIMIT_MAX a minute; 429 beyond) ->
+ *   a transaction scoped by the token (authstrap.scim_caller: its organization, the role
+ *   `directory`) -> the resource's route -> SCIM's answer, or SCIM's error.
+ *
+ * Answers are SCIM's, not the house envelope: `application/scim+json`, `ListResponse`, and errors
+ * in RFC 7644's schema with their `scimType`. The token works here only: every other route's
+ * guard does not know it (401), and a session or the service key is a 401 here.
+ */
+
+export interface ScimDeps {
+  db: Database;
+  config: Config;
+  logger: Logger;
+}
+
+/** The work of one SCIM request, in its transaction, as its directory. */
+export type AsDirectory = <T>(req: Request, work: (tx: Queryable, directory: Directory) => Promise<T>) => Promise<T>;
+
+export const scimContentType = 'application/scim+json';
+
+/** Answers a SCIM resource (or list, or error) with SCIM's media type. */
+export function sendScim(res: Response, status: number, body: unknown): void {
+  res.status(status).type(scimContentType).send(JSON.stringify(body));
+}
+
+/** The directory's base URL (`<AUTH_URL>/scim/v2/<id>`): where its resources' `meta.location` point. */
+export const baseUrlOf = (config: Config, directoryId: string) => `${config.authUrl}/scim/v2/${directoryId}`;
+
+export function scimRouter({ db, config, logger }: ScimDeps): Router {
+  const router = Router();
+  const { bodyLimit, rateLimitMax, maxConcurrentPerDirectory } = config.scim;
+
+  // SCIM's media type and plain JSON (Okta sends either), bounded by SCIM's own limit: a group
+  // with thousands of members is one body. Not valid UTF-8: refused, never stored altered.
+  router.use(express.json({ type: [scimContentType, 'application/json'], limit: bodyLimit, verify: refuseInvalidUtf8 }));
+
+  const inFlight = new Map<string, number>();
+  const perMinute = new Map<string, { windowStart: number; count: number }>();
+  /**
+   * A directory's share of this instance: a 10,000-user initial sync sends as fast as it is
+   * answered, so it gets at most `maxConcurrentPerDirectory` of the pool's connections at a time
+   * and `rateLimitMax` requests a minute; beyond, 429 with Retry-After (Okta and Entra ID retry).
+   * Counted per instance, in memory: what it protects is this instance's pool.
+   */
+  const directorySlot: RequestHandler = (req, res, next) => {
+    const directoryId = String(req.params.directoryId);
+    const now = Date.now();
+    const window = perMinute.get(directoryId);
+    const counted = window && now - window.windowStart < 60_000 ? window : { windowStart: now, count: 0 };
+    counted.count += 1;
+    perMinute.set(directoryId, counted);
+    const busy = inFlight.get(directoryId) ?? 0;
+    if (busy >= maxConcurrentPerDirectory || counted.count > rateLimitMax) {
+      const seconds = counted.count > rateLimitMax ? Math.ceil((counted.windowStart + 60_000 - now) / 1000) : 1;
+      res.setHeader('Retry-After', String(Math.max(1, seconds)));
+      return sendScim(res, 429, scimErrorBody(new ScimError(429, 'tooMany', 'Too many requests for this directory at once; try again shortly')));
+    }
+    inFlight.set(directoryId, busy + 1);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const left = (inFlight.get(directoryId) ?? 1) - 1;
+      if (left > 0) inFlight.set(directoryId, left);
+      else inFlight.delete(directoryId);
+    };
+    res.on('finish', release);
+    res.on('close', release);
+    next();
+  };
+  // Windows of directories that went quiet are dropped, so the map stays as small as the active ones.
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [id, window] of perMinute) if (now - window.windowStart >= 60_000) perMinute.delete(id);
+  }, 60_000);
+  sweep.unref();
+
+  /**
+   * Runs `work` as the directory whose token the request carries, in one transaction: the token
+   * is checked by the transaction's first statement, which scopes it (db/scope.ts's way, with
+   * the role `directory`) and names the directory as the actor of its events. Anything else is
+   * a 401 with `WWW-Authenticate: Bearer`, whatever the route.
+   */
+  const asDirectory: AsDirectory = (req, work) => {
+    const directoryId = String(req.params.directoryId);
+    const token = bearerToken(req);
+    if (!token || !token.startsWith(scimTokenPrefix) || !isUuid(directoryId)) throw unauthorized();
+    const context = JSON.stringify(requestContext(req, { actorType: 'directory', actorId: directoryId }));
+    const run = <T>(work: (tx: Queryable, directory: Directory) => Promise<T>) =>
+      db.transaction(async (tx) => {
+        const statement = scimCallerStatement(token, directoryId, context);
+        const { rows } = await tx.query<ScimCallerRow>(statement.text, statement.params);
+        const caller = rows[0];
+        if (!caller || caller.outcome !== 'ok') throw unauthorized(caller?.outcome);
+        const { rows: directories } = await tx.query<Directory>(`SELECT "id", "organizationId", "defaultRole" FROM "authstrap_scim_directory" WHERE "id" = $1`, [directoryId]);
+        return work(tx, directories[0]!);
+      });
+    return run(work).catch(async (error: unknown) => {
+      // A change refused because it would leave the organization without an owner is on the
+      // record (its own transaction: the request's rolled back), so the owners see what the
+      // directory tried.
+      if (error instanceof ScimError && error.scimType === 'mutability') {
+        await run((tx, directory) =>
+          recordEvent(tx, { type: 'directory.request_refused', organizationId: directory.organizationId, entity: 'scim_directory', entityId: directory.id, data: { method: req.method, path: req.path, detail: error.detail } }),
+        ).catch((failed: unknown) => logger.warn({ err: (failed as Error).message }, 'scim: could not record a refused request'));
+      }
+      throw error;
+    });
+  };
+
+  const directory = Router({ mergeParams: true });
+  discoveryRoutes(directory, config);
+  userRoutes(directory, { asDirectory, config });
+  // Bulk, /Me and POST /.search: not offered (ServiceProviderConfig says so).
+  directory.all(['/Bulk', '/Me', '/.search', '/Users/.search', '/Groups/.search'], () => {
+    throw new ScimError(501, undefined, 'Not offered by this service: see ServiceProviderConfig');
+  });
+  directory.use(() => {
+    throw new ScimError(404, undefined, 'No such SCIM endpoint');
+  });
+
+  router.use('/:directoryId', directorySlot, directory);
+  router.use(scimErrors(logger));
+  return router;
+}
+
+function unauthorized(outcome?: ScimCallerRow['outcome']): ScimError {
+  const detail =
+    outcome === 'disabled'
+      ? 'This directory is turned off in the organization’s settings'
+      : outcome === 'expired'
+        ? 'This token was rotated and its overlap has ended: use the new one'
+        : 'Send this directory’s SCIM token as Authorization: Bearer scim_…';
+  return new ScimError(401, undefined, detail);
+}
+
+/** PostgreSQL's unique violation: a userName, externalId or account the directory already has. */
+const uniqueViolation = '23505';
+
+/** Every error of a SCIM route, as SCIM's error; what is no client's mistake goes on to the backend's handler (logged, 500 or 503). */
+function scimErrors(logger: Logger): ErrorRequestHandler {
+  return (error, req, res, next) => {
+    if (error instanceof ScimError) {
+      if (error.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="scim"');
+      return sendScim(res, error.status, scimErrorBody(error));
+    }
+    if ((error as { code?: unknown }).code === uniqueViolation) {
+      return sendScim(res, 409, scimErrorBody(new ScimError(409, 'uniqueness', 'A resource with this userName, externalId or account already exists in this directory')));
+    }
+    // The body parser's: malformed JSON, too large, wrong encoding.
+    const status = (error as { status?: unknown }).status;
+    if (error instanceof HttpError || (typeof status === 'number' && status >= 400 && status < 500)) {
+      const code = error instanceof HttpError ? error.status : (status as number);
+      return sendScim(res, code, scimErrorBody(new ScimError(code, code === 400 ? 'invalidSyntax' : undefined, (error as Error).message || 'Bad request')));
+    }
+    logger.debug({ err: (error as Error).message, path: req.path }, 'scim: passing an error to the error handler');
+    next(error);
+  };
+}

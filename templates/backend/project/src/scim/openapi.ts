@@ -1,0 +1,56 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+import { ScimDirectoryInput, ScimDirectoryUpdate, ScimTokenRotation } from './directories.router.js';
+
+/**
+ * SCIM in the OpenAPI document: the routes an organization's owners and admins manage their
+ * directories with (the house envelope), and the SCIM service itself (`/scim/v2/{directoryId}`,
+ * SCIM's own JSON and errors; RFC 7644 is its full description).
+ */
+
+const ScimToken = z.object({ id: z.uuid(), start: z.string().meta({ description: 'The first characters, to recognise it by' }), expiresAt: z.date().nullable(), lastUsedAt: z.date().nullable(), createdAt: z.date() });
+// Unnamed, as the webhook endpoints': not a generated collection for `authstrap verify`.
+const ScimDirectory = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  preset: z.enum(['okta', 'entra', 'google', 'generic']),
+  defaultRole: z.enum(['member', 'admin']),
+  enabled: z.boolean(),
+  lastRequestAt: z.date().nullable(),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+  baseUrl: z.string().meta({ description: 'The SCIM base URL to give the identity provider' }),
+  tokens: z.array(ScimToken).meta({ description: 'The tokens that work now (never the tokens themselves)' }),
+});
+const ScimDirectoryUser = z.object({
+  id: z.uuid(),
+  userId: z.uuid(),
+  userName: z.string(),
+  externalId: z.string().nullable(),
+  email: z.string(),
+  displayName: z.string().nullable(),
+  active: z.boolean(),
+  membership: z.enum(['member', 'suspended', 'invited']),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+});
+
+export function registerScimRoutes(registry: OpenAPIRegistry): void {
+  const one = (item: z.ZodType) => ({ content: { 'application/json': { schema: z.object({ success: z.literal(true), data: item }) } } });
+  const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
+  const tenant = z.object({ 'x-organization-id': z.uuid().optional() });
+  const adminOnly = { 401: { description: 'Not signed in' }, 403: { description: 'Not an owner or admin of the organization (or a key)' } };
+  const missing = { 404: { description: 'No such directory in this organization' } };
+  const id = z.object({ id: z.uuid() });
+  const tags = ['scim'];
+  const withToken = ScimDirectory.extend({ token: z.string().meta({ description: 'scim_...: shown once' }) });
+
+  registry.registerPath({ method: 'get', path: '/scim-directories', operationId: 'listScimDirectories', tags, summary: "The organization's SCIM directories and their tokens (never the tokens themselves)", request: { headers: tenant }, responses: { 200: { description: 'Directories', ...one(z.array(ScimDirectory)) }, ...adminOnly } });
+  registry.registerPath({ method: 'post', path: '/scim-directories', operationId: 'createScimDirectory', tags, summary: 'Connect an identity provider: its SCIM base URL, and its first token, in this answer only', request: { headers: tenant, body: json(ScimDirectoryInput) }, responses: { 201: { description: 'Connected', ...one(withToken) }, ...adminOnly, 409: { description: 'A directory of this name exists' }, 422: { description: 'Invalid input (details name the field)' } } });
+  registry.registerPath({ method: 'get', path: '/scim-directories/{id}', operationId: 'getScimDirectory', tags, summary: 'One directory', request: { headers: tenant, params: id }, responses: { 200: { description: 'The directory', ...one(ScimDirectory) }, ...adminOnly, ...missing } });
+  registry.registerPath({ method: 'patch', path: '/scim-directories/{id}', operationId: 'updateScimDirectory', tags, summary: 'Rename it, change its default role, or turn it off (its tokens then answer 401) and on', request: { headers: tenant, params: id, body: json(ScimDirectoryUpdate) }, responses: { 200: { description: 'Changed', ...one(ScimDirectory) }, ...adminOnly, ...missing } });
+  registry.registerPath({ method: 'delete', path: '/scim-directories/{id}', operationId: 'deleteScimDirectory', tags, summary: 'Disconnect it: memberships stay as they are, suspended ones become removable by hand', request: { headers: tenant, params: id }, responses: { 204: { description: 'Removed' }, ...adminOnly, ...missing } });
+  registry.registerPath({ method: 'post', path: '/scim-directories/{id}/tokens', operationId: 'rotateScimToken', tags, summary: 'A new token, shown once; the current one keeps working for overlapSeconds (default a day)', request: { headers: tenant, params: id, body: json(ScimTokenRotation) }, responses: { 201: { description: 'Rotated', ...one(z.object({ id: z.uuid(), start: z.string(), previousExpiresAt: z.date().nullable(), token: z.string() })) }, ...adminOnly, ...missing } });
+  registry.registerPath({ method: 'delete', path: '/scim-directories/{id}/tokens/{tokenId}', operationId: 'revokeScimToken', tags, summary: 'Revoke a token: its next request is a 401', request: { headers: tenant, params: z.object({ id: z.uuid(), tokenId: z.uuid() }) }, responses: { 204: { description: 'Revoked' }, ...adminOnly, 404: { description: 'No such directory or token' } } });
+  registry.registerPath({ method: 'get', path: '/scim-directories/{id}/users', operationId: 'listScimDirectoryUsers', tags, summary: 'The users the directory provisioned, with their membership (member, suspended, invited)', request: { headers: tenant, params: id }, responses: { 200: { description: 'Users', ...one(z.array(ScimDirectoryUser)) }, ...adminOnly, ...missing } });
+}

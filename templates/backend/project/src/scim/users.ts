@@ -1,0 +1,217 @@
+import type { Request, Router } from 'express';
+import type { Config } from '../config.js';
+import type { Queryable } from '../db/database.js';
+import { isUuid } from '../http/validate.js';
+import { maxResults } from './discovery.js';
+import { ScimError } from './errors.js';
+import { compileFilter } from './filter-sql.js';
+import { parseFilter } from './filter.js';
+import { directoryEvent, provisionUser, reactivate, suspend, updateAccount, type Directory } from './memberships.js';
+import { applyUserPatch, deepEqual } from './patch.js';
+import { baseUrlOf, sendScim, type AsDirectory } from './scim.router.js';
+import { etagOf, projectionOf, userAttributesOf, userColumnsOf, userResource, type ScimUserRow, type UserAttributes, type UserColumns } from './user-resource.js';
+
+/**
+ * `/Users` of a directory (RFC 7644 3.3 to 3.6; docs/enterprise-identity.md, 6.3 and 6.4). The
+ * directory sees and changes only the users it provisioned: every statement goes through
+ * `authstrap_scim_user` of this directory, in the organization's scope; a member who joined
+ * otherwise is never listed, deactivated or changed by it.
+ *
+ * A change is compared with what is stored first: the same PUT or PATCH twice changes nothing (no
+ * new version, no event). `active: false` suspends the membership (memberships.ts), `true` brings
+ * it back; DELETE suspends it too and the resource answers 404 from then on.
+ */
+
+/** The columns of a stored user, from the table under `alias` (the filters' SQL calls it `u`). */
+const columnsOf = (alias: string) => ['id', 'userId', 'attributes', 'active', 'membership', 'version', 'createdAt', 'updatedAt'].map((column) => `${alias}."${column}"`).join(', ');
+const userColumns = columnsOf('su');
+
+export function userRoutes(router: Router, { asDirectory, config }: { asDirectory: AsDirectory; config: Config }): void {
+  const locationOf = (req: Request, id: string) => `${baseUrlOf(config, String(req.params.directoryId))}/Users/${id}`;
+
+  /** The directory's live user `id`, locked for the change (404 for anything else: another directory's, a deleted one, not a uuid). */
+  const userOf = async (tx: Queryable, directory: Directory, id: string, lock = false): Promise<ScimUserRow> => {
+    if (!isUuid(id)) throw notFound(id);
+    const { rows } = await tx.query<ScimUserRow>(
+      `SELECT ${userColumns} FROM "authstrap_scim_user" su WHERE su."id" = $1 AND su."directoryId" = $2 AND su."deletedAt" IS NULL${lock ? ' FOR UPDATE' : ''}`,
+      [id, directory.id],
+    );
+    if (!rows[0]) throw notFound(id);
+    return rows[0];
+  };
+
+  router.get('/Users', async (req, res) => {
+    const { filter, startIndex, count } = listQueryOf(req.query);
+    const projection = projectionOf(req.query);
+    const page = await asDirectory(req, async (tx, directory) => {
+      const params: unknown[] = [directory.id];
+      const where = filter ? ` AND (${compileFilter(parseFilter(filter), 'User', params)})` : '';
+      params.push(count, startIndex - 1);
+      // The total in the same statement as the page (a window over the filtered rows).
+      const { rows } = await tx.query<ScimUserRow & { total: number }>(
+        `SELECT ${columnsOf('u')}, count(*) OVER ()::int AS "total" FROM "authstrap_scim_user" u
+          WHERE u."directoryId" = $1 AND u."deletedAt" IS NULL${where}
+          ORDER BY u."createdAt", u."id" LIMIT $${params.length - 1} OFFSET $${params.length}`,
+        params,
+      );
+      // A page past the end still says how many there are.
+      const total = rows[0]?.total ?? (startIndex > 1 ? await countUsers(tx, directory, filter) : 0);
+      return { rows, total };
+    });
+    sendScim(res, 200, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'],
+      totalResults: page.total,
+      startIndex,
+      itemsPerPage: page.rows.length,
+      Resources: page.rows.map((row) => userResource(row, locationOf(req, row.id), projection)),
+    });
+  });
+
+  router.post('/Users', async (req, res) => {
+    const attributes = userAttributesOf(req.body);
+    const columns = userColumnsOf(attributes);
+    const row = await asDirectory(req, async (tx, directory) => {
+      await refuseDuplicate(tx, directory, columns);
+      const provisioned = await provisionUser(tx, directory, columns);
+      const { rows } = await tx.query<ScimUserRow>(
+        `INSERT INTO "authstrap_scim_user" AS su ("directoryId", "organizationId", "userId", "userName", "externalId", "email", "emails", "displayName", "active", "membership", "attributes")
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, $10) RETURNING ${userColumns}`,
+        [directory.id, directory.organizationId, provisioned.userId, columns.userName, columns.externalId, columns.email, columns.emails, columns.displayName, provisioned.membership, withoutActive(attributes)],
+      );
+      let created = rows[0]!;
+      await directoryEvent(tx, directory, 'directory.user_provisioned', provisioned.userId, created.id, {
+        userName: columns.userName,
+        email: columns.email,
+        membership: provisioned.membership,
+        newAccount: provisioned.created,
+      });
+      // Made inactive (Okta can assign a user who is not active yet): suspended at once.
+      if (!columns.active) created = await setActive(tx, directory, created, false);
+      return created;
+    });
+    res.setHeader('Location', locationOf(req, row.id));
+    res.setHeader('ETag', etagOf(row.version));
+    sendScim(res, 201, userResource(row, locationOf(req, row.id)));
+  });
+
+  router.get('/Users/:id', async (req, res) => {
+    const projection = projectionOf(req.query);
+    const row = await asDirectory(req, (tx, directory) => userOf(tx, directory, String(req.params.id)));
+    res.setHeader('ETag', etagOf(row.version));
+    sendScim(res, 200, userResource(row, locationOf(req, row.id), projection));
+  });
+
+  /** PUT and PATCH: the new attributes, compared with the stored ones, kept when they differ. */
+  const change = (compute: (stored: ScimUserRow, body: unknown) => UserAttributes) => async (req: Request, res: import('express').Response) => {
+    const row = await asDirectory(req, async (tx, directory) => {
+      const stored = await userOf(tx, directory, String(req.params.id), true);
+      checkIfMatch(req, stored);
+      const attributes = userAttributesOf(compute(stored, req.body));
+      return replaceUser(tx, directory, stored, attributes);
+    });
+    res.setHeader('ETag', etagOf(row.version));
+    sendScim(res, 200, userResource(row, locationOf(req, row.id)));
+  };
+  // Okta deactivates by a PUT of the whole user with `active: false`: the same comparison.
+  router.put('/Users/:id', change((_stored, body) => userAttributesOf(body)));
+  router.patch('/Users/:id', change((stored, body) => applyUserPatch({ ...stored.attributes, active: stored.active }, body).resource));
+
+  router.delete('/Users/:id', async (req, res) => {
+    await asDirectory(req, async (tx, directory) => {
+      const stored = await userOf(tx, directory, String(req.params.id), true);
+      await suspend(tx, directory, stored.userId, 'directory-deleted');
+      await tx.query(`UPDATE "authstrap_scim_user" SET "deletedAt" = now(), "active" = false, "membership" = 'suspended', "updatedAt" = now() WHERE "id" = $1`, [stored.id]);
+      await directoryEvent(tx, directory, 'directory.user_deprovisioned', stored.userId, stored.id, { reason: 'directory-deleted' });
+    });
+    res.status(204).end();
+  });
+}
+
+const notFound = (id: string) => new ScimError(404, undefined, `No user ${id} in this directory`);
+
+/** `startIndex` (from 1; below 1 read as 1) and `count` (100 by default, at most 200), and the filter. */
+function listQueryOf(query: Request['query']): { filter?: string; startIndex: number; count: number } {
+  const single = (name: string) => {
+    const value = query[name];
+    if (Array.isArray(value)) throw new ScimError(400, 'invalidValue', `Give ${name} once`);
+    return typeof value === 'string' ? value : undefined;
+  };
+  const whole = (name: string, fallback: number) => {
+    const text = single(name);
+    if (text === undefined || text === '') return fallback;
+    const value = Number(text);
+    if (!Number.isInteger(value)) throw new ScimError(400, 'invalidValue', `${name} must be a whole number`);
+    return value;
+  };
+  const filter = single('filter');
+  return { filter: filter?.trim() ? filter : undefined, startIndex: Math.max(1, whole('startIndex', 1)), count: Math.min(maxResults, Math.max(0, whole('count', 100))) };
+}
+
+async function countUsers(tx: Queryable, directory: Directory, filter: string | undefined): Promise<number> {
+  const params: unknown[] = [directory.id];
+  const where = filter ? ` AND (${compileFilter(parseFilter(filter), 'User', params)})` : '';
+  const { rows } = await tx.query<{ total: number }>(`SELECT count(*)::int AS "total" FROM "authstrap_scim_user" u WHERE u."directoryId" = $1 AND u."deletedAt" IS NULL${where}`, params);
+  return rows[0]!.total;
+}
+
+/** The same create twice: 409 `uniqueness` (Okta and Entra ID look users up before they create, and read this as "exists"). */
+async function refuseDuplicate(tx: Queryable, directory: Directory, user: UserColumns): Promise<void> {
+  const { rows } = await tx.query<{ userName: string }>(
+    `SELECT "userName" FROM "authstrap_scim_user" WHERE "directoryId" = $1 AND "deletedAt" IS NULL AND (lower("userName") = lower($2) OR "externalId" = $3) LIMIT 1`,
+    [directory.id, user.userName, user.externalId],
+  );
+  if (rows[0]) throw new ScimError(409, 'uniqueness', `A user with this userName or externalId already exists in this directory`);
+}
+
+/** `If-Match` with another version than the stored one: 412 (RFC 7644 3.14). */
+function checkIfMatch(req: Request, stored: ScimUserRow): void {
+  const wanted = req.header('if-match');
+  if (wanted === undefined || wanted.trim() === '*') return;
+  const versions = wanted.split(',').map((tag) => tag.trim());
+  if (!versions.includes(etagOf(stored.version))) throw new ScimError(412, undefined, `The user has changed since ${wanted}: it is at ${etagOf(stored.version)} now`);
+}
+
+/** Suspends or brings back the membership as `active` says, and records it on the resource. */
+async function setActive(tx: Queryable, directory: Directory, row: ScimUserRow, active: boolean): Promise<ScimUserRow> {
+  let membership = row.membership;
+  if (!active && row.membership === 'member') {
+    const sessionsEnded = await suspend(tx, directory, row.userId, 'directory-inactive');
+    membership = 'suspended';
+    await directoryEvent(tx, directory, 'directory.user_deprovisioned', row.userId, row.id, { reason: 'directory-inactive', sessionsEnded });
+  } else if (active && row.membership === 'suspended') {
+    await reactivate(tx, directory, row.userId);
+    membership = 'member';
+    await directoryEvent(tx, directory, 'directory.user_reactivated', row.userId, row.id, {});
+  }
+  const { rows } = await tx.query<ScimUserRow>(
+    `UPDATE "authstrap_scim_user" su SET "active" = $2, "membership" = $3 WHERE su."id" = $1 RETURNING ${userColumns}`,
+    [row.id, active, membership],
+  );
+  return rows[0]!;
+}
+
+/** Keeps the new attributes when they differ from the stored ones (a new version), with what follows from them. */
+async function replaceUser(tx: Queryable, directory: Directory, stored: ScimUserRow, attributes: UserAttributes): Promise<ScimUserRow> {
+  const columns = userColumnsOf(attributes);
+  const before = userAttributesOf({ ...stored.attributes, active: stored.active });
+  if (deepEqual(before, { ...attributes, active: columns.active })) return stored;
+  const { rows } = await tx.query<ScimUserRow>(
+    `UPDATE "authstrap_scim_user" su SET "userName" = $2, "externalId" = $3, "email" = $4, "emails" = $5, "displayName" = $6, "attributes" = $7,
+            "version" = su."version" + 1, "updatedAt" = now()
+      WHERE su."id" = $1 RETURNING ${userColumns}`,
+    [stored.id, columns.userName, columns.externalId, columns.email, columns.emails, columns.displayName, withoutActive(attributes)],
+  );
+  let row = rows[0]!;
+  await updateAccount(tx, directory, row.userId, columns);
+  if (columns.active !== stored.active) row = await setActive(tx, directory, row, columns.active);
+  else await directoryEvent(tx, directory, 'directory.user_updated', row.userId, row.id, { changedFields: changedFields(before, attributes) });
+  return row;
+}
+
+/** `active` lives in its own column (what the membership follows), not in the stored attributes. */
+const withoutActive = ({ active: _active, ...rest }: UserAttributes) => rest;
+
+function changedFields(before: UserAttributes, after: UserAttributes): string[] {
+  const names = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...names].filter((name) => !deepEqual(before[name], after[name])).sort();
+}
