@@ -7,6 +7,11 @@
  * typed client list the same types.
  */
 export const eventTypes = {
+  'domain.claimed': "An owner or admin claimed a domain for the organization (pending until its DNS TXT record is found)",
+  'domain.failing': "A verified domain's DNS TXT record is gone: it still counts until data.lapsesAt (DOMAIN_FAILING_GRACE_DAYS)",
+  'domain.lapsed': "A failing domain's grace ended without its DNS TXT record: it no longer routes, captures or enforces anything",
+  'domain.removed': "An owner or admin removed a domain claim",
+  'domain.verified': "A domain's DNS TXT record was found: the organization owns it (data.previousState; sessions refused by the organization's SSO rule ended)",
   'invitation.accepted': "An invitation was accepted",
   'invitation.declined': "An invitation was declined",
   'invitation.revoked': "An owner or admin withdrew a pending invitation before it was answered",
