@@ -1,8 +1,11 @@
 import { domainToASCII } from 'node:url';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuthstrapError, createAuthstrapClient } from '../client/authstrap-client.js';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { createDomainChecks } from '../src/domains/domain-checks.js';
-import { checkScheduleOf } from '../src/domains/domain-states.js';
+import { normaliseDomain } from '../src/domains/domain-name.js';
+import { checkScheduleOf, findingOf, planCheck, type CheckedDomain, type Finding } from '../src/domains/domain-states.js';
 import { txtLookup } from '../src/domains/txt-lookup.js';
 import { addMember, apiClient, databaseKinds, serviceApiKey, signUp, startBackend, type Api, type SignedUp, type TestBackend } from './support/backend.js';
 import { startDnsServer, startSilentDnsServer, type DnsServer } from './support/dns-server.js';
@@ -113,6 +116,17 @@ describe.each(databaseKinds)('verified domains on the %s database', (kind) => {
     expect(again.body.error.code).toBe('CONFLICT');
     const claimedEvents = await eventsOf(owner.api, 'domain.claimed');
     expect(claimedEvents.find((event) => event.entityId === claimed.id)).toMatchObject({ actorType: 'user', data: { domain: name } });
+  });
+
+  it('a claim sent again with the same Idempotency-Key is made once, and answered the same', async () => {
+    const name = fresh('keyed');
+    const headers = { 'idempotency-key': `claim-${name}` };
+    const first = await owner.api('POST', '/domains', { body: { domain: name }, headers });
+    const again = await owner.api('POST', '/domains', { body: { domain: name }, headers });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.body).toEqual(first.body);
+    expect(((await owner.api('GET', '/domains')).body.data as Domain[]).filter((domain) => domain.domain === name)).toHaveLength(1);
   });
 
   it('stores a domain normalised: lowercase, without the root dot, an internationalised one in its xn-- form', async () => {
@@ -394,6 +408,28 @@ describe.each(databaseKinds)('verified domains on the %s database', (kind) => {
     expect((await organization.api('DELETE', `/domains/${second.id}`)).status).toBe(204);
   });
 
+  it("the typed client's domains section: claim, verify, list, remove, and DOMAIN_TAKEN as an AuthstrapError", async () => {
+    const client = createAuthstrapClient({ baseUrl: backend.url, token: owner.token });
+    client.setOrganization(owner.organizationId);
+    const name = fresh('client');
+    const claimed = await client.domains.claim(name);
+    expect(claimed).toMatchObject({ domain: name, state: 'pending', txtRecord: { type: 'TXT', name: `_authstrap-verification.${name}` } });
+    expect(await client.domains.verify(claimed.id)).toMatchObject({ state: 'pending', lastCheckError: 'record not found' });
+    dns.setTxt(claimed.txtRecord.name, [claimed.txtRecord.value]);
+    expect(await client.domains.verify(claimed.id)).toMatchObject({ state: 'verified' });
+    expect((await client.domains.list()).find((domain) => domain.id === claimed.id)?.state).toBe('verified');
+
+    const rivalClient = createAuthstrapClient({ baseUrl: backend.url, token: rival.token });
+    rivalClient.setOrganization(rival.organizationId);
+    const contested = await rivalClient.domains.claim(name);
+    dns.setTxt(claimed.txtRecord.name, [claimed.txtRecord.value, contested.txtRecord.value]);
+    const refused = await rivalClient.domains.verify(contested.id).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(AuthstrapError);
+    expect(refused).toMatchObject({ status: 409, code: 'DOMAIN_TAKEN' });
+    await rivalClient.domains.remove(contested.id);
+    expect(await rivalClient.domains.list()).not.toContainEqual(expect.objectContaining({ id: contested.id }));
+  });
+
   it('a domain verified while the organization requires SSO ends the password sessions of its addresses, in the same transaction', async () => {
     const organization = await signUp(backend.url, `enforcer-${kind}@domains.example`);
     const name = fresh('enforced');
@@ -415,5 +451,84 @@ describe.each(databaseKinds)('verified domains on the %s database', (kind) => {
     expect(signIn.status).toBe(403);
     expect(signIn.body.error.code).toBe('SSO_REQUIRED');
     await requireSso(organization.organizationId, false);
+  });
+});
+
+describe('planning a check (pure)', () => {
+  const schedule = checkScheduleOf({ checkIntervalHours: 24, failingGraceDays: 7 });
+  const now = new Date('2026-12-06T12:00:00.000Z');
+  const at = (ms: number) => new Date(now.getTime() + ms);
+  const found: Finding = { kind: 'found' };
+  const absent: Finding = { kind: 'absent', reason: 'record not found' };
+  const timeout: Finding = { kind: 'unanswered', reason: 'DNS timeout' };
+  const domain = (state: CheckedDomain['state'], failingSince: Date | null = null): CheckedDomain => ({ state, failingSince });
+
+  it('reads only the exact value as the record; several strings of one record are one value', () => {
+    expect(findingOf({ kind: 'records', values: ['authstrap-domain-verification=abc'] }, 'abc')).toEqual(found);
+    expect(findingOf({ kind: 'records', values: ['authstrap-domain-verification=abcd'] }, 'abc')).toEqual({ kind: 'absent', reason: 'record found with another token' });
+    expect(findingOf({ kind: 'records', values: ['v=spf1 -all'] }, 'abc')).toEqual(absent);
+    expect(findingOf({ kind: 'none', reason: 'record not found' }, 'abc')).toEqual(absent);
+    expect(findingOf({ kind: 'unanswered', reason: 'DNS timeout' }, 'abc')).toEqual(timeout);
+  });
+
+  it('moves the states as docs/domains.md says, with the schedule of each', () => {
+    expect(planCheck(domain('pending'), found, now, schedule)).toMatchObject({ state: 'verified', verifiedNow: true, nextCheckAt: at(24 * hour), event: { type: 'domain.verified' } });
+    expect(planCheck(domain('pending'), absent, now, schedule)).toMatchObject({ state: 'pending', lastCheckError: 'record not found', nextCheckAt: at(5 * 60_000) });
+    expect(planCheck(domain('pending'), absent, now, schedule).event).toBeUndefined();
+    expect(planCheck(domain('verified'), found, now, schedule)).toMatchObject({ state: 'verified', verifiedNow: false, lastCheckError: null });
+    expect(planCheck(domain('verified'), absent, now, schedule)).toMatchObject({ state: 'failing', failingSince: now, nextCheckAt: at(hour), event: { type: 'domain.failing', data: { lapsesAt: at(7 * day) } } });
+    const failing = domain('failing', new Date(now.getTime() - 7 * day + 30 * 60_000));
+    // The last check before the grace ends comes at its end, not an hour later.
+    expect(planCheck(failing, absent, now, schedule)).toMatchObject({ state: 'failing', nextCheckAt: at(30 * 60_000) });
+    expect(planCheck(failing, found, now, schedule)).toMatchObject({ state: 'verified', failingSince: null, event: { type: 'domain.verified', data: { previousState: 'failing' } } });
+    expect(planCheck(domain('failing', at(-7 * day)), absent, now, schedule)).toMatchObject({ state: 'lapsed', failingSince: null, event: { type: 'domain.lapsed' } });
+    expect(planCheck(domain('lapsed'), found, now, schedule)).toMatchObject({ state: 'verified', event: { type: 'domain.verified', data: { previousState: 'lapsed' } } });
+    expect(planCheck(domain('lapsed'), { kind: 'taken' }, now, schedule)).toMatchObject({ state: 'lapsed', lastCheckError: 'another organization verified this domain' });
+  });
+
+  it('changes no state on a DNS timeout, except a failing domain whose grace is over', () => {
+    for (const state of ['pending', 'verified', 'lapsed'] as const) {
+      expect(planCheck(domain(state), timeout, now, schedule)).toMatchObject({ state, lastCheckError: 'DNS timeout' });
+    }
+    expect(planCheck(domain('verified'), timeout, now, schedule).nextCheckAt).toEqual(at(hour));
+    expect(planCheck(domain('failing', at(-day)), timeout, now, schedule)).toMatchObject({ state: 'failing', lastCheckError: 'DNS timeout' });
+    expect(planCheck(domain('failing', at(-8 * day)), timeout, now, schedule)).toMatchObject({ state: 'lapsed' });
+  });
+
+  it('normalises a domain, and says why one is refused', () => {
+    expect(normaliseDomain(' Example.COM. ')).toEqual({ domain: 'example.com' });
+    expect(normaliseDomain('münchen.de')).toEqual({ domain: 'xn--mnchen-3ya.de' });
+    expect(normaliseDomain('127.0.0.1')).toEqual({ problem: 'must be a domain, not an IP address' });
+    expect(normaliseDomain('127.1')).toEqual({ problem: 'must be a domain, not an IP address' });
+    expect(normaliseDomain('intranet')).toEqual({ problem: 'must have at least two labels (like example.com), not a single name' });
+  });
+});
+
+describe('the domain settings', () => {
+  const domainsOf = (env: Record<string, string>) => loadConfig({ NODE_ENV: 'test', ...env }, '.').domains;
+  const problemsOf = (env: Record<string, string>) => {
+    try {
+      domainsOf(env);
+    } catch (error) {
+      if (error instanceof ConfigError) return error.problems;
+      throw error;
+    }
+    return [];
+  };
+
+  it('takes resolvers as ip, ip:port or [ipv6]:port, and the schedule, with defaults', () => {
+    expect(domainsOf({})).toEqual({ dnsServers: [], dnsTimeoutMs: 2000, checkIntervalHours: 24, failingGraceDays: 7, checkPollMs: 60_000 });
+    expect(domainsOf({ DNS_SERVERS: '127.0.0.1:53053, 10.0.0.2,[::1]:53,::1', DOMAIN_CHECK_INTERVAL_HOURS: '6', DOMAIN_FAILING_GRACE_DAYS: '3' })).toMatchObject({
+      dnsServers: ['127.0.0.1:53053', '10.0.0.2', '[::1]:53', '::1'],
+      checkIntervalHours: 6,
+      failingGraceDays: 3,
+    });
+  });
+
+  it('refuses a resolver that is no address, naming DNS_SERVERS', () => {
+    for (const entry of ['dns.example', '127.0.0.1:0', '127.0.0.1:70000', '1.2.3:53', '[127.0.0.1]:53', 'udp://127.0.0.1']) {
+      expect(problemsOf({ DNS_SERVERS: entry }), entry).toEqual([`DNS_SERVERS: "${entry}" is not a resolver address like 127.0.0.1, 127.0.0.1:53 or [::1]:53`]);
+    }
+    expect(problemsOf({ DOMAIN_FAILING_GRACE_DAYS: '0' })[0]).toMatch(/^DOMAIN_FAILING_GRACE_DAYS: must be 1 or more/);
   });
 });
