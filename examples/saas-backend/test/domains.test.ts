@@ -225,6 +225,10 @@ describe.each(databaseKinds)('verified domains on the %s database', (kind) => {
     expect(taken.body.error.code).toBe('DOMAIN_TAKEN');
     expect(await current(rival.api, second.id)).toMatchObject({ state: 'pending', lastCheckError: 'another organization verified this domain' });
     expect((await current(owner.api, first.id))?.state).toBe('verified');
+    // The same with an Idempotency-Key, whose write holds one transaction throughout.
+    const keyed = await rival.api('POST', `/domains/${second.id}/verify`, { headers: { 'idempotency-key': `verify-${second.id}` } });
+    expect(keyed.status).toBe(409);
+    expect(keyed.body.error.code).toBe('DOMAIN_TAKEN');
   });
 
   it('a record removed makes a verified domain failing (it still counts), then lapsed after the grace; the record back makes it verified', async () => {

@@ -79,16 +79,22 @@ export async function checkDomain(
   { domain, organizationId, lookup, now, schedule, context }: { domain: DomainToCheck; organizationId: string; lookup: TxtLookup; now: Date; schedule: CheckSchedule; context: EventContext },
 ): Promise<CheckDone> {
   const answer = await lookup(txtRecordOf(domain.domain, domain.txtToken).name);
-  const apply = (finding: Finding) => scoped.transaction((tx) => applyPlan(tx, domain, organizationId, planCheck(domain, finding, now, schedule), now, context));
   const finding = findingOf(answer, domain.txtToken);
-  try {
-    return { finding, row: await apply(finding) };
-  } catch (error) {
-    // Found, but another organization holds it verified: the unique index refused; say so on the row.
-    if (!isTakenElsewhere(error)) throw error;
-    const taken: Finding = { kind: 'taken' };
-    return { finding: taken, row: await apply(taken) };
-  }
+  const apply = (tx: ScopedQueryable, what: Finding) => applyPlan(tx, domain, organizationId, planCheck(domain, what, now, schedule), now, context);
+  return scoped.transaction(async (tx) => {
+    // Behind a savepoint: a refusal of the unique index leaves the transaction usable (a route's
+    // keyed write runs every statement in one held transaction).
+    await tx.query('SAVEPOINT authstrap_domain_check');
+    try {
+      return { finding, row: await apply(tx, finding) };
+    } catch (error) {
+      // Found, but another organization holds it verified: the unique index refused; say so on the row.
+      if (!isTakenElsewhere(error)) throw error;
+      await tx.query('ROLLBACK TO SAVEPOINT authstrap_domain_check');
+      const taken: Finding = { kind: 'taken' };
+      return { finding: taken, row: await apply(tx, taken) };
+    }
+  });
 }
 
 export interface DomainChecks {
@@ -100,8 +106,13 @@ export interface DomainChecks {
   stop(): Promise<void>;
 }
 
-/** Rows one round claims at a time, and how long a claim keeps others off a domain (a check takes seconds). */
+/**
+ * Rows one round claims at a time; how many of them are checked at once (each ends in a
+ * transaction: a few, so that requests keep most of the pool's connections); and how long a claim
+ * keeps others off a domain (a check takes seconds).
+ */
 const batchSize = 20;
+const checksAtOnce = 5;
 const leaseSeconds = 600;
 
 /**
@@ -145,7 +156,9 @@ export function createDomainChecks({
     for (;;) {
       const now = clock();
       const { rows } = await db.query<DomainToCheck & { organizationId: string }>('SELECT * FROM authstrap.due_domain_checks($1, $2, $3, $4)', [batchSize, now, leaseSeconds, pendingHours]);
-      await Promise.all(rows.map((domain) => checkClaimed(domain, now)));
+      for (let start = 0; start < rows.length; start += checksAtOnce) {
+        await Promise.all(rows.slice(start, start + checksAtOnce).map((domain) => checkClaimed(domain, now)));
+      }
       checked += rows.length;
       if (rows.length < batchSize || stopped) return checked;
     }
