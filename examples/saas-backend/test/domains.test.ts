@@ -458,6 +458,41 @@ describe.each(databaseKinds)('verified domains on the %s database', (kind) => {
   });
 });
 
+describe.each(databaseKinds)("the backend's own check worker on the %s database", (kind) => {
+  let backend: TestBackend;
+  let dns: DnsServer;
+  beforeAll(async () => {
+    dns = await startDnsServer();
+    backend = await startBackend(kind, { DNS_SERVERS: dns.address, DNS_TIMEOUT_MS: '200', DOMAIN_CHECK_POLL_MS: '50' });
+  }, 60_000);
+  afterAll(async () => {
+    await backend?.stop();
+    await dns?.close();
+  });
+
+  it('checks a new claim at once, and verifies it when it is due again with its record published, without being asked', async () => {
+    const owner = await signUp(backend.url, `worker-${kind}@domains.example`);
+    const claimed = (await owner.api('POST', '/domains', { body: { domain: `worker-${kind}.example` } })).body.data as Domain;
+    const stateOf = async () => ((await owner.api('GET', '/domains')).body.data as (Domain & { lastCheckedAt: string | null })[])[0]!;
+    const waitFor = async (done: (domain: Domain & { lastCheckedAt: string | null }) => boolean) => {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const domain = await stateOf();
+        if (done(domain)) return domain;
+        if (Date.now() > deadline) throw new Error(`the worker did not get there: ${JSON.stringify(domain)}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    // Due at once: the first check finds nothing, and the next is in 5 minutes.
+    const first = await waitFor((domain) => domain.lastCheckedAt !== null);
+    expect(first).toMatchObject({ state: 'pending', lastCheckError: 'record not found' });
+    expect(Date.parse(first.nextCheckAt!) - Date.parse(first.lastCheckedAt!)).toBe(5 * 60_000);
+    dns.setTxt(claimed.txtRecord.name, [claimed.txtRecord.value]);
+    await backend.running.db.asOwner((tx) => tx.query(`UPDATE "authstrap_domain" SET "nextCheckAt" = now() WHERE "id" = $1`, [claimed.id]));
+    expect(await waitFor((domain) => domain.state === 'verified')).toMatchObject({ lastCheckError: null });
+  });
+});
+
 describe('planning a check (pure)', () => {
   const schedule = checkScheduleOf({ checkIntervalHours: 24, failingGraceDays: 7 });
   const now = new Date('2026-12-06T12:00:00.000Z');
