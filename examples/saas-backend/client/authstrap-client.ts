@@ -655,6 +655,43 @@ export interface AuditEventsApi {
   exportCsv(filter?: AuditEventFilter): Promise<Blob>;
 }
 
+/** A domain an organization claimed, with the DNS record that proves it (docs/domains.md). */
+export interface Domain {
+  id: string;
+  /** Lowercase ASCII; an internationalised domain in its xn-- form. */
+  domain: string;
+  /** pending: not proven yet; verified: the organization's; failing: the record is gone, it still counts until lapsesAt; lapsed: no longer counts. */
+  state: 'pending' | 'verified' | 'failing' | 'lapsed';
+  /** What to publish at the DNS provider (and keep): name and value to copy. */
+  txtRecord: { type: 'TXT'; name: string; value: string };
+  verifiedAt: string | null;
+  lastCheckedAt: string | null;
+  failingSince: string | null;
+  lapsesAt: string | null;
+  /** The last check's finding when it was not the record: 'record not found', 'DNS timeout', ... */
+  lastCheckError: string | null;
+  /** null: a claim pending for over 72 hours, checked only by verify(). */
+  nextCheckAt: string | null;
+  createdBy: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
+ * The organization's verified domains (/domains), for its owners and admins. verify() answers the
+ * domain as the check left it: a record not found is no error (see lastCheckError); another
+ * organization holding the domain verified is an AuthstrapError with code 'DOMAIN_TAKEN'.
+ */
+export interface DomainsApi {
+  list(): Promise<Domain[]>;
+  /** Claims a domain (state pending); the answer holds the TXT record to publish. */
+  claim(domain: string): Promise<Domain>;
+  /** Checks the TXT record now. */
+  verify(id: string): Promise<Domain>;
+  /** Removes a claim; refused ('LAST_VERIFIED_DOMAIN') for the last verified one while SSO is required. */
+  remove(id: string): Promise<void>;
+}
+
 /** An organization's webhook endpoint, as listed: never its secret. */
 export interface WebhookEndpoint {
   id: string;
@@ -814,6 +851,7 @@ export interface AuthstrapClient {
   auth: AuthApi;
   auditEvents: AuditEventsApi;
   webhookEndpoints: WebhookEndpointsApi;
+  domains: DomainsApi;
   User: UserApi;
   account: AccountApi;
   session: SessionApi;
@@ -1310,6 +1348,12 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       redeliver: (id, deliveryId) => keyedData('POST', `/webhook-endpoints/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`),
       sendTest: (id) => keyedData('POST', `/webhook-endpoints/${encodeURIComponent(id)}/test`),
     },
+    domains: {
+      list: () => data('GET', '/domains'),
+      claim: (domain) => data('POST', '/domains', { domain }),
+      verify: (id) => data('POST', `/domains/${encodeURIComponent(id)}/verify`),
+      remove: (id) => data<void>('DELETE', `/domains/${encodeURIComponent(id)}`),
+    },
     auditEvents: {
       async list(params = {}) {
         const { data: rows, meta } = await send<AuditEvent[]>('GET', `/audit-events${listQuery(params)}`);
@@ -1362,6 +1406,11 @@ export type EventType =
   | 'directory.user_provisioned'
   | 'directory.user_reactivated'
   | 'directory.user_updated'
+  | 'domain.claimed'
+  | 'domain.failing'
+  | 'domain.lapsed'
+  | 'domain.removed'
+  | 'domain.verified'
   | 'invitation.accepted'
   | 'invitation.declined'
   | 'invitation.revoked'
@@ -1411,6 +1460,11 @@ export const eventCatalogue: Record<EventType, string> = {
   'directory.user_provisioned': "A SCIM directory provisioned a user (data.membership: member, or invited for an account outside the verified domains)",
   'directory.user_reactivated': "A SCIM directory reactivated a user: their membership is back",
   'directory.user_updated': "A SCIM directory changed a user's attributes (data.changedFields)",
+  'domain.claimed': "An owner or admin claimed a domain for the organization (pending until its DNS TXT record is found)",
+  'domain.failing': "A verified domain's DNS TXT record is gone: it still counts until data.lapsesAt (DOMAIN_FAILING_GRACE_DAYS)",
+  'domain.lapsed': "A failing domain's grace ended without its DNS TXT record: it no longer routes, captures or enforces anything",
+  'domain.removed': "An owner or admin removed a domain claim",
+  'domain.verified': "A domain's DNS TXT record was found: the organization owns it (data.previousState; sessions refused by the organization's SSO rule ended)",
   'invitation.accepted': "An invitation was accepted",
   'invitation.declined': "An invitation was declined",
   'invitation.revoked': "An owner or admin withdrew a pending invitation before it was answered",

@@ -915,6 +915,30 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.due_domain_checks(max_rows integer, checked_at timestamptz, lease_seconds integer, pending_hours integer)
+RETURNS TABLE ("id" uuid, "organizationId" uuid, "domain" text, "state" text, "txtToken" text, "failingSince" timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  RETURN QUERY
+  WITH due AS (
+    SELECT d."id" FROM "authstrap_domain" d
+     WHERE d."nextCheckAt" <= checked_at
+       AND (d."state" <> 'pending' OR d."createdAt" > checked_at - make_interval(hours => pending_hours))
+     ORDER BY d."nextCheckAt", d."id"
+     LIMIT max_rows
+     FOR UPDATE SKIP LOCKED
+  )
+  UPDATE "authstrap_domain" d SET "nextCheckAt" = checked_at + make_interval(secs => lease_seconds)
+    FROM due WHERE d."id" = due."id"
+  RETURNING d."id", d."organizationId", d."domain", d."state", d."txtToken", d."failingSince";
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.operator_check(operator_id uuid) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { z } from 'zod';
 
 /** The backend's settings, read from the environment (and `.env`) and checked once at startup. */
@@ -94,6 +95,21 @@ export interface Config {
   operators: { recentSignInMinutes?: number };
   webhooks: WebhookSettings;
   realtime: RealtimeSettings;
+  domains: DomainSettings;
+}
+
+/** Verified domains (src/domains/): where their DNS TXT records are asked for, and how often. */
+export interface DomainSettings {
+  /** DNS_SERVERS: the resolvers asked, each `ip` or `ip:port` (`[ipv6]:port`); empty: the system's own. */
+  dnsServers: string[];
+  /** One DNS query's timeout; a query is tried twice. A timeout is no finding: the domain keeps its state. */
+  dnsTimeoutMs: number;
+  /** How often a verified domain is checked again (hours). */
+  checkIntervalHours: number;
+  /** How long a verified domain whose record is gone still counts (`failing`) before it lapses (days). */
+  failingGraceDays: number;
+  /** How often this instance looks for domains due a check; 0: never (another instance checks them). */
+  checkPollMs: number;
 }
 
 /** Live change streams (GET /realtime, src/realtime/). */
@@ -234,6 +250,11 @@ const environmentSchema = z.object({
   WEBHOOK_MAX_ATTEMPTS: count(1, 100),
   WEBHOOK_DISABLE_AFTER: count(1, 10_000),
   WEBHOOKS_ALLOW_PRIVATE: optional(z.enum(['true', 'false'], { error: 'must be true or false' })),
+  DNS_SERVERS: optional(z.string()),
+  DNS_TIMEOUT_MS: count(10, 60_000),
+  DOMAIN_CHECK_INTERVAL_HOURS: count(1, 8760),
+  DOMAIN_FAILING_GRACE_DAYS: count(1, 365),
+  DOMAIN_CHECK_POLL_MS: count(0, 3_600_000),
   RATE_LIMIT_PREFIX: optional(z.string().regex(/^\S+$/, 'must be a key prefix without spaces, like authstrap:rl:')),
   // The OpenTelemetry variables this backend reads itself (the SDK and exporter read the rest).
   OTEL_SDK_DISABLED: optional(z.string()),
@@ -275,6 +296,24 @@ function parseOrigins(list: string | undefined, problems: string[]): string[] {
   return origins;
 }
 
+/**
+ * DNS_SERVERS as `node:dns` `Resolver.setServers` takes it: `ip`, `ip:port` or `[ipv6]:port`,
+ * comma-separated. Host names are refused: a resolver that must itself be resolved is no setting.
+ */
+function parseDnsServers(list: string | undefined, problems: string[]): string[] {
+  const servers: string[] = [];
+  for (const entry of (list ?? '').split(',').map((item) => item.trim()).filter(Boolean)) {
+    const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
+    const withPort = /^([^:]+):(\d{1,5})$/.exec(entry);
+    const [address, port] = bracketed ? [bracketed[1]!, bracketed[2]] : withPort ? [withPort[1]!, withPort[2]] : [entry, undefined];
+    const addressOk = bracketed ? net.isIPv6(address) : withPort ? net.isIPv4(address) : net.isIP(address) !== 0;
+    const portOk = port === undefined || (Number(port) >= 1 && Number(port) <= 65535);
+    if (addressOk && portOk) servers.push(entry);
+    else problems.push(`DNS_SERVERS: "${entry}" is not a resolver address like 127.0.0.1, 127.0.0.1:53 or [::1]:53`);
+  }
+  return servers;
+}
+
 /** Reads and checks the environment. Every problem is reported, each naming its variable. */
 export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
   const parsed = environmentSchema.safeParse(env);
@@ -305,6 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     problems.push('DATABASE_DIRECT_URL: set it only with DATABASE_URL (it is PostgreSQL itself when DATABASE_URL is a pooler such as PgBouncer)');
   }
   const allowedOrigins = parseOrigins(values.ALLOWED_ORIGINS, problems);
+  const dnsServers = parseDnsServers(values.DNS_SERVERS, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   const authUrl = values.AUTH_URL ?? `http://localhost:${port}`;
 
@@ -407,6 +447,13 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       disableAfter: values.WEBHOOK_DISABLE_AFTER ?? 20,
       allowPrivate: values.WEBHOOKS_ALLOW_PRIVATE === 'true',
       authSecret: values.AUTH_SECRET,
+    },
+    domains: {
+      dnsServers,
+      dnsTimeoutMs: values.DNS_TIMEOUT_MS ?? 2000,
+      checkIntervalHours: values.DOMAIN_CHECK_INTERVAL_HOURS ?? 24,
+      failingGraceDays: values.DOMAIN_FAILING_GRACE_DAYS ?? 7,
+      checkPollMs: values.DOMAIN_CHECK_POLL_MS ?? 60_000,
     },
   };
 }

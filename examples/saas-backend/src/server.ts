@@ -23,6 +23,9 @@ import { startEventRetention } from './events/events.js';
 import { sealStoredWebhookSecrets, webhookSecretSeal } from './events/webhook-secrets.js';
 import { webhookChannel } from './events/webhooks.js';
 import { startIdempotencyKeyPrune } from './idempotency/keys.js';
+import { createDomainChecks, type DomainChecks } from './domains/domain-checks.js';
+import { checkScheduleOf } from './domains/domain-states.js';
+import { txtLookup } from './domains/txt-lookup.js';
 
 export interface RunningServer {
   url: string;
@@ -76,11 +79,11 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     // Taken since the check at the start (another process was quicker).
     return start.abort(error);
   }
-  const { wakeUps, retention, keyPrune } = await startWorkers(config, logger, db, outbox);
+  const { wakeUps, retention, keyPrune, domainChecks } = await startWorkers(config, logger, db, outbox);
   const url = addressOf(server, config);
   logger.info({ url, database: db.kind }, `listening on ${url}`);
 
-  const stop = createStop({ config, logger, server, gate, streams, retention, keyPrune, wakeUps, outbox, transactions, rateLimits, db, tracing });
+  const stop = createStop({ config, logger, server, gate, streams, retention, keyPrune, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing });
   return { url, config, db, server, outbox, streams, stop };
 }
 
@@ -221,7 +224,7 @@ async function startObservability(config: Config, db: Database, rateLimits: Rate
   return { metrics, tracing };
 }
 
-/** Once the server listens: the outbox's worker, what wakes it, the events' retention and the idempotency keys' prune. */
+/** Once the server listens: the outbox's worker, what wakes it, the events' retention, the idempotency keys' prune and the domains' checks. */
 async function startWorkers(config: Config, logger: Logger, db: Database, outbox: Outbox) {
   outbox.start();
   // Deliveries written by SQL (the events' webhooks) wake the worker at their commit, on every
@@ -231,7 +234,10 @@ async function startWorkers(config: Config, logger: Logger, db: Database, outbox
     : await listenInProcess(db, () => outbox.wake());
   const retention = startEventRetention({ db, logger, retentionDays: config.events.retentionDays });
   const keyPrune = startIdempotencyKeyPrune({ db, logger });
-  return { wakeUps, retention, keyPrune };
+  // Verified domains are checked again on a schedule (src/domains/), by whichever instance claims each first.
+  const domainChecks = createDomainChecks({ db, logger, lookup: txtLookup(config.domains), schedule: checkScheduleOf(config.domains), pollMs: config.domains.checkPollMs });
+  domainChecks.start();
+  return { wakeUps, retention, keyPrune, domainChecks };
 }
 
 /** The URL the server answers on: localhost when it listens on every address. */
@@ -249,6 +255,7 @@ interface RunningParts {
   streams: Streams;
   retention: { stop(): void };
   keyPrune: { stop(): void };
+  domainChecks: DomainChecks;
   wakeUps: OutboxWakeUps | undefined;
   outbox: Outbox;
   transactions: ServiceTransactions;
@@ -258,7 +265,7 @@ interface RunningParts {
 }
 
 /** RunningServer.stop: its steps run once, however often it is called. */
-function createStop({ config, logger, server, gate, streams, retention, keyPrune, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
+function createStop({ config, logger, server, gate, streams, retention, keyPrune, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
   let stopping: Promise<void> | undefined;
   return () =>
     (stopping ??= (async () => {
@@ -291,6 +298,7 @@ function createStop({ config, logger, server, gate, streams, retention, keyPrune
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
       retention.stop();
       keyPrune.stop();
+      await domainChecks.stop();
       await wakeUps?.close();
       await outbox.stop();
       await transactions.close();

@@ -226,6 +226,40 @@ ${withMaintenance('  suspended := EXISTS (SELECT 1 FROM "authstrap_member_suspen
 END
 $$;`;
 
+/**
+ * The verified domains' check worker's queue (src/domains/domain-checks.ts): claims up to
+ * `max_rows` domains whose `nextCheckAt` is due at `checked_at` and moves it on by `lease_seconds`
+ * in the same statement, so that no other instance claims them meanwhile (`FOR UPDATE SKIP LOCKED`:
+ * two instances asking at once take different rows, never the same one) and a check that never
+ * finishes (an instance stopped mid-check) is taken again once the lease is over. A pending claim
+ * is checked only within `pending_hours` of its creation; after that only when its owner asks.
+ * The time is a parameter, not now(), so that the worker's clock is the one the tests set.
+ * As the tables' owner with the maintenance setting on: the worker acts in no organization yet.
+ */
+const dueDomainChecks = `CREATE OR REPLACE FUNCTION authstrap.due_domain_checks(max_rows integer, checked_at timestamptz, lease_seconds integer, pending_hours integer)
+RETURNS TABLE ("id" uuid, "organizationId" uuid, "domain" text, "state" text, "txtToken" text, "failingSince" timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  RETURN QUERY
+  WITH due AS (
+    SELECT d."id" FROM "authstrap_domain" d
+     WHERE d."nextCheckAt" <= checked_at
+       AND (d."state" <> 'pending' OR d."createdAt" > checked_at - make_interval(hours => pending_hours))
+     ORDER BY d."nextCheckAt", d."id"
+     LIMIT max_rows
+     FOR UPDATE SKIP LOCKED
+  )
+  UPDATE "authstrap_domain" d SET "nextCheckAt" = checked_at + make_interval(secs => lease_seconds)
+    FROM due WHERE d."id" = due."id"
+  RETURNING d."id", d."organizationId", d."domain", d."state", d."txtToken", d."failingSince";
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;`;
+
 export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sign_in_rule', definition: signInRule(schema) },
   { name: 'sign_in_verdict', definition: signInVerdict },
@@ -233,6 +267,7 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'password_policy', definition: passwordPolicy },
   { name: 'scim_caller', definition: scimCaller },
   { name: 'member_suspended', definition: memberSuspended },
+  { name: 'due_domain_checks', definition: dueDomainChecks },
 ];
 
 /** The triggers of the rule, by table (table-model.ts puts them on `session` and `account`). */

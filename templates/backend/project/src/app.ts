@@ -7,6 +7,10 @@ import type { Database } from './db/database.js';
 import { authRouter, registerAuthRoutes } from './auth/auth.router.js';
 import { refusalOfDatabaseError } from './auth/sign-in-policy.js';
 import { createAuthService } from './extensions/auth/auth.service.js';
+import { checkScheduleOf } from './domains/domain-states.js';
+import { domainsRouter } from './domains/domains.router.js';
+import { registerDomainRoutes } from './domains/openapi.js';
+import { txtLookup } from './domains/txt-lookup.js';
 import { eventContext } from './events/events.js';
 import { auditEventsRouter } from './events/events.router.js';
 import { registerEventRoutes } from './events/openapi.js';
@@ -58,7 +62,7 @@ export interface AppDependencies {
  * request id + log (and metrics) -> the request's span (traces on) -> security headers -> CORS ->
  * health -> metrics -> SCIM (src/scim: its own token, limits and errors) -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> /api/operator (the
  * platform's operators: src/operator) -> the audit log and
- * the webhook endpoints (src/events) -> the SCIM directories (src/scim) -> live streams (src/realtime) -> your routes (src/extensions) -> generated routes, each
+ * the webhook endpoints (src/events) -> verified domains (src/domains) -> the SCIM directories (src/scim) -> live streams (src/realtime) -> your routes (src/extensions) -> generated routes, each
  * behind the auth guard (who is calling) and, when tenant-scoped, the scope guard (which
  * organization, which role) -> 404 -> error envelope.
  */
@@ -127,6 +131,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
     registerRealtimeRoutes(registry);
     registerOperatorRoutes(registry);
     registerScimRoutes(registry);
+    registerDomainRoutes(registry);
   });
   app.use('/api/docs', docsRouter(document));
 
@@ -138,6 +143,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use('/audit-events', ...auditEventsRouter({ config, db, auth }));
   app.use('/webhook-endpoints', ...webhooksRouter({ config, db, auth, outbox, settings: config.webhooks }));
   app.use('/scim-directories', ...scimDirectoriesRouter({ config, db, auth }));
+  app.use('/domains', ...domainsRouter({ config, db, auth, lookup: txtLookup(config.domains), schedule: checkScheduleOf(config.domains) }));
   app.use('/realtime', realtimeRouter({ config, db, auth, streams }));
   app.use(extensionRouter({ config, db, auth }));
   app.use(generatedRouter({ db, auth, config, transactions }));
