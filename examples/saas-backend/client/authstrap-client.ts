@@ -1398,7 +1398,12 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
 export type EventType =
   | 'directory.created'
   | 'directory.deleted'
+  | 'directory.group_created'
+  | 'directory.group_deleted'
+  | 'directory.group_updated'
   | 'directory.request_refused'
+  | 'directory.role_changed'
+  | 'directory.role_mappings_changed'
   | 'directory.token_revoked'
   | 'directory.token_rotated'
   | 'directory.updated'
@@ -1452,7 +1457,12 @@ export type EventType =
 export const eventCatalogue: Record<EventType, string> = {
   'directory.created': "An owner or admin connected a SCIM directory (an identity provider that provisions members)",
   'directory.deleted': "A SCIM directory was removed (the memberships it made stay)",
-  'directory.request_refused': "A SCIM request was refused because it would leave the organization without an owner (data.detail)",
+  'directory.group_created': "A SCIM directory pushed a group (data.displayName, data.members)",
+  'directory.group_deleted': "A SCIM directory removed a group (roles its mapping gave are recomputed)",
+  'directory.group_updated': "A SCIM directory renamed a group or changed its members",
+  'directory.request_refused': "A SCIM request was refused because it would leave the organization without an owner (data.method, data.path, data.detail)",
+  'directory.role_changed': "A member's role changed because of the directory's groups and role mappings (data.from, data.to)",
+  'directory.role_mappings_changed': "An owner or admin changed which directory group gives which role (roles recomputed at once)",
   'directory.token_revoked': "A SCIM directory's token was revoked",
   'directory.token_rotated': "A SCIM directory got a new token (data.start; the previous one works for data.overlapSeconds)",
   'directory.updated': "A SCIM directory's name, default role or state changed (data.changedFields)",

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, apiClient, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { scimClient } from './support/scim.js';
 import { openStream } from './support/sse.js';
 
 /**
@@ -10,29 +11,9 @@ import { openStream } from './support/sse.js';
  * own, tested in domains.test.ts).
  */
 const password = 'correct horse battery';
-const scimJson = 'application/scim+json';
 const patchOp = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const coreUser = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const enterpriseUser = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
-
-interface ScimAnswer {
-  status: number;
-  headers: Headers;
-  body: any;
-}
-
-/** A SCIM client of one directory: bearer token, SCIM's media type. */
-function scimClient(baseUrl: string, token: string) {
-  return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ScimAnswer> => {
-    const response = await fetch(`${baseUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, accept: scimJson, ...(body === undefined ? {} : { 'content-type': scimJson }), ...headers },
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
-  };
-}
 
 describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
   let backend: TestBackend;

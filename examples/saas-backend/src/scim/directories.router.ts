@@ -8,8 +8,10 @@ import { recordEvent, requestContext } from '../events/events.js';
 import { assertRole } from '../extensions/auth/auth.decorator.js';
 import { asCaller, tenantScoped, type TenantDeps } from '../generated/guards/tenant.guard.js';
 import { sendData } from '../http/envelope.js';
-import { forbidden, notFound } from '../http/errors.js';
+import { forbidden, HttpError, notFound, validationFailed } from '../http/errors.js';
 import { parseBody, parseId } from '../http/validate.js';
+import { ScimError } from './errors.js';
+import { recomputeRoles } from './roles.js';
 import { newScimToken } from './tokens.js';
 
 /**
@@ -25,6 +27,9 @@ import { newScimToken } from './tokens.js';
  *   POST   /scim-directories/:id/tokens              a new token, shown once; the current one keeps working for `overlapSeconds`
  *   DELETE /scim-directories/:id/tokens/:tokenId     revoke: its next request is a 401
  *   GET    /scim-directories/:id/users               the users it provisioned, with their membership
+ *   GET    /scim-directories/:id/groups              its groups, with their member counts and the role mapped to each
+ *   GET    /scim-directories/:id/role-mappings       which group gives which role
+ *   PUT    /scim-directories/:id/role-mappings       the mappings, replaced whole; roles recomputed at once
  */
 
 export const ScimDirectoryInput = z
@@ -42,6 +47,11 @@ export const ScimDirectoryUpdate = z
     enabled: z.boolean().optional().meta({ description: 'Off: its tokens answer 401; nothing else changes' }),
   })
   .meta({ id: 'ScimDirectoryUpdate' });
+
+export const ScimRoleMappings = z
+  .array(z.strictObject({ groupId: z.uuid(), role: z.enum(['owner', 'admin', 'member']) }))
+  .max(500)
+  .meta({ id: 'ScimRoleMappings', description: "Each directory group's role in the organization; a member in several gets the most privileged" });
 
 /** One day: long enough to paste the new token into the identity provider, short enough to retire a leaked one. */
 const defaultOverlapSeconds = 24 * 60 * 60;
@@ -70,7 +80,7 @@ export function scimDirectoriesRouter(deps: TenantDeps & { db: Database; config:
   };
   const withBaseUrl = <Row extends { id: string }>(row: Row) => ({ ...row, baseUrl: `${config.authUrl}/scim/v2/${row.id}` });
   const directoryOf = async (tx: ScopedQueryable, id: string) => {
-    const { rows } = await tx.query<{ id: string }>(`SELECT ${directoryColumns} FROM "authstrap_scim_directory" d WHERE d."id" = $1 AND d."organizationId" = authstrap.organization_id()`, [id]);
+    const { rows } = await tx.query<{ id: string; name: string; defaultRole: 'member' | 'admin' }>(`SELECT ${directoryColumns} FROM "authstrap_scim_directory" d WHERE d."id" = $1 AND d."organizationId" = authstrap.organization_id()`, [id]);
     if (!rows[0]) throw notFound('SCIM directory', id);
     return withBaseUrl(rows[0]);
   };
@@ -133,7 +143,7 @@ export function scimDirectoriesRouter(deps: TenantDeps & { db: Database; config:
       // made stay, and the suspensions it made stay too, no longer any directory's.
       await tx.query(`UPDATE "authstrap_member_suspension" SET "directoryId" = NULL WHERE "directoryId" = $1`, [id]);
       await tx.query(`DELETE FROM "authstrap_scim_directory" WHERE "id" = $1`, [id]);
-      await event(req, 'directory.deleted', id, { name: (directory as { name?: string }).name })(tx);
+      await event(req, 'directory.deleted', id, { name: directory.name })(tx);
     });
     res.status(204).end();
   });
@@ -187,6 +197,65 @@ export function scimDirectoriesRouter(deps: TenantDeps & { db: Database; config:
       [id],
     );
     sendData(res, rows);
+  });
+
+  router.get('/:id/groups', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('SCIM directory', req.params.id);
+    await directoryOf(caller, id);
+    const { rows } = await caller.query(
+      `SELECT g."id", g."displayName", g."externalId", r."role",
+              (SELECT count(*)::int FROM "authstrap_scim_group_member" gm WHERE gm."groupId" = g."id") AS "members", g."createdAt", g."updatedAt"
+         FROM "authstrap_scim_group" g LEFT JOIN "authstrap_scim_role_mapping" r ON r."groupId" = g."id"
+        WHERE g."directoryId" = $1 ORDER BY lower(g."displayName"), g."id" LIMIT 1000`,
+      [id],
+    );
+    sendData(res, rows);
+  });
+
+  const mappingsOf = async (tx: ScopedQueryable, id: string) =>
+    (await tx.query(`SELECT r."groupId", g."displayName", r."role" FROM "authstrap_scim_role_mapping" r JOIN "authstrap_scim_group" g ON g."id" = r."groupId" WHERE r."directoryId" = $1 ORDER BY lower(g."displayName")`, [id])).rows;
+
+  router.get('/:id/role-mappings', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('SCIM directory', req.params.id);
+    await directoryOf(caller, id);
+    sendData(res, await mappingsOf(caller, id));
+  });
+
+  router.put('/:id/role-mappings', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('SCIM directory', req.params.id);
+    const mappings = parseBody('role mappings', ScimRoleMappings, req);
+    const mapped = await caller.transaction(async (tx) => {
+      const directory = await directoryOf(tx, id);
+      const { rows: current } = await tx.query<{ role: string }>(`SELECT "role" FROM "authstrap_scim_role_mapping" WHERE "directoryId" = $1`, [id]);
+      // Who may be made an owner, or stop being one, by a group: an owner.
+      if (req.role !== 'owner' && [...current, ...mappings].some((mapping) => mapping.role === 'owner')) throw forbidden('Only an owner maps a group to the owner role, or changes such a mapping');
+      const groups = [...new Set(mappings.map((mapping) => mapping.groupId))];
+      if (groups.length !== mappings.length) throw validationFailed('A group is mapped to one role', { groupId: 'Each group at most once' });
+      const { rows: known } = await tx.query<{ id: string }>(`SELECT "id" FROM "authstrap_scim_group" WHERE "directoryId" = $1 AND "id" = ANY($2::uuid[])`, [id, groups]);
+      const missing = groups.filter((group) => !known.some((row) => row.id === group));
+      if (missing.length > 0) throw validationFailed('Not a group of this directory', { groupId: missing[0]! });
+      await tx.query(`DELETE FROM "authstrap_scim_role_mapping" WHERE "directoryId" = $1`, [id]);
+      if (mappings.length > 0) {
+        await tx.query(
+          `INSERT INTO "authstrap_scim_role_mapping" ("organizationId", "directoryId", "groupId", "role", "createdBy")
+           SELECT authstrap.organization_id(), $1, x."groupId", x."role", authstrap.user_id() FROM unnest($2::uuid[], $3::text[]) AS x("groupId", "role")`,
+          [id, mappings.map((mapping) => mapping.groupId), mappings.map((mapping) => mapping.role)],
+        );
+      }
+      let changed;
+      try {
+        changed = await recomputeRoles(tx, { id, organizationId: req.organizationId!, defaultRole: directory.defaultRole });
+      } catch (error) {
+        if (error instanceof ScimError) throw new HttpError(409, 'LAST_OWNER', error.detail);
+        throw error;
+      }
+      await event(req, 'directory.role_mappings_changed', id, { mappings: mappings.length, rolesChanged: changed.length })(tx);
+      return mappingsOf(tx, id);
+    });
+    sendData(res, mapped);
   });
 
   return tenantScoped(deps, router);

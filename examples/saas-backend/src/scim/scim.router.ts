@@ -11,6 +11,7 @@ import { discoveryRoutes } from './discovery.js';
 import { ScimError, scimErrorBody } from './errors.js';
 import type { Directory } from './memberships.js';
 import { scimCallerStatement, scimTokenPrefix, type ScimCallerRow } from './tokens.js';
+import { groupRoutes } from './groups.js';
 import { userRoutes } from './users.js';
 
 /**
@@ -132,6 +133,7 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
   const directory = Router({ mergeParams: true });
   discoveryRoutes(directory, config);
   userRoutes(directory, { asDirectory, config });
+  groupRoutes(directory, { asDirectory, config });
   // Bulk, /Me and POST /.search: not offered (ServiceProviderConfig says so).
   directory.all(['/Bulk', '/Me', '/.search', '/Users/.search', '/Groups/.search'], () => {
     throw new ScimError(501, undefined, 'Not offered by this service: see ServiceProviderConfig');

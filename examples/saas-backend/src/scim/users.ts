@@ -2,12 +2,13 @@ import type { Request, Router } from 'express';
 import type { Config } from '../config.js';
 import type { Queryable } from '../db/database.js';
 import { isUuid } from '../http/validate.js';
-import { maxResults } from './discovery.js';
 import { ScimError } from './errors.js';
 import { compileFilter } from './filter-sql.js';
 import { parseFilter } from './filter.js';
+import { listQueryOf } from './list.js';
 import { directoryEvent, provisionUser, reactivate, suspend, updateAccount, type Directory } from './memberships.js';
 import { applyUserPatch, deepEqual } from './patch.js';
+import { recomputeRoles } from './roles.js';
 import { baseUrlOf, sendScim, type AsDirectory } from './scim.router.js';
 import { etagOf, projectionOf, userAttributesOf, userColumnsOf, userResource, type ScimUserRow, type UserAttributes, type UserColumns } from './user-resource.js';
 
@@ -86,6 +87,8 @@ export function userRoutes(router: Router, { asDirectory, config }: { asDirector
         newAccount: provisioned.created,
       });
       // Made inactive (Okta can assign a user who is not active yet): suspended at once.
+      // A new resource is in no group yet: its role is the default (or the one the person had)
+      // until the directory pushes the groups that map one.
       if (!columns.active) created = await setActive(tx, directory, created, false);
       return created;
     });
@@ -129,24 +132,6 @@ export function userRoutes(router: Router, { asDirectory, config }: { asDirector
 
 const notFound = (id: string) => new ScimError(404, undefined, `No user ${id} in this directory`);
 
-/** `startIndex` (from 1; below 1 read as 1) and `count` (100 by default, at most 200), and the filter. */
-function listQueryOf(query: Request['query']): { filter?: string; startIndex: number; count: number } {
-  const single = (name: string) => {
-    const value = query[name];
-    if (Array.isArray(value)) throw new ScimError(400, 'invalidValue', `Give ${name} once`);
-    return typeof value === 'string' ? value : undefined;
-  };
-  const whole = (name: string, fallback: number) => {
-    const text = single(name);
-    if (text === undefined || text === '') return fallback;
-    const value = Number(text);
-    if (!Number.isInteger(value)) throw new ScimError(400, 'invalidValue', `${name} must be a whole number`);
-    return value;
-  };
-  const filter = single('filter');
-  return { filter: filter?.trim() ? filter : undefined, startIndex: Math.max(1, whole('startIndex', 1)), count: Math.min(maxResults, Math.max(0, whole('count', 100))) };
-}
-
 async function countUsers(tx: Queryable, directory: Directory, filter: string | undefined): Promise<number> {
   const params: unknown[] = [directory.id];
   const where = filter ? ` AND (${compileFilter(parseFilter(filter), 'User', params)})` : '';
@@ -187,6 +172,8 @@ async function setActive(tx: Queryable, directory: Directory, row: ScimUserRow, 
     `UPDATE "authstrap_scim_user" su SET "active" = $2, "membership" = $3 WHERE su."id" = $1 RETURNING ${userColumns}`,
     [row.id, active, membership],
   );
+  // Reactivated: the role the mappings give now, not the one kept from before.
+  if (active && row.membership === 'suspended') await recomputeRoles(tx, directory, [row.id]);
   return rows[0]!;
 }
 

@@ -1,6 +1,6 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { ScimDirectoryInput, ScimDirectoryUpdate, ScimTokenRotation } from './directories.router.js';
+import { ScimDirectoryInput, ScimDirectoryUpdate, ScimRoleMappings, ScimTokenRotation } from './directories.router.js';
 
 /**
  * SCIM in the OpenAPI document: the routes an organization's owners and admins manage their
@@ -35,6 +35,17 @@ const ScimDirectoryUser = z.object({
   updatedAt: z.date(),
 });
 
+const ScimDirectoryGroup = z.object({
+  id: z.uuid(),
+  displayName: z.string(),
+  externalId: z.string().nullable(),
+  role: z.enum(['owner', 'admin', 'member']).nullable().meta({ description: 'The role its mapping gives (null: none)' }),
+  members: z.int(),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+});
+const ScimRoleMapping = z.object({ groupId: z.uuid(), displayName: z.string(), role: z.enum(['owner', 'admin', 'member']) });
+
 export function registerScimRoutes(registry: OpenAPIRegistry): void {
   const one = (item: z.ZodType) => ({ content: { 'application/json': { schema: z.object({ success: z.literal(true), data: item }) } } });
   const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
@@ -52,5 +63,8 @@ export function registerScimRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({ method: 'delete', path: '/scim-directories/{id}', operationId: 'deleteScimDirectory', tags, summary: 'Disconnect it: memberships stay as they are, suspended ones become removable by hand', request: { headers: tenant, params: id }, responses: { 204: { description: 'Removed' }, ...adminOnly, ...missing } });
   registry.registerPath({ method: 'post', path: '/scim-directories/{id}/tokens', operationId: 'rotateScimToken', tags, summary: 'A new token, shown once; the current one keeps working for overlapSeconds (default a day)', request: { headers: tenant, params: id, body: json(ScimTokenRotation) }, responses: { 201: { description: 'Rotated', ...one(z.object({ id: z.uuid(), start: z.string(), previousExpiresAt: z.date().nullable(), token: z.string() })) }, ...adminOnly, ...missing } });
   registry.registerPath({ method: 'delete', path: '/scim-directories/{id}/tokens/{tokenId}', operationId: 'revokeScimToken', tags, summary: 'Revoke a token: its next request is a 401', request: { headers: tenant, params: z.object({ id: z.uuid(), tokenId: z.uuid() }) }, responses: { 204: { description: 'Revoked' }, ...adminOnly, 404: { description: 'No such directory or token' } } });
+  registry.registerPath({ method: 'get', path: '/scim-directories/{id}/groups', operationId: 'listScimDirectoryGroups', tags, summary: 'The groups the directory pushed, with their member counts and the role mapped to each', request: { headers: tenant, params: id }, responses: { 200: { description: 'Groups', ...one(z.array(ScimDirectoryGroup)) }, ...adminOnly, ...missing } });
+  registry.registerPath({ method: 'get', path: '/scim-directories/{id}/role-mappings', operationId: 'listScimRoleMappings', tags, summary: 'Which directory group gives which role', request: { headers: tenant, params: id }, responses: { 200: { description: 'Mappings', ...one(z.array(ScimRoleMapping)) }, ...adminOnly, ...missing } });
+  registry.registerPath({ method: 'put', path: '/scim-directories/{id}/role-mappings', operationId: 'replaceScimRoleMappings', tags, summary: "Replace the mappings whole; the provisioned members' roles are recomputed at once (the most privileged mapped role wins, else the default role; no mappings: roles are left as they are)", request: { headers: tenant, params: id, body: json(ScimRoleMappings) }, responses: { 200: { description: 'The mappings now', ...one(z.array(ScimRoleMapping)) }, ...adminOnly, ...missing, 409: { description: 'LAST_OWNER: the organization would be left without an owner' }, 422: { description: 'A group that is not the directory’s, or mapped twice' } } });
   registry.registerPath({ method: 'get', path: '/scim-directories/{id}/users', operationId: 'listScimDirectoryUsers', tags, summary: 'The users the directory provisioned, with their membership (member, suspended, invited)', request: { headers: tenant, params: id }, responses: { 200: { description: 'Users', ...one(z.array(ScimDirectoryUser)) }, ...adminOnly, ...missing } });
 }
