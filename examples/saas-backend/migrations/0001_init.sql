@@ -915,6 +915,27 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.record_scim_requests(requests jsonb) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  INSERT INTO "authstrap_scim_request" ("directoryId", "organizationId", "method", "path", "status", "scimType", "detail", "durationMs", "createdAt")
+  SELECT r."directoryId", d."organizationId", r."method", r."path", r."status", r."scimType", r."detail", r."durationMs", r."createdAt"
+    FROM jsonb_to_recordset(requests) AS r("directoryId" uuid, "method" text, "path" text, "status" integer, "scimType" text, "detail" text, "durationMs" integer, "createdAt" timestamptz)
+    JOIN "authstrap_scim_directory" d ON d."id" = r."directoryId";
+  DELETE FROM "authstrap_scim_request" q USING (
+    SELECT o."id" FROM (
+      SELECT r."id", r."createdAt", row_number() OVER (PARTITION BY r."directoryId" ORDER BY r."createdAt" DESC, r."id" DESC) AS "newest"
+        FROM "authstrap_scim_request" r
+       WHERE r."directoryId" IN (SELECT DISTINCT (x->>'directoryId')::uuid FROM jsonb_array_elements(requests) x)) o
+     WHERE o."newest" > 1000 OR o."createdAt" < now() - interval '7 days') old
+   WHERE q."id" = old."id";
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.due_domain_checks(max_rows integer, checked_at timestamptz, lease_seconds integer, pending_hours integer)
 RETURNS TABLE ("id" uuid, "organizationId" uuid, "domain" text, "state" text, "txtToken" text, "failingSince" timestamptz)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$

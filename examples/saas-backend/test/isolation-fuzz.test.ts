@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, databaseKinds, serviceApiKey, signUp, startBackend, type TestBackend } from './support/backend.js';
+import { scimClient } from './support/scim.js';
 import { openStream, type OpenStream } from './support/sse.js';
 
 /**
@@ -10,7 +11,10 @@ import { openStream, type OpenStream } from './support/sse.js';
  * organization the caller is not a member of, and any write that reached another organization's
  * row; there must be none. The sequence is seeded, so a failure replays. Each organization's
  * owner and member hold a live stream of its changes (GET /realtime) meanwhile: every event
- * committed in the organization reaches both, once, and none of another organization's.
+ * committed in the organization reaches both, once, and none of another organization's. About
+ * one request in ten also sends a SCIM request with the organization's directory token, aimed
+ * mostly at another organization's directory, users and groups: none may succeed there, answer
+ * another's resource, or change one.
  */
 
 const requests = 10_000;
@@ -34,6 +38,8 @@ interface Tenant {
   people: { id: string; token: string; role: 'owner' | 'member'; own: string }[];
   projects: string[];
   tasks: string[];
+  /** Its SCIM directory: the path of its service, its token, its users and a group. */
+  directory: { path: string; token: string; users: string[]; group: string };
 }
 
 describe.each(databaseKinds)('tenant isolation under 10,000 randomized requests, %s database', (kind) => {
@@ -56,6 +62,7 @@ describe.each(databaseKinds)('tenant isolation under 10,000 randomized requests,
         ],
         projects: [],
         tasks: [],
+        directory: { path: '', token: '', users: [], group: '' },
       };
       for (let project = 0; project < 4; project++) {
         const created = await owner.api('POST', '/Projects', { body: { name: `org ${index} project ${project}` } });
@@ -64,7 +71,15 @@ describe.each(databaseKinds)('tenant isolation under 10,000 randomized requests,
           tenant.tasks.push((await owner.api('POST', `/Projects/${created.body.data.id}/Tasks`, { body: { title: `org ${index} task ${task}` } })).body.data.id);
         }
       }
-      tenants.push(tenant);
+      const made = await owner.api('POST', '/scim-directories', { body: { name: `Directory ${index}` } });
+      const path = new URL(made.body.data.baseUrl).pathname;
+      const scim = scimClient(backend.url, made.body.data.token);
+      const users: string[] = [];
+      for (let user = 0; user < 3; user++) {
+        users.push((await scim('POST', `${path}/Users`, { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: `synced${user}@org${index}.example` })).body.id);
+      }
+      const group = (await scim('POST', `${path}/Groups`, { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: `Group ${index}`, members: [{ value: users[0] }] })).body.id;
+      tenants.push({ ...tenant, directory: { path, token: made.body.data.token, users, group } });
     }
   }, 120_000);
   afterAll(() => backend?.stop());
@@ -113,6 +128,37 @@ describe.each(databaseKinds)('tenant isolation under 10,000 randomized requests,
         if (record.organizationId !== undefined && record.organizationId !== actingIn) leaks.push(`${where}: answered a record of ${record.organizationId}`);
       }
       if (answer.status < 300 && method === 'DELETE' && ownerOf.get(task) !== actingIn) leaks.push(`${where}: deleted another organization's task`);
+      if (rng.next() < 0.1) await scimRequest(sequence, home);
+    }
+
+    const everyScimUser = tenants.flatMap((tenant) => tenant.directory.users);
+    const everyGroup = tenants.flatMap((tenant) => tenant.directory.group);
+    /** A SCIM request with `home`'s directory token, mostly aimed at another organization's directory or resources. */
+    async function scimRequest(sequence: number, home: Tenant) {
+      const target = rng.next() < 0.5 ? rng.pick(tenants) : home;
+      const user = rng.pick(rng.next() < 0.8 ? everyScimUser : home.directory.users);
+      const group = rng.pick(everyGroup);
+      const marker = `scim ${sequence} by ${home.id}`;
+      const patchOp = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+      const shapes = [
+        ['GET', `/Users/${user}`],
+        ['GET', `/Users?filter=${encodeURIComponent(`userName sw "synced"`)}`],
+        ['GET', `/Users?filter=${encodeURIComponent(`id eq "${user}"`)}`],
+        ['PATCH', `/Users/${user}`, { schemas: [patchOp], Operations: [{ op: 'replace', path: 'displayName', value: marker }] }],
+        ['GET', `/Groups/${group}`],
+        ['GET', `/Groups?filter=${encodeURIComponent(`members[value eq "${user}"]`)}`],
+        ['PATCH', `/Groups/${group}`, { schemas: [patchOp], Operations: [{ op: 'add', path: 'members', value: [{ value: user }] }] }],
+      ] as const;
+      const [method, path, body] = rng.pick(shapes);
+      const answer = await scimClient(backend.url, home.directory.token)(method, `${target.directory.path}${path}`, body);
+      const where = `SCIM #${sequence} ${method} ${target.directory.path}${path} with the token of ${home.id}`;
+      if (answer.status < 300 && target !== home) leaks.push(`${where}: ${answer.status} on another organization's directory`);
+      const own = new Set([...home.directory.users, home.directory.group]);
+      const resources: { id: string; members?: { value: string }[] }[] = answer.status < 300 ? (answer.body?.Resources ?? (answer.body?.id ? [answer.body] : [])) : [];
+      for (const resource of resources) {
+        if (!own.has(resource.id)) leaks.push(`${where}: answered ${resource.id}, not its directory's`);
+        for (const member of resource.members ?? []) if (!own.has(member.value)) leaks.push(`${where}: answered member ${member.value}`);
+      }
     }
 
     // The live streams: each person's, in their organization, from a cursor known before the run.
@@ -142,6 +188,19 @@ describe.each(databaseKinds)('tenant isolation under 10,000 randomized requests,
       const written = /^written \d+ in (.+)$/.exec(row.text);
       if (written && written[1] !== row.organizationId) leaks.push(`a row of ${row.organizationId} holds "${row.text}"`);
     }
+    // Every SCIM change landed in the directory whose token made it, and no group holds another's user.
+    const scimRows = await backend.running.db.asOwner((tx) =>
+      tx.query<{ organizationId: string; text: string | null }>(`SELECT "organizationId", "displayName" AS "text" FROM "authstrap_scim_user"`),
+    );
+    for (const row of scimRows.rows) {
+      const written = /^scim \d+ by (.+)$/.exec(row.text ?? '');
+      if (written && written[1] !== row.organizationId) leaks.push(`a SCIM user of ${row.organizationId} holds "${row.text}"`);
+    }
+    const crossed = await backend.running.db.asOwner((tx) =>
+      tx.query(`SELECT 1 FROM "authstrap_scim_group_member" gm JOIN "authstrap_scim_user" su ON su."id" = gm."scimUserId" JOIN "authstrap_scim_group" g ON g."id" = gm."groupId" WHERE su."directoryId" <> g."directoryId"`),
+    );
+    if (crossed.rowCount) leaks.push(`${crossed.rowCount} group memberships across directories`);
+    expect(scimRows.rows.some((row) => /^scim \d+ by /.test(row.text ?? ''))).toBe(true);
     // Each stream: every event of its organization since its cursor, once, and nothing else.
     for (const { tenant, stream, from } of streams) {
       const { rows: committed } = await backend.running.db.asOwner((tx) =>

@@ -191,6 +191,38 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
     expect(directoryEvents.every((event) => event.actorType === 'directory' && event.actorId === directory.id)).toBe(true);
   });
 
+  it('keeps a log of what the directory asked and what it was answered, without the addresses of its filters', async () => {
+    const email = at('logged');
+    await scim('GET', `${directory.path}/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}`);
+    await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: email });
+    await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: email });
+    const requests = async () => (await owner.api('GET', `/scim-directories/${directory.id}/requests`)).body.data as { method: string; path: string; status: number; scimType: string | null }[];
+    await expect.poll(async () => (await requests()).filter((entry) => entry.scimType === 'uniqueness').length, { timeout: 5000 }).toBeGreaterThan(0);
+    const log = await requests();
+    expect(log).toEqual(expect.arrayContaining([
+      expect.objectContaining({ method: 'GET', path: `${directory.path}/Users`, status: 200 }),
+      expect.objectContaining({ method: 'POST', path: `${directory.path}/Users`, status: 201 }),
+      expect.objectContaining({ method: 'POST', path: `${directory.path}/Users`, status: 409, scimType: 'uniqueness' }),
+    ]));
+    expect(JSON.stringify(log)).not.toContain(email);
+    // A request its token was not accepted for is not the directory's: not in its log.
+    await scimClient(backend.url, 'scim_wrong')('GET', `${directory.path}/Users`);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect((await requests()).filter((entry) => entry.status === 401)).toEqual([]);
+    // Kept seven days and 1,000 rows a directory: the oldest go first.
+    const old = { directoryId: directory.id, method: 'GET', path: '/old', status: 200, durationMs: 1, createdAt: new Date(Date.now() - 8 * 86_400_000) };
+    const many = Array.from({ length: 1005 }, (_, index) => ({ directoryId: directory.id, method: 'GET', path: `/many/${index}`, status: 200, durationMs: 1, createdAt: new Date(Date.now() - (1005 - index) * 1000) }));
+    await asOwner('SELECT authstrap.record_scim_requests($1::jsonb)', [JSON.stringify([old, ...many])]);
+    const kept = (await asOwner(`SELECT "path" FROM "authstrap_scim_request" WHERE "directoryId" = $1 ORDER BY "createdAt"`, [directory.id])).rows.map((row) => row.path);
+    expect(kept).toHaveLength(1000);
+    expect(kept).not.toContain('/old');
+    expect(kept).not.toContain('/many/0');
+    expect(kept).toContain('/many/1004');
+    // Only its owners and admins read it.
+    const member = await addMember(backend.url, owner, at('log-reader'), 'member');
+    expect((await member.api('GET', `/scim-directories/${directory.id}/requests`)).status).toBe(403);
+  });
+
   it("Entra ID's sequence: externalId lookup, enterprise extension, PATCH with Replace and \"False\", then DELETE", async () => {
     const email = at('entra.person');
     const lookup = await scim('GET', `${directory.path}/Users?filter=${encodeURIComponent('externalId eq "58342554-38d6-4ec8-948c-50044d0a33fd"')}`);

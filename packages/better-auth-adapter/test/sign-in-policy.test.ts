@@ -142,6 +142,36 @@ describe.each(databaseKinds)("the sign-in policy on Better Auth's path, %s datab
     expect((await signInEmail(at('leaver'))).status).toBe(200);
   });
 
+  it('ends a Better Auth session when the directory deactivates the user, refuses a new one, and lets them back in when reactivated', async () => {
+    await requireSso(false);
+    const made = await owner.api('POST', '/scim-directories', { body: { name: `Okta ${kind}` } });
+    expect(made.status).toBe(201);
+    const scim = (method: string, path: string, body?: unknown) =>
+      fetch(`${backend.url}${new URL(made.body.data.baseUrl).pathname}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${made.body.data.token}`, 'content-type': 'application/scim+json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }).then(async (response) => ({ status: response.status, body: await response.json() }));
+    await addMember(backend.url, owner, at('synced'), 'member');
+    const signedIn = await auth.api.signInEmail({ body: { email: at('synced'), password }, returnHeaders: true });
+    const headers = new Headers({ cookie: signedIn.headers.getSetCookie().map((cookie) => cookie.split(';')[0]!).join('; ') });
+    expect(await auth.api.getSession({ headers })).not.toBeNull();
+    const resource = await scim('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: at('synced') });
+    expect(resource.status).toBe(201);
+
+    const started = Date.now();
+    const patchOp = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] };
+    expect((await scim('PATCH', `/Users/${resource.body.id}`, patchOp)).status).toBe(200);
+    expect(await auth.api.getSession({ headers })).toBeNull();
+    const refused = await signInEmail(at('synced'));
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ code: 'DEPROVISIONED' });
+    expect(Date.now() - started).toBeLessThan(5000);
+
+    await scim('PATCH', `/Users/${resource.body.id}`, { ...patchOp, Operations: [{ op: 'Replace', path: 'active', value: 'True' }] });
+    expect((await signInEmail(at('synced'))).status).toBe(200);
+  });
+
   it('judges a session the trusted server makes without naming a Better Auth endpoint as its own, whatever the body claims', async () => {
     await requireSso(true);
     const service = apiClient(backend.url, { token: serviceApiKey });

@@ -28,6 +28,7 @@ import { newScimToken } from './tokens.js';
  *   DELETE /scim-directories/:id/tokens/:tokenId     revoke: its next request is a 401
  *   GET    /scim-directories/:id/users               the users it provisioned, with their membership
  *   GET    /scim-directories/:id/groups              its groups, with their member counts and the role mapped to each
+ *   GET    /scim-directories/:id/requests            the last requests it made, and what they were answered (newest first)
  *   GET    /scim-directories/:id/role-mappings       which group gives which role
  *   PUT    /scim-directories/:id/role-mappings       the mappings, replaced whole; roles recomputed at once
  */
@@ -208,6 +209,18 @@ export function scimDirectoriesRouter(deps: TenantDeps & { db: Database; config:
               (SELECT count(*)::int FROM "authstrap_scim_group_member" gm WHERE gm."groupId" = g."id") AS "members", g."createdAt", g."updatedAt"
          FROM "authstrap_scim_group" g LEFT JOIN "authstrap_scim_role_mapping" r ON r."groupId" = g."id"
         WHERE g."directoryId" = $1 ORDER BY lower(g."displayName"), g."id" LIMIT 1000`,
+      [id],
+    );
+    sendData(res, rows);
+  });
+
+  router.get('/:id/requests', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('SCIM directory', req.params.id);
+    await directoryOf(caller, id);
+    const { rows } = await caller.query(
+      `SELECT "id", "method", "path", "status", "scimType", "detail", "durationMs", "createdAt" FROM "authstrap_scim_request"
+        WHERE "directoryId" = $1 ORDER BY "createdAt" DESC, "id" DESC LIMIT 200`,
       [id],
     );
     sendData(res, rows);

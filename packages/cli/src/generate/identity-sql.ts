@@ -260,6 +260,30 @@ BEGIN
 END
 $$;`;
 
+/**
+ * Keeps a batch of SCIM requests (src/scim/request-log.ts) in each directory's request log, and
+ * trims it: seven days, and at most 1,000 rows a directory. `requests` is a JSON array of rows.
+ * SECURITY DEFINER with the maintenance setting: one statement for a second of every directory's
+ * requests, whatever their organizations. A directory deleted meanwhile takes its rows with it.
+ */
+const recordScimRequests = `CREATE OR REPLACE FUNCTION authstrap.record_scim_requests(requests jsonb) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+BEGIN
+${withMaintenance(`  INSERT INTO "authstrap_scim_request" ("directoryId", "organizationId", "method", "path", "status", "scimType", "detail", "durationMs", "createdAt")
+  SELECT r."directoryId", d."organizationId", r."method", r."path", r."status", r."scimType", r."detail", r."durationMs", r."createdAt"
+    FROM jsonb_to_recordset(requests) AS r("directoryId" uuid, "method" text, "path" text, "status" integer, "scimType" text, "detail" text, "durationMs" integer, "createdAt" timestamptz)
+    JOIN "authstrap_scim_directory" d ON d."id" = r."directoryId";
+  DELETE FROM "authstrap_scim_request" q USING (
+    SELECT o."id" FROM (
+      SELECT r."id", r."createdAt", row_number() OVER (PARTITION BY r."directoryId" ORDER BY r."createdAt" DESC, r."id" DESC) AS "newest"
+        FROM "authstrap_scim_request" r
+       WHERE r."directoryId" IN (SELECT DISTINCT (x->>'directoryId')::uuid FROM jsonb_array_elements(requests) x)) o
+     WHERE o."newest" > 1000 OR o."createdAt" < now() - interval '7 days') old
+   WHERE q."id" = old."id";`)}
+END
+$$;`;
+
 export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sign_in_rule', definition: signInRule(schema) },
   { name: 'sign_in_verdict', definition: signInVerdict },
@@ -267,6 +291,7 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'password_policy', definition: passwordPolicy },
   { name: 'scim_caller', definition: scimCaller },
   { name: 'member_suspended', definition: memberSuspended },
+  { name: 'record_scim_requests', definition: recordScimRequests },
   { name: 'due_domain_checks', definition: dueDomainChecks },
 ];
 

@@ -10,6 +10,7 @@ import { isUuid } from '../http/validate.js';
 import { discoveryRoutes } from './discovery.js';
 import { ScimError, scimErrorBody } from './errors.js';
 import type { Directory } from './memberships.js';
+import { createScimRequestLog } from './request-log.js';
 import { scimCallerStatement, scimTokenPrefix, type ScimCallerRow } from './tokens.js';
 import { groupRoutes } from './groups.js';
 import { userRoutes } from './users.js';
@@ -56,6 +57,11 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
   // with thousands of members is one body. Not valid UTF-8: refused, never stored altered.
   router.use(express.json({ type: [scimContentType, 'application/json'], limit: bodyLimit, verify: refuseInvalidUtf8 }));
 
+  // The directory's request log (request-log.ts): requests its token was accepted for, and their outcome.
+  const requestLog = createScimRequestLog(db, logger);
+  const accepted = new WeakSet<Request>();
+  const refusals = new WeakMap<Request, ScimError>();
+
   const inFlight = new Map<string, number>();
   const perMinute = new Map<string, { windowStart: number; count: number }>();
   /**
@@ -86,7 +92,22 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
       if (left > 0) inFlight.set(directoryId, left);
       else inFlight.delete(directoryId);
     };
-    res.on('finish', release);
+    const started = performance.now();
+    res.on('finish', () => {
+      release();
+      if (!accepted.has(req)) return;
+      const refused = refusals.get(req);
+      requestLog.note({
+        directoryId,
+        method: req.method,
+        path: req.originalUrl.split('?')[0]!.slice(0, 300),
+        status: res.statusCode,
+        scimType: refused?.scimType,
+        detail: refused?.detail,
+        durationMs: Math.round(performance.now() - started),
+        createdAt: new Date(),
+      });
+    });
     res.on('close', release);
     next();
   };
@@ -114,6 +135,7 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
         const { rows } = await tx.query<ScimCallerRow>(statement.text, statement.params);
         const caller = rows[0];
         if (!caller || caller.outcome !== 'ok') throw unauthorized(caller?.outcome);
+        accepted.add(req);
         const { rows: directories } = await tx.query<Directory>(`SELECT "id", "organizationId", "defaultRole" FROM "authstrap_scim_directory" WHERE "id" = $1`, [directoryId]);
         return work(tx, directories[0]!);
       });
@@ -143,7 +165,7 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
   });
 
   router.use('/:directoryId', directorySlot, directory);
-  router.use(scimErrors(logger));
+  router.use(scimErrors(logger, refusals));
   return router;
 }
 
@@ -161,9 +183,10 @@ function unauthorized(outcome?: ScimCallerRow['outcome']): ScimError {
 const uniqueViolation = '23505';
 
 /** Every error of a SCIM route, as SCIM's error; what is no client's mistake goes on to the backend's handler (logged, 500 or 503). */
-function scimErrors(logger: Logger): ErrorRequestHandler {
+function scimErrors(logger: Logger, refusals: WeakMap<Request, ScimError>): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (error instanceof ScimError) {
+      refusals.set(req, error);
       if (error.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="scim"');
       return sendScim(res, error.status, scimErrorBody(error));
     }
