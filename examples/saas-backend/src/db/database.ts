@@ -263,9 +263,10 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
   /** Through a pooler: the statement in front of every transaction that switches to `role`. */
   let switchRole: Statement | undefined;
   let pool: pg.Pool | undefined;
+  // Through a pooler a connection is no one server's: a rewind cannot be seen there (db/timelines.ts).
+  const timelines = targets.throughPooler ? undefined : guardTimelines((seen, newest) => hooks.onOlderTimeline?.(seen, newest));
   let deadlines: ReturnType<typeof readDeadlines>;
   let waits: ReturnType<typeof countWaits>;
-  let timelines: (() => TimelineStats) | undefined;
   // Made at the first statement, so that actAs (at startup, after the migrations) comes first.
   const poolOf = (): pg.Pool => {
     if (pool) return pool;
@@ -282,14 +283,14 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
       // ... a statement PostgreSQL runs too long (it cancels it: a 503; pool.query then replaces that connection) ...
       ...sessionTimeouts(targets, timeouts),
       // ... and an answer that never arrives (the server or the network stopped): readDeadlines below.
+      ...(timelines ? { onConnect: timelines.onConnect } : {}),
     });
     // An idle client losing its connection must not crash the process; the next query reconnects.
     pool.on('error', () => {});
     // A little longer than the statement timeout, so that a merely slow statement is cancelled by the server first.
     deadlines = readDeadlines(pool, timeouts.queryMs + 250);
     waits = countWaits(pool);
-    // Through a pooler a connection is no one server's: a rewind cannot be seen there (db/timelines.ts).
-    if (!targets.throughPooler) timelines = guardTimelines(pool, (seen, newest) => hooks.onOlderTimeline?.(seen, newest));
+    if (timelines) pool.on('acquire', timelines.onAcquire);
     return pool;
   };
   const toResult = <Row>(result: pg.QueryResult): QueryResult<Row> => ({
@@ -427,7 +428,7 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
       if (targets.throughPooler) switchRole = roleStatement(appRole);
     },
     asOwner: (work) => inTransaction(work, ownerSettings),
-    timelineStats: () => timelines?.() ?? { newest: 0, refused: 0 },
+    timelineStats: () => timelines?.stats() ?? { newest: 0, refused: 0 },
     poolStats: () => ({ max: poolSize, total: pool?.totalCount ?? 0, idle: pool?.idleCount ?? 0, waiting: pool?.waitingCount ?? 0, waits: waits?.count ?? 0 }),
     close: async () => {
       await pool?.end();
