@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, apiClient, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { tokenOf } from './support/mailbox.js';
 import { openStream, type OpenStream } from './support/sse.js';
 
 /**
@@ -140,6 +141,26 @@ describe.each(databaseKinds)('operators ban and unban a user on the %s database'
     expect((await ban(jane.user.id, { reason: 'again' })).status).toBe(200);
     expect((await signIn('jane@acme.example')).body.error?.code).toBe('BANNED');
     expect((await unban(jane.user.id)).status).toBe(200);
+  });
+
+  it('keeps a password reset from letting a banned user in: no link is mailed during the ban, and one mailed before is refused at the reset', async () => {
+    const resetter = await signUp(backend.url, 'resetter@acme.example');
+    const forgot = () => anonymous()('POST', '/api/auth/forgot-password', { body: { email: 'resetter@acme.example' } });
+    const resetMails = () => backend.mailbox.to('resetter@acme.example').filter((mail) => /Reset your password/.test(mail.subject));
+    expect((await forgot()).status).toBe(200);
+    const before = await backend.mailbox.next('resetter@acme.example', /Reset your password/);
+    expect((await ban(resetter.user.id, { reason: 'chargebacks' })).status).toBe(200);
+
+    const reset = await anonymous()('POST', '/api/auth/reset-password', { body: { token: tokenOf(before), newPassword: 'a brand new password' } });
+    expect(reset.status).toBe(403);
+    expect(reset.body.error.code).toBe('BANNED');
+    // The same answer as for anyone, and no link: the mail of the first request is the only one.
+    expect((await forgot()).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(resetMails()).toHaveLength(1);
+
+    expect((await unban(resetter.user.id)).status).toBe(200);
+    expect((await signIn('resetter@acme.example')).status).toBe(200);
   });
 
   it('refuses the ban to everyone who is not an operator, and an operator as its target', async () => {
