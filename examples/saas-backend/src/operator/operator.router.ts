@@ -202,7 +202,7 @@ async function operatorQuery<Answer>(db: Database, text: string, params: unknown
   } catch (error) {
     const { code, message } = error as { code?: string; message?: string };
     if (code === '42501') throw forbidden('Operators only: `authstrap operator grant <email>` makes one');
-    if (code === 'AS409') throw new HttpError(409, 'CONFLICT', message ?? 'Refused by the user’s state');
+    if (code === 'AS409') throw new HttpError(409, 'CONFLICT', message ?? 'Refused: the user is not in a state that allows it');
     throw error;
   }
 }

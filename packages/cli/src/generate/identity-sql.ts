@@ -85,8 +85,9 @@ const banInForce = (userId: string) =>
 /**
  * The rule. `{"allowed":true,"breakGlass":false}`, or a refusal with its code. STABLE and
  * read-only: one probe of the verified domains' unique index, one of the suspensions by user, one
- * of the operators' bans by user, and one of `member` only when enforcement applies. Not SECURITY DEFINER: called by anyone else, it
- * reads only what their row-level security lets them, which is less, never more.
+ * of the operators' bans by user, and one of `member` only when enforcement applies. Not SECURITY
+ * DEFINER: called by anyone else, it reads only what their row-level security lets them, which is
+ * less, never more.
  */
 function signInRule(schema: Schema): string {
   const { refusals, ssoAllowed } = generatedParts(schema);

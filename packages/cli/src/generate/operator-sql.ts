@@ -169,8 +169,21 @@ const recordOperatorAction = (type: string, data: string, privateData: string) =
     ${data} || jsonb_build_object('email', address), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text))
     FROM "member" m WHERE m."userId" = user_id;`;
 
+/**
+ * How an operator's action on a user begins (in a function with `operator_id`, `user_id`,
+ * `was_maintenance` and `address`): the operator checked, the maintenance setting on, the user's
+ * address read; the function answers null for no such user.
+ */
+const startActionOnUser = `  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+    RETURN NULL;
+  END IF;`;
+
 /** The SQLSTATE of an operator's action that the target's state refuses (an operator to ban, a user who is not banned): a 409. */
-export const operatorConflictState = 'AS409';
+const operatorConflictState = 'AS409';
 
 /**
  * Bans a user (docs/operator.md): the ban row (a new one, or new terms for the one there), every
@@ -190,13 +203,7 @@ DECLARE
   ended integer;
   ban jsonb;
 BEGIN
-  PERFORM authstrap.operator_check(operator_id);
-  PERFORM set_config('authstrap.maintenance', 'on', true);
-  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
-  IF address IS NULL THEN
-    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
-    RETURN NULL;
-  END IF;
+${startActionOnUser}
   IF EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = user_id) THEN
     RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}',
       MESSAGE = 'An operator cannot be banned: revoke their operator role first (authstrap operator revoke <email>)';
@@ -227,13 +234,7 @@ DECLARE
   address text;
   lifted jsonb;
 BEGIN
-  PERFORM authstrap.operator_check(operator_id);
-  PERFORM set_config('authstrap.maintenance', 'on', true);
-  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
-  IF address IS NULL THEN
-    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
-    RETURN NULL;
-  END IF;
+${startActionOnUser}
   DELETE FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND ${banInForce('b')}
     RETURNING ${banJson('b')} INTO lifted;
   IF lifted IS NULL THEN

@@ -148,8 +148,8 @@ async function admitMachineKey(deps: CallerDeps & { db: Queryable }, req: Reques
 /**
  * A machine key's check, to run in the round trip of the route's statement; its answer when the
  * key may not do this: 401 for a key that is unknown, revoked, disabled or expired (or whose
- * organization is gone, or whose maker is deprovisioned or banned), 403 for another organization or an operation beyond its permissions,
- * 429 for its exhausted quota.
+ * organization is gone, or whose maker is deprovisioned or banned), 403 for another organization
+ * or an operation beyond its permissions, 429 for its exhausted quota.
  */
 function machineKeyCheck(
   req: Request,
