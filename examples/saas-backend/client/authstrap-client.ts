@@ -1425,9 +1425,11 @@ export type EventType =
   | 'member.created'
   | 'member.deleted'
   | 'member.updated'
+  | 'operator.banned_user'
   | 'operator.granted'
   | 'operator.revoked'
   | 'operator.revoked_sessions'
+  | 'operator.unbanned_user'
   | 'organization.created'
   | 'organization.deleted'
   | 'organization.updated'
@@ -1484,9 +1486,11 @@ export const eventCatalogue: Record<EventType, string> = {
   'member.created': "member created",
   'member.deleted': "member deleted",
   'member.updated': "member changed (changedFields names what)",
+  'operator.banned_user': "An operator banned a user: every sign-in refused and the machine keys they made stopped until data.expiresAt (null: until lifted), their sessions ended (data.sessions); data.reason in the platform's log and the user's own events, data.email in each of their organizations' audit logs",
   'operator.granted': "A user was made an operator of the platform (data.by: 'command line', or the operator who granted it)",
   'operator.revoked': "A user is no longer an operator of the platform",
   'operator.revoked_sessions': "An operator signed a user out everywhere (data.sessions: how many; data.reason)",
+  'operator.unbanned_user': "An operator lifted a user's ban (data.bannedAt, data.expiresAt: the ban lifted; data.reason when given): they may sign in again and their machine keys work again",
   'organization.created': "Organization created",
   'organization.deleted': "Organization deleted",
   'organization.updated': "Organization changed (changedFields names what)",

@@ -245,6 +245,16 @@ CREATE TABLE "authstrap_operator" (
   CONSTRAINT "authstrap_operator_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE
 );
 
+CREATE TABLE "authstrap_user_ban" (
+  "userId" uuid PRIMARY KEY,
+  "reason" text NOT NULL,
+  "expiresAt" timestamptz,
+  "bannedBy" uuid,
+  "createdAt" timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT "authstrap_user_ban_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE,
+  CONSTRAINT "authstrap_user_ban_bannedBy_fkey" FOREIGN KEY ("bannedBy") REFERENCES "User" ("id") ON DELETE SET NULL
+);
+
 CREATE TABLE "authstrap_sso_connection" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   "organizationId" uuid NOT NULL,
@@ -784,6 +794,10 @@ BEGIN
      WHERE s."userId" = user_id AND (s."organizationId" = owner_organization OR s."organizationId" = organization_id)) THEN
     RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED');
   END IF;
+  -- Banned by the platform's operators, until the ban ends (or is lifted).
+  IF user_id IS NOT NULL AND EXISTS (SELECT 1 FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND (b."expiresAt" IS NULL OR b."expiresAt" > now())) THEN
+    RETURN jsonb_build_object('allowed', false, 'code', 'BANNED');
+  END IF;
 
   IF owner_organization IS NOT NULL AND sso_required THEN
     -- An enabled connection of the organization that owns the address, never another's.
@@ -936,6 +950,19 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.user_banned(user_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  banned boolean;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  banned := EXISTS (SELECT 1 FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND (b."expiresAt" IS NULL OR b."expiresAt" > now()));
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN banned;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.due_domain_checks(max_rows integer, checked_at timestamptz, lease_seconds integer, pending_hours integer)
 RETURNS TABLE ("id" uuid, "organizationId" uuid, "domain" text, "state" text, "txtToken" text, "failingSince" timestamptz)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
@@ -989,7 +1016,7 @@ BEGIN
   ), paged AS (
     SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
-  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', m."id", 'email', m."email", 'name', m."name", 'email_verified', m."email_verified", 'createdAt', to_char(m."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'organizations', (SELECT count(*) FROM "member" mm WHERE mm."userId" = m."id")::int, 'lastSeenAt', to_char((SELECT max(s."updatedAt") FROM "session" s WHERE s."userId" = m."id") AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY p."createdAt" DESC, p."id")
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', m."id", 'email', m."email", 'name', m."name", 'email_verified', m."email_verified", 'createdAt', to_char(m."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'organizations', (SELECT count(*) FROM "member" mm WHERE mm."userId" = m."id")::int, 'lastSeenAt', to_char((SELECT max(s."updatedAt") FROM "session" s WHERE s."userId" = m."id") AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'banned', EXISTS (SELECT FROM "authstrap_user_ban" b WHERE b."userId" = m."id" AND (b."expiresAt" IS NULL OR b."expiresAt" > now()))) ORDER BY p."createdAt" DESC, p."id")
            FROM paged p JOIN "User" m ON m."id" = p."id"), '[]'::jsonb))
     INTO answer;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
@@ -1008,6 +1035,8 @@ BEGIN
   SELECT jsonb_build_object(
       'id', u."id", 'email', u."email", 'name', u."name", 'email_verified', u."email_verified", 'createdAt', to_char(u."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
       'operator', EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = u."id"),
+      'ban', (SELECT jsonb_build_object('reason', b."reason", 'expiresAt', to_char(b."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'bannedAt', to_char(b."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'bannedBy', CASE WHEN b."bannedBy" IS NULL THEN NULL ELSE jsonb_build_object('id', b."bannedBy", 'email', (SELECT bu."email" FROM "User" bu WHERE bu."id" = b."bannedBy")) END) FROM "authstrap_user_ban" b WHERE b."userId" = u."id" AND (b."expiresAt" IS NULL OR b."expiresAt" > now())),
       'organizations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'role', m."role", 'joinedAt', to_char(m."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY m."createdAt")
                                    FROM "member" m JOIN "Organization" org ON org."id" = m."organizationId" WHERE m."userId" = u."id"), '[]'::jsonb),
       'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', to_char(s."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'lastSeenAt', to_char(s."updatedAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expiresAt', to_char(s."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY s."updatedAt" DESC)
@@ -1066,6 +1095,73 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.operator_ban_user(operator_id uuid, user_id uuid, ban_reason text, ban_expires_at timestamptz, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  address text;
+  ended integer;
+  ban jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+    RETURN NULL;
+  END IF;
+  IF EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409',
+      MESSAGE = 'An operator cannot be banned: revoke their operator role first (authstrap operator revoke <email>)';
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtextextended('sign-in:user:' || user_id::text, 0));
+  INSERT INTO "authstrap_user_ban" AS b ("userId", "reason", "expiresAt", "bannedBy", "createdAt")
+    VALUES (user_id, ban_reason, ban_expires_at, operator_id, now())
+    ON CONFLICT ("userId") DO UPDATE SET "reason" = EXCLUDED."reason", "expiresAt" = EXCLUDED."expiresAt", "bannedBy" = EXCLUDED."bannedBy", "createdAt" = EXCLUDED."createdAt"
+    RETURNING jsonb_build_object('reason', b."reason", 'expiresAt', to_char(b."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'bannedAt', to_char(b."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'bannedBy', CASE WHEN b."bannedBy" IS NULL THEN NULL ELSE jsonb_build_object('id', b."bannedBy", 'email', (SELECT bu."email" FROM "User" bu WHERE bu."id" = b."bannedBy")) END) INTO ban;
+  DELETE FROM "session" s WHERE s."userId" = user_id;
+  GET DIAGNOSTICS ended = ROW_COUNT;
+  PERFORM authstrap.record_event('operator.banned_user', NULL, user_id, 'User', user_id::text,
+    jsonb_build_object('expiresAt', ban->'expiresAt', 'sessions', ended) || jsonb_build_object('reason', ban_reason), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('operator.banned_user', m."organizationId", NULL, 'User', user_id::text,
+    jsonb_build_object('expiresAt', ban->'expiresAt', 'sessions', ended) || jsonb_build_object('email', address), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text))
+    FROM "member" m WHERE m."userId" = user_id;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN jsonb_build_object('ban', ban, 'sessions', ended);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_unban_user(operator_id uuid, user_id uuid, unban_reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  address text;
+  lifted jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+    RETURN NULL;
+  END IF;
+  DELETE FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND (b."expiresAt" IS NULL OR b."expiresAt" > now())
+    RETURNING jsonb_build_object('reason', b."reason", 'expiresAt', to_char(b."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'bannedAt', to_char(b."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'bannedBy', CASE WHEN b."bannedBy" IS NULL THEN NULL ELSE jsonb_build_object('id', b."bannedBy", 'email', (SELECT bu."email" FROM "User" bu WHERE bu."id" = b."bannedBy")) END) INTO lifted;
+  IF lifted IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This user is not banned';
+  END IF;
+  PERFORM authstrap.record_event('operator.unbanned_user', NULL, user_id, 'User', user_id::text,
+    jsonb_build_object('bannedAt', lifted->'bannedAt', 'expiresAt', lifted->'expiresAt') || jsonb_strip_nulls(jsonb_build_object('reason', unban_reason)), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('operator.unbanned_user', m."organizationId", NULL, 'User', user_id::text,
+    jsonb_build_object('bannedAt', lifted->'bannedAt', 'expiresAt', lifted->'expiresAt') || jsonb_build_object('email', address), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text))
+    FROM "member" m WHERE m."userId" = user_id;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN jsonb_build_object('lifted', lifted);
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.operator_events(operator_id uuid, only_type text, page_limit integer, page_offset integer)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
@@ -1075,7 +1171,8 @@ BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
   WITH matched AS (
-    SELECT e.* FROM "authstrap_event" e WHERE e."type" LIKE 'operator.%' AND (only_type = '' OR e."type" = only_type)
+    SELECT e.* FROM "authstrap_event" e
+     WHERE e."type" LIKE 'operator.%' AND e."organizationId" IS NULL AND (only_type = '' OR e."type" = only_type)
   ), paged AS (
     SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
@@ -1089,7 +1186,7 @@ BEGIN
 END
 $$;
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator", "authstrap_sso_connection", "authstrap_sso_certificate", "authstrap_sso_policy", "authstrap_domain", "authstrap_sso_identity", "authstrap_sso_flow", "authstrap_sso_code", "authstrap_saml_assertion", "authstrap_scim_directory", "authstrap_scim_token", "authstrap_scim_user", "authstrap_scim_group", "authstrap_scim_group_member", "authstrap_scim_role_mapping", "authstrap_scim_request", "authstrap_member_suspension" TO "authstrap_app";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator", "authstrap_user_ban", "authstrap_sso_connection", "authstrap_sso_certificate", "authstrap_sso_policy", "authstrap_domain", "authstrap_sso_identity", "authstrap_sso_flow", "authstrap_sso_code", "authstrap_saml_assertion", "authstrap_scim_directory", "authstrap_scim_token", "authstrap_scim_user", "authstrap_scim_group", "authstrap_scim_group_member", "authstrap_scim_role_mapping", "authstrap_scim_request", "authstrap_member_suspension" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
 
@@ -1188,6 +1285,12 @@ ALTER TABLE "authstrap_operator" FORCE ROW LEVEL SECURITY;
 CREATE POLICY "authstrap_select" ON "authstrap_operator" FOR SELECT USING ("userId" = (SELECT authstrap.user_id()));
 
 CREATE POLICY "authstrap_maintenance" ON "authstrap_operator" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_user_ban" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_user_ban" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_user_ban" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
 
 ALTER TABLE "authstrap_sso_connection" ENABLE ROW LEVEL SECURITY;
 

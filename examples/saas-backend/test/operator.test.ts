@@ -154,11 +154,21 @@ describe.each(databaseKinds)('OPERATOR_RECENT_SIGN_IN_MINUTES on the %s database
       const stale = await support.api('POST', `/api/operator/users/${user.user.id}/revoke-sessions`, { body: { reason: 'test' } });
       expect(stale.status).toBe(403);
       expect(stale.body.error.message).toContain('OPERATOR_RECENT_SIGN_IN_MINUTES');
+      // A ban and its lifting are such actions too: refused before anything is changed.
+      for (const action of ['ban', 'unban']) {
+        const refused = await support.api('POST', `/api/operator/users/${user.user.id}/${action}`, { body: { reason: 'test' } });
+        expect(refused.status, action).toBe(403);
+        expect(refused.body.error.message).toContain('OPERATOR_RECENT_SIGN_IN_MINUTES');
+      }
+      expect((await user.api('GET', '/api/auth/get-session')).status).toBe(200);
       // Looking needs no fresh sign-in.
       expect((await support.api('GET', '/api/operator/users')).status).toBe(200);
       const fresh = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'support@platform.example', password: 'correct horse battery' } });
-      const done = await apiClient(backend.url, { token: fresh.body.data.token })('POST', `/api/operator/users/${user.user.id}/revoke-sessions`, { body: { reason: 'test' } });
+      const freshly = apiClient(backend.url, { token: fresh.body.data.token });
+      const done = await freshly('POST', `/api/operator/users/${user.user.id}/revoke-sessions`, { body: { reason: 'test' } });
       expect(done.status).toBe(200);
+      expect((await freshly('POST', `/api/operator/users/${user.user.id}/ban`, { body: { reason: 'test' } })).status).toBe(200);
+      expect((await freshly('POST', `/api/operator/users/${user.user.id}/unban`)).status).toBe(200);
     } finally {
       await backend.stop();
     }

@@ -298,6 +298,46 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
     });
   });
 
+  it.skipIf(skip)("refuses a user the platform's operators banned, on every method (SSO and break-glass included), until the ban ends; no request reads the bans", async () => {
+    const banned = { allowed: false, code: 'BANNED' };
+    const userBanned = async (userId: string) => (await db.query<{ banned: boolean }>('SELECT authstrap.user_banned($1) AS banned', [userId]))[0]!.banned;
+    await inRollback(async () => {
+      await db.query(`INSERT INTO "authstrap_user_ban" ("userId", "reason") VALUES ($1, 'spam'), ($2, 'spam')`, [world.outsider, world.owner]);
+      for (const method of ['password', 'sign-up', 'invitation', 'password-reset', 'password-set', 'email-change', 'sso', 'better-auth:password', 'better-auth:magic-link', 'service', 'unknown']) {
+        expect(await verdict(db, 'someone@elsewhere.org', world.outsider, method, world.acme), method).toEqual(banned);
+      }
+      // Neither the organization's own SSO connection nor an owner's break-glass gets past a ban.
+      expect(await verdict(db, 'owner@acme.com', world.owner, 'sso', world.acme, world.acmeConnection)).toEqual(banned);
+      expect(await verdict(db, 'owner@acme.com', world.owner, 'password')).toEqual(banned);
+      expect(await verdict(db, 'employee@acme.com', world.employee, 'sso', world.acme, world.acmeConnection)).toEqual(allowed);
+      expect([await userBanned(world.outsider), await userBanned(world.employee)]).toEqual([true, false]);
+      // A request (the backend's role, scoped to the user themselves) sees no ban, not even its own, and writes none.
+      await db.exec('SAVEPOINT request');
+      try {
+        await db.exec('SET LOCAL ROLE authstrap_app');
+        await db.query(`SELECT set_config('authstrap.user_id', $1, true), set_config('authstrap.organization_id', $2, true), set_config('authstrap.role', 'owner', true)`, [world.outsider, world.acme]);
+        expect(await db.query('SELECT * FROM "authstrap_user_ban"')).toEqual([]);
+        await expect(db.query(`INSERT INTO "authstrap_user_ban" ("userId", "reason") VALUES ($1, 'x')`, [world.employee])).rejects.toThrow(/row-level security/);
+      } finally {
+        await db.exec('ROLLBACK TO SAVEPOINT request');
+      }
+      // The session trigger refuses the row whoever writes it (a refusal ends the transaction: last).
+      const refused = await db
+        .query(`INSERT INTO "session" ("userId", "token", "expiresAt", "authMethod") VALUES ($1, gen_random_uuid()::text, now() + interval '1 day', 'password')`, [world.outsider])
+        .then(() => undefined, (error: { code: string; detail: string }) => error);
+      expect(refused?.code).toBe('AS403');
+      expect(JSON.parse(refused!.detail)).toEqual(banned);
+    });
+    await inRollback(async () => {
+      await db.query(`INSERT INTO "authstrap_user_ban" ("userId", "reason", "expiresAt") VALUES ($1, 'cooling off', now() + interval '1 hour')`, [world.outsider]);
+      expect(await verdict(db, 'someone@elsewhere.org', world.outsider, 'password')).toEqual(banned);
+      // Ended: it refuses nothing, and the keys the user made work again.
+      await db.query(`UPDATE "authstrap_user_ban" SET "expiresAt" = now() - interval '1 second'`);
+      expect(await verdict(db, 'someone@elsewhere.org', world.outsider, 'password')).toEqual(allowed);
+      expect(await userBanned(world.outsider)).toBe(false);
+    });
+  });
+
   it.skipIf(skip)('generates the parts of Better Auth’s plugins: a banned user is refused, an sso provider of the organization signs in', async () => {
     const withPlugins = schemaOf({
       Project: project,
@@ -373,6 +413,40 @@ describe.runIf(adminUrl)('the sign-in locks, two connections on PostgreSQL', () 
     }
   });
 
+  it("lets no session through an operator's ban: one whose insert began first is deleted by it, one that began after is refused", async () => {
+    const [banning, signing] = [await postgres(url), await postgres(url)];
+    try {
+      await reset(banning);
+      await banning.exec(`DELETE FROM "authstrap_user_ban"; INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ('${world.owner}', 'command line') ON CONFLICT DO NOTHING`);
+      const ban = () => banning.query(`SELECT authstrap.operator_ban_user($1, $2, 'spam', NULL, '{}'::jsonb)`, [world.owner, world.employee]);
+      // First: the sign-in holds its shared lock; the ban waits for its commit, then deletes its session.
+      await signing.exec('BEGIN');
+      await signIn(signing);
+      await banning.exec('BEGIN');
+      const banned = ban();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await signing.exec('COMMIT');
+      await banned;
+      await banning.exec('COMMIT');
+      expect(await sessions(banning)).toBe(0);
+      // After: the ban holds the lock; the sign-in waits for its commit, then meets the ban.
+      await banning.exec(`BEGIN; DELETE FROM "authstrap_user_ban"`);
+      await ban();
+      const signed = signIn(signing).then(
+        () => 'signed in',
+        (error: { code?: string }) => error.code,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await banning.exec('COMMIT');
+      expect(await signed).toBe('AS403');
+      expect(await sessions(banning)).toBe(0);
+    } finally {
+      await banning.exec(`DELETE FROM "authstrap_user_ban"`);
+      await banning.close();
+      await signing.close();
+    }
+  });
+
   it('refuses a session whose insert began after the change: it waits, then sees SSO required', async () => {
     const [change, signing] = [await postgres(url), await postgres(url)];
     try {
@@ -400,7 +474,7 @@ describe('the identity tables in migrations', () => {
   it('come to a project made before them in one migration, with the rule and its triggers, which PostgreSQL runs over existing rows', async () => {
     const now = databaseModel(schema);
     // The project as its last generate left it: no identity tables, functions, triggers or fields.
-    const identity = (name: string) => name.startsWith('authstrap_') && !['authstrap_outbox', 'authstrap_event', 'authstrap_webhook_endpoint', 'authstrap_idempotency_key', 'authstrap_operator'].includes(name);
+    const identity = (name: string) => name.startsWith('authstrap_') && !['authstrap_outbox', 'authstrap_event', 'authstrap_webhook_endpoint', 'authstrap_idempotency_key', 'authstrap_operator', 'authstrap_user_ban'].includes(name);
     const newColumns = new Set(['authMethod', 'ssoConnectionId', 'createdBy']);
     const before = {
       tables: now.tables

@@ -112,7 +112,7 @@ export type KeyOperation = 'list' | 'read' | 'create' | 'update' | 'delete';
  * Why machineKeyStatement did not scope the transaction; 'ok' when it did. (The key's rate limit
  * is counted before the statement, in the rate-limit store: http/machine-key-limit.ts.)
  */
-export type MachineKeyOutcome = 'ok' | 'disabled' | 'expired' | 'no-organization' | 'other-organization' | 'creator-suspended' | 'forbidden' | 'quota-exhausted' | 'quota-uncharged';
+export type MachineKeyOutcome = 'ok' | 'disabled' | 'expired' | 'no-organization' | 'other-organization' | 'creator-suspended' | 'creator-banned' | 'forbidden' | 'quota-exhausted' | 'quota-uncharged';
 
 /** What machineKeyStatement found: no row at all means no such key (never made, or revoked). */
 export interface MachineKeyRow {
@@ -150,6 +150,9 @@ const keyConditions = {
   // (docs/enterprise-identity.md, 3.6); a key made before keys recorded their maker, or by
   // Better Auth without one, has no maker to ask about.
   creatorActive: `(k."createdBy" IS NULL OR NOT authstrap.member_suspended(k."createdBy", k."referenceId"))`,
+  // A key made by a user the platform's operators have since banned stops while the ban is in
+  // force (docs/operator.md), and works again once it ends or is lifted.
+  creatorNotBanned: `(k."createdBy" IS NULL OR NOT authstrap.user_banned(k."createdBy"))`,
   permitted: `authstrap.key_allows(k."permissions", $3, $4)`,
   withinQuota: `(k."remaining" IS NULL OR (CASE WHEN ${refillDue} THEN k."refillAmount" ELSE k."remaining" END) > 0)`,
 };
@@ -214,6 +217,7 @@ function machineKeyText({ flushLater, charge }: { flushLater: boolean; charge: b
          WHEN NOT ${c.organizationExists} THEN 'no-organization'
          WHEN NOT ${c.sameOrganization} THEN 'other-organization'
          WHEN NOT ${c.creatorActive} THEN 'creator-suspended'
+         WHEN NOT ${c.creatorNotBanned} THEN 'creator-banned'
          WHEN NOT ${c.permitted} THEN 'forbidden'
          ${quota}
          ELSE 'ok' END AS "outcome") o

@@ -27,6 +27,8 @@ export const keyColumnsByConstraint: Readonly<Record<string, readonly string[]>>
   'authstrap_idempotency_key_organizationId_fkey': [],
   'authstrap_idempotency_key_caller_key_idx': ['caller', 'key'],
   'authstrap_operator_userId_fkey': ['userId'],
+  'authstrap_user_ban_userId_fkey': ['userId'],
+  'authstrap_user_ban_bannedBy_fkey': ['bannedBy'],
   'authstrap_sso_connection_organizationId_name_key': ['name'],
   'authstrap_sso_connection_id_organizationId_key': ['id'],
   'authstrap_sso_connection_organizationId_fkey': [],

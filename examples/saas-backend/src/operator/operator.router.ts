@@ -6,7 +6,7 @@ import type { Database } from '../db/database.js';
 import { requestContext } from '../events/events.js';
 import { resolveCaller, type CallerDeps } from '../generated/guards/auth.guard.js';
 import { sendData, sendJsonData, sendJsonList } from '../http/envelope.js';
-import { forbidden, notFound } from '../http/errors.js';
+import { forbidden, HttpError, notFound } from '../http/errors.js';
 import { parseBody, parseId, parseQuery } from '../http/validate.js';
 
 /**
@@ -114,6 +114,28 @@ export function operatorRouter(deps: OperatorDeps): Router {
     sendData(res, { sessions: ended });
   });
 
+  // Bans a user: no path signs them in, their sessions and streams end, the keys they made stop; until expiresAt or an unban.
+  router.post('/users/:id/ban', async (req, res) => {
+    const id = parseId('User', req.params.id);
+    const { reason, expiresAt } = parseBody('ban', BanInput, req);
+    recentSignIn(req, deps.config);
+    const context = JSON.stringify(requestContext(req));
+    const banned = await operatorQuery<unknown>(deps.db, 'SELECT authstrap.operator_ban_user($1, $2, $3, $4, $5::jsonb) AS "answer"', [req.operator!.userId, id, reason, expiresAt ?? null, context]);
+    if (banned === null) throw notFound('User', id);
+    sendJsonData(res, JSON.stringify(banned));
+  });
+
+  // Lifts a user's ban: they may sign in again and their keys work again (their sessions stay ended).
+  router.post('/users/:id/unban', async (req, res) => {
+    const id = parseId('User', req.params.id);
+    const { reason } = parseBody('unban', UnbanInput, req);
+    recentSignIn(req, deps.config);
+    const context = JSON.stringify(requestContext(req));
+    const lifted = await operatorQuery<unknown>(deps.db, 'SELECT authstrap.operator_unban_user($1, $2, $3, $4::jsonb) AS "answer"', [req.operator!.userId, id, reason ?? null, context]);
+    if (lifted === null) throw notFound('User', id);
+    sendJsonData(res, JSON.stringify(lifted));
+  });
+
   // The platform's log: what operators did, newest first (?type= one of them).
   router.get('/events', async (req, res) => {
     const { type, page, limit } = parseQuery('operator events', EventsQuery, req.query);
@@ -143,6 +165,19 @@ const SearchQuery = z
 
 const RevokeSessionsInput = z.object({ reason: z.string().trim().min(1).max(500).meta({ description: 'Why: kept in the event, which the user sees among their security events' }) }).strict();
 
+const BanInput = z
+  .object({
+    reason: z.string().trim().min(1).max(500).meta({ description: "Why: kept in the platform's log and the user's own security events (not in their organizations' audit logs)" }),
+    expiresAt: z.iso
+      .datetime({ offset: true })
+      .refine((at) => Date.parse(at) > Date.now(), 'must be in the future (leave it out for a ban until lifted)')
+      .optional()
+      .meta({ description: 'When the ban ends by itself (ISO 8601); left out, it lasts until an operator lifts it' }),
+  })
+  .strict();
+
+const UnbanInput = z.object({ reason: z.string().trim().min(1).max(500).optional().meta({ description: "Why, if you say: kept in the platform's log and the user's own security events" }) }).strict();
+
 const EventsQuery = z
   .object({
     type: z.string().regex(/^operator\.[a-z_]+$/, 'must be an operator event type, like operator.revoked_sessions').default(''),
@@ -156,14 +191,18 @@ const pageMeta = (page: number, limit: number, total: number) => ({ page, limit,
 /**
  * One of the operators' functions (packages/cli's operator-sql.ts, in the migrations): the one
  * way an operator's request reaches other organizations' rows. Each checks the operator again
- * itself (42501 when they are none since operatorsOnly asked: a 403).
+ * itself (42501 when they are none since operatorsOnly asked: a 403). An action the target's state
+ * refuses (an operator to ban, a user who is not banned) is SQLSTATE AS409, its message written
+ * for people: a 409.
  */
 async function operatorQuery<Answer>(db: Database, text: string, params: unknown[]): Promise<Answer> {
   try {
     const { rows } = await db.query<{ answer: Answer }>(text, params);
     return rows[0]!.answer;
   } catch (error) {
-    if ((error as { code?: string }).code === '42501') throw forbidden('Operators only: `authstrap operator grant <email>` makes one');
+    const { code, message } = error as { code?: string; message?: string };
+    if (code === '42501') throw forbidden('Operators only: `authstrap operator grant <email>` makes one');
+    if (code === 'AS409') throw new HttpError(409, 'CONFLICT', message ?? 'Refused: the user is not in a state that allows it');
     throw error;
   }
 }
@@ -178,8 +217,16 @@ const listOf = (item: z.ZodType) => ({
   },
 });
 const OperatorUserRow = z
-  .object({ id: z.uuid(), email: z.string(), name: z.string(), email_verified: z.boolean(), createdAt: z.iso.datetime(), organizations: z.int(), lastSeenAt: z.iso.datetime().nullable() })
+  .object({ id: z.uuid(), email: z.string(), name: z.string(), email_verified: z.boolean(), createdAt: z.iso.datetime(), organizations: z.int(), lastSeenAt: z.iso.datetime().nullable(), banned: z.boolean() })
   .meta({ id: 'OperatorUserRow' });
+const UserBan = z
+  .object({
+    reason: z.string(),
+    expiresAt: z.iso.datetime().nullable().meta({ description: 'When it ends by itself; null: until an operator lifts it' }),
+    bannedAt: z.iso.datetime(),
+    bannedBy: z.object({ id: z.uuid(), email: z.string() }).nullable().meta({ description: 'The operator who banned (null once their account is gone)' }),
+  })
+  .meta({ id: 'UserBan' });
 const OperatorUser = z
   .object({
     id: z.uuid(),
@@ -188,6 +235,7 @@ const OperatorUser = z
     email_verified: z.boolean(),
     createdAt: z.iso.datetime(),
     operator: z.boolean(),
+    ban: UserBan.nullable().meta({ description: 'The ban in force; null when the user is not banned (never, lifted, or ended)' }),
     organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: z.enum(['owner', 'admin', 'member']), joinedAt: z.iso.datetime() })),
     sessions: z.array(z.object({ id: z.uuid(), ipAddress: z.string().nullable(), userAgent: z.string().nullable(), createdAt: z.iso.datetime(), lastSeenAt: z.iso.datetime(), expiresAt: z.iso.datetime() })),
     signIns: z.array(z.object({ type: z.enum(['session.signed_in', 'session.sign_in_failed']), createdAt: z.iso.datetime(), ipAddress: z.string().nullable(), userAgent: z.string().nullable() })),
@@ -227,7 +275,7 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
   });
   registry.registerPath({
     method: 'get', path: '/api/operator/users/{id}', operationId: 'getOperatorUser', tags,
-    summary: 'One user: their organizations and roles, sessions, and last 50 sign-ins and failed ones (operators only)',
+    summary: 'One user: their organizations and roles, sessions, last 50 sign-ins and failed ones, and their ban (operators only)',
     request: { params: z.object({ id: z.uuid() }) },
     responses: { 200: { description: 'The user', content: { 'application/json': { schema: z.object({ success: z.literal(true), data: OperatorUser }) } } }, ...refused, 404: { description: 'NOT_FOUND: no such user' } },
   });
@@ -240,6 +288,32 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
       200: { description: 'How many sessions ended', content: { 'application/json': { schema: z.object({ success: z.literal(true), data: z.object({ sessions: z.int() }) }) } } },
       ...refused,
       404: { description: 'NOT_FOUND: no such user' },
+    },
+  });
+  const recentSignInNote = 'With OPERATOR_RECENT_SIGN_IN_MINUTES set, the operator must have signed in within that many minutes (403 otherwise).';
+  registry.registerPath({
+    method: 'post', path: '/api/operator/users/{id}/ban', operationId: 'banUser', tags,
+    summary: 'Ban a user: every sign-in refused (BANNED, on both sign-in paths), their sessions and live streams ended, the machine keys they made stopped, until expiresAt or an unban (operators only; recorded as operator.banned_user)',
+    description: `An operator cannot be banned (409). Banning a banned user sets the ban's new terms. ${recentSignInNote}`,
+    request: { params: z.object({ id: z.uuid() }), body: { content: { 'application/json': { schema: BanInput } } } },
+    responses: {
+      200: { description: 'The ban, and how many sessions ended', content: { 'application/json': { schema: z.object({ success: z.literal(true), data: z.object({ ban: UserBan, sessions: z.int() }) }) } } },
+      ...refused,
+      404: { description: 'NOT_FOUND: no such user' },
+      409: { description: 'CONFLICT: the user is an operator' },
+      422: { description: 'VALIDATION_ERROR: no reason, or an end that is not in the future' },
+    },
+  });
+  registry.registerPath({
+    method: 'post', path: '/api/operator/users/{id}/unban', operationId: 'unbanUser', tags,
+    summary: "Lift a user's ban: they may sign in again and the machine keys they made work again; their sessions stay ended (operators only; recorded as operator.unbanned_user)",
+    description: recentSignInNote,
+    request: { params: z.object({ id: z.uuid() }), body: { required: false, content: { 'application/json': { schema: UnbanInput } } } },
+    responses: {
+      200: { description: 'The ban lifted', content: { 'application/json': { schema: z.object({ success: z.literal(true), data: z.object({ lifted: UserBan }) }) } } },
+      ...refused,
+      404: { description: 'NOT_FOUND: no such user' },
+      409: { description: 'CONFLICT: the user is not banned' },
     },
   });
   registry.registerPath({

@@ -76,10 +76,18 @@ END
 $$;`;
 
 /**
+ * The operators' ban of `userId` (authstrap_user_ban), while it is in force: a row whose end, if
+ * it has one, is still to come. What the rule and `authstrap.user_banned` both ask.
+ */
+const banInForce = (userId: string) =>
+  `SELECT 1 FROM "authstrap_user_ban" b WHERE b."userId" = ${userId} AND (b."expiresAt" IS NULL OR b."expiresAt" > now())`;
+
+/**
  * The rule. `{"allowed":true,"breakGlass":false}`, or a refusal with its code. STABLE and
- * read-only: one probe of the verified domains' unique index, one of the suspensions by user, and
- * one of `member` only when enforcement applies. Not SECURITY DEFINER: called by anyone else, it
- * reads only what their row-level security lets them, which is less, never more.
+ * read-only: one probe of the verified domains' unique index, one of the suspensions by user, one
+ * of the operators' bans by user, and one of `member` only when enforcement applies. Not SECURITY
+ * DEFINER: called by anyone else, it reads only what their row-level security lets them, which is
+ * less, never more.
  */
 function signInRule(schema: Schema): string {
   const { refusals, ssoAllowed } = generatedParts(schema);
@@ -103,6 +111,10 @@ BEGIN
     SELECT 1 FROM "authstrap_member_suspension" s
      WHERE s."userId" = user_id AND (s."organizationId" = owner_organization OR s."organizationId" = organization_id)) THEN
     RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED');
+  END IF;
+  -- Banned by the platform's operators, until the ban ends (or is lifted).
+  IF user_id IS NOT NULL AND EXISTS (${banInForce('user_id')}) THEN
+    RETURN jsonb_build_object('allowed', false, 'code', 'BANNED');
   END IF;
 ${refusals}
   IF owner_organization IS NOT NULL AND sso_required THEN
@@ -227,6 +239,21 @@ END
 $$;`;
 
 /**
+ * Whether the platform's operators banned `user_id` (a ban in force): a machine key that user made
+ * stops working while they are (db/scope.ts, creatorNotBanned), on its next request and in the
+ * streams' recheck. SECURITY DEFINER, as member_suspended: no request may read the bans.
+ */
+const userBanned = `CREATE OR REPLACE FUNCTION authstrap.user_banned(user_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  banned boolean;
+BEGIN
+${withMaintenance(`  banned := EXISTS (${banInForce('user_id')});`)}
+  RETURN banned;
+END
+$$;`;
+
+/**
  * The verified domains' check worker's queue (src/domains/domain-checks.ts): claims up to
  * `max_rows` domains whose `nextCheckAt` is due at `checked_at` and moves it on by `lease_seconds`
  * in the same statement, so that no other instance claims them meanwhile (`FOR UPDATE SKIP LOCKED`:
@@ -292,6 +319,7 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'scim_caller', definition: scimCaller },
   { name: 'member_suspended', definition: memberSuspended },
   { name: 'record_scim_requests', definition: recordScimRequests },
+  { name: 'user_banned', definition: userBanned },
   { name: 'due_domain_checks', definition: dueDomainChecks },
 ];
 

@@ -58,6 +58,13 @@ END
 $$;`;
 }
 
+/** Whether the ban row `b` is in force: it has no end, or its end is still to come. */
+const banInForce = (b: string) => `(${b}."expiresAt" IS NULL OR ${b}."expiresAt" > now())`;
+
+/** A ban row `b` as the routes answer it: why, until when (null: until lifted), since when, by whom. */
+const banJson = (b: string) => `jsonb_build_object('reason', ${b}."reason", 'expiresAt', ${iso(`${b}."expiresAt"`)}, 'bannedAt', ${iso(`${b}."createdAt"`)},
+        'bannedBy', CASE WHEN ${b}."bannedBy" IS NULL THEN NULL ELSE jsonb_build_object('id', ${b}."bannedBy", 'email', (SELECT bu."email" FROM "User" bu WHERE bu."id" = ${b}."bannedBy")) END)`;
+
 /** Users by part of their address or name; each with how many organizations they are in and when a session of theirs was last used. */
 const operatorUsers = pagedSearch({
   name: 'operator_users',
@@ -71,12 +78,14 @@ const operatorUsers = pagedSearch({
     createdAt: iso('m."createdAt"'),
     organizations: '(SELECT count(*) FROM "member" mm WHERE mm."userId" = m."id")::int',
     lastSeenAt: iso('(SELECT max(s."updatedAt") FROM "session" s WHERE s."userId" = m."id")'),
+    banned: `EXISTS (SELECT FROM "authstrap_user_ban" b WHERE b."userId" = m."id" AND ${banInForce('b')})`,
   },
 });
 
 /**
  * One user as support needs them: their organizations and roles, their sessions (device, address,
- * last use), their last 50 sign-ins and failed ones; null for no such user.
+ * last use), their last 50 sign-ins and failed ones, the ban in force (null when none); null for
+ * no such user.
  */
 const operatorUser = `CREATE OR REPLACE FUNCTION authstrap.operator_user(operator_id uuid, user_id uuid)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
@@ -89,6 +98,7 @@ BEGIN
   SELECT jsonb_build_object(
       'id', u."id", 'email', u."email", 'name', u."name", 'email_verified', u."email_verified", 'createdAt', ${iso('u."createdAt"')},
       'operator', EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = u."id"),
+      'ban', (SELECT ${banJson('b')} FROM "authstrap_user_ban" b WHERE b."userId" = u."id" AND ${banInForce('b')}),
       'organizations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'role', m."role", 'joinedAt', ${iso('m."createdAt"')}) ORDER BY m."createdAt")
                                    FROM "member" m JOIN "Organization" org ON org."id" = m."organizationId" WHERE m."userId" = u."id"), '[]'::jsonb),
       'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', ${iso('s."createdAt"')}, 'lastSeenAt', ${iso('s."updatedAt"')}, 'expiresAt', ${iso('s."expiresAt"')}) ORDER BY s."updatedAt" DESC)
@@ -145,8 +155,101 @@ END
 $$;`;
 
 /**
+ * Records an operator's action about a user (the statements of a function that has `operator_id`,
+ * `user_id`, `address`, `context` and the maintenance setting on): once for the platform's log and
+ * the user's own security events (no organization), and once in each organization the user is a
+ * member of, so that its owners and admins see in their audit log (and webhooks) that support
+ * acted, and when. An organization's copy is about the user by entity and address, not by
+ * `userId` (the user's security events list the action once), and leaves out what is the
+ * platform's business: `privateData` (the reason), and the operator's network address and device.
+ */
+const recordOperatorAction = (type: string, data: string, privateData: string) => `  PERFORM authstrap.record_event('${type}', NULL, user_id, 'User', user_id::text,
+    ${data} || ${privateData}, context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('${type}', m."organizationId", NULL, 'User', user_id::text,
+    ${data} || jsonb_build_object('email', address), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text))
+    FROM "member" m WHERE m."userId" = user_id;`;
+
+/**
+ * How an operator's action on a user begins (in a function with `operator_id`, `user_id`,
+ * `was_maintenance` and `address`): the operator checked, the maintenance setting on, the user's
+ * address read; the function answers null for no such user.
+ */
+const startActionOnUser = `  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+    RETURN NULL;
+  END IF;`;
+
+/** The SQLSTATE of an operator's action that the target's state refuses (an operator to ban, a user who is not banned): a 409. */
+const operatorConflictState = 'AS409';
+
+/**
+ * Bans a user (docs/operator.md): the ban row (a new one, or new terms for the one there), every
+ * session of theirs ended (their streams at their next check), and the action recorded
+ * (operator.banned_user). From then on the sign-in rule refuses them (BANNED) and the machine keys
+ * they made stop (authstrap.user_banned), until `ban_expires_at` (null: until lifted). It first
+ * takes the exclusive lock a sign-in takes shared (identity-sql.ts, takeSignInLocks), so that a
+ * session made meanwhile is either deleted here or waits and then meets the ban. An operator is
+ * never banned (themselves included): SQLSTATE AS409. Answers `{ ban, sessions }`; null for no
+ * such user.
+ */
+const operatorBanUser = `CREATE OR REPLACE FUNCTION authstrap.operator_ban_user(operator_id uuid, user_id uuid, ban_reason text, ban_expires_at timestamptz, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  address text;
+  ended integer;
+  ban jsonb;
+BEGIN
+${startActionOnUser}
+  IF EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}',
+      MESSAGE = 'An operator cannot be banned: revoke their operator role first (authstrap operator revoke <email>)';
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtextextended('sign-in:user:' || user_id::text, 0));
+  INSERT INTO "authstrap_user_ban" AS b ("userId", "reason", "expiresAt", "bannedBy", "createdAt")
+    VALUES (user_id, ban_reason, ban_expires_at, operator_id, now())
+    ON CONFLICT ("userId") DO UPDATE SET "reason" = EXCLUDED."reason", "expiresAt" = EXCLUDED."expiresAt", "bannedBy" = EXCLUDED."bannedBy", "createdAt" = EXCLUDED."createdAt"
+    RETURNING ${banJson('b')} INTO ban;
+  DELETE FROM "session" s WHERE s."userId" = user_id;
+  GET DIAGNOSTICS ended = ROW_COUNT;
+${recordOperatorAction('operator.banned_user', `jsonb_build_object('expiresAt', ban->'expiresAt', 'sessions', ended)`, `jsonb_build_object('reason', ban_reason)`)}
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN jsonb_build_object('ban', ban, 'sessions', ended);
+END
+$$;`;
+
+/**
+ * Lifts a user's ban in force (operator.unbanned_user, with the operator's reason if they gave
+ * one): they may sign in again and the machine keys they made work again; their sessions stay
+ * ended. SQLSTATE AS409 for a user who is not banned (never, or no longer). Answers `{ lifted }`,
+ * the ban as it was; null for no such user.
+ */
+const operatorUnbanUser = `CREATE OR REPLACE FUNCTION authstrap.operator_unban_user(operator_id uuid, user_id uuid, unban_reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  address text;
+  lifted jsonb;
+BEGIN
+${startActionOnUser}
+  DELETE FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND ${banInForce('b')}
+    RETURNING ${banJson('b')} INTO lifted;
+  IF lifted IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'This user is not banned';
+  END IF;
+${recordOperatorAction('operator.unbanned_user', `jsonb_build_object('bannedAt', lifted->'bannedAt', 'expiresAt', lifted->'expiresAt')`, `jsonb_strip_nulls(jsonb_build_object('reason', unban_reason))`)}
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN jsonb_build_object('lifted', lifted);
+END
+$$;`;
+
+/**
  * The platform's log: what operators did (the operator.* events), newest first, optionally of one
- * type. Answers `{ total, rows }`, each row as the audit log answers an event.
+ * type. Answers `{ total, rows }`, each row as the audit log answers an event. The copies of an
+ * action kept in the organizations it touched (recordOperatorAction) are theirs: not listed again.
  */
 const operatorEvents = `CREATE OR REPLACE FUNCTION authstrap.operator_events(operator_id uuid, only_type text, page_limit integer, page_offset integer)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
@@ -157,7 +260,8 @@ BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
   WITH matched AS (
-    SELECT e.* FROM "authstrap_event" e WHERE e."type" LIKE 'operator.%' AND (only_type = '' OR e."type" = only_type)
+    SELECT e.* FROM "authstrap_event" e
+     WHERE e."type" LIKE 'operator.%' AND e."organizationId" IS NULL AND (only_type = '' OR e."type" = only_type)
   ), paged AS (
     SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
@@ -177,5 +281,7 @@ export const operatorFunctions = [
   { name: 'operator_user', definition: operatorUser },
   { name: 'operator_organizations', definition: operatorOrganizations },
   { name: 'operator_revoke_sessions', definition: operatorRevokeSessions },
+  { name: 'operator_ban_user', definition: operatorBanUser },
+  { name: 'operator_unban_user', definition: operatorUnbanUser },
   { name: 'operator_events', definition: operatorEvents },
 ];

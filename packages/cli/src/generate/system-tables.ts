@@ -211,5 +211,37 @@ export const operatorTable: Table = {
   },
 };
 
+/**
+ * Users the platform's operators banned (src/operator/; docs/operator.md): at most one ban per
+ * user, with why, until when (null: until an operator lifts it), by whom and since when. The
+ * sign-in rule refuses a user whose ban is in force (`BANNED`, on every method and both sign-in
+ * paths), and a machine key they made stops (db/scope.ts, creatorNotBanned). Kept apart from
+ * Better Auth's admin-plugin columns on `User`, so that it works in every project; the rule
+ * honours those too. No request reads or writes it: only the operators' functions
+ * (`authstrap.operator_ban_user`, `operator_unban_user`), the rule and `authstrap.user_banned`,
+ * all as the tables' owner.
+ */
+export const userBanTable: Table = {
+  name: 'authstrap_user_ban',
+  columns: [
+    { name: 'userId', type: 'uuid', nullable: false, primaryKey: true },
+    { name: 'reason', type: 'text', nullable: false },
+    // Past this time the ban no longer refuses anything (the row stays until a new ban or an unban).
+    { name: 'expiresAt', type: 'timestamptz', nullable: true },
+    // The operator who banned; null once their account is deleted (the event keeps who it was).
+    { name: 'bannedBy', type: 'uuid', nullable: true },
+    { name: 'createdAt', type: 'timestamptz', nullable: false, default: 'now()' },
+  ],
+  constraints: [
+    { name: 'authstrap_user_ban_userId_fkey', definition: 'FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE' },
+    { name: 'authstrap_user_ban_bannedBy_fkey', definition: 'FOREIGN KEY ("bannedBy") REFERENCES "User" ("id") ON DELETE SET NULL' },
+  ],
+  indexes: [],
+  dependsOn: ['User'],
+  rowSecurity: {
+    policies: [{ name: 'authstrap_maintenance', command: 'ALL', to: 'CURRENT_USER', using: 'authstrap.maintenance()', withCheck: 'authstrap.maintenance()' }],
+  },
+};
+
 // Enterprise identity's tables (single sign-on, domains, SCIM, suspensions) follow the engine's own.
-export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable, operatorTable, ...identityTables];
+export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable, operatorTable, userBanTable, ...identityTables];

@@ -148,8 +148,8 @@ async function admitMachineKey(deps: CallerDeps & { db: Queryable }, req: Reques
 /**
  * A machine key's check, to run in the round trip of the route's statement; its answer when the
  * key may not do this: 401 for a key that is unknown, revoked, disabled or expired (or whose
- * organization is gone), 403 for another organization or an operation beyond its permissions,
- * 429 for its exhausted quota.
+ * organization is gone, or whose maker is deprovisioned or banned), 403 for another organization
+ * or an operation beyond its permissions, 429 for its exhausted quota.
  */
 function machineKeyCheck(
   req: Request,
@@ -181,6 +181,8 @@ function machineKeyCheck(
           throw forbidden("This machine key belongs to another organization than the one x-organization-id names");
         case 'creator-suspended':
           throw new HttpError(401, 'UNAUTHORIZED', "This machine key's maker was deprovisioned by the organization's directory");
+        case 'creator-banned':
+          throw new HttpError(401, 'UNAUTHORIZED', "This machine key's maker is banned from the platform");
         case 'forbidden':
           throw forbidden(`This machine key may not ${asked.operation} ${asked.entity}: its permissions do not include it`);
         case 'quota-exhausted':
