@@ -482,7 +482,7 @@ CREATE TABLE "authstrap_scim_user" (
   CONSTRAINT "authstrap_scim_user_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE
 );
 
-CREATE UNIQUE INDEX "authstrap_scim_user_directoryId_userName_key" ON "authstrap_scim_user" ("directoryId", lower("userName")) WHERE "deletedAt" IS NULL;
+CREATE UNIQUE INDEX "authstrap_scim_user_directoryId_userName_key" ON "authstrap_scim_user" ("directoryId", "userName") WHERE "deletedAt" IS NULL;
 
 CREATE UNIQUE INDEX "authstrap_scim_user_directoryId_externalId_key" ON "authstrap_scim_user" ("directoryId", "externalId") WHERE "externalId" IS NOT NULL AND "deletedAt" IS NULL;
 

@@ -263,21 +263,21 @@ describe('compileFilter', () => {
   };
 
   it('compares userName lowercased, externalId as written, values only as parameters', () => {
-    expect(sql('userName eq "BJensen"')).toEqual({ sql: '(lower(u."userName") = lower($1::text))', params: ['BJensen'] });
+    expect(sql('userName eq "BJensen"')).toEqual({ sql: '(u."userName" = lower($1::text))', params: ['BJensen'] });
     expect(sql('externalId eq "AbC"')).toEqual({ sql: '(u."externalId" = $1::text)', params: ['AbC'] });
-    expect(sql('userName eq "x\\") OR 1=1 --"')).toEqual({ sql: '(lower(u."userName") = lower($1::text))', params: ['x") OR 1=1 --'] });
+    expect(sql('userName eq "x\\") OR 1=1 --"')).toEqual({ sql: '(u."userName" = lower($1::text))', params: ['x") OR 1=1 --'] });
   });
 
   it('numbers parameters after those already in the list', () => {
     const params: unknown[] = ['directory-id'];
     expect(compileFilter(parseFilter('userName eq "a" or externalId eq "b"'), 'User', params)).toBe(
-      '((lower(u."userName") = lower($2::text) OR u."externalId" = $3::text))',
+      '((u."userName" = lower($2::text) OR u."externalId" = $3::text))',
     );
     expect(params).toEqual(['directory-id', 'a', 'b']);
   });
 
   it('escapes %, _ and \\ in co, sw and ew', () => {
-    expect(sql('userName co "50%_off\\\\"')).toEqual({ sql: `(lower(u."userName") LIKE lower($1::text) ESCAPE '\\')`, params: ['%50\\%\\_off\\\\%'] });
+    expect(sql('userName co "50%_off\\\\"')).toEqual({ sql: `(u."userName" LIKE lower($1::text) ESCAPE '\\')`, params: ['%50\\%\\_off\\\\%'] });
     expect(sql('userName sw "a_"').params).toEqual(['a\\_%']);
     expect(sql('userName ew "%a"').params).toEqual(['%\\%a']);
   });
@@ -411,7 +411,8 @@ describe.each(databaseKinds)('compiled filters on the %s database', (kind) => {
       const attributes = { userName: user.userName, emails: user.emails, ...(user.name ? { name: user.name } : {}) };
       await db.query(
         `INSERT INTO "authstrap_scim_user" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [user.id, user.userName, user.externalId, (user.emails[0]?.value ?? 'none').toLowerCase(), user.emails.map((email) => email.value.toLowerCase()), user.displayName, user.active, JSON.stringify(attributes), user.updatedAt],
+        // The column holds the name lowercased, as the service keeps it (the resource as sent is in attributes).
+        [user.id, user.userName.toLowerCase(), user.externalId, (user.emails[0]?.value ?? 'none').toLowerCase(), user.emails.map((email) => email.value.toLowerCase()), user.displayName, user.active, JSON.stringify(attributes), user.updatedAt],
       );
     }
     await db.query(`INSERT INTO "authstrap_scim_group" VALUES ($1, 'Admins', 'ext-admins', '2020-01-01T00:00:00Z'), ($2, 'Empty', NULL, '2020-01-01T00:00:00Z')`, [ids.admins, ids.empty]);
@@ -427,7 +428,7 @@ describe.each(databaseKinds)('compiled filters on the %s database', (kind) => {
   async function usersMatching(filter: string): Promise<Set<string>> {
     const params: unknown[] = [];
     const condition = compileFilter(parseFilter(filter), 'User', params);
-    const { rows } = await db.query<{ userName: string }>(`SELECT u."userName" FROM "authstrap_scim_user" u WHERE ${condition} `, params);
+    const { rows } = await db.query<{ userName: string }>(`SELECT u."attributes"->>'userName' AS "userName" FROM "authstrap_scim_user" u WHERE ${condition} `, params);
     return new Set(rows.map((row) => row.userName));
   }
 

@@ -193,8 +193,8 @@ export function scimDirectoriesRouter(deps: TenantDeps & { db: Database; config:
     const id = parseId('SCIM directory', req.params.id);
     await directoryOf(caller, id);
     const { rows } = await caller.query(
-      `SELECT su."id", su."userId", su."userName", su."externalId", su."email", su."displayName", su."active", su."membership", su."createdAt", su."updatedAt"
-         FROM "authstrap_scim_user" su WHERE su."directoryId" = $1 AND su."deletedAt" IS NULL ORDER BY lower(su."userName") LIMIT 1000`,
+      `SELECT su."id", su."userId", su."attributes"->>'userName' AS "userName", su."externalId", su."email", su."displayName", su."active", su."membership", su."createdAt", su."updatedAt"
+         FROM "authstrap_scim_user" su WHERE su."directoryId" = $1 AND su."deletedAt" IS NULL ORDER BY su."userName" LIMIT 1000`,
       [id],
     );
     sendData(res, rows);

@@ -70,7 +70,7 @@ export function groupRoutes(router: Router, { asDirectory, config }: { asDirecto
     const members = new Map<string, { value: string; display: string; $ref: string }[]>();
     if (wantsMembers && groups.length > 0) {
       const { rows } = await tx.query<{ groupId: string; value: string; display: string }>(
-        `SELECT gm."groupId", su."id" AS "value", su."userName" AS "display" FROM "authstrap_scim_group_member" gm
+        `SELECT gm."groupId", su."id" AS "value", su."attributes"->>'userName' AS "display" FROM "authstrap_scim_group_member" gm
            JOIN "authstrap_scim_user" su ON su."id" = gm."scimUserId" AND su."deletedAt" IS NULL
           WHERE gm."groupId" = ANY($1::uuid[]) ORDER BY su."createdAt", su."id"`,
         [groups.map((group) => group.id)],

@@ -77,7 +77,7 @@ export function userRoutes(router: Router, { asDirectory, config }: { asDirector
       const { rows } = await tx.query<ScimUserRow>(
         `INSERT INTO "authstrap_scim_user" AS su ("directoryId", "organizationId", "userId", "userName", "externalId", "email", "emails", "displayName", "active", "membership", "attributes")
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, $10) RETURNING ${userColumns}`,
-        [directory.id, directory.organizationId, provisioned.userId, columns.userName, columns.externalId, columns.email, columns.emails, columns.displayName, provisioned.membership, withoutActive(attributes)],
+        [directory.id, directory.organizationId, provisioned.userId, columns.userName.toLowerCase(), columns.externalId, columns.email, columns.emails, columns.displayName, provisioned.membership, withoutActive(attributes)],
       );
       let created = rows[0]!;
       await directoryEvent(tx, directory, 'directory.user_provisioned', provisioned.userId, created.id, {
@@ -141,9 +141,9 @@ async function countUsers(tx: Queryable, directory: Directory, filter: string | 
 
 /** The same create twice: 409 `uniqueness` (Okta and Entra ID look users up before they create, and read this as "exists"). */
 async function refuseDuplicate(tx: Queryable, directory: Directory, user: UserColumns): Promise<void> {
-  const { rows } = await tx.query<{ userName: string }>(
-    `SELECT "userName" FROM "authstrap_scim_user" WHERE "directoryId" = $1 AND "deletedAt" IS NULL AND (lower("userName") = lower($2) OR "externalId" = $3) LIMIT 1`,
-    [directory.id, user.userName, user.externalId],
+  const { rows } = await tx.query(
+    `SELECT 1 FROM "authstrap_scim_user" WHERE "directoryId" = $1 AND "deletedAt" IS NULL AND ("userName" = $2 OR "externalId" = $3) LIMIT 1`,
+    [directory.id, user.userName.toLowerCase(), user.externalId],
   );
   if (rows[0]) throw new ScimError(409, 'uniqueness', `A user with this userName or externalId already exists in this directory`);
 }
@@ -186,7 +186,7 @@ async function replaceUser(tx: Queryable, directory: Directory, stored: ScimUser
     `UPDATE "authstrap_scim_user" su SET "userName" = $2, "externalId" = $3, "email" = $4, "emails" = $5, "displayName" = $6, "attributes" = $7,
             "version" = su."version" + 1, "updatedAt" = now()
       WHERE su."id" = $1 RETURNING ${userColumns}`,
-    [stored.id, columns.userName, columns.externalId, columns.email, columns.emails, columns.displayName, withoutActive(attributes)],
+    [stored.id, columns.userName.toLowerCase(), columns.externalId, columns.email, columns.emails, columns.displayName, withoutActive(attributes)],
   );
   let row = rows[0]!;
   await updateAccount(tx, directory, row.userId, columns);

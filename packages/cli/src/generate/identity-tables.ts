@@ -337,8 +337,10 @@ export const scimUserTable: Table = {
     references('authstrap_scim_user', 'userId', 'User'),
   ],
   indexes: [
-    // userName is case-insensitive (RFC 7643); a deleted resource frees its names.
-    index('authstrap_scim_user', ['directoryId', 'userName'], { name: 'authstrap_scim_user_directoryId_userName_key', unique: true, lowercase: ['userName'], where: '"deletedAt" IS NULL' }),
+    // userName is case-insensitive (RFC 7643): the column holds it lowercased (the resource keeps
+    // it as sent, in attributes), and is compared bare, so that this index serves a filter under
+    // row-level security (a lower() of the column would not). A deleted resource frees its names.
+    index('authstrap_scim_user', ['directoryId', 'userName'], { name: 'authstrap_scim_user_directoryId_userName_key', unique: true, where: '"deletedAt" IS NULL' }),
     index('authstrap_scim_user', ['directoryId', 'externalId'], { name: 'authstrap_scim_user_directoryId_externalId_key', unique: true, where: '"externalId" IS NOT NULL AND "deletedAt" IS NULL' }),
     index('authstrap_scim_user', ['directoryId', 'userId'], { name: 'authstrap_scim_user_directoryId_userId_key', unique: true, where: '"deletedAt" IS NULL' }),
     index('authstrap_scim_user', ['directoryId', 'email']),

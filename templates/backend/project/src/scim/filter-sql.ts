@@ -41,6 +41,13 @@ interface ScalarAttribute {
   type: ValueType;
   /** Text only: compared as written (true) or lowercased on both sides (false). */
   caseExact?: boolean;
+  /**
+   * Text only: the column already holds the value lowercased, so only the filter's value is
+   * lowered. The column is then compared bare, and its index serves the filter: under row-level
+   * security a function of the column (`lower(...)`, not leakproof) is evaluated after the policy,
+   * row by row, and no index on `lower(column)` is used.
+   */
+  storedLowercase?: boolean;
 }
 
 /** A multi-valued attribute: its values are matched through a subquery over its elements. */
@@ -69,7 +76,7 @@ function scopeOf(where: { schema: string } | { elementsOf: string }, entries: [w
   return { ...where, attributes: new Map(entries.map(([written, attribute]) => [written.toLowerCase(), { written, attribute }])) };
 }
 
-const text = (sql: string, caseExact = false): ScalarAttribute => ({ kind: 'scalar', sql, type: 'text', caseExact });
+const text = (sql: string, caseExact = false, storedLowercase = false): ScalarAttribute => ({ kind: 'scalar', sql, type: 'text', caseExact, storedLowercase });
 const scalar = (sql: string, type: ValueType): ScalarAttribute => ({ kind: 'scalar', sql, type });
 
 /** `emails` in the jsonb representation: each element read as `e."element"`. */
@@ -119,7 +126,8 @@ const members: MultiValuedAttribute = {
 
 const userScope = scopeOf({ schema: coreUserSchema }, [
   ['id', scalar(`u."id"`, 'uuid')],
-  ['userName', text(`u."userName"`)],
+  // The column is the name lowercased (the resource keeps it as sent, in `attributes`).
+  ['userName', text(`u."userName"`, false, true)],
   ['externalId', text(`u."externalId"`, true)],
   ['displayName', text(`u."displayName"`)],
   ['active', scalar(`u."active"`, 'boolean')],
@@ -228,7 +236,7 @@ function compareScalar(attribute: ScalarAttribute, filter: Extract<ScimFilter, {
     case 'text': {
       if (typeof value !== 'string') throw refuse('the value must be a string in double quotes');
       const lowered = (sql: string) => (attribute.caseExact ? sql : `lower(${sql})`);
-      const column = lowered(attribute.sql);
+      const column = attribute.storedLowercase ? attribute.sql : lowered(attribute.sql);
       if (operator === 'co' || operator === 'sw' || operator === 'ew') {
         const escaped = escapeLike(value);
         const pattern = operator === 'sw' ? `${escaped}%` : operator === 'ew' ? `%${escaped}` : `%${escaped}%`;
