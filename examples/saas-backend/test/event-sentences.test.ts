@@ -109,7 +109,7 @@ describe('the audit log in sentences', () => {
     const created = event('project.created', { actorType: 'machine_key', actorId: keyId, entity: 'Project', data: { record: { name: 'Apollo' } } });
     expect(eventSentence(created, { keyName: 'ci-deploy' }).sentence).toBe('Project "Apollo" was created by the key ci-deploy');
     const renamed = event('project.updated', { data: { changedFields: ['name'], previous: { name: 'Athena' }, record: { name: 'Apollo' } } });
-    expect(eventSentence(renamed, { actor: olivia }).sentence).toBe('Project "Athena"\'s name was changed from "Athena" to "Apollo" by Olivia Oakes');
+    expect(eventSentence(renamed, { actor: olivia }).sentence).toBe('Project "Athena" was renamed to "Apollo" by Olivia Oakes');
     const several = event('task_item.updated', { data: { changedFields: ['status', 'title'], previous: {}, record: { title: 'Ship it' } } });
     expect(eventSentence(several, { actor: olivia }).sentence).toBe('Task item "Ship it" was changed (status and title) by Olivia Oakes');
     expect(eventSentence(event('task.deleted', { actorType: 'system', actorId: null, data: { record: {} } })).sentence).toBe('A task was deleted');

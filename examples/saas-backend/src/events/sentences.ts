@@ -114,7 +114,12 @@ export function namesFor(event: SentenceEvent, book: NameBook): SentenceNames {
   const subject = subjectUserId(event);
   if (subject) names.subject = book.users.get(subject) ?? null;
   const key = keyIdOf(event);
-  if (key) names.keyName = book.keys.has(key) ? (book.keys.get(key) ?? null) : null;
+  // A key still there but without a name says "a machine key"; one gone says "a revoked machine key".
+  if (key) {
+    const name = book.keys.get(key);
+    if (name) names.keyName = name;
+    else if (!book.keys.has(key)) names.keyName = null;
+  }
   const directory = directoryIdOf(event);
   if (directory) names.directoryName = book.directories.get(directory) ?? null;
   return names;
@@ -246,9 +251,9 @@ function dataEventSentence(event: SentenceEvent, what: 'created' | 'updated' | '
     const before = valueShown(previousOf(event)[field]);
     const after = valueShown(record[field]);
     if (field in previousOf(event) && field in record && before !== undefined && after !== undefined) {
-      // A renamed record is named by its old name: "Project "Athena"'s name was changed to "Apollo"".
-      const named = field === 'name' || field === 'title' ? (before === 'nothing' ? `a ${entityWords(prefix)}` : `${entityWords(prefix)} ${before}`) : thing;
-      return capitalized(`${named}'s ${field} was changed from ${before} to ${after}${by}`);
+      // A renamed record is named by its old name: "Project "Athena" was renamed to "Apollo"".
+      if ((field === 'name' || field === 'title') && before !== 'nothing') return capitalized(`${entityWords(prefix)} ${before} was renamed to ${after}${by}`);
+      return capitalized(`${thing}'s ${field} was changed from ${before} to ${after}${by}`);
     }
   }
   return capitalized(`${thing} was changed${changed.length ? ` (${list(changed)})` : ''}${by}`);
@@ -302,6 +307,7 @@ function authEventSentence(event: SentenceEvent, names: SentenceNames, actor: st
   const role = textOf(data.role);
   const email = addressShown(data.email);
   const domain = textOf(data.domain);
+  const theDomain = domain ? `the domain ${domain}` : 'a domain';
   const fields = changedFieldsOf(event);
   const number = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
   switch (event.type) {
@@ -346,17 +352,17 @@ function authEventSentence(event: SentenceEvent, names: SentenceNames, actor: st
     case 'invitation.declined':
       return `${upperFirst(subject)} declined an invitation`;
     case 'domain.claimed':
-      return said(actor, `claimed the domain ${domain ?? ''}`.trimEnd(), `The domain ${domain ?? ''} was claimed`.replace('  ', ' '));
+      return said(actor, `claimed ${theDomain}`, `${capitalized(theDomain)} was claimed`);
     case 'domain.verified': {
       const ended = number(data.sessionsEnded);
-      return `The domain ${domain ?? '(unnamed)'} was verified: its DNS TXT record was found${ended ? ` (${count(ended, 'session')} refused by single sign-on ended)` : ''}`;
+      return `${capitalized(theDomain)} was verified: its DNS TXT record was found${ended ? ` (${count(ended, 'session')} refused by single sign-on ended)` : ''}`;
     }
     case 'domain.failing':
-      return `The domain ${domain ?? '(unnamed)'} is failing: its DNS TXT record is gone${typeof data.lapsesAt === 'string' ? ` (it lapses at ${plain(data.lapsesAt)})` : ''}`;
+      return `${capitalized(theDomain)} is failing: its DNS TXT record is gone${typeof data.lapsesAt === 'string' ? ` (it lapses at ${plain(data.lapsesAt)})` : ''}`;
     case 'domain.lapsed':
-      return `The domain ${domain ?? '(unnamed)'} lapsed: its DNS TXT record did not come back`;
+      return `${capitalized(theDomain)} lapsed: its DNS TXT record did not come back`;
     case 'domain.removed':
-      return said(actor, `removed the domain ${domain ?? ''}`.trimEnd(), `The domain ${domain ?? ''} was removed`);
+      return said(actor, `removed ${theDomain}`, `${capitalized(theDomain)} was removed`);
     case 'webhook_endpoint.created': {
       const url = urlShown(data.url);
       return said(actor, `added a webhook endpoint${url ? ` ${url}` : ''}`, `A webhook endpoint${url ? ` ${url}` : ''} was added`);
