@@ -616,7 +616,7 @@ export interface AuditEvent {
   type: string;
   organizationId: string | null;
   userId: string | null;
-  actorType: 'user' | 'machine_key' | 'service' | 'system';
+  actorType: 'user' | 'machine_key' | 'service' | 'system' | 'directory';
   actorId: string | null;
   entity: string | null;
   entityId: string | null;
@@ -625,6 +625,8 @@ export interface AuditEvent {
   ipAddress: string | null;
   userAgent: string | null;
   createdAt: string;
+  /** What happened, in a sentence a person reads ("Olivia Oakes changed Ivy Invitee's role from member to admin"). Plain text: show it as text, never as HTML. */
+  summary: string;
 }
 
 /** Which events of the audit log: the filters its list, its counts per day and its CSV export share. */

@@ -1090,6 +1090,9 @@ BEGIN
   GET DIAGNOSTICS ended = ROW_COUNT;
   PERFORM authstrap.record_event('operator.revoked_sessions', NULL, user_id, 'User', user_id::text,
     jsonb_build_object('sessions', ended, 'reason', reason), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('operator.revoked_sessions', m."organizationId", NULL, 'User', user_id::text,
+    jsonb_build_object('sessions', ended, 'reason', reason), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text))
+     FROM "member" m WHERE m."userId" = user_id;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN ended;
 END
@@ -1171,15 +1174,19 @@ BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
   WITH matched AS (
-    SELECT e.* FROM "authstrap_event" e
-     WHERE e."type" LIKE 'operator.%' AND e."organizationId" IS NULL AND (only_type = '' OR e."type" = only_type)
+    SELECT e.* FROM "authstrap_event" e WHERE e."type" LIKE 'operator.%' AND e."organizationId" IS NULL AND (only_type = '' OR e."type" = only_type)
   ), paged AS (
     SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
   SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
-           'id', p."id", 'type', p."type", 'userId', p."userId", 'userEmail', (SELECT u."email" FROM "User" u WHERE u."id" = p."userId"),
-           'actorType', p."actorType", 'actorId', p."actorId", 'actorEmail', (SELECT u."email" FROM "User" u WHERE u."id"::text = p."actorId"),
-           'data', p."data", 'ipAddress', p."ipAddress", 'createdAt', to_char(p."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
+           'id', p."id", 'type', p."type", 'userId', p."userId", 'userEmail', subject."email", 'userName', subject."name",
+           'actorType', p."actorType", 'actorId', p."actorId", 'actorEmail', actor."email", 'actorName', actor."name",
+           'entity', p."entity", 'entityId', p."entityId",
+           'data', p."data", 'ipAddress', p."ipAddress", 'createdAt', to_char(p."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY p."createdAt" DESC, p."id")
+           FROM paged p
+           LEFT JOIN "User" subject ON subject."id" = p."userId"
+           -- The actor's id is text (a key's or a directory's too): compared as a uuid only when a user acted, so the index finds them.
+           LEFT JOIN "User" actor ON p."actorType" = 'user' AND actor."id" = (CASE WHEN p."actorType" = 'user' THEN p."actorId" END)::uuid), '[]'::jsonb))
     INTO answer;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN answer;

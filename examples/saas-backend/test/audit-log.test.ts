@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthstrapError, createAuthstrapClient } from '../client/authstrap-client.js';
 import { parseCsv } from './support/csv.js';
-import { addMember, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
  * The audit log's counts per day (GET /audit-events/per-day) and its CSV export
@@ -25,6 +25,7 @@ interface Listed {
   actorId: string | null;
   entity: string | null;
   createdAt: string;
+  summary: string;
 }
 
 describe.each(databaseKinds)('the audit log per day and as CSV on the %s database', (kind) => {
@@ -56,7 +57,7 @@ describe.each(databaseKinds)('the audit log per day and as CSV on the %s databas
     expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(response.headers.get('content-disposition')).toMatch(/^attachment; filename="audit-log-\d{4}-\d{2}-\d{2}\.csv"$/);
     const [header, ...rows] = parseCsv(await response.text());
-    expect(header).toEqual(['id', 'createdAt', 'type', 'actorType', 'actorId', 'entity', 'entityId', 'userId', 'requestId', 'ipAddress', 'userAgent', 'data']);
+    expect(header).toEqual(['id', 'createdAt', 'type', 'actorType', 'actorId', 'entity', 'entityId', 'userId', 'requestId', 'ipAddress', 'userAgent', 'data', 'summary']);
     return rows;
   };
   /** Per day as counted from the rows themselves. */
@@ -125,14 +126,14 @@ describe.each(databaseKinds)('the audit log per day and as CSV on the %s databas
       const listed = await allListed(alice, query);
       const exported = await csv(alice, query);
       expect(exported.map((row) => row[0]), filter).toEqual(listed.map((row) => row.id));
-      expect(exported.map((row) => [row[1], row[2], row[4], row[5]])).toEqual(listed.map((row) => [row.createdAt, row.type, row.actorId, row.entity]));
+      expect(exported.map((row) => [row[1], row[2], row[4], row[5], row[12]])).toEqual(listed.map((row) => [row.createdAt, row.type, row.actorId, row.entity, row.summary]));
     }
     const rows = await csv(alice, range);
     expect(rows).toHaveLength(40);
     // A leading -, = (or +, @) is kept from a spreadsheet's formula bar by an apostrophe; commas, quotes and line breaks stay in their field.
     expect(rows.map((row) => row[6])).toContain(`'-2+3,\r\n"quoted"`);
     expect(rows.map((row) => row[10])).toContain(`'=HYPERLINK("https://evil.example","click")`);
-    expect(rows.every((row) => row.length === 12)).toBe(true);
+    expect(rows.every((row) => row.length === 13)).toBe(true);
     expect(JSON.parse(rows.find((row) => row[6] === 'entity-7')![11]!)).toEqual({ index: 7 });
   });
 
@@ -188,5 +189,77 @@ describe.each(databaseKinds)('the audit log per day and as CSV on the %s databas
     // Asking for Alice's actor in his own organization finds nothing.
     expect(await perDay(bob, `${range}&actorId=${alice.user.id}`)).toEqual([]);
     expect(await csv(bob, `${range}&actorId=${alice.user.id}`)).toEqual([]);
+  });
+});
+
+/**
+ * The audit log in sentences (src/events/sentences.ts, summaries.ts): what the API did reads as a
+ * person would say it, with the names of the people, keys and directories as they are now, in the
+ * list, the CSV export and the user's own security events.
+ */
+describe.each(databaseKinds)('the audit log in sentences on the %s database', (kind) => {
+  let backend: TestBackend;
+  let olivia: SignedUp;
+  let ivy: SignedUp;
+  const summaries = async (who: SignedUp, query: string) => {
+    const response = await who.api('GET', `/audit-events?${query}`);
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    return response.body.data.map((event: Listed) => event.summary) as string[];
+  };
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+    olivia = await signUp(backend.url, 'olivia@example.com', undefined, 'Olivia Oakes');
+    ivy = await addMember(backend.url, olivia, 'ivy@example.com', 'member', 'Ivy Invitee');
+  });
+  afterAll(() => backend?.stop());
+
+  it("reads a role change made through the API as the owner changing the member's role from member to admin, in the list and the CSV", async () => {
+    const row = (await olivia.api('GET', '/members?limit=100')).body.data.find((member: { userId: string }) => member.userId === ivy.user.id);
+    expect((await olivia.api('PATCH', `/members/${row.id}`, { body: { role: 'admin' } })).status).toBe(200);
+    const expected = "Olivia Oakes changed Ivy Invitee's role from member to admin";
+    expect(await summaries(olivia, `type=member.updated&entityId=${row.id}`)).toEqual([expected]);
+    // Her joining, in the words of the same log; and the export's last column says the same as the list.
+    expect(await summaries(olivia, `type=member.created&entityId=${row.id}`)).toEqual(['Ivy Invitee joined the organization as member']);
+    const response = await fetch(new URL(`/audit-events/export.csv?type=member.updated&entityId=${row.id}`, backend.url), { headers: { authorization: `Bearer ${olivia.token}`, 'x-organization-id': olivia.organizationId } });
+    const [header, ...rows] = parseCsv(await response.text());
+    expect(header!.at(-1)).toBe('summary');
+    expect(rows.map((csvRow) => csvRow.at(-1))).toEqual([expected]);
+    // Ivy, an admin now, reads the same sentence.
+    expect(await summaries(ivy, `type=member.updated&entityId=${row.id}`)).toEqual([expected]);
+  });
+
+  it('names a machine key that acted, and says a revoked one and a deleted user as such', async () => {
+    const key = await olivia.api('POST', '/api/auth/api-keys', { body: { name: 'ci-deploy', permissions: { Project: ['create'] } } });
+    expect(key.status).toBe(201);
+    const made = await apiClient(backend.url)('POST', '/Projects', { headers: { 'x-api-key': key.body.data.key }, body: { name: 'Apollo' } });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const created = `type=project.created&entityId=${made.body.data.id}`;
+    expect(await summaries(olivia, created)).toEqual(['Project "Apollo" was created by the key ci-deploy']);
+    expect(await summaries(olivia, `type=key.created&entityId=${key.body.data.id}`)).toEqual(['Olivia Oakes made the machine key ci-deploy with the member role']);
+    expect((await olivia.api('DELETE', `/api/auth/api-keys/${key.body.data.id}`)).status).toBe(204);
+    expect(await summaries(olivia, created)).toEqual(['Project "Apollo" was created by a revoked machine key']);
+
+    // A user who invited someone, then deleted their account: the log still reads.
+    const dora = await addMember(backend.url, olivia, 'dora@example.com', 'admin', 'Dora Departed');
+    expect((await dora.api('POST', '/members', { body: { email: 'newcomer@example.com', role: 'member' } })).status).toBe(202);
+    const invitedBy = `type=invitation.sent&actorId=${dora.user.id}`;
+    expect(await summaries(olivia, invitedBy)).toEqual(['Dora Departed invited newcomer@example.com as member']);
+    expect((await dora.api('POST', '/api/auth/delete-account', { body: { password: 'correct horse battery' } })).status).toBe(200);
+    expect(await summaries(olivia, invitedBy)).toEqual(['A deleted user invited newcomer@example.com as member']);
+  });
+
+  it("keeps a hostile name as plain text, and says the user's own security events in sentences too", async () => {
+    await backend.running.db.asOwner((tx) => tx.query(`UPDATE "User" SET "name" = $2 WHERE "id" = $1`, [ivy.user.id, '<img src=x onerror=alert(1)>\u202Eevil\nname']));
+    const response = await olivia.api('GET', '/audit-events?type=member.created');
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    const joined = (await summaries(olivia, 'type=member.created')).filter((summary) => summary.includes('evil'));
+    expect(joined).toEqual(['<img src=x onerror=alert(1)> evil name joined the organization as member']);
+    await backend.running.db.asOwner((tx) => tx.query(`UPDATE "User" SET "name" = 'Ivy Invitee' WHERE "id" = $1`, [ivy.user.id]));
+
+    const failed = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'olivia@example.com', password: 'not her password' } });
+    expect(failed.status).toBe(401);
+    const own = await olivia.api('GET', '/api/auth/security-events?type=session.sign_in_failed');
+    expect(own.body.data.map((event: Listed) => event.summary)).toEqual(['A sign-in as olivia@example.com failed']);
   });
 });

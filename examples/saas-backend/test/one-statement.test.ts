@@ -236,6 +236,28 @@ describe.runIf(databaseKinds.includes('postgres' as never))('round trips per req
     return perRequest(before, counter.snapshot(), 1).roundTrips;
   }
 
+  it("reads the audit log's names for a whole page in one more round trip, however many people, keys and directories it names", async () => {
+    // A page that names nobody (the system acting, about no one) is the page alone; one that names Ada, one more.
+    await backend.running.db.asOwner((tx) => tx.query(`INSERT INTO "authstrap_event" ("type", "organizationId", "actorType") VALUES ('report.exported', $1, 'system')`, [ada.organizationId]));
+    const pageAlone = await roundTrips('GET', '/audit-events?limit=1&type=report.exported');
+    expect(await roundTrips('GET', '/audit-events?limit=1&type=project.created')).toBe(pageAlone + 1);
+    // 40 events by 40 actors about 40 users, keys and directories: still the page, then the names.
+    await backend.running.db.asOwner((tx) =>
+      tx.query(
+        `INSERT INTO "authstrap_event" ("type", "organizationId", "actorType", "actorId", "userId", "entity", "entityId", "data")
+         SELECT 'member.updated', $1, CASE n % 3 WHEN 0 THEN 'user' WHEN 1 THEN 'machine_key' ELSE 'directory' END, gen_random_uuid()::text, gen_random_uuid(), 'member', gen_random_uuid()::text,
+                jsonb_build_object('changedFields', jsonb_build_array('role'), 'previous', jsonb_build_object('role', 'member'), 'record', jsonb_build_object('role', 'admin'))
+           FROM generate_series(1, 40) n`,
+        [ada.organizationId],
+      ),
+    );
+    expect(await roundTrips('GET', '/audit-events?limit=40&type=member.updated')).toBe(pageAlone + 1);
+    const page = await ada.api('GET', '/audit-events?limit=40&type=member.updated');
+    expect(new Set(page.body.data.map((event: { summary: string }) => event.summary))).toEqual(
+      new Set(['A deleted user changed a deleted user\'s role from member to admin', 'A revoked machine key changed a deleted user\'s role from member to admin', 'A removed directory changed a deleted user\'s role from member to admin']),
+    );
+  });
+
   it('is 1 for a list with its total (also past the end), a read by id and a write, also under a parent', async () => {
     expect(await roundTrips('GET', '/Projects?limit=20')).toBe(1);
     // PostgreSQL writes the page's JSON with the total beside it: a page with no rows needs no second count.

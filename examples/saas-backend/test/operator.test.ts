@@ -60,7 +60,7 @@ describe.each(databaseKinds)('operator routes on the %s database', (kind) => {
     let support: SignedUp;
     let jane: SignedUp;
     beforeAll(async () => {
-      support = await signUp(backend.url, 'support@platform.example');
+      support = await signUp(backend.url, 'support@platform.example', undefined, 'Support');
       await asOwner(`INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ($1, 'command line')`, [support.user.id]);
       jane = await signUp(backend.url, 'jane@acme.example');
       await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'jane@acme.example', password: 'not her password' } });
@@ -122,12 +122,30 @@ describe.each(databaseKinds)('operator routes on the %s database', (kind) => {
         actorId: support.user.id,
         actorEmail: 'support@platform.example',
         data: { sessions: 1, reason: 'spam invitations' },
+        summary: 'Support (operator) revoked 1 session of spammer@bad.example (reason: spam invitations)',
       });
+      // Once in the platform's log: the copy in the user's organization is that organization's.
+      expect(log.body.data.filter((event: { entityId: string }) => event.entityId === victim.user.id)).toHaveLength(1);
       expect((await support.api('GET', '/api/operator/events?type=user.signed_up')).status).toBe(400);
       // The user sees it among their own security events, once signed in again.
       const signedIn = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'spammer@bad.example', password: 'correct horse battery' } });
       const ownEvents = await apiClient(backend.url, { token: signedIn.body.data.token })('GET', '/api/auth/security-events?type=operator.revoked_sessions');
       expect(ownEvents.body.data.map((event: { type: string; actorId: string }) => [event.type, event.actorId])).toEqual([['operator.revoked_sessions', support.user.id]]);
+      // The organization the user owns sees that support acted, and when, in its own audit log, in the same words.
+      const orgLog = await apiClient(backend.url, { token: signedIn.body.data.token, organizationId: victim.organizationId })('GET', '/audit-events?type=operator.revoked_sessions');
+      expect(orgLog.status).toBe(200);
+      expect(orgLog.body.data).toEqual([
+        expect.objectContaining({
+          organizationId: victim.organizationId,
+          userId: null,
+          actorId: support.user.id,
+          entity: 'User',
+          entityId: victim.user.id,
+          summary: 'Support (operator) revoked 1 session of spammer@bad.example (reason: spam invitations)',
+        }),
+      ]);
+      // Another organization's owner sees nothing of it.
+      expect((await ivy.api('GET', '/audit-events?type=operator.revoked_sessions')).body.data).toEqual([]);
       expect((await support.api('POST', '/api/operator/users/00000000-0000-4000-8000-00000000abcd/revoke-sessions', { body: { reason: 'x' } })).status).toBe(404);
     });
 

@@ -189,6 +189,11 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
       expect.arrayContaining(['directory.user_provisioned', 'directory.user_updated', 'directory.user_deprovisioned', 'directory.user_reactivated']),
     );
     expect(directoryEvents.every((event) => event.actorType === 'directory' && event.actorId === directory.id)).toBe(true);
+    // In words, by the directory's name (row-level security lets the organization's owner read it) and the person's address.
+    const said = (type: string) => (events as unknown as { type: string; summary: string }[]).filter((event) => event.type === type).map((event) => event.summary);
+    expect(said('directory.user_provisioned')).toContain(`The Okta directory provisioned ${email}`);
+    expect(said('directory.user_deprovisioned')).toContain(`The Okta directory deactivated ${email}`);
+    expect(said('directory.user_reactivated')).toContain(`The Okta directory reactivated ${email}`);
   });
 
   it('keeps a log of what the directory asked and what it was answered, without the addresses of its filters', async () => {

@@ -378,8 +378,10 @@ describe('the team console in Chromium', () => {
         },
         { url: api(`/audit-events?${query}`), organizationId },
       );
-    /** The table's rows: event type, actor and entity columns. */
+    /** The table's rows: time, the event's sentence, actor and entity columns. */
     const shownRows = () => events.locator('tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.firstChild?.textContent ?? '')));
+    /** The event type under each row's sentence. */
+    const shownTypes = () => events.locator('tbody tr td[data-label="Event"] .font-mono').allTextContents();
 
     await expect.poll(() => matching.count()).toBe(1);
     const everything = (await fromBackend('')).length;
@@ -394,8 +396,14 @@ describe('the team console in Chromium', () => {
       expect(expected, type).toBeGreaterThan(0);
       expect(expected, type).toBeLessThan(everything);
       await expect.poll(countShown, { message: type }).toBe(expected);
-      await expect.poll(async () => (await shownRows()).map(([, shownType, actor]) => `${shownType} by ${actor}`), { message: type }).toEqual(Array(expected).fill(`${type} by Olivia Owner`));
+      await expect.poll(async () => {
+        const types = await shownTypes();
+        return (await shownRows()).map(([, , actor], index) => `${types[index]} by ${actor}`);
+      }, { message: type }).toEqual(Array(expected).fill(`${type} by Olivia Owner`));
     }
+    // Each in a sentence: the role change says whose, from what, to what.
+    await filterBy({ type: 'member.updated' });
+    await expect.poll(async () => (await shownRows()).map(([, sentence]) => sentence)).toEqual(["Olivia Owner changed Ivan Invitee's role from member to admin"]);
     await filterBy({ type: 'project.updated' });
     await expect.poll(async () => (await shownRows()).map(([, , actor]) => actor)).toEqual(['A machine key: Importer']);
     // The app's server (Better Auth through the adapter) and authstrap itself acted too: said in words.
@@ -461,7 +469,7 @@ describe('the team console in Chromium', () => {
     expect(failed.status).toBe(401);
     await owner.reload();
     const events = owner.getByRole('region', { name: 'Security events' });
-    await expect.poll(() => events.getByRole('cell', { name: /^A failed sign-in.*session\.sign_in_failed$/ }).count()).toBe(1);
+    await expect.poll(() => events.getByRole('cell', { name: /^A sign-in as olivia@example\.com failed\s*session\.sign_in_failed$/ }).count()).toBe(1);
     await shootAndCheck(owner, 'security');
   }, 60_000);
 

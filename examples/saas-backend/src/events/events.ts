@@ -7,6 +7,7 @@ import type { Statement } from '../db/sql.js';
 import type { EventType } from '../generated/events.js';
 import type { ListSpec } from '../http/list-fields.js';
 import { listRows, type ListPage, type ListQuery } from '../http/list-query.js';
+import { withSummaries } from './summaries.js';
 
 /**
  * Events: what happened, who did it, in which organization, from which request. Each one is
@@ -92,8 +93,8 @@ export async function recordEvent(tx: Queryable, event: NewEvent, context?: Even
   return rows[0]!.id;
 }
 
-/** An event as the audit log and the security events answer it. */
-export interface AuditEvent {
+/** An event as the table holds it. */
+export interface StoredEvent {
   id: string;
   type: string;
   organizationId: string | null;
@@ -107,6 +108,11 @@ export interface AuditEvent {
   ipAddress: string | null;
   userAgent: string | null;
   createdAt: Date;
+}
+
+/** An event as the audit log and the security events answer it: with `summary`, what happened in a sentence (sentences.ts). */
+export interface AuditEvent extends StoredEvent {
+  summary: string;
 }
 
 /** The event log through the one list-query module: filter by type, actor, entity, time; newest first. */
@@ -137,7 +143,8 @@ export const auditEventListSpec: ListSpec = {
 export function listSecurityEvents(db: Database, userId: string, query: ListQuery): Promise<ListPage<AuditEvent>> {
   return db.transaction(async (tx) => {
     await tx.query(`SELECT set_config('authstrap.user_id', $1, true)`, [userId]);
-    return listRows<AuditEvent>(tx, auditEventListSpec, query, { userId });
+    const page = await listRows<StoredEvent>(tx, auditEventListSpec, query, { userId });
+    return { ...page, rows: await withSummaries(tx, page.rows) };
   });
 }
 

@@ -253,9 +253,9 @@ export interface SignedUp {
 }
 
 /** Signs a new user up through the real endpoint. */
-export async function signUp(baseUrl: string, email: string, password = 'correct horse battery'): Promise<SignedUp> {
+export async function signUp(baseUrl: string, email: string, password = 'correct horse battery', name = email.split('@')[0]): Promise<SignedUp> {
   const anonymous = apiClient(baseUrl);
-  const response = await anonymous('POST', '/api/auth/sign-up/email', { body: { email, name: email.split('@')[0], password } });
+  const response = await anonymous('POST', '/api/auth/sign-up/email', { body: { email, name, password } });
   if (response.status !== 201) throw new Error(`sign-up failed: ${response.status} ${JSON.stringify(response.body)}`);
   const { user, token } = response.body.data;
   const session = await anonymous('GET', '/api/auth/get-session', { token });
@@ -286,8 +286,8 @@ export async function joinOrganization(owner: SignedUp, member: SignedUp, role: 
 }
 
 /** Signs `email` up, and makes them a member of the owner's organization with `role` (invited, then accepting). */
-export async function addMember(baseUrl: string, owner: SignedUp, email: string, role: 'owner' | 'admin' | 'member'): Promise<SignedUp> {
-  const member = await signUp(baseUrl, email);
+export async function addMember(baseUrl: string, owner: SignedUp, email: string, role: 'owner' | 'admin' | 'member', name?: string): Promise<SignedUp> {
+  const member = await signUp(baseUrl, email, undefined, name);
   await joinOrganization(owner, member, role);
   return { ...member, organizationId: owner.organizationId, api: apiClient(baseUrl, { token: member.token, organizationId: owner.organizationId }) };
 }

@@ -130,7 +130,10 @@ const operatorOrganizations = pagedSearch({
 
 /**
  * Ends every session of a user (their streams close at their next check, within seconds), and
- * records it about them, done by the operator: in their security events and the platform's log.
+ * records it about them, done by the operator: in their security events and the platform's log
+ * (the event of no organization), and in the audit log of each organization they are a member of
+ * (one event each, about the user as its entity but not theirs, so that their own security events
+ * list it once), whose owners and admins, and webhooks, see that support acted and when.
  * Answers how many sessions ended.
  */
 const operatorRevokeSessions = `CREATE OR REPLACE FUNCTION authstrap.operator_revoke_sessions(operator_id uuid, user_id uuid, reason text, context jsonb)
@@ -149,6 +152,9 @@ BEGIN
   GET DIAGNOSTICS ended = ROW_COUNT;
   PERFORM authstrap.record_event('operator.revoked_sessions', NULL, user_id, 'User', user_id::text,
     jsonb_build_object('sessions', ended, 'reason', reason), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('operator.revoked_sessions', m."organizationId", NULL, 'User', user_id::text,
+    jsonb_build_object('sessions', ended, 'reason', reason), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text))
+     FROM "member" m WHERE m."userId" = user_id;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN ended;
 END
@@ -250,6 +256,8 @@ $$;`;
  * The platform's log: what operators did (the operator.* events), newest first, optionally of one
  * type. Answers `{ total, rows }`, each row as the audit log answers an event. The copies of an
  * action kept in the organizations it touched (recordOperatorAction) are theirs: not listed again.
+ * Each row carries the names its sentence needs (the user's and the operator's address and name;
+ * the route writes the sentence).
  */
 const operatorEvents = `CREATE OR REPLACE FUNCTION authstrap.operator_events(operator_id uuid, only_type text, page_limit integer, page_offset integer)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
@@ -260,15 +268,19 @@ BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
   WITH matched AS (
-    SELECT e.* FROM "authstrap_event" e
-     WHERE e."type" LIKE 'operator.%' AND e."organizationId" IS NULL AND (only_type = '' OR e."type" = only_type)
+    SELECT e.* FROM "authstrap_event" e WHERE e."type" LIKE 'operator.%' AND e."organizationId" IS NULL AND (only_type = '' OR e."type" = only_type)
   ), paged AS (
     SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
   SELECT jsonb_build_object('total', (SELECT count(*) FROM matched), 'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object(
-           'id', p."id", 'type', p."type", 'userId', p."userId", 'userEmail', (SELECT u."email" FROM "User" u WHERE u."id" = p."userId"),
-           'actorType', p."actorType", 'actorId', p."actorId", 'actorEmail', (SELECT u."email" FROM "User" u WHERE u."id"::text = p."actorId"),
-           'data', p."data", 'ipAddress', p."ipAddress", 'createdAt', ${iso('p."createdAt"')}) ORDER BY p."createdAt" DESC, p."id") FROM paged p), '[]'::jsonb))
+           'id', p."id", 'type', p."type", 'userId', p."userId", 'userEmail', subject."email", 'userName', subject."name",
+           'actorType', p."actorType", 'actorId', p."actorId", 'actorEmail', actor."email", 'actorName', actor."name",
+           'entity', p."entity", 'entityId', p."entityId",
+           'data', p."data", 'ipAddress', p."ipAddress", 'createdAt', ${iso('p."createdAt"')}) ORDER BY p."createdAt" DESC, p."id")
+           FROM paged p
+           LEFT JOIN "User" subject ON subject."id" = p."userId"
+           -- The actor's id is text (a key's or a directory's too): compared as a uuid only when a user acted, so the index finds them.
+           LEFT JOIN "User" actor ON p."actorType" = 'user' AND actor."id" = (CASE WHEN p."actorType" = 'user' THEN p."actorId" END)::uuid), '[]'::jsonb))
     INTO answer;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN answer;

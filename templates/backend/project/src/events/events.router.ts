@@ -7,13 +7,14 @@ import { sendData, sendList } from '../http/envelope.js';
 import { forbidden } from '../http/errors.js';
 import { listRows, parseListQuery, whereSql, type Condition, type ListQuery } from '../http/list-query.js';
 import { csvLine } from './csv.js';
-import { auditEventListSpec, type AuditEvent } from './events.js';
+import { auditEventListSpec, type AuditEvent, type StoredEvent } from './events.js';
+import { withSummaries } from './summaries.js';
 
 /**
  * The organization's event log, for its owners and admins, filtered by the one list-query module
  * (?type=, ?actorId=, ?entity=, ?entityId=, ?createdAt[gte]=, ?createdAt[lt]=):
  *
- *   GET /audit-events              a page of events, newest first (?page=, ?limit=)
+ *   GET /audit-events              a page of events, newest first (?page=, ?limit=), each with its `summary`
  *   GET /audit-events/per-day      how many events each day (UTC) of the filtered range had: [{ day, count }]
  *   GET /audit-events/export.csv   every event of the filtered range as CSV, newest first, streamed
  *
@@ -24,8 +25,8 @@ import { auditEventListSpec, type AuditEvent } from './events.js';
 /** The caller's own organization: said in the statement as well as by row-level security. */
 const ownOrganization: Condition[] = [{ sql: '"organizationId" = authstrap.organization_id()' }];
 
-/** The export's columns, in order: the event as the list answers it, its data as JSON. */
-const csvColumns = ['id', 'createdAt', 'type', 'actorType', 'actorId', 'entity', 'entityId', 'userId', 'requestId', 'ipAddress', 'userAgent', 'data'] as const;
+/** The export's columns, in order: the event as the list answers it, its data as JSON, and its sentence (last, so that the columns before keep their places). */
+const csvColumns = ['id', 'createdAt', 'type', 'actorType', 'actorId', 'entity', 'entityId', 'userId', 'requestId', 'ipAddress', 'userAgent', 'data', 'summary'] as const;
 
 /**
  * Rows per statement of the export: big enough that 100,000 events take a hundred round trips,
@@ -47,7 +48,9 @@ export function auditEventsRouter(deps: TenantDeps & { db: Database }) {
 
   router.get('/', async (req, res) => {
     const { caller, query } = await filteredAsAdmin(req);
-    sendList(res, await listRows<AuditEvent>(caller, auditEventListSpec, query, {}, ownOrganization));
+    const page = await listRows<StoredEvent>(caller, auditEventListSpec, query, {}, ownOrganization);
+    // The names the sentences need: one more statement for the page, as the same reader.
+    sendList(res, { ...page, rows: await withSummaries(caller, page.rows) });
   });
 
   // Counted in SQL over the whole filtered range, not a page: the audit log's chart.
@@ -90,12 +93,13 @@ async function nextCsvBatch(caller: ReturnType<typeof asCaller>, query: ListQuer
   const conditions = after ? [...ownOrganization, afterCursor] : ownOrganization;
   const where = whereSql(auditEventListSpec, filterOf(query), {}, conditions, params);
   params.push(csvBatch);
-  const { rows } = await caller.query<AuditEvent & { cursorAt: string }>(
+  const { rows } = await caller.query<StoredEvent & { cursorAt: string }>(
     `SELECT ${auditEventListSpec.selectList}, "createdAt"::text AS "cursorAt" FROM "authstrap_event"${where}
       ORDER BY "createdAt" DESC, "id" DESC LIMIT $${params.length}`,
     params,
   );
-  return rows;
+  // The batch's names in one statement, as the list's page.
+  return withSummaries(caller, rows);
 }
 
 /** Writes the header and every batch as CSV, waiting for the client to take each before reading the next. */

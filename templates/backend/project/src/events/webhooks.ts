@@ -9,7 +9,7 @@ import { withScope } from '../db/scope.js';
 import { messages } from '../extensions/mail/messages.js';
 import { mailChannelName, type MailPayload } from '../mail/mail.js';
 import { enqueue, PermanentDeliveryError, type Channel, type OutboxMessage } from '../outbox/outbox.js';
-import { recordEvent, type AuditEvent } from './events.js';
+import { recordEvent, type StoredEvent } from './events.js';
 import { parseWebhookUrl, RefusedWebhookAddress, resolveWebhookAddress } from './webhook-address.js';
 import { webhookSecretSeal } from './webhook-secrets.js';
 
@@ -35,7 +35,7 @@ export interface WebhookPayload {
   endpointId: string;
   organizationId: string;
   /** The event as the event log holds it (its row as JSON: the time as text). */
-  event: Omit<AuditEvent, 'createdAt'> & { createdAt: string };
+  event: Omit<StoredEvent, 'createdAt'> & { createdAt: string };
 }
 
 /** A new endpoint's signing secret: `whsec_` and 24 random bytes in base64, as Standard Webhooks has it. */

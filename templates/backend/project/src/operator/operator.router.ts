@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { requestContext } from '../events/events.js';
+import { actedAsOperator, eventSentence, subjectUserId, type Person, type SentenceEvent, type SentenceNames } from '../events/sentences.js';
 import { resolveCaller, type CallerDeps } from '../generated/guards/auth.guard.js';
 import { sendData, sendJsonData, sendJsonList } from '../http/envelope.js';
 import { forbidden, HttpError, notFound } from '../http/errors.js';
@@ -139,8 +140,8 @@ export function operatorRouter(deps: OperatorDeps): Router {
   // The platform's log: what operators did, newest first (?type= one of them).
   router.get('/events', async (req, res) => {
     const { type, page, limit } = parseQuery('operator events', EventsQuery, req.query);
-    const found = await operatorQuery<{ total: number; rows: unknown[] }>(deps.db, 'SELECT authstrap.operator_events($1, $2, $3, $4) AS "answer"', [req.operator!.userId, type, limit, (page - 1) * limit]);
-    sendJsonList(res, { json: JSON.stringify(found.rows), meta: pageMeta(page, limit, found.total) });
+    const found = await operatorQuery<{ total: number; rows: PlatformEventRow[] }>(deps.db, 'SELECT authstrap.operator_events($1, $2, $3, $4) AS "answer"', [req.operator!.userId, type, limit, (page - 1) * limit]);
+    sendJsonList(res, { json: JSON.stringify(found.rows.map(withSummary)), meta: pageMeta(page, limit, found.total) });
   });
 
   // Every organization, or those whose name or slug contains ?search=, whose id it is, or with a member whose address contains it.
@@ -185,6 +186,23 @@ const EventsQuery = z
     limit: SearchQuery.shape.limit,
   })
   .strict();
+
+/** A row of the platform's log as authstrap.operator_events answers it: the event, and the names of its user and its actor (read in the same statement). */
+interface PlatformEventRow extends SentenceEvent {
+  userEmail: string | null;
+  userName: string | null;
+  actorEmail: string | null;
+  actorName: string | null;
+}
+
+/** The row with its sentence ("Support (operator) revoked 3 sessions of jane@acme.com"), from the names the statement read. */
+function withSummary(row: PlatformEventRow): PlatformEventRow & { summary: string } {
+  const person = (email: string | null, name: string | null): Person | null => (email === null ? null : { email, name });
+  const names: SentenceNames = { actorIsOperator: actedAsOperator(row) };
+  if (row.actorType === 'user') names.actor = person(row.actorEmail, row.actorName);
+  if (subjectUserId(row)) names.subject = row.userId ? person(row.userEmail, row.userName) : null;
+  return { ...row, summary: eventSentence(row, names).sentence };
+}
 
 const pageMeta = (page: number, limit: number, total: number) => ({ page, limit, total, totalPages: Math.ceil(total / limit) });
 
@@ -250,10 +268,15 @@ const OperatorEvent = z
     type: z.string(),
     userId: z.uuid().nullable(),
     userEmail: z.string().nullable(),
+    userName: z.string().nullable(),
     actorType: z.string(),
     actorId: z.string().nullable(),
     actorEmail: z.string().nullable(),
+    actorName: z.string().nullable(),
+    entity: z.string().nullable(),
+    entityId: z.string().nullable(),
     data: z.record(z.string(), z.unknown()),
+    summary: z.string().meta({ description: 'What happened, in a sentence a person reads ("Support (operator) revoked 3 sessions of jane@acme.com"): plain text, never HTML' }),
     ipAddress: z.string().nullable(),
     createdAt: z.iso.datetime(),
   })
@@ -318,7 +341,7 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
   });
   registry.registerPath({
     method: 'get', path: '/api/operator/events', operationId: 'listOperatorEvents', tags,
-    summary: "The platform's log: what operators did (operator.* events), newest first (operators only)",
+    summary: "The platform's log: what operators did (operator.* events), newest first, each with its sentence (summary) (operators only)",
     request: { query: z.object({ type: z.string().optional().meta({ description: 'One type, like operator.revoked_sessions' }), page: z.int().min(1).optional(), limit: z.int().optional() }) },
     responses: { 200: { description: 'A page of events', ...listOf(OperatorEvent) }, ...refused },
   });

@@ -116,8 +116,11 @@ export function SecurityEvents() {
                 {events.data.map((event) => (
                   <tr key={event.id}>
                     <td>
-                      {(eventCatalogue as Record<string, string>)[event.type] ?? event.type}
-                      <div className="muted font-mono">{event.type}</div>
+                      {/* The backend's sentence, as text ("A sign-in as you@example.com failed"); the catalogue's words on the type. */}
+                      {event.summary}
+                      <div className="muted font-mono" title={(eventCatalogue as Record<string, string>)[event.type]}>
+                        {event.type}
+                      </div>
                     </td>
                     <td>{dateFormat.format(new Date(event.createdAt))}</td>
                     <td>{event.ipAddress ?? 'unknown'}</td>

@@ -56,7 +56,8 @@ function save(blob: Blob, name: string) {
 }
 
 /**
- * The organization's audit log (owners and admins): who did what, when, filtered by actor, event
+ * The organization's audit log (owners and admins): what happened in a sentence the backend writes
+ * ("Olivia Owner changed Ivy's role from member to admin"), its type beside it, filtered by actor, event
  * type, entity and days; a page at a time from the backend, each event's JSON a click away; the
  * events per day over the whole filtered range as a chart; the filtered range as CSV, written by
  * the backend (all pages, streamed), not assembled here.
@@ -209,8 +210,11 @@ export function AuditLogSettings() {
                         {dateFormat.format(new Date(event.createdAt))}
                       </td>
                       <td data-label="Event">
-                        <div className="font-mono">{event.type}</div>
-                        <div className="muted">{eventCatalogue[event.type as EventType] ?? ''}</div>
+                        {/* The backend's sentence, as text (React escapes it: names and records are other people's typing). */}
+                        <div>{event.summary}</div>
+                        <div className="muted font-mono text-xs" title={eventCatalogue[event.type as EventType] ?? undefined}>
+                          {event.type}
+                        </div>
                       </td>
                       <td className="min-w-28" data-label="Actor">
                         {actorInWords(event, actorNames)}
