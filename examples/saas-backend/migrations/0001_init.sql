@@ -950,6 +950,21 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.directory_manages_role(user_id uuid, organization_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  managed boolean;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  managed := EXISTS (SELECT 1 FROM "authstrap_scim_user" su
+                      WHERE su."userId" = user_id AND su."organizationId" = organization_id AND su."deletedAt" IS NULL AND su."membership" = 'member'
+                        AND EXISTS (SELECT 1 FROM "authstrap_scim_role_mapping" r WHERE r."directoryId" = su."directoryId"));
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN managed;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.user_banned(user_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text;

@@ -111,7 +111,17 @@ describe.each(databaseKinds)('SCIM groups and roles on the %s database', (kind) 
     // The audit log says why.
     const events = (await owner.api('GET', '/audit-events?limit=100&type=directory.role_changed')).body.data as { data: { from: string; to: string } }[];
     expect(events.map((event) => event.data)).toEqual(expect.arrayContaining([{ from: 'member', to: 'admin' }, { from: 'admin', to: 'member' }]));
+    // While the directory maps roles, the role is not changed by hand; a member it did not provision is.
+    const memberships = (await owner.api('GET', '/members?limit=100')).body.data as { id: string; userId: string; role: string }[];
+    const erinsUser = (await asOwner(`SELECT "id" FROM "User" WHERE "email" = $1`, [at('erin')])).rows[0]!.id;
+    const erinsMembership = memberships.find((member) => member.userId === erinsUser)!;
+    const byHand = await owner.api('PATCH', `/members/${erinsMembership.id}`, { body: { role: 'member' } });
+    expect(byHand.status).toBe(409);
+    expect(byHand.body.error.code).toBe('DIRECTORY_MANAGED');
+    expect(await roleOf(at('erin'))).toBe('admin');
     await mapRoles(owner, []);
+    // Without mappings, the owners set roles by hand again.
+    expect((await owner.api('PATCH', `/members/${erinsMembership.id}`, { body: { role: 'member' } })).status).toBe(200);
   });
 
   it('lets only an owner map a group to owner, and never leaves the organization without one', async () => {

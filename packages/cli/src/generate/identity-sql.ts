@@ -311,6 +311,24 @@ ${withMaintenance(`  INSERT INTO "authstrap_scim_request" ("directoryId", "organ
 END
 $$;`;
 
+/**
+ * Whether a directory owns the role of `user_id` in `organization_id`: it provisioned them (a live
+ * resource, a member) and it maps groups to roles (docs/enterprise-identity.md, 6.3 and 6.5). The
+ * members' routes refuse a change of their role by hand (409 DIRECTORY_MANAGED). SECURITY DEFINER:
+ * asked by a route whose transaction is not scoped to read the directory's rows.
+ */
+const directoryManagesRole = `CREATE OR REPLACE FUNCTION authstrap.directory_manages_role(user_id uuid, organization_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  managed boolean;
+BEGIN
+${withMaintenance(`  managed := EXISTS (SELECT 1 FROM "authstrap_scim_user" su
+                      WHERE su."userId" = user_id AND su."organizationId" = organization_id AND su."deletedAt" IS NULL AND su."membership" = 'member'
+                        AND EXISTS (SELECT 1 FROM "authstrap_scim_role_mapping" r WHERE r."directoryId" = su."directoryId"));`)}
+  RETURN managed;
+END
+$$;`;
+
 export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sign_in_rule', definition: signInRule(schema) },
   { name: 'sign_in_verdict', definition: signInVerdict },
@@ -319,6 +337,7 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'scim_caller', definition: scimCaller },
   { name: 'member_suspended', definition: memberSuspended },
   { name: 'record_scim_requests', definition: recordScimRequests },
+  { name: 'directory_manages_role', definition: directoryManagesRole },
   { name: 'user_banned', definition: userBanned },
   { name: 'due_domain_checks', definition: dueDomainChecks },
 ];

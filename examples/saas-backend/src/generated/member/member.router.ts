@@ -65,6 +65,12 @@ export function memberRouter({ db, auth }: GeneratedDeps): Router {
         const current = await memberRepository.findById(tx, organizationId, id);
         if (!current) throw notFound('member', id);
         if ((current.role === 'owner' || role === 'owner') && req.role !== 'owner') throw forbidden('Only an owner can make or unmake an owner');
+        // A member a directory provisioned, while it maps groups to roles: the role is the
+        // directory's (src/scim/roles.ts), and a change by hand would be undone at its next push.
+        const { rows: managed } = await tx.query<{ managed: boolean }>(`SELECT authstrap.directory_manages_role($1, $2) AS "managed"`, [current.userId, organizationId]);
+        if (managed[0]?.managed && role !== current.role) {
+          throw new HttpError(409, 'DIRECTORY_MANAGED', "This member's role comes from their groups in the organization's directory: change their groups in the identity provider, or the directory's role mappings");
+        }
         if (current.role === 'owner' && role !== 'owner' && owners.length === 1) {
           throw new HttpError(409, 'CONFLICT', 'An organization keeps at least one owner; make someone else owner first');
         }
