@@ -220,10 +220,12 @@ export interface Session {
   ipAddress: string | null;
   userAgent: string | null;
   activeOrganizationId: string | null;
-  /** How the session was made: 'password', 'password:break-glass', 'sign-up', 'invitation', 'sso', 'better-auth:<method>'; null before it was recorded */
+  /** How the session was made: 'password', 'password:break-glass', 'sign-up', 'invitation', 'sso', 'impersonation', 'better-auth:<method>'; null before it was recorded */
   authMethod: string | null;
   /** The SSO connection that proved the session (authMethod 'sso') */
   ssoConnectionId: string | null;
+  /** The operator signed in as the user (authMethod 'impersonation'); null for the user's own sessions */
+  impersonatedBy: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -238,12 +240,13 @@ export interface SessionFilter {
   activeOrganizationId?: Match<string | null>;
   authMethod?: Match<string | null>;
   ssoConnectionId?: Match<string | null>;
+  impersonatedBy?: Match<string | null>;
   createdAt?: Range<string | Date>;
   updatedAt?: Range<string | Date>;
 }
 
 export interface SessionListParams extends ListParams {
-  sort?: 'id' | 'userId' | 'expiresAt' | 'ipAddress' | 'userAgent' | 'activeOrganizationId' | 'authMethod' | 'ssoConnectionId' | 'createdAt' | 'updatedAt';
+  sort?: 'id' | 'userId' | 'expiresAt' | 'ipAddress' | 'userAgent' | 'activeOrganizationId' | 'authMethod' | 'ssoConnectionId' | 'impersonatedBy' | 'createdAt' | 'updatedAt';
   /** Only records created after this time. */
   createdAfter?: string | Date;
   filter?: SessionFilter;

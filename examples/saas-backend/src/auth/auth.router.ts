@@ -83,7 +83,8 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
     const resolved = presented ? await auth.resolveSession(presented.token) : null;
     if (!resolved) throw new HttpError(401, 'UNAUTHORIZED', 'No valid session');
     if (resolved.renewed && presented!.via === 'cookie') setSessionCookie(res, presented!.token, config);
-    sendData(res, { session: resolved.session, user: resolved.user, organizations: await auth.organizationsOf(resolved.user.id) });
+    // impersonatedBy: an operator signed in as the user; the app shows a banner naming them until session.expiresAt.
+    sendData(res, { session: resolved.session, user: resolved.user, organizations: await auth.organizationsOf(resolved.user.id), impersonatedBy: resolved.impersonator });
   });
 
   // The organization requests act in when they send no x-organization-id (Better Auth's organization
@@ -217,7 +218,23 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
 /** Describes /api/auth in the OpenAPI document. */
 export function registerAuthRoutes(registry: OpenAPIRegistry): void {
   const User = z.object({ id: z.uuid(), email: z.string(), name: z.string(), email_verified: z.boolean(), image: z.string().nullable(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'AuthUser' });
-  const Session = z.object({ id: z.uuid(), userId: z.uuid(), expiresAt: z.date(), activeOrganizationId: z.uuid().nullable(), ipAddress: z.string().nullable(), userAgent: z.string().nullable(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'AuthSession' });
+  const Session = z
+    .object({
+      id: z.uuid(),
+      userId: z.uuid(),
+      expiresAt: z.date(),
+      activeOrganizationId: z.uuid().nullable(),
+      ipAddress: z.string().nullable(),
+      userAgent: z.string().nullable(),
+      createdAt: z.date(),
+      updatedAt: z.date(),
+      impersonatedBy: z.uuid().nullable().meta({ description: "The operator signed in as the user with this session (docs/operator.md, \"Impersonation\"); null for the user's own" }),
+    })
+    .meta({ id: 'AuthSession' });
+  const Impersonator = z
+    .object({ id: z.uuid(), email: z.string(), name: z.string() })
+    .nullable()
+    .meta({ description: "The operator signed in as the user: the app shows a banner naming them until session.expiresAt. Null for the user's own session." });
   const envelope = (data: z.ZodType) => ({ content: { 'application/json': { schema: z.object({ success: z.literal(true), data }) } } });
   const listEnvelope = (item: z.ZodType) => ({
     content: { 'application/json': { schema: z.object({ success: z.literal(true), data: z.array(item), meta: z.object({ page: z.int(), limit: z.int(), total: z.int(), totalPages: z.int() }) }) } },
@@ -243,7 +260,7 @@ export function registerAuthRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({ method: 'post', path: '/api/auth/sign-up/email', operationId: 'signUp', tags, security: open, summary: 'Sign up: a user, their password account, a personal organization, a link to confirm the address, and a session', description: 'With REQUIRE_EMAIL_VERIFICATION (the default in production) `token` is null and no cookie is set: the user signs in once the address is confirmed.', request: { body: json(SignUpInput) }, responses: { 201: { description: 'Signed up (and signed in unless the address must be confirmed first)', ...envelope(z.object({ user: User, token: sessionToken.nullable() })) }, ...refusedByPolicy, 409: { description: 'The e-mail address is taken' }, 422: { description: 'Invalid input' }, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/sign-in/email', operationId: 'signIn', tags, security: open, summary: 'Sign in with e-mail and password', request: { body: json(SignInInput) }, responses: { 200: { description: 'Signed in', ...signedInBody }, 401: { description: 'Invalid email or password' }, 403: { description: `EMAIL_NOT_VERIFIED: the address is not confirmed yet (REQUIRE_EMAIL_VERIFICATION); a new link was sent to it. ${policyRefusal}, whatever the password (an owner with the right one signs in: break-glass). DEPROVISIONED (once the password matched): the organization's directory turned the user's access off` }, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/sign-out', operationId: 'signOut', tags, security: sessionOrNone, summary: 'End the current session', responses: { 200: { description: 'Signed out', ...envelope(z.object({ signedOut: z.literal(true) })) } } });
-  registry.registerPath({ method: 'get', path: '/api/auth/get-session', operationId: 'getCurrentSession', tags, security: bearerOrCookie, summary: 'The current session, its user and their organizations', responses: { 200: { description: 'The session', ...envelope(z.object({ session: Session, user: User, organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: RoleSchema })) })) }, 401: { description: 'No valid session' } } });
+  registry.registerPath({ method: 'get', path: '/api/auth/get-session', operationId: 'getCurrentSession', tags, security: bearerOrCookie, summary: 'The current session, its user and their organizations', responses: { 200: { description: 'The session', ...envelope(z.object({ session: Session, user: User, organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: RoleSchema })), impersonatedBy: Impersonator })) }, 401: { description: 'No valid session' } } });
 
   registry.registerPath({ method: 'post', path: '/api/auth/organization/set-active', operationId: 'setActiveOrganization', tags, security: bearerOrCookie, summary: 'Choose the active organization: the one your requests act in when they send no x-organization-id', description: 'Set at sign-up (your personal organization) and sign-in (your first). The header wins when a request sends it. null clears it.', request: { body: json(SetActiveOrganizationInput) }, responses: { 200: { description: 'The session, and the organization with your role there', ...envelope(z.object({ session: Session, organization: z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: RoleSchema }).nullable() })) }, ...notSignedIn, 403: { description: 'You are not a member of this organization' }, 422: { description: 'Not an organization id' } } });
 
