@@ -188,6 +188,31 @@ describe.each(databaseKinds)('operators impersonate a user on the %s database', 
     expect((await jane.api('POST', `/api/operator/impersonations/00000000-0000-4000-8000-00000000abcd/end`)).status).toBe(403);
   });
 
+  it("leaves the account itself to the user: no password, address, account deletion, signing out the user's sessions or machine key while impersonating", async () => {
+    const { token } = (await impersonate(owner.user.id, { reason: 'ticket 4715: help with machine keys' })).body.data;
+    const asOwnerBySupport = apiClient(backend.url, { token, organizationId: owner.organizationId });
+    const ownSessionId = (await owner.api('GET', '/api/auth/get-session')).body.data.session.id;
+    const attempts: Array<[string, string, unknown]> = [
+      ['POST', '/api/auth/change-password', { currentPassword: password, newPassword: 'support chose this one' }],
+      ['POST', '/api/auth/change-email', { newEmail: 'support@attacker.example' }],
+      ['POST', '/api/auth/delete-account', { password }],
+      ['POST', '/api/auth/sessions/revoke-others', undefined],
+      ['DELETE', `/api/auth/sessions/${ownSessionId}`, undefined],
+      ['POST', '/api/auth/api-keys', { name: 'outlives-support', permissions: { Project: ['list'] } }],
+    ];
+    for (const [method, path, body] of attempts) {
+      const refused = await asOwnerBySupport(method, path, body === undefined ? {} : { body });
+      expect(refused.status, `${method} ${path}: ${JSON.stringify(refused.body)}`).toBe(403);
+      expect(refused.body.error.message).toContain('An operator signed in as this user cannot');
+    }
+    // What the user sees and does in the product still works, and the owner's own session and sign-in are untouched.
+    expect((await asOwnerBySupport('GET', '/api/auth/api-keys')).status).toBe(200);
+    expect((await asOwnerBySupport('GET', '/api/auth/sessions')).body.data.find((session: { current: boolean }) => session.current)).toMatchObject({ impersonatedBy: support.user.id });
+    expect((await owner.api('GET', '/api/auth/get-session')).status).toBe(200);
+    expect((await anonymous()('POST', '/api/auth/sign-in/email', { body: { email: 'owner@acme.example', password } })).status).toBe(200);
+    await asOwnerBySupport('POST', '/api/auth/sign-out');
+  });
+
   it('refuses an impersonation without a reason, longer than OPERATOR_IMPERSONATION_MAX_MINUTES (60), or of nobody', async () => {
     expect((await impersonate(jane.user.id, {})).status).toBe(422);
     const tooLong = await impersonate(jane.user.id, { reason: 'x', minutes: 61 });
