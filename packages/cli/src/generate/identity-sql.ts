@@ -178,12 +178,13 @@ END
 $$;`;
 
 /**
- * Why an impersonation session may not be made (docs/operator.md, "Impersonation"), or null when
- * it may: method 'impersonation' and `impersonatedBy` come together or not at all, and name an
- * operator now, signed in as a user who is none (themselves included). Whoever inserts the row (the
- * operators' function, a script, the service API) meets this; the rule then judges the user as
- * for any sign-in (a ban, deprovisioning). Read with the maintenance setting on: no request may
- * read another user's operator row.
+ * The session trigger's refusal of an impersonation that may not be made (docs/operator.md,
+ * "Impersonation"), IMPERSONATION_REFUSED with the reason: method 'impersonation' and
+ * `impersonatedBy` come together or not at all, and name an operator now, signed in as a user who
+ * is none (themselves included). Whoever inserts the row (the operators' function, a script, the
+ * service API) meets this; the rule then judges the user as for any sign-in (a ban,
+ * deprovisioning). Read with the maintenance setting on: no request may read another user's
+ * operator row.
  */
 const impersonationRefusal = `  IF NEW."authMethod" = 'impersonation' OR NEW."impersonatedBy" IS NOT NULL THEN
 ${withMaintenance(`    verdict := jsonb_build_object('allowed', false, 'code', 'IMPERSONATION_REFUSED', 'reason', CASE
