@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
+import { refusedVerdictOf } from '../auth/sign-in-policy.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
-import { refusedVerdictOf } from '../auth/sign-in-policy.js';
 import { requestContext } from '../events/events.js';
 import { resolveCaller, type CallerDeps } from '../generated/guards/auth.guard.js';
 import { sendData, sendJsonData, sendJsonList } from '../http/envelope.js';
@@ -217,7 +217,7 @@ const ImpersonateInput = (maxMinutes: number) =>
         .min(1)
         .max(maxMinutes)
         .default(Math.min(30, maxMinutes))
-        .meta({ description: `How long the session lasts, in minutes: 1 to OPERATOR_IMPERSONATION_MAX_MINUTES (${maxMinutes} here), 30 by default. It is never renewed.` }),
+        .meta({ description: 'How long the session lasts, in minutes: 1 to OPERATOR_IMPERSONATION_MAX_MINUTES (60 unless set), 30 by default. It is never renewed.' }),
     })
     .strict();
 
