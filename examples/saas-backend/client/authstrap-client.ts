@@ -220,10 +220,12 @@ export interface Session {
   ipAddress: string | null;
   userAgent: string | null;
   activeOrganizationId: string | null;
-  /** How the session was made: 'password', 'password:break-glass', 'sign-up', 'invitation', 'sso', 'better-auth:<method>'; null before it was recorded */
+  /** How the session was made: 'password', 'password:break-glass', 'sign-up', 'invitation', 'sso', 'impersonation', 'better-auth:<method>'; null before it was recorded */
   authMethod: string | null;
   /** The SSO connection that proved the session (authMethod 'sso') */
   ssoConnectionId: string | null;
+  /** The operator signed in as the user (authMethod 'impersonation'); null for the user's own sessions */
+  impersonatedBy: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -238,12 +240,13 @@ export interface SessionFilter {
   activeOrganizationId?: Match<string | null>;
   authMethod?: Match<string | null>;
   ssoConnectionId?: Match<string | null>;
+  impersonatedBy?: Match<string | null>;
   createdAt?: Range<string | Date>;
   updatedAt?: Range<string | Date>;
 }
 
 export interface SessionListParams extends ListParams {
-  sort?: 'id' | 'userId' | 'expiresAt' | 'ipAddress' | 'userAgent' | 'activeOrganizationId' | 'authMethod' | 'ssoConnectionId' | 'createdAt' | 'updatedAt';
+  sort?: 'id' | 'userId' | 'expiresAt' | 'ipAddress' | 'userAgent' | 'activeOrganizationId' | 'authMethod' | 'ssoConnectionId' | 'impersonatedBy' | 'createdAt' | 'updatedAt';
   /** Only records created after this time. */
   createdAfter?: string | Date;
   filter?: SessionFilter;
@@ -1429,6 +1432,8 @@ export type EventType =
   | 'member.updated'
   | 'operator.banned_user'
   | 'operator.granted'
+  | 'operator.impersonation_ended'
+  | 'operator.impersonation_started'
   | 'operator.revoked'
   | 'operator.revoked_sessions'
   | 'operator.unbanned_user'
@@ -1490,6 +1495,8 @@ export const eventCatalogue: Record<EventType, string> = {
   'member.updated': "member changed (changedFields names what)",
   'operator.banned_user': "An operator banned a user: every sign-in refused and the machine keys they made stopped until data.expiresAt (null: until lifted), their sessions ended (data.sessions); data.reason in the platform's log and the user's own events, data.email in each of their organizations' audit logs",
   'operator.granted': "A user was made an operator of the platform (data.by: 'command line', or the operator who granted it)",
+  'operator.impersonation_ended': "An operator's session as a user ended before its bound (data.sessionId, data.impersonatedBy; data.endedBy: 'operator' or 'sign-out')",
+  'operator.impersonation_started': "An operator signed in as a user until data.expiresAt (data.sessionId); data.reason in the platform's log and the user's own events, data.email in each of their organizations' audit logs. Every event the session makes carries data.impersonatedBy",
   'operator.revoked': "A user is no longer an operator of the platform",
   'operator.revoked_sessions': "An operator signed a user out everywhere (data.sessions: how many; data.reason)",
   'operator.unbanned_user': "An operator lifted a user's ban (data.bannedAt, data.expiresAt: the ban lifted; data.reason when given): they may sign in again and their machine keys work again",

@@ -63,16 +63,20 @@ CREATE TABLE "session" (
   "activeOrganizationId" uuid,
   "authMethod" text,
   "ssoConnectionId" uuid,
+  "impersonatedBy" uuid,
   "createdAt" timestamptz NOT NULL DEFAULT now(),
   "updatedAt" timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT "session_token_key" UNIQUE ("token"),
   CONSTRAINT "session_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User" ("id") ON DELETE CASCADE,
-  CONSTRAINT "session_activeOrganizationId_fkey" FOREIGN KEY ("activeOrganizationId") REFERENCES "Organization" ("id") ON DELETE SET NULL
+  CONSTRAINT "session_activeOrganizationId_fkey" FOREIGN KEY ("activeOrganizationId") REFERENCES "Organization" ("id") ON DELETE SET NULL,
+  CONSTRAINT "session_impersonatedBy_fkey" FOREIGN KEY ("impersonatedBy") REFERENCES "User" ("id") ON DELETE CASCADE
 );
 
 CREATE INDEX "session_userId_idx" ON "session" ("userId");
 
 CREATE INDEX "session_activeOrganizationId_idx" ON "session" ("activeOrganizationId");
+
+CREATE INDEX "session_impersonatedBy_idx" ON "session" ("impersonatedBy");
 
 CREATE TABLE "member" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -632,7 +636,7 @@ DECLARE
 BEGIN
   setting := set_config('authstrap.maintenance', 'on', true);
   INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent")
-  VALUES (event_type, organization_id, subject_user_id, COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END), COALESCE(request->>'actorId', authstrap.user_id()::text, key_id), entity, entity_id, COALESCE(data, '{}'::jsonb), request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
+  VALUES (event_type, organization_id, subject_user_id, COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END), COALESCE(request->>'actorId', authstrap.user_id()::text, key_id), entity, entity_id, CASE WHEN request ? 'impersonatedBy' THEN COALESCE(data, '{}'::jsonb) || jsonb_build_object('impersonatedBy', request->'impersonatedBy') ELSE COALESCE(data, '{}'::jsonb) END, request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512))
   -- An event of no organization (a user's own: a sign-in) has no endpoints.
   RETURNING "id", EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = organization_id AND w."enabled") INTO event_id, has_endpoints;
   IF has_endpoints THEN
@@ -699,7 +703,7 @@ BEGIN
   -- Its place in the stream (src/realtime/), taken now, at commit: see streamPosition.
   PERFORM pg_advisory_xact_lock_shared(1635087464, 1);
   INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "requestId", "ipAddress", "userAgent", "position")
-  VALUES (event_type, organization_id, NULL, COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END), COALESCE(request->>'actorId', authstrap.user_id()::text, key_id), TG_ARGV[1], record_id, data, request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512), nextval('authstrap.event_position'))
+  VALUES (event_type, organization_id, NULL, COALESCE(request->>'actorType', CASE WHEN authstrap.user_id() IS NOT NULL THEN 'user' WHEN key_id IS NOT NULL THEN 'machine_key' ELSE 'system' END), COALESCE(request->>'actorId', authstrap.user_id()::text, key_id), TG_ARGV[1], record_id, CASE WHEN request ? 'impersonatedBy' THEN data || jsonb_build_object('impersonatedBy', request->'impersonatedBy') ELSE data END, request->>'requestId', request->>'ipAddress', left(request->>'userAgent', 512), nextval('authstrap.event_position'))
   RETURNING "id", EXISTS (SELECT FROM "authstrap_webhook_endpoint" w WHERE w."organizationId" = organization_id AND w."enabled") INTO event_id, has_endpoints;
   IF has_endpoints THEN
     INSERT INTO "authstrap_outbox" ("channel", "payload")
@@ -799,6 +803,11 @@ BEGIN
     RETURN jsonb_build_object('allowed', false, 'code', 'BANNED');
   END IF;
 
+  -- An operator signed in as the user (the session trigger has checked the operator): the user's
+  -- organization's SSO requirement binds the user, not support; a ban or deprovisioning still refuses.
+  IF method = 'impersonation' THEN
+    RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
+  END IF;
   IF owner_organization IS NOT NULL AND sso_required THEN
     -- An enabled connection of the organization that owns the address, never another's.
     IF method = 'sso' AND EXISTS (
@@ -846,12 +855,39 @@ BEGIN
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:org:' || owner_organization::text, 0));
   END IF;
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || NEW."userId"::text, 0));
+  IF NEW."authMethod" = 'impersonation' OR NEW."impersonatedBy" IS NOT NULL THEN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+    verdict := jsonb_build_object('allowed', false, 'code', 'IMPERSONATION_REFUSED', 'reason', CASE
+      WHEN NEW."authMethod" IS DISTINCT FROM 'impersonation' OR NEW."impersonatedBy" IS NULL THEN 'not-marked'
+      WHEN NOT EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = NEW."impersonatedBy") THEN 'not-an-operator'
+      WHEN EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = NEW."userId") THEN 'operator-target'
+    END);
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+    IF verdict->>'reason' IS NOT NULL THEN
+      RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: IMPERSONATION_REFUSED', DETAIL = verdict::text;
+    END IF;
+  END IF;
   verdict := authstrap.sign_in_verdict(address, NEW."userId", COALESCE(NEW."authMethod", 'unknown'), NEW."activeOrganizationId", NEW."ssoConnectionId");
   IF NOT (verdict->>'allowed')::boolean THEN
     RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
   END IF;
   IF (verdict->>'breakGlass')::boolean THEN
     NEW."authMethod" := NEW."authMethod" || ':break-glass';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.impersonation_bound() RETURNS trigger LANGUAGE plpgsql SET search_path = public, pg_temp AS $$
+BEGIN
+  IF OLD."impersonatedBy" IS NOT NULL THEN
+    NEW."expiresAt" := LEAST(NEW."expiresAt", OLD."expiresAt");
+    NEW."authMethod" := OLD."authMethod";
+    NEW."impersonatedBy" := OLD."impersonatedBy";
+  ELSIF NEW."impersonatedBy" IS NOT NULL OR NEW."authMethod" = 'impersonation' THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: IMPERSONATION_REFUSED',
+      DETAIL = jsonb_build_object('allowed', false, 'code', 'IMPERSONATION_REFUSED', 'reason', 'not-at-creation')::text;
   END IF;
   RETURN NEW;
 END
@@ -1054,7 +1090,7 @@ BEGIN
         'bannedBy', CASE WHEN b."bannedBy" IS NULL THEN NULL ELSE jsonb_build_object('id', b."bannedBy", 'email', (SELECT bu."email" FROM "User" bu WHERE bu."id" = b."bannedBy")) END) FROM "authstrap_user_ban" b WHERE b."userId" = u."id" AND (b."expiresAt" IS NULL OR b."expiresAt" > now())),
       'organizations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'role', m."role", 'joinedAt', to_char(m."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY m."createdAt")
                                    FROM "member" m JOIN "Organization" org ON org."id" = m."organizationId" WHERE m."userId" = u."id"), '[]'::jsonb),
-      'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', to_char(s."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'lastSeenAt', to_char(s."updatedAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expiresAt', to_char(s."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY s."updatedAt" DESC)
+      'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', to_char(s."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'lastSeenAt', to_char(s."updatedAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expiresAt', to_char(s."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'impersonatedBy', s."impersonatedBy") ORDER BY s."updatedAt" DESC)
                               FROM "session" s WHERE s."userId" = u."id" AND s."expiresAt" > now()), '[]'::jsonb),
       'signIns', COALESCE((SELECT jsonb_agg(jsonb_build_object('type', e."type", 'createdAt', to_char(e."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'ipAddress', e."ipAddress", 'userAgent', e."userAgent") ORDER BY e."createdAt" DESC)
                              FROM (SELECT * FROM "authstrap_event" ev WHERE ev."userId" = u."id" AND ev."type" IN ('session.signed_in', 'session.sign_in_failed')
@@ -1180,6 +1216,98 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.operator_impersonate(operator_id uuid, user_id uuid, token_hash text, ends_at timestamptz, impersonation_reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  address text;
+  session_id uuid;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+    RETURN NULL;
+  END IF;
+  IF user_id = operator_id THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'You cannot impersonate yourself';
+  END IF;
+  IF EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'An operator cannot be impersonated: operators act as themselves';
+  END IF;
+  INSERT INTO "session" ("userId", "token", "expiresAt", "ipAddress", "userAgent", "authMethod", "impersonatedBy")
+    VALUES (user_id, token_hash, ends_at, context->>'ipAddress', left(context->>'userAgent', 512), 'impersonation', operator_id)
+    RETURNING "id" INTO session_id;
+  PERFORM authstrap.record_event('operator.impersonation_started', NULL, user_id, 'User', user_id::text,
+    jsonb_build_object('sessionId', session_id, 'expiresAt', to_char(ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) || jsonb_build_object('reason', impersonation_reason), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('operator.impersonation_started', m."organizationId", NULL, 'User', user_id::text,
+    jsonb_build_object('sessionId', session_id, 'expiresAt', to_char(ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) || jsonb_build_object('email', address), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text))
+    FROM "member" m WHERE m."userId" = user_id;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN jsonb_build_object('sessionId', session_id, 'expiresAt', to_char(ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_end_impersonation(ending_operator_id uuid, session_id uuid, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  ended_by text := 'operator';
+  operator_id uuid := ending_operator_id;
+  impersonator uuid;
+  user_id uuid;
+  address text;
+BEGIN
+  PERFORM authstrap.operator_check(ending_operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  DELETE FROM "session" s WHERE s."id" = session_id AND s."impersonatedBy" IS NOT NULL
+    RETURNING s."userId", s."impersonatedBy" INTO user_id, impersonator;
+  operator_id := COALESCE(operator_id, impersonator);
+  IF user_id IS NULL THEN
+    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+    RETURN NULL;
+  END IF;
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+  PERFORM authstrap.record_event('operator.impersonation_ended', NULL, user_id, 'User', user_id::text,
+    jsonb_build_object('sessionId', session_id, 'endedBy', ended_by, 'impersonatedBy', impersonator) || '{}'::jsonb, context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('operator.impersonation_ended', m."organizationId", NULL, 'User', user_id::text,
+    jsonb_build_object('sessionId', session_id, 'endedBy', ended_by, 'impersonatedBy', impersonator) || jsonb_build_object('email', address), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text))
+    FROM "member" m WHERE m."userId" = user_id;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN jsonb_build_object('sessionId', session_id, 'userId', user_id);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.sign_out_impersonation(session_id uuid, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  ended_by text := 'sign-out';
+  operator_id uuid;
+  impersonator uuid;
+  user_id uuid;
+  address text;
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  DELETE FROM "session" s WHERE s."id" = session_id AND s."impersonatedBy" IS NOT NULL
+    RETURNING s."userId", s."impersonatedBy" INTO user_id, impersonator;
+  operator_id := COALESCE(operator_id, impersonator);
+  IF user_id IS NULL THEN
+    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+    RETURN NULL;
+  END IF;
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+  PERFORM authstrap.record_event('operator.impersonation_ended', NULL, user_id, 'User', user_id::text,
+    jsonb_build_object('sessionId', session_id, 'endedBy', ended_by, 'impersonatedBy', impersonator) || '{}'::jsonb, context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('operator.impersonation_ended', m."organizationId", NULL, 'User', user_id::text,
+    jsonb_build_object('sessionId', session_id, 'endedBy', ended_by, 'impersonatedBy', impersonator) || jsonb_build_object('email', address), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text))
+    FROM "member" m WHERE m."userId" = user_id;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN jsonb_build_object('sessionId', session_id, 'userId', user_id);
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.operator_events(operator_id uuid, only_type text, page_limit integer, page_offset integer)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
@@ -1219,6 +1347,10 @@ CREATE TRIGGER "authstrap_password_policy" BEFORE INSERT OR UPDATE OF "password"
 DROP TRIGGER IF EXISTS "authstrap_sign_in_policy" ON "session";
 
 CREATE TRIGGER "authstrap_sign_in_policy" BEFORE INSERT ON "session" FOR EACH ROW EXECUTE FUNCTION authstrap.session_policy();
+
+DROP TRIGGER IF EXISTS "authstrap_impersonation_bound" ON "session";
+
+CREATE TRIGGER "authstrap_impersonation_bound" BEFORE UPDATE ON "session" FOR EACH ROW WHEN (OLD."impersonatedBy" IS NOT NULL OR NEW."impersonatedBy" IS NOT NULL OR NEW."authMethod" = 'impersonation') EXECUTE FUNCTION authstrap.impersonation_bound();
 
 DROP TRIGGER IF EXISTS "authstrap_events" ON "Organization";
 

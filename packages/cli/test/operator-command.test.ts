@@ -40,14 +40,32 @@ describe.runIf(adminUrl)('authstrap operator', () => {
     expect(JSON.parse(listed.stdout).operators).toEqual([expect.objectContaining({ email: 'olivia@example.com', name: 'Olivia Oakes', grantedBy: 'command line' })]);
   });
 
-  it('revokes it, and each change is an event about the user, by the system', async () => {
+  it('revokes it, ending the sessions the operator holds as other users, and each change is an event about the user, by the system', async () => {
+    // Olivia signs in as a customer first: that session must not outlive her role.
+    const customer = await fetch(`${backend.url}/api/auth/sign-up/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'customer@example.com', name: 'Cora Customer', password: 'correct horse battery' }),
+    });
+    const customerId = (await customer.json()).data.user.id;
+    const impersonation = await fetch(`${backend.url}/api/operator/users/${customerId}/impersonate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ reason: 'ticket 1' }),
+    });
+    expect(impersonation.status).toBe(200);
+    const asCustomer = (await impersonation.json()).data.token;
+    const customerSession = async () => (await fetch(`${backend.url}/api/auth/get-session`, { headers: { authorization: `Bearer ${asCustomer}` } })).status;
+    expect(await customerSession()).toBe(200);
+
     const revoked = await operator('revoke', 'olivia@example.com', '--json');
     expect(revoked.status, revoked.output).toBe(0);
     expect(JSON.parse(revoked.stdout)).toEqual({ action: 'revoke', email: 'olivia@example.com', changed: true });
     expect(await me()).toBe(403);
+    expect(await customerSession()).toBe(401);
     const events = await query<{ type: string; actorType: string; data: { by: string } }>(
       backend.databaseUrl,
-      `SELECT "type", "actorType", "data" FROM "authstrap_event" WHERE "type" LIKE 'operator.%' ORDER BY "createdAt"`,
+      `SELECT "type", "actorType", "data" FROM "authstrap_event" WHERE "type" IN ('operator.granted', 'operator.revoked') ORDER BY "createdAt"`,
     );
     expect(events).toEqual([
       { type: 'operator.granted', actorType: 'system', data: { by: 'command line' } },

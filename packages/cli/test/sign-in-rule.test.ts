@@ -338,6 +338,62 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
     });
   });
 
+  it.skipIf(skip)("admits an impersonation session only as an operator's of a user who is none, and judges that user as any sign-in; it keeps its bound", async () => {
+    /** Inserts a session in a savepoint: its stored method, or the refusal's code (and reason). */
+    const insertSession = async (userId: string, authMethod: string | null, impersonatedBy: string | null) => {
+      await db.exec('SAVEPOINT attempt');
+      try {
+        const rows = await db.query<{ authMethod: string }>(
+          `INSERT INTO "session" ("userId", "token", "expiresAt", "authMethod", "impersonatedBy") VALUES ($1, gen_random_uuid()::text, now() + interval '30 minutes', $2, $3) RETURNING "authMethod"`,
+          [userId, authMethod, impersonatedBy],
+        );
+        await db.exec('RELEASE SAVEPOINT attempt');
+        return rows[0]!.authMethod;
+      } catch (error) {
+        await db.exec('ROLLBACK TO SAVEPOINT attempt');
+        const { code, detail } = error as { code: string; detail: string };
+        const verdict = JSON.parse(detail) as { code: string; reason?: string };
+        return `${code} ${verdict.code}${verdict.reason ? ` ${verdict.reason}` : ''}`;
+      }
+    };
+    await inRollback(async () => {
+      await db.query(`INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ($1, 'command line')`, [world.outsider]);
+      // Not an operator behind it, or the two marks apart: refused whoever inserts the row.
+      expect(await insertSession(world.employee, 'impersonation', null)).toBe('AS403 IMPERSONATION_REFUSED not-marked');
+      expect(await insertSession(world.employee, 'password:break-glass', world.outsider)).toBe('AS403 IMPERSONATION_REFUSED not-marked');
+      expect(await insertSession(world.employee, 'impersonation', world.owner)).toBe('AS403 IMPERSONATION_REFUSED not-an-operator');
+      // An operator as the target, themselves included.
+      expect(await insertSession(world.outsider, 'impersonation', world.outsider)).toBe('AS403 IMPERSONATION_REFUSED operator-target');
+      // An operator's: the SSO an organization requires binds its users, not support; no break-glass mark for an owner.
+      expect(await verdict(db, 'employee@acme.com', world.employee, 'impersonation')).toEqual(allowed);
+      expect(await insertSession(world.employee, 'impersonation', world.outsider)).toBe('impersonation');
+      expect(await insertSession(world.owner, 'impersonation', world.outsider)).toBe('impersonation');
+      // A banned or deprovisioned user is refused to the operator as to anyone.
+      await db.query(`INSERT INTO "authstrap_user_ban" ("userId", "reason") VALUES ($1, 'spam')`, [world.owner]);
+      expect(await insertSession(world.owner, 'impersonation', world.outsider)).toBe('AS403 BANNED');
+      await db.query(`INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason") VALUES (gen_random_uuid(), $1, $2, 'member', now(), 'directory-inactive')`, [world.acme, world.employee]);
+      expect(await insertSession(world.employee, 'impersonation', world.outsider)).toBe('AS403 DEPROVISIONED');
+    });
+    await inRollback(async () => {
+      await db.query(`INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ($1, 'command line')`, [world.outsider]);
+      const [made] = await db.query<{ id: string; expiresAt: Date }>(
+        `INSERT INTO "session" ("userId", "token", "expiresAt", "authMethod", "impersonatedBy") VALUES ($1, gen_random_uuid()::text, now() + interval '30 minutes', 'impersonation', $2) RETURNING "id", "expiresAt"`,
+        [world.employee, world.outsider],
+      );
+      // No update extends it or unmarks it (a renewal, Better Auth's through the service API); an earlier end is kept.
+      const [kept] = await db.query<{ expiresAt: Date; authMethod: string; impersonatedBy: string }>(
+        `UPDATE "session" SET "expiresAt" = now() + interval '7 days', "authMethod" = 'password', "impersonatedBy" = NULL WHERE "id" = $1 RETURNING "expiresAt", "authMethod", "impersonatedBy"`,
+        [made!.id],
+      );
+      expect(kept).toEqual({ expiresAt: made!.expiresAt, authMethod: 'impersonation', impersonatedBy: world.outsider });
+      const [shortened] = await db.query<{ expiresAt: Date }>(`UPDATE "session" SET "expiresAt" = now() + interval '1 minute' WHERE "id" = $1 RETURNING "expiresAt"`, [made!.id]);
+      expect(shortened!.expiresAt.getTime()).toBeLessThan(made!.expiresAt.getTime());
+      // Nor does an update make an impersonation of a user's own session (a refusal ends the transaction: last).
+      const [own] = await db.query<{ id: string }>(`INSERT INTO "session" ("userId", "token", "expiresAt", "authMethod") VALUES ($1, gen_random_uuid()::text, now() + interval '1 day', 'password') RETURNING "id"`, [world.outsider]);
+      await expect(db.query(`UPDATE "session" SET "impersonatedBy" = $2 WHERE "id" = $1`, [own!.id, world.outsider])).rejects.toMatchObject({ code: 'AS403' });
+    });
+  });
+
   it.skipIf(skip)('generates the parts of Better Auth’s plugins: a banned user is refused, an sso provider of the organization signs in', async () => {
     const withPlugins = schemaOf({
       Project: project,

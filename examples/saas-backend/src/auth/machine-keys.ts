@@ -12,6 +12,7 @@ import { forbidden, HttpError, validationFailed } from '../http/errors.js';
 import { ruleFrom, type MachineKeyLimit } from '../http/machine-key-limit.js';
 import { hashMachineKey } from '../http/session-token.js';
 import { parseBody, parseId } from '../http/validate.js';
+import { refuseWhileImpersonating } from './impersonation.js';
 import { organizationManager } from './organization-manager.js';
 import { RoleSchema, type Role, type SessionResolver } from './types.js';
 
@@ -171,7 +172,9 @@ export function machineKeysRouter({ auth, config, keys }: { auth: SessionResolve
   const manager = (req: Request) => organizationManager(req, { auth, config }, 'Machine keys are managed by the owners and admins of the organization');
 
   router.post('/', async (req, res) => {
-    const { organizationId, role, userId } = await manager(req);
+    const { organizationId, role, userId, impersonatedBy } = await manager(req);
+    // A key would outlive the impersonation that made it.
+    refuseWhileImpersonating({ impersonatedBy }, 'make a machine key');
     sendData(res, await keys.create(organizationId, role, parseBody('api-key', MachineKeyInput, req), userId), 201);
   });
   router.get('/', async (req, res) => {
@@ -224,7 +227,12 @@ export function registerMachineKeyRoutes(registry: OpenAPIRegistry): void {
     summary: 'Make a machine key of the organization: the key is in this answer only',
     description: 'Send it as `x-api-key` to the organization’s tenant-scoped routes. It may do what `permissions` names, with `role`, until `expiresIn` seconds have passed or it is revoked.',
     request: { headers: header, body: { content: { 'application/json': { schema: MachineKeyInput } } } },
-    responses: { 201: { description: 'Made', ...envelope(MachineKey.extend({ key: z.string().meta({ description: 'The key: shown once, kept only hashed' }) })) }, ...refused, 422: { description: 'Invalid input, or an entity the key cannot reach' } },
+    responses: {
+      201: { description: 'Made', ...envelope(MachineKey.extend({ key: z.string().meta({ description: 'The key: shown once, kept only hashed' }) })) },
+      ...refused,
+      403: { description: `${refused[403].description}; or an operator signed in as the user (an impersonation session): a key would outlive it` },
+      422: { description: 'Invalid input, or an entity the key cannot reach' },
+    },
   });
   registry.registerPath({
     method: 'get',

@@ -10,6 +10,8 @@ export interface OrganizationManager {
   organizationId: string;
   role: Extract<Role, 'owner' | 'admin'>;
   userId: string;
+  /** The operator signed in as the user (an impersonation session), else null. */
+  impersonatedBy: string | null;
 }
 
 /**
@@ -26,5 +28,5 @@ export async function organizationManager(req: Request, { auth, config }: { auth
   if (!resolved.membership) throw notAMember();
   const { organizationId, role } = resolved.membership;
   if (role !== 'owner' && role !== 'admin') throw forbidden(managedBy);
-  return { organizationId, role, userId: resolved.user.id };
+  return { organizationId, role, userId: resolved.user.id, impersonatedBy: resolved.session.impersonatedBy };
 }

@@ -24,6 +24,8 @@ export type SignInMethod =
   | 'password-set'
   | 'email-change'
   | 'sso'
+  /** An operator signed in as the user (src/operator/impersonation.ts); only with `session.impersonatedBy`. */
+  | 'impersonation'
   | `better-auth:${BetterAuthMethod}`
   | 'service'
   | 'unknown';
@@ -43,7 +45,9 @@ export interface SignInAttempt {
 export type SignInVerdict =
   | { allowed: true; breakGlass: boolean }
   | { allowed: false; code: 'SSO_REQUIRED'; organizationId: string; slug: string; domain: string }
-  | { allowed: false; code: 'DEPROVISIONED' | 'BANNED' };
+  | { allowed: false; code: 'DEPROVISIONED' | 'BANNED' }
+  /** Only the session trigger says this: an impersonation session that is not an operator's of a non-operator. */
+  | { allowed: false; code: 'IMPERSONATION_REFUSED'; reason: 'not-marked' | 'not-an-operator' | 'operator-target' | 'not-at-creation' };
 
 /** "May this address (user) sign in by this method, into this organization, now?" One statement. */
 export async function decideSignIn(db: Queryable, attempt: SignInAttempt): Promise<SignInVerdict> {
@@ -73,6 +77,8 @@ export function refusal(verdict: SignInVerdict, appUrl: string): HttpError | und
       return new HttpError(403, 'DEPROVISIONED', "Your access was turned off by your organization's directory");
     case 'BANNED':
       return new HttpError(403, 'BANNED', 'This account is banned');
+    case 'IMPERSONATION_REFUSED':
+      return new HttpError(403, 'FORBIDDEN', `Only an operator signs in as another user, who is no operator (${verdict.reason})`);
   }
 }
 

@@ -447,6 +447,14 @@ function authEventSentence(event: SentenceEvent, names: SentenceNames, actor: st
       const reason = textOf(data.reason);
       return said(actor, `lifted the ban on ${account}${reason ? ` (reason: ${reason})` : ''}`, `The ban on ${account} was lifted`);
     }
+    case 'operator.impersonation_started': {
+      const reason = textOf(data.reason);
+      const until = textOf(data.expiresAt);
+      const what = `${account}${until ? ` until ${until}` : ''}${reason ? ` (reason: ${reason})` : ''}`;
+      return said(actor, `signed in as ${what}`, `An operator signed in as ${what}`);
+    }
+    case 'operator.impersonation_ended':
+      return said(actor, `ended their session as ${account}`, `A session of an operator as ${account} ended${data.endedBy === 'sign-out' ? ' (signed out)' : ''}`);
     case 'directory.request_refused':
       return said(actor, 'was refused a change that would leave the organization without an owner', 'A directory was refused a change that would leave the organization without an owner');
     case 'operator.granted':

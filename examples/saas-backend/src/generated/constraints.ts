@@ -12,6 +12,7 @@ export const keyColumnsByConstraint: Readonly<Record<string, readonly string[]>>
   'session_token_key': ['token'],
   'session_userId_fkey': ['userId'],
   'session_activeOrganizationId_fkey': ['activeOrganizationId'],
+  'session_impersonatedBy_fkey': ['impersonatedBy'],
   'Organization_slug_key': ['slug'],
   'member_organizationId_userId_key': ['userId'],
   'member_organizationId_fkey': [],

@@ -38,6 +38,8 @@ export const eventTypes = {
   'member.updated': "member changed (changedFields names what)",
   'operator.banned_user': "An operator banned a user: every sign-in refused and the machine keys they made stopped until data.expiresAt (null: until lifted), their sessions ended (data.sessions); data.reason in the platform's log and the user's own events, data.email in each of their organizations' audit logs",
   'operator.granted': "A user was made an operator of the platform (data.by: 'command line', or the operator who granted it)",
+  'operator.impersonation_ended': "An operator's session as a user ended before its bound (data.sessionId, data.impersonatedBy; data.endedBy: 'operator' or 'sign-out')",
+  'operator.impersonation_started': "An operator signed in as a user until data.expiresAt (data.sessionId); data.reason in the platform's log and the user's own events, data.email in each of their organizations' audit logs. Every event the session makes carries data.impersonatedBy",
   'operator.revoked': "A user is no longer an operator of the platform",
   'operator.revoked_sessions': "An operator signed a user out everywhere (data.sessions: how many; data.reason)",
   'operator.unbanned_user': "An operator lifted a user's ban (data.bannedAt, data.expiresAt: the ban lifted; data.reason when given): they may sign in again and their machine keys work again",

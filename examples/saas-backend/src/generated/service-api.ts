@@ -218,12 +218,14 @@ const withPersonalOrganization =
 /**
  * `POST /sessions`: a session Better Auth made says how (`better-auth:<method>`, from the
  * endpoint its adapter names), never what the body claims, so that the sign-in rule's trigger
- * judges the method that was really used (docs/enterprise-identity.md, 3.4).
+ * judges the method that was really used (docs/enterprise-identity.md, 3.4). Nor is it ever an
+ * operator's impersonation: only the operators' route makes one (docs/operator.md).
  */
-const madeByBetterAuth = <Input extends { authMethod?: string | null; ssoConnectionId?: string | null }>(input: Input, req: Request): Input => ({
+const madeByBetterAuth = <Input extends { authMethod?: string | null; ssoConnectionId?: string | null; impersonatedBy?: string | null }>(input: Input, req: Request): Input => ({
   ...input,
   authMethod: betterAuthMethodOf(req.header(betterAuthPathHeader)),
   ssoConnectionId: null,
+  impersonatedBy: null,
 });
 
 /** The entities a trusted-server list may embed in its rows (`join`): the ones it manages. */

@@ -117,6 +117,8 @@ const revoke = (db: DatabaseProbe, userId: string) =>
   inTransaction(db, async () => {
     const deleted = await db.query(`DELETE FROM "authstrap_operator" WHERE "userId" = $1 RETURNING "userId"`, [userId]);
     if (deleted.length === 0) return false;
+    // The sessions they opened as other users (impersonations) end with the role that allowed them.
+    await db.query(`DELETE FROM "session" WHERE "impersonatedBy" = $1`, [userId]);
     await recordEvent(db, 'operator.revoked', userId);
     return true;
   });

@@ -117,6 +117,11 @@ BEGIN
     RETURN jsonb_build_object('allowed', false, 'code', 'BANNED');
   END IF;
 ${refusals}
+  -- An operator signed in as the user (the session trigger has checked the operator): the user's
+  -- organization's SSO requirement binds the user, not support; a ban or deprovisioning still refuses.
+  IF method = 'impersonation' THEN
+    RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
+  END IF;
   IF owner_organization IS NOT NULL AND sso_required THEN
     -- An enabled connection of the organization that owns the address, never another's.
     IF method = 'sso' AND EXISTS (
@@ -151,11 +156,11 @@ ${withMaintenance(`  SELECT d."organizationId" INTO owner_organization FROM "aut
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || ${userId}::text, 0));`;
 
 /**
- * A trigger function of the rule: the row's user, the locks, the verdict (`verdictCall`), a
- * refusal as SQLSTATE AS403 with the verdict as DETAIL, then `allowed` (statements run when the
- * verdict allows the row).
+ * A trigger function of the rule: the row's user, the locks, `before` (statements that may
+ * refuse first, setting `verdict`), the verdict (`verdictCall`), a refusal as SQLSTATE AS403 with
+ * the verdict as DETAIL, then `allowed` (statements run when the verdict allows the row).
  */
-const policyTrigger = (name: string, verdictCall: string, allowed = '') => `CREATE OR REPLACE FUNCTION authstrap.${name}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+const policyTrigger = (name: string, verdictCall: string, allowed = '', before = '') => `CREATE OR REPLACE FUNCTION authstrap.${name}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   address text;
   owner_organization uuid;
@@ -164,7 +169,7 @@ DECLARE
 BEGIN
   SELECT u."email" INTO address FROM "User" u WHERE u."id" = NEW."userId";
 ${takeSignInLocks('NEW."userId"', 'address')}
-  verdict := ${verdictCall};
+${before}  verdict := ${verdictCall};
   IF NOT (verdict->>'allowed')::boolean THEN
     RAISE EXCEPTION USING ERRCODE = '${signInRefusedState}', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
   END IF;
@@ -172,7 +177,31 @@ ${allowed}  RETURN NEW;
 END
 $$;`;
 
-/** Every session row made, from anywhere, under the rule; a break-glass session says so in its method. */
+/**
+ * The session trigger's refusal of an impersonation that may not be made (docs/operator.md,
+ * "Impersonation"), IMPERSONATION_REFUSED with the reason: method 'impersonation' and
+ * `impersonatedBy` come together or not at all, and name an operator now, signed in as a user who
+ * is none (themselves included). Whoever inserts the row (the operators' function, a script, the
+ * service API) meets this; the rule then judges the user as for any sign-in (a ban,
+ * deprovisioning). Read with the maintenance setting on: no request may read another user's
+ * operator row.
+ */
+const impersonationRefusal = `  IF NEW."authMethod" = 'impersonation' OR NEW."impersonatedBy" IS NOT NULL THEN
+${withMaintenance(`    verdict := jsonb_build_object('allowed', false, 'code', 'IMPERSONATION_REFUSED', 'reason', CASE
+      WHEN NEW."authMethod" IS DISTINCT FROM 'impersonation' OR NEW."impersonatedBy" IS NULL THEN 'not-marked'
+      WHEN NOT EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = NEW."impersonatedBy") THEN 'not-an-operator'
+      WHEN EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = NEW."userId") THEN 'operator-target'
+    END);`)}
+    IF verdict->>'reason' IS NOT NULL THEN
+      RAISE EXCEPTION USING ERRCODE = '${signInRefusedState}', MESSAGE = 'sign-in refused: IMPERSONATION_REFUSED', DETAIL = verdict::text;
+    END IF;
+  END IF;
+`;
+
+/**
+ * Every session row made, from anywhere, under the rule; a break-glass session says so in its
+ * method; an impersonation only as impersonationRefusal allows.
+ */
 const sessionPolicy = policyTrigger(
   'session_policy',
   `authstrap.sign_in_verdict(address, NEW."userId", COALESCE(NEW."authMethod", 'unknown'), NEW."activeOrganizationId", NEW."ssoConnectionId")`,
@@ -180,7 +209,27 @@ const sessionPolicy = policyTrigger(
     NEW."authMethod" := NEW."authMethod" || ':break-glass';
   END IF;
 `,
+  impersonationRefusal,
 );
+
+/**
+ * What an impersonation session keeps once made, whoever updates it (the backend's sliding
+ * renewal, Better Auth's through the service API): its end (never later than it was: the
+ * operator's bound), its method and its operator. And no session becomes one afterwards.
+ */
+const impersonationBound = `CREATE OR REPLACE FUNCTION authstrap.impersonation_bound() RETURNS trigger LANGUAGE plpgsql SET search_path = public, pg_temp AS $$
+BEGIN
+  IF OLD."impersonatedBy" IS NOT NULL THEN
+    NEW."expiresAt" := LEAST(NEW."expiresAt", OLD."expiresAt");
+    NEW."authMethod" := OLD."authMethod";
+    NEW."impersonatedBy" := OLD."impersonatedBy";
+  ELSIF NEW."impersonatedBy" IS NOT NULL OR NEW."authMethod" = 'impersonation' THEN
+    RAISE EXCEPTION USING ERRCODE = '${signInRefusedState}', MESSAGE = 'sign-in refused: IMPERSONATION_REFUSED',
+      DETAIL = jsonb_build_object('allowed', false, 'code', 'IMPERSONATION_REFUSED', 'reason', 'not-at-creation')::text;
+  END IF;
+  RETURN NEW;
+END
+$$;`;
 
 /** No password is stored for an address that must sign in with SSO (its owners excepted, under break-glass). */
 const passwordPolicy = policyTrigger('password_policy', `authstrap.sign_in_verdict(address, NEW."userId", 'password-set', NULL, NULL)`);
@@ -333,6 +382,7 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sign_in_rule', definition: signInRule(schema) },
   { name: 'sign_in_verdict', definition: signInVerdict },
   { name: 'session_policy', definition: sessionPolicy },
+  { name: 'impersonation_bound', definition: impersonationBound },
   { name: 'password_policy', definition: passwordPolicy },
   { name: 'scim_caller', definition: scimCaller },
   { name: 'member_suspended', definition: memberSuspended },
@@ -344,6 +394,15 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
 
 /** The triggers of the rule, by table (table-model.ts puts them on `session` and `account`). */
 export const identityTriggers: Record<string, Trigger[]> = {
-  session: [{ name: 'authstrap_sign_in_policy', timing: 'BEFORE INSERT', function: 'authstrap.session_policy' }],
+  session: [
+    { name: 'authstrap_sign_in_policy', timing: 'BEFORE INSERT', function: 'authstrap.session_policy' },
+    {
+      name: 'authstrap_impersonation_bound',
+      timing: 'BEFORE UPDATE',
+      function: 'authstrap.impersonation_bound',
+      // A user's own session (nearly every update: renewals) never runs the function.
+      when: `OLD."impersonatedBy" IS NOT NULL OR NEW."impersonatedBy" IS NOT NULL OR NEW."authMethod" = 'impersonation'`,
+    },
+  ],
   account: [{ name: 'authstrap_password_policy', timing: 'BEFORE INSERT OR UPDATE OF "password"', function: 'authstrap.password_policy', when: 'NEW."password" IS NOT NULL' }],
 };

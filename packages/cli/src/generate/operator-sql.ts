@@ -101,7 +101,7 @@ BEGIN
       'ban', (SELECT ${banJson('b')} FROM "authstrap_user_ban" b WHERE b."userId" = u."id" AND ${banInForce('b')}),
       'organizations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'role', m."role", 'joinedAt', ${iso('m."createdAt"')}) ORDER BY m."createdAt")
                                    FROM "member" m JOIN "Organization" org ON org."id" = m."organizationId" WHERE m."userId" = u."id"), '[]'::jsonb),
-      'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', ${iso('s."createdAt"')}, 'lastSeenAt', ${iso('s."updatedAt"')}, 'expiresAt', ${iso('s."expiresAt"')}) ORDER BY s."updatedAt" DESC)
+      'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', ${iso('s."createdAt"')}, 'lastSeenAt', ${iso('s."updatedAt"')}, 'expiresAt', ${iso('s."expiresAt"')}, 'impersonatedBy', s."impersonatedBy") ORDER BY s."updatedAt" DESC)
                               FROM "session" s WHERE s."userId" = u."id" AND s."expiresAt" > now()), '[]'::jsonb),
       'signIns', COALESCE((SELECT jsonb_agg(jsonb_build_object('type', e."type", 'createdAt', ${iso('e."createdAt"')}, 'ipAddress', e."ipAddress", 'userAgent', e."userAgent") ORDER BY e."createdAt" DESC)
                              FROM (SELECT * FROM "authstrap_event" ev WHERE ev."userId" = u."id" AND ev."type" IN ('session.signed_in', 'session.sign_in_failed')
@@ -253,6 +253,99 @@ END
 $$;`;
 
 /**
+ * Signs the operator in as a user (docs/operator.md, "Impersonation"): a session of the user made
+ * by method 'impersonation' and marked with the operator (`impersonatedBy`), ending at
+ * `ends_at`, whose secret's hash the backend gives (`token_hash`: the secret goes to the operator
+ * only). The session trigger (identity-sql.ts) admits it only for an operator's session of a user
+ * who is none, and the rule refuses a banned or deprovisioned user (SQLSTATE AS403, BANNED or
+ * DEPROVISIONED); here an operator target, themselves included, is SQLSTATE AS409 first, in words.
+ * Recorded as operator.impersonation_started, with the session, its end and the reason.
+ * Answers `{ sessionId, expiresAt }`; null for no such user.
+ */
+const operatorImpersonate = `CREATE OR REPLACE FUNCTION authstrap.operator_impersonate(operator_id uuid, user_id uuid, token_hash text, ends_at timestamptz, impersonation_reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  address text;
+  session_id uuid;
+BEGIN
+${startActionOnUser}
+  IF user_id = operator_id THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'You cannot impersonate yourself';
+  END IF;
+  IF EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'An operator cannot be impersonated: operators act as themselves';
+  END IF;
+  INSERT INTO "session" ("userId", "token", "expiresAt", "ipAddress", "userAgent", "authMethod", "impersonatedBy")
+    VALUES (user_id, token_hash, ends_at, context->>'ipAddress', left(context->>'userAgent', 512), 'impersonation', operator_id)
+    RETURNING "id" INTO session_id;
+${recordOperatorAction('operator.impersonation_started', `jsonb_build_object('sessionId', session_id, 'expiresAt', ${iso('ends_at')})`, `jsonb_build_object('reason', impersonation_reason)`)}
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN jsonb_build_object('sessionId', session_id, 'expiresAt', ${iso('ends_at')});
+END
+$$;`;
+
+/**
+ * Ends an impersonation session (the statements of a function that has `session_id`, `context`,
+ * `ended_by`, `operator_id` (the operator ending it, or null) and the maintenance setting on):
+ * the session deleted, and operator.impersonation_ended recorded as the start was, with the
+ * operator who ended it as the actor (the one who impersonated, when they signed out), and which
+ * way it ended (`ended_by`: 'operator' or 'sign-out'). Answers null when there is no such session.
+ */
+const endImpersonationStatements = `  DELETE FROM "session" s WHERE s."id" = session_id AND s."impersonatedBy" IS NOT NULL
+    RETURNING s."userId", s."impersonatedBy" INTO user_id, impersonator;
+  operator_id := COALESCE(operator_id, impersonator);
+  IF user_id IS NULL THEN
+    PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+    RETURN NULL;
+  END IF;
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+${recordOperatorAction('operator.impersonation_ended', `jsonb_build_object('sessionId', session_id, 'endedBy', ended_by, 'impersonatedBy', impersonator)`, `'{}'::jsonb`)}
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN jsonb_build_object('sessionId', session_id, 'userId', user_id);`;
+
+/**
+ * An operator ends an impersonation early (any operator: support hands over), before its bound.
+ * Answers `{ sessionId, userId }`; null when there is no such impersonation (ended, expired and
+ * swept, or a user's own session).
+ */
+const operatorEndImpersonation = `CREATE OR REPLACE FUNCTION authstrap.operator_end_impersonation(ending_operator_id uuid, session_id uuid, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  ended_by text := 'operator';
+  operator_id uuid := ending_operator_id;
+  impersonator uuid;
+  user_id uuid;
+  address text;
+BEGIN
+  PERFORM authstrap.operator_check(ending_operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+${endImpersonationStatements}
+END
+$$;`;
+
+/**
+ * The impersonating operator signs out (POST /api/auth/sign-out with the impersonation's token):
+ * the holder of the session's secret ends it, so no operator check; the backend calls it only for
+ * the session the request presented.
+ */
+const signOutImpersonation = `CREATE OR REPLACE FUNCTION authstrap.sign_out_impersonation(session_id uuid, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  ended_by text := 'sign-out';
+  operator_id uuid;
+  impersonator uuid;
+  user_id uuid;
+  address text;
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+${endImpersonationStatements}
+END
+$$;`;
+
+/**
  * The platform's log: what operators did (the operator.* events), newest first, optionally of one
  * type. Answers `{ total, rows }`, each row as the audit log answers an event. The copies of an
  * action kept in the organizations it touched (recordOperatorAction) are theirs: not listed again.
@@ -295,5 +388,8 @@ export const operatorFunctions = [
   { name: 'operator_revoke_sessions', definition: operatorRevokeSessions },
   { name: 'operator_ban_user', definition: operatorBanUser },
   { name: 'operator_unban_user', definition: operatorUnbanUser },
+  { name: 'operator_impersonate', definition: operatorImpersonate },
+  { name: 'operator_end_impersonation', definition: operatorEndImpersonation },
+  { name: 'sign_out_impersonation', definition: signOutImpersonation },
   { name: 'operator_events', definition: operatorEvents },
 ];

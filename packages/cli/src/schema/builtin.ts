@@ -50,10 +50,21 @@ export const builtinEntities: Record<string, EntityDefinition> = {
         type: 'string',
         nullable: true,
         maxLength: 64,
-        description: "How the session was made: 'password', 'password:break-glass', 'sign-up', 'invitation', 'sso', 'better-auth:<method>'; null before it was recorded",
+        description: "How the session was made: 'password', 'password:break-glass', 'sign-up', 'invitation', 'sso', 'impersonation', 'better-auth:<method>'; null before it was recorded",
       },
       // No foreign key: the sessions of a deleted connection are found (and ended) by it.
       ssoConnectionId: { type: 'uuid', nullable: true, description: "The SSO connection that proved the session (authMethod 'sso')" },
+      // Written only by the operators' impersonation (operator-sql.ts), never taken from a client: the
+      // sign-in rule's trigger admits authMethod 'impersonation' only with an operator here, and every
+      // event the session makes carries it (docs/operator.md, "Impersonation"). An operator's account
+      // deleted ends the sessions they opened as someone else.
+      impersonatedBy: {
+        type: 'uuid',
+        nullable: true,
+        references: 'User',
+        onDelete: 'cascade',
+        description: "The operator signed in as the user (authMethod 'impersonation'); null for the user's own sessions",
+      },
     },
   },
   verification: {

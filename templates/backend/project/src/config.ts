@@ -91,8 +91,11 @@ export interface Config {
   idempotency: { keyHours: number };
   /** SCIM (src/scim/): its body limit, and each directory's share of an instance (requests a minute, in flight). */
   scim: { bodyLimit: string; rateLimitMax: number; maxConcurrentPerDirectory: number };
-  /** Operators (src/operator/): a destructive action needs a sign-in this recent (minutes; undefined: any session). */
-  operators: { recentSignInMinutes?: number };
+  /**
+   * Operators (src/operator/): a destructive action needs a sign-in this recent (minutes; undefined:
+   * any session); an impersonation lasts at most `impersonationMaxMinutes`.
+   */
+  operators: { recentSignInMinutes?: number; impersonationMaxMinutes: number };
   webhooks: WebhookSettings;
   realtime: RealtimeSettings;
   domains: DomainSettings;
@@ -237,6 +240,7 @@ const environmentSchema = z.object({
   SCIM_RATE_LIMIT_MAX: count(1),
   SCIM_MAX_CONCURRENT_PER_DIRECTORY: count(1, 1000),
   OPERATOR_RECENT_SIGN_IN_MINUTES: count(1, 525_600),
+  OPERATOR_IMPERSONATION_MAX_MINUTES: count(1, 1440),
   REALTIME_POLL_MS: count(5, 60_000),
   REALTIME_HEARTBEAT_MS: count(1000, 600_000),
   REALTIME_RECHECK_MS: count(100, 60_000),
@@ -428,7 +432,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     idempotency: { keyHours: values.IDEMPOTENCY_KEY_HOURS ?? 24 },
     // A 10,000-user initial sync at 4 requests at a time needs about 90 a second.
     scim: { bodyLimit: values.SCIM_BODY_LIMIT ?? '1mb', rateLimitMax: values.SCIM_RATE_LIMIT_MAX ?? 12_000, maxConcurrentPerDirectory: values.SCIM_MAX_CONCURRENT_PER_DIRECTORY ?? 4 },
-    operators: { recentSignInMinutes: values.OPERATOR_RECENT_SIGN_IN_MINUTES },
+    operators: { recentSignInMinutes: values.OPERATOR_RECENT_SIGN_IN_MINUTES, impersonationMaxMinutes: values.OPERATOR_IMPERSONATION_MAX_MINUTES ?? 60 },
     realtime: {
       pollMs: values.REALTIME_POLL_MS ?? 25,
       heartbeatMs: values.REALTIME_HEARTBEAT_MS ?? 15_000,

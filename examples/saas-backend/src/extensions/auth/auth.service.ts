@@ -3,7 +3,7 @@ import bcrypt from 'bcrypt';
 import type { Database, Queryable } from '../../db/database.js';
 import { HttpError } from '../../http/errors.js';
 import { hashToken, storedTokenCandidates } from '../../http/session-token.js';
-import { byUser, listSecurityEvents, recordAuthEvent, setEventContext, type EventContext } from '../../events/events.js';
+import { byUser, currentRequestContext, listSecurityEvents, recordAuthEvent, setEventContext, type EventContext } from '../../events/events.js';
 import type { ListQuery } from '../../http/list-query.js';
 import type { MachineKeyLimit } from '../../http/machine-key-limit.js';
 import type { Mailer } from '../../mail/mail.js';
@@ -14,7 +14,7 @@ import { createInvitations } from '../../auth/invitations.js';
 import { createMachineKeys } from '../../auth/machine-keys.js';
 import { decideSignIn, refuseSignIn, refusedVerdictOf, type SignInMethod } from '../../auth/sign-in-policy.js';
 import { issueToken } from '../../auth/tokens.js';
-import type { AuthInternals, AuthSettings, PublicSession, PublicUser, RequestMeta, Role, SignInInput, SignUpInput } from '../../auth/types.js';
+import type { AuthInternals, AuthSettings, PublicSession, PublicUser, RequestMeta, ResolvedSession, Role, SignInInput, SignUpInput } from '../../auth/types.js';
 
 /**
  * Password sign-up and sign-in with database sessions; the account flows around them are in
@@ -34,7 +34,7 @@ const renewWhenLeftMs = 6 * 24 * 60 * 60 * 1000;
 
 const userFields = ['id', 'email', 'name', 'email_verified', 'image', 'createdAt', 'updatedAt'];
 const userColumns = (alias: string) => userFields.map((field) => `${alias}."${field}"`).join(', ');
-const sessionColumns = 's."id", s."userId", s."expiresAt", s."activeOrganizationId", s."ipAddress", s."userAgent", s."createdAt", s."updatedAt"';
+const sessionColumns = 's."id", s."userId", s."expiresAt", s."activeOrganizationId", s."ipAddress", s."userAgent", s."createdAt", s."updatedAt", s."impersonatedBy"';
 
 const invalidCredentials = () => new HttpError(401, 'UNAUTHORIZED', 'Invalid email or password');
 
@@ -74,7 +74,7 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
     const { rows } = await tx.query<PublicSession & { authMethod: string | null }>(
       `INSERT INTO "session" ("userId", "token", "expiresAt", "activeOrganizationId", "ipAddress", "userAgent", "authMethod")
        VALUES ($1, $2, $3, $4, $5, $6, $7)
-       RETURNING "id", "userId", "expiresAt", "activeOrganizationId", "ipAddress", "userAgent", "createdAt", "updatedAt", "authMethod"`,
+       RETURNING "id", "userId", "expiresAt", "activeOrganizationId", "ipAddress", "userAgent", "createdAt", "updatedAt", "impersonatedBy", "authMethod"`,
       [userId, hashToken(token), new Date(Date.now() + sessionLifetimeMs), activeOrganizationId, meta.ipAddress ?? null, meta.userAgent?.slice(0, 512) ?? null, method],
     );
     const { authMethod, ...session } = rows[0]!;
@@ -122,9 +122,11 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
   /**
    * Extends a session with less than `renewWhenLeftMs` left to the full lifetime again (one
    * UPDATE, at most once a day per session). Returns the new expiry, or undefined when it was
-   * not due.
+   * not due. An impersonation is never renewed: it ends at the operator's bound (and the
+   * session's update trigger keeps that end whoever tries).
    */
-  async function renewIfDue(session: { id: string; expiresAt: Date | string }): Promise<Date | undefined> {
+  async function renewIfDue(session: { id: string; expiresAt: Date | string; impersonatedBy?: string | null }): Promise<Date | undefined> {
+    if (session.impersonatedBy) return undefined;
     if (new Date(session.expiresAt).getTime() - Date.now() >= renewWhenLeftMs) return undefined;
     const expiresAt = new Date(Date.now() + sessionLifetimeMs);
     await db.query(`UPDATE "session" SET "expiresAt" = $2, "updatedAt" = GREATEST(now(), "updatedAt") WHERE "id" = $1`, [session.id, expiresAt]);
@@ -223,8 +225,13 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
 
     async signOut(token: string): Promise<void> {
       await db.transaction(async (tx) => {
-        const { rows } = await tx.query<{ id: string; userId: string }>(`DELETE FROM "session" WHERE "token" = ANY($1::text[]) RETURNING "id", "userId"`, [storedTokenCandidates(token)]);
+        const { rows } = await tx.query<{ id: string; userId: string }>(`DELETE FROM "session" WHERE "token" = ANY($1::text[]) AND "impersonatedBy" IS NULL RETURNING "id", "userId"`, [storedTokenCandidates(token)]);
         for (const ended of rows) await recordAuthEvent(tx, { type: 'session.signed_out', userId: ended.userId, entity: 'session', entityId: ended.id }, byUser(ended.userId));
+        // An operator signing out of an impersonation ends it on the record (operator.impersonation_ended), as ending it from the operator's page does.
+        await tx.query(
+          `SELECT authstrap.sign_out_impersonation(s."id", $2::jsonb) FROM "session" s WHERE s."token" = ANY($1::text[]) AND s."impersonatedBy" IS NOT NULL`,
+          [storedTokenCandidates(token), JSON.stringify(currentRequestContext())],
+        );
       });
     },
 
@@ -235,8 +242,9 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
      * cookie again.
      */
     async resolveSession(token: string, organizationId?: string) {
-      const { rows } = await db.query<PublicSession & { user: PublicUser; role: Role | null; "~organizationId": string | null }>(
-        `SELECT ${sessionColumns}, row_to_json(u) AS "user", m."role", m."organizationId" AS "~organizationId"
+      const { rows } = await db.query<PublicSession & { user: PublicUser; role: Role | null; "~organizationId": string | null; '~impersonator': ResolvedSession['impersonator'] }>(
+        `SELECT ${sessionColumns}, row_to_json(u) AS "user", m."role", m."organizationId" AS "~organizationId",
+                (SELECT json_build_object('id', o."id", 'email', o."email", 'name', o."name") FROM "User" o WHERE o."id" = s."impersonatedBy") AS "~impersonator"
          FROM "session" s
          JOIN (SELECT ${userColumns('"User"')} FROM "User") u ON u."id" = s."userId"
          LEFT JOIN "member" m ON m."userId" = s."userId" AND m."organizationId" = COALESCE($2::uuid, s."activeOrganizationId")
@@ -245,11 +253,12 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
       );
       const row = rows[0];
       if (!row) return null;
-      const { user, role, '~organizationId': memberOf, ...session } = row;
+      const { user, role, '~organizationId': memberOf, '~impersonator': impersonator, ...session } = row;
       const resolved = {
         session,
         user: { ...user, createdAt: new Date(user.createdAt), updatedAt: new Date(user.updatedAt) },
         membership: role && memberOf ? { organizationId: memberOf, role } : undefined,
+        impersonator,
         renewed: false,
       };
       const renewedUntil = await renewIfDue(session);

@@ -74,7 +74,7 @@ export function tenantScoped(deps: TenantDeps, router: Router, entity?: string) 
         req.role = caller.role as Role;
         req.scope = { organizationId: caller.organizationId, userId: caller.userId, role: caller.role };
         // A renewed session gets a fresh `session` cookie if it came in one (as authGuard does).
-        const renewed = await deps.auth.renewIfDue({ id: caller.sessionId, expiresAt: new Date(caller.expiresAtMs) });
+        const renewed = await deps.auth.renewIfDue({ id: caller.sessionId, expiresAt: new Date(caller.expiresAtMs), impersonatedBy: caller.impersonatedBy });
         if (renewed && presented.via === 'cookie') setSessionCookie(res, presented.token, deps.config);
       },
     };

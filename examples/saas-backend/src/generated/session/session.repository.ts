@@ -16,7 +16,7 @@ import type {
 } from './session.schema.js';
 
 /** The columns a client may see, named as API fields. Secret columns are never selected. */
-const selectList = `"id", "userId", "expiresAt", "ipAddress", "userAgent", "activeOrganizationId", "authMethod", "ssoConnectionId", "createdAt", "updatedAt"`;
+const selectList = `"id", "userId", "expiresAt", "ipAddress", "userAgent", "activeOrganizationId", "authMethod", "ssoConnectionId", "impersonatedBy", "createdAt", "updatedAt"`;
 
 /** API field -> column, for INSERT. */
 const insertColumns = {
@@ -29,6 +29,7 @@ const insertColumns = {
   activeOrganizationId: 'activeOrganizationId',
   authMethod: 'authMethod',
   ssoConnectionId: 'ssoConnectionId',
+  impersonatedBy: 'impersonatedBy',
 };
 
 /** API field -> column, for UPDATE: never the id. */
@@ -41,6 +42,7 @@ const updateColumns = {
   activeOrganizationId: 'activeOrganizationId',
   authMethod: 'authMethod',
   ssoConnectionId: 'ssoConnectionId',
+  impersonatedBy: 'impersonatedBy',
 };
 
 /** What PUT stores for an optional field the body leaves out. */
@@ -50,6 +52,7 @@ const replaceDefaults: SessionUpdateInput = {
   activeOrganizationId: null,
   authMethod: null,
   ssoConnectionId: null,
+  impersonatedBy: null,
 };
 
 export const sessionListSpec: ListSpec = {
@@ -66,6 +69,7 @@ export const sessionListSpec: ListSpec = {
     activeOrganizationId: { column: 'activeOrganizationId', type: 'uuid', nullable: true },
     authMethod: { column: 'authMethod', type: 'string', nullable: true },
     ssoConnectionId: { column: 'ssoConnectionId', type: 'uuid', nullable: true },
+    impersonatedBy: { column: 'impersonatedBy', type: 'uuid', nullable: true },
     createdAt: { column: 'createdAt', type: 'datetime' },
     updatedAt: { column: 'updatedAt', type: 'datetime' },
   },
@@ -115,7 +119,7 @@ export const sessionRepository = {
  * What the trusted server (the service key) reads and writes: every column, the secret ones too,
  * and the timestamps, which a database adapter copies as they are.
  */
-const serviceSelectList = '"id", "userId", "token", "expiresAt", "ipAddress", "userAgent", "activeOrganizationId", "authMethod", "ssoConnectionId", "createdAt", "updatedAt"';
+const serviceSelectList = '"id", "userId", "token", "expiresAt", "ipAddress", "userAgent", "activeOrganizationId", "authMethod", "ssoConnectionId", "impersonatedBy", "createdAt", "updatedAt"';
 const serviceInsertColumns = {
   id: 'id',
   userId: 'userId',
@@ -126,6 +130,7 @@ const serviceInsertColumns = {
   activeOrganizationId: 'activeOrganizationId',
   authMethod: 'authMethod',
   ssoConnectionId: 'ssoConnectionId',
+  impersonatedBy: 'impersonatedBy',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
 };
@@ -138,6 +143,7 @@ const serviceUpdateColumns = {
   activeOrganizationId: 'activeOrganizationId',
   authMethod: 'authMethod',
   ssoConnectionId: 'ssoConnectionId',
+  impersonatedBy: 'impersonatedBy',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
 };

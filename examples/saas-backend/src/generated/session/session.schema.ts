@@ -13,6 +13,7 @@ export const SessionSchema = z
     activeOrganizationId: z.uuid().nullable(),
     authMethod: z.string().nullable(),
     ssoConnectionId: z.uuid().nullable(),
+    impersonatedBy: z.uuid().nullable(),
     createdAt: z.date(),
     updatedAt: z.date(),
   })
@@ -29,8 +30,9 @@ export const SessionCreateInput = z
     ipAddress: z.string().nullable().optional(),
     userAgent: z.string().nullable().optional(),
     activeOrganizationId: z.uuid().nullable().optional().meta({ 'x-references': 'Organization' }),
-    authMethod: z.string().max(64).nullable().optional().meta({ description: 'How the session was made: \'password\', \'password:break-glass\', \'sign-up\', \'invitation\', \'sso\', \'better-auth:<method>\'; null before it was recorded' }),
+    authMethod: z.string().max(64).nullable().optional().meta({ description: 'How the session was made: \'password\', \'password:break-glass\', \'sign-up\', \'invitation\', \'sso\', \'impersonation\', \'better-auth:<method>\'; null before it was recorded' }),
     ssoConnectionId: z.uuid().nullable().optional().meta({ description: 'The SSO connection that proved the session (authMethod \'sso\')' }),
+    impersonatedBy: z.uuid().nullable().optional().meta({ description: 'The operator signed in as the user (authMethod \'impersonation\'); null for the user\'s own sessions', 'x-references': 'User' }),
   })
   .meta({ id: 'SessionCreateInput' });
 export type SessionCreateInput = z.infer<typeof SessionCreateInput>;

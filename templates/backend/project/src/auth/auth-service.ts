@@ -25,7 +25,7 @@ export interface AuthService extends SessionResolver, AccountFlows {
   /** Makes `organizationId` the session's active organization (403 for a non-member); null clears it. */
   setActiveOrganization(sessionId: string, userId: string, organizationId: string | null): Promise<{ session: PublicSession; organization: UserOrganization | null }>;
   /** Extends a session that is due to the full lifetime again; the new expiry, or undefined when it was not due. */
-  renewIfDue(session: { id: string; expiresAt: Date | string }): Promise<Date | undefined>;
+  renewIfDue(session: { id: string; expiresAt: Date | string; impersonatedBy?: string | null }): Promise<Date | undefined>;
   organizationsOf(userId: string): Promise<UserOrganization[]>;
   sessionsOf(userId: string, currentSessionId: string): Promise<(PublicSession & { current: boolean })[]>;
   securityEvents(userId: string, query: ListQuery): Promise<ListPage<AuditEvent>>;

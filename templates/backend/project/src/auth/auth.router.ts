@@ -20,6 +20,7 @@ import {
   TrustedMailInput,
 } from './account-flows.js';
 import type { AuthService } from './auth-service.js';
+import { refuseWhileImpersonating } from './impersonation.js';
 import { InvitationAnswerInput, InvitationPageQuery, InvitationSignUpInput, OrganizationInvitation } from './invitations.js';
 import { machineKeysRouter, registerMachineKeyRoutes } from './machine-keys.js';
 import { organizationManager } from './organization-manager.js';
@@ -83,7 +84,8 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
     const resolved = presented ? await auth.resolveSession(presented.token) : null;
     if (!resolved) throw new HttpError(401, 'UNAUTHORIZED', 'No valid session');
     if (resolved.renewed && presented!.via === 'cookie') setSessionCookie(res, presented!.token, config);
-    sendData(res, { session: resolved.session, user: resolved.user, organizations: await auth.organizationsOf(resolved.user.id) });
+    // impersonatedBy: an operator signed in as the user; the app shows a banner naming them until session.expiresAt.
+    sendData(res, { session: resolved.session, user: resolved.user, organizations: await auth.organizationsOf(resolved.user.id), impersonatedBy: resolved.impersonator });
   });
 
   // The organization requests act in when they send no x-organization-id (Better Auth's organization
@@ -120,13 +122,15 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
 
   router.post('/change-password', async (req, res) => {
     const { user, session } = await signedIn(req);
+    refuseWhileImpersonating(session, 'change the password');
     const { currentPassword, newPassword } = parseBody('change-password', ChangePasswordInput, req);
     await auth.changePassword(user, session.id, currentPassword, newPassword);
     sendData(res, { passwordChanged: true });
   });
 
   router.post('/change-email', async (req, res) => {
-    const { user } = await signedIn(req);
+    const { user, session } = await signedIn(req);
+    refuseWhileImpersonating(session, 'change the address');
     await auth.requestEmailChange(user, parseBody('change-email', ChangeEmailInput, req).newEmail);
     sendData(res, { message: 'A link to confirm the new address is on its way to it; your current address was told.' });
   });
@@ -147,17 +151,20 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
   });
   router.post('/sessions/revoke-others', async (req, res) => {
     const { user, session } = await signedIn(req);
+    refuseWhileImpersonating(session, "sign the user's sessions out");
     sendData(res, { revoked: await auth.revokeOtherSessions(user.id, session.id) });
   });
   router.delete('/sessions/:id', async (req, res) => {
-    const { user } = await signedIn(req);
+    const { user, session } = await signedIn(req);
+    refuseWhileImpersonating(session, "sign the user's sessions out (sign out instead)");
     const id = parseId('session', req.params.id);
     if (!(await auth.revokeSession(user.id, id))) throw new HttpError(404, 'NOT_FOUND', `session with id '${id}' not found`);
     res.status(204).end();
   });
 
   router.post('/delete-account', async (req, res) => {
-    const { user } = await signedIn(req);
+    const { user, session } = await signedIn(req);
+    refuseWhileImpersonating(session, 'delete the account');
     await auth.deleteAccount(user, parseBody('delete-account', DeleteAccountInput, req).password);
     clearSessionCookie(res, config);
     sendData(res, { deleted: true });
@@ -217,7 +224,23 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
 /** Describes /api/auth in the OpenAPI document. */
 export function registerAuthRoutes(registry: OpenAPIRegistry): void {
   const User = z.object({ id: z.uuid(), email: z.string(), name: z.string(), email_verified: z.boolean(), image: z.string().nullable(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'AuthUser' });
-  const Session = z.object({ id: z.uuid(), userId: z.uuid(), expiresAt: z.date(), activeOrganizationId: z.uuid().nullable(), ipAddress: z.string().nullable(), userAgent: z.string().nullable(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'AuthSession' });
+  const Session = z
+    .object({
+      id: z.uuid(),
+      userId: z.uuid(),
+      expiresAt: z.date(),
+      activeOrganizationId: z.uuid().nullable(),
+      ipAddress: z.string().nullable(),
+      userAgent: z.string().nullable(),
+      createdAt: z.date(),
+      updatedAt: z.date(),
+      impersonatedBy: z.uuid().nullable().meta({ description: "The operator signed in as the user with this session (docs/operator.md, \"Impersonation\"); null for the user's own" }),
+    })
+    .meta({ id: 'AuthSession' });
+  const Impersonator = z
+    .object({ id: z.uuid(), email: z.string(), name: z.string() })
+    .nullable()
+    .meta({ description: "The operator signed in as the user: the app shows a banner naming them until session.expiresAt. Null for the user's own session." });
   const envelope = (data: z.ZodType) => ({ content: { 'application/json': { schema: z.object({ success: z.literal(true), data }) } } });
   const listEnvelope = (item: z.ZodType) => ({
     content: { 'application/json': { schema: z.object({ success: z.literal(true), data: z.array(item), meta: z.object({ page: z.int(), limit: z.int(), total: z.int(), totalPages: z.int() }) }) } },
@@ -237,13 +260,15 @@ export function registerAuthRoutes(registry: OpenAPIRegistry): void {
   const policyRefusal = 'SSO_REQUIRED: the address is in a verified domain of an organization that requires single sign-on (`details.signInWith`: where to sign in)';
   const refusedByPolicy = { 403: { description: policyRefusal } };
   const notSignedIn = { 401: { description: 'Not signed in' } };
+  // An operator signed in as the user (docs/operator.md, "Impersonation") leaves the account itself alone.
+  const notWhileImpersonating = { 403: { description: 'FORBIDDEN: an operator signed in as the user (an impersonation session) cannot do this' } };
   const onItsWay = { description: 'The same answer for every address, known or not', ...envelope(z.object({ message: z.string() })) };
   const Membership = z.object({ organization: z.object({ id: z.uuid(), name: z.string(), slug: z.string() }), role: RoleSchema });
 
   registry.registerPath({ method: 'post', path: '/api/auth/sign-up/email', operationId: 'signUp', tags, security: open, summary: 'Sign up: a user, their password account, a personal organization, a link to confirm the address, and a session', description: 'With REQUIRE_EMAIL_VERIFICATION (the default in production) `token` is null and no cookie is set: the user signs in once the address is confirmed.', request: { body: json(SignUpInput) }, responses: { 201: { description: 'Signed up (and signed in unless the address must be confirmed first)', ...envelope(z.object({ user: User, token: sessionToken.nullable() })) }, ...refusedByPolicy, 409: { description: 'The e-mail address is taken' }, 422: { description: 'Invalid input' }, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/sign-in/email', operationId: 'signIn', tags, security: open, summary: 'Sign in with e-mail and password', request: { body: json(SignInInput) }, responses: { 200: { description: 'Signed in', ...signedInBody }, 401: { description: 'Invalid email or password' }, 403: { description: `EMAIL_NOT_VERIFIED: the address is not confirmed yet (REQUIRE_EMAIL_VERIFICATION); a new link was sent to it. ${policyRefusal}, whatever the password (an owner with the right one signs in: break-glass). DEPROVISIONED (once the password matched): the organization's directory turned the user's access off` }, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/sign-out', operationId: 'signOut', tags, security: sessionOrNone, summary: 'End the current session', responses: { 200: { description: 'Signed out', ...envelope(z.object({ signedOut: z.literal(true) })) } } });
-  registry.registerPath({ method: 'get', path: '/api/auth/get-session', operationId: 'getCurrentSession', tags, security: bearerOrCookie, summary: 'The current session, its user and their organizations', responses: { 200: { description: 'The session', ...envelope(z.object({ session: Session, user: User, organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: RoleSchema })) })) }, 401: { description: 'No valid session' } } });
+  registry.registerPath({ method: 'get', path: '/api/auth/get-session', operationId: 'getCurrentSession', tags, security: bearerOrCookie, summary: 'The current session, its user and their organizations', responses: { 200: { description: 'The session', ...envelope(z.object({ session: Session, user: User, organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: RoleSchema })), impersonatedBy: Impersonator })) }, 401: { description: 'No valid session' } } });
 
   registry.registerPath({ method: 'post', path: '/api/auth/organization/set-active', operationId: 'setActiveOrganization', tags, security: bearerOrCookie, summary: 'Choose the active organization: the one your requests act in when they send no x-organization-id', description: 'Set at sign-up (your personal organization) and sign-in (your first). The header wins when a request sends it. null clears it.', request: { body: json(SetActiveOrganizationInput) }, responses: { 200: { description: 'The session, and the organization with your role there', ...envelope(z.object({ session: Session, organization: z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: RoleSchema }).nullable() })) }, ...notSignedIn, 403: { description: 'You are not a member of this organization' }, 422: { description: 'Not an organization id' } } });
 
@@ -252,13 +277,13 @@ export function registerAuthRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({ method: 'post', path: '/api/auth/send-verification-email', operationId: 'sendVerificationEmail', tags, security: open, summary: 'Send the link that confirms an address again', request: { body: json(EmailInput) }, responses: { 200: onItsWay, ...refusedByPolicy, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/forgot-password', operationId: 'forgotPassword', tags, security: open, summary: 'Mail a link to reset the password of the account with this address', request: { body: json(EmailInput) }, responses: { 200: onItsWay, ...refusedByPolicy, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/reset-password', operationId: 'resetPassword', tags, security: open, summary: "Set a new password with the reset link's token; every session of the user ends", request: { body: json(ResetPasswordInput) }, responses: { 200: { description: 'Reset: sign in with the new password', ...envelope(z.object({ passwordReset: z.literal(true) })) }, ...invalidLink, ...refusedByPolicy, 422: { description: 'The new password is not acceptable' }, ...tooMany } });
-  registry.registerPath({ method: 'post', path: '/api/auth/change-password', operationId: 'changePassword', tags, security: bearerOrCookie, summary: "Change the signed-in user's password; their other sessions end", request: { body: json(ChangePasswordInput) }, responses: { 200: { description: 'Changed', ...envelope(z.object({ passwordChanged: z.literal(true) })) }, 400: { description: 'INVALID_PASSWORD: the current password is not right' }, ...notSignedIn, ...refusedByPolicy, ...tooMany } });
-  registry.registerPath({ method: 'post', path: '/api/auth/change-email', operationId: 'changeEmail', tags, security: bearerOrCookie, summary: 'Change the address: a link to the new address confirms it, and the old one is told', request: { body: json(ChangeEmailInput) }, responses: { 200: { description: 'The same answer whether or not the new address has an account', ...envelope(z.object({ message: z.string() })) }, ...notSignedIn, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/change-password', operationId: 'changePassword', tags, security: bearerOrCookie, summary: "Change the signed-in user's password; their other sessions end", request: { body: json(ChangePasswordInput) }, responses: { ...notWhileImpersonating, 200: { description: 'Changed', ...envelope(z.object({ passwordChanged: z.literal(true) })) }, 400: { description: 'INVALID_PASSWORD: the current password is not right' }, ...notSignedIn, ...refusedByPolicy, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/change-email', operationId: 'changeEmail', tags, security: bearerOrCookie, summary: 'Change the address: a link to the new address confirms it, and the old one is told', request: { body: json(ChangeEmailInput) }, responses: { ...notWhileImpersonating, 200: { description: 'The same answer whether or not the new address has an account', ...envelope(z.object({ message: z.string() })) }, ...notSignedIn, ...tooMany } });
   registry.registerPath({ method: 'post', path: '/api/auth/change-email/confirm', operationId: 'confirmEmailChange', tags, security: open, summary: "Confirm a new address with the link's token", request: { body: json(TokenInput) }, responses: { 200: { description: 'The address is changed (and confirmed)', ...envelope(z.object({ user: User })) }, ...invalidLink, ...refusedByPolicy, 409: { description: 'Another account has this address now' }, ...tooMany } });
   registry.registerPath({ method: 'get', path: '/api/auth/sessions', operationId: 'listOwnSessions', tags, security: bearerOrCookie, summary: "The signed-in user's sessions: created, last renewed (updatedAt), IP, user agent, and which is this one", responses: { 200: { description: 'Sessions, newest first', ...envelope(z.array(Session.extend({ current: z.boolean() }))) }, ...notSignedIn } });
-  registry.registerPath({ method: 'delete', path: '/api/auth/sessions/{id}', operationId: 'revokeSession', tags, security: bearerOrCookie, summary: 'Sign one of your sessions out', request: { params: z.object({ id: z.uuid() }) }, responses: { 204: { description: 'Signed out' }, ...notSignedIn, 404: { description: 'You have no session with this id' }, ...tooMany } });
-  registry.registerPath({ method: 'post', path: '/api/auth/sessions/revoke-others', operationId: 'revokeOtherSessions', tags, security: bearerOrCookie, summary: 'Sign out every session of yours but this one', responses: { 200: { description: 'How many were signed out', ...envelope(z.object({ revoked: z.int() })) }, ...notSignedIn, ...tooMany } });
-  registry.registerPath({ method: 'post', path: '/api/auth/delete-account', operationId: 'deleteOwnAccount', tags, security: bearerOrCookie, summary: 'Delete your account (with your password); your organizations with no other member go with it', request: { body: json(DeleteAccountInput) }, responses: { 200: { description: 'Deleted', ...envelope(z.object({ deleted: z.literal(true) })) }, 400: { description: 'INVALID_PASSWORD' }, ...notSignedIn, 409: { description: 'You are the only owner of an organization that has other members: the message names it' }, ...tooMany } });
+  registry.registerPath({ method: 'delete', path: '/api/auth/sessions/{id}', operationId: 'revokeSession', tags, security: bearerOrCookie, summary: 'Sign one of your sessions out', request: { params: z.object({ id: z.uuid() }) }, responses: { ...notWhileImpersonating, 204: { description: 'Signed out' }, ...notSignedIn, 404: { description: 'You have no session with this id' }, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/sessions/revoke-others', operationId: 'revokeOtherSessions', tags, security: bearerOrCookie, summary: 'Sign out every session of yours but this one', responses: { ...notWhileImpersonating, 200: { description: 'How many were signed out', ...envelope(z.object({ revoked: z.int() })) }, ...notSignedIn, ...tooMany } });
+  registry.registerPath({ method: 'post', path: '/api/auth/delete-account', operationId: 'deleteOwnAccount', tags, security: bearerOrCookie, summary: 'Delete your account (with your password); your organizations with no other member go with it', request: { body: json(DeleteAccountInput) }, responses: { ...notWhileImpersonating, 200: { description: 'Deleted', ...envelope(z.object({ deleted: z.literal(true) })) }, 400: { description: 'INVALID_PASSWORD' }, ...notSignedIn, 409: { description: 'You are the only owner of an organization that has other members: the message names it' }, ...tooMany } });
 
   registry.registerPath({ method: 'post', path: '/api/auth/send-mail', operationId: 'sendTrustedMail', tags, security: [{ bearer: [] }], summary: "A trusted server's mail (Better Auth's verification and reset links), sent in the backend's wording through its outbox", description: 'Service key only.', request: { body: json(TrustedMailInput) }, responses: { 202: { description: 'In the outbox', ...envelope(z.object({ queued: z.literal(true) })) }, 403: { description: `Not the service key; or, for a reset link, ${policyRefusal}` } } });
 

@@ -49,6 +49,8 @@ export interface PublicSession {
   userAgent: string | null;
   createdAt: Date;
   updatedAt: Date;
+  /** The operator signed in as the user (docs/operator.md, "Impersonation"); null for the user's own session. */
+  impersonatedBy: string | null;
 }
 
 /** Who is calling, as resolved by the auth guard. */
@@ -75,6 +77,8 @@ export interface ResolvedSession {
   user: PublicUser;
   /** The user's membership of the organization asked for (or else the session's active one), if any. */
   membership?: { organizationId: string; role: Role };
+  /** The operator signed in as the user, for an impersonation session (what the app's banner shows); null otherwise. */
+  impersonator: { id: string; email: string; name: string } | null;
   renewed: boolean;
 }
 

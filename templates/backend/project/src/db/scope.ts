@@ -72,6 +72,8 @@ export interface CallerRow {
   organizationId: string | null;
   /** The caller's role there; null when not a member (and then the scope stays empty). */
   role: string | null;
+  /** The operator signed in as the user (an impersonation session), else null. */
+  impersonatedBy: string | null;
 }
 
 /**
@@ -81,7 +83,8 @@ export interface CallerRow {
  * is a member. One row, or none for an unknown or expired session.
  *
  * `eventContext`, for a request that writes, is the JSON the transaction's events carry
- * (`authstrap.request`: src/events/events.ts), set by the same statement rather than one more.
+ * (`authstrap.request`: src/events/events.ts), set by the same statement rather than one more;
+ * for an impersonation session, with the operator added (`impersonatedBy`), known only here.
  */
 export function callerStatement(tokens: string[], organizationHeader: string | undefined, eventContext?: string): Statement {
   return eventContext === undefined
@@ -91,9 +94,11 @@ export function callerStatement(tokens: string[], organizationHeader: string | u
 
 /** callerStatement's SQL, written once (so it is also hashed once, when its prepared name is looked up). */
 function callerLookupSql(setsEventContext: boolean): string {
-  const context = setsEventContext ? `\n         || set_config('authstrap.request', $3, true)` : '';
+  const context = setsEventContext
+    ? `\n         || set_config('authstrap.request', CASE WHEN s."impersonatedBy" IS NULL THEN $3::text ELSE ($3::text::jsonb || jsonb_build_object('impersonatedBy', s."impersonatedBy"))::text END, true)`
+    : '';
   return `SELECT s."id" AS "sessionId", s."userId", floor(extract(epoch FROM s."expiresAt") * 1000)::float8 AS "expiresAtMs",
-       COALESCE($2::uuid, s."activeOrganizationId") AS "organizationId", m."role",
+       COALESCE($2::uuid, s."activeOrganizationId") AS "organizationId", m."role", s."impersonatedBy",
        (set_config('authstrap.organization_id', COALESCE(m."organizationId"::text, ''), true)
          || set_config('authstrap.user_id', CASE WHEN m."role" IS NULL THEN '' ELSE s."userId"::text END, true)
          || set_config('authstrap.role', COALESCE(m."role", ''), true)${context}) IS NOT NULL AS "scoped"

@@ -46,11 +46,21 @@ export interface EventContext {
   userAgent?: string;
   actorType?: Actor['actorType'];
   actorId?: string;
+  /**
+   * The operator signed in as the user (an impersonation session: docs/operator.md): every event
+   * the request records says so in its `data.impersonatedBy`.
+   */
+  impersonatedBy?: string;
 }
 
-/** The request's id, address and user agent, and its caller when it is known here. */
-export function requestContext(req: Pick<Request, 'ip' | 'header'> & { id?: string }, actor?: Actor): EventContext {
-  return { requestId: req.id, ipAddress: req.ip, userAgent: req.header('user-agent')?.slice(0, 512), ...actor };
+/**
+ * The request's id, address and user agent, and its caller when it is known here: the actor, and
+ * the operator behind an impersonation session. (A tenant route's caller is often found only by
+ * its statement: scope.ts's caller lookup adds the operator then.)
+ */
+export function requestContext(req: Pick<Request, 'ip' | 'header' | 'caller'> & { id?: string }, actor?: Actor): EventContext {
+  const impersonatedBy = req.caller?.kind === 'user' ? req.caller.session.impersonatedBy : null;
+  return { requestId: req.id, ipAddress: req.ip, userAgent: req.header('user-agent')?.slice(0, 512), ...actor, ...(impersonatedBy ? { impersonatedBy } : {}) };
 }
 
 /**
@@ -163,6 +173,9 @@ export function startEventRetention({ db, logger, retentionDays }: { db: Databas
 const requestContexts = new AsyncLocalStorage<EventContext>();
 
 export const eventContext = (): RequestHandler => (req, _res, next) => requestContexts.run(requestContext(req), next);
+
+/** The context `eventContext` keeps for the request being served (empty outside one). */
+export const currentRequestContext = (): EventContext => ({ ...requestContexts.getStore() });
 
 /**
  * Records an auth flow's event in `tx` (it exists only if `tx` commits), done by `actor`, and

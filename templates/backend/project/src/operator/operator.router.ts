@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
+import { refusedVerdictOf } from '../auth/sign-in-policy.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { requestContext } from '../events/events.js';
@@ -8,6 +10,7 @@ import { actedAsOperator, eventSentence, subjectUserId, type Person, type Senten
 import { resolveCaller, type CallerDeps } from '../generated/guards/auth.guard.js';
 import { sendData, sendJsonData, sendJsonList } from '../http/envelope.js';
 import { forbidden, HttpError, notFound } from '../http/errors.js';
+import { hashToken } from '../http/session-token.js';
 import { parseBody, parseId, parseQuery } from '../http/validate.js';
 
 /**
@@ -62,7 +65,7 @@ export function operatorsOnly(deps: CallerDeps & { db: Database }): RequestHandl
   };
 }
 
-/** What the operator's routes need: who is calling, the database, and OPERATOR_RECENT_SIGN_IN_MINUTES. */
+/** What the operator's routes need: who is calling, the database, OPERATOR_RECENT_SIGN_IN_MINUTES and OPERATOR_IMPERSONATION_MAX_MINUTES. */
 export type OperatorDeps = CallerDeps & { db: Database; config: Pick<Config, 'operators'> };
 
 /**
@@ -137,6 +140,34 @@ export function operatorRouter(deps: OperatorDeps): Router {
     sendJsonData(res, JSON.stringify(lifted));
   });
 
+  // Signs the operator in as a user for a bounded time: a session of the user, marked as the operator's (docs/operator.md, "Impersonation").
+  const impersonateInput = ImpersonateInput(deps.config.operators.impersonationMaxMinutes);
+  router.post('/users/:id/impersonate', async (req, res) => {
+    const id = parseId('User', req.params.id);
+    const { reason, minutes } = parseBody('impersonation', impersonateInput, req);
+    recentSignIn(req, deps.config);
+    // The secret goes to the operator only, in this answer; the database keeps its hash, as for every session.
+    const token = randomBytes(32).toString('base64url');
+    const endsAt = new Date(Date.now() + minutes * 60_000);
+    const context = JSON.stringify(requestContext(req));
+    const started = await operatorQuery<{ sessionId: string; expiresAt: string } | null>(
+      deps.db,
+      'SELECT authstrap.operator_impersonate($1, $2, $3, $4, $5, $6::jsonb) AS "answer"',
+      [req.operator!.userId, id, hashToken(token), endsAt, reason, context],
+    ).catch(refusedImpersonation);
+    if (started === null) throw notFound('User', id);
+    sendData(res, { token, sessionId: started.sessionId, userId: id, expiresAt: started.expiresAt });
+  });
+
+  // Ends an impersonation before its bound (any operator's): the session is deleted, its token stops at once.
+  router.post('/impersonations/:sessionId/end', async (req, res) => {
+    const sessionId = parseId('Impersonation', req.params.sessionId);
+    const context = JSON.stringify(requestContext(req));
+    const ended = await operatorQuery<{ sessionId: string; userId: string } | null>(deps.db, 'SELECT authstrap.operator_end_impersonation($1, $2, $3::jsonb) AS "answer"', [req.operator!.userId, sessionId, context]);
+    if (ended === null) throw notFound('Impersonation', sessionId);
+    sendData(res, { ended: true, ...ended });
+  });
+
   // The platform's log: what operators did, newest first (?type= one of them).
   router.get('/events', async (req, res) => {
     const { type, page, limit } = parseQuery('operator events', EventsQuery, req.query);
@@ -176,6 +207,31 @@ const BanInput = z
       .meta({ description: 'When the ban ends by itself (ISO 8601); left out, it lasts until an operator lifts it' }),
   })
   .strict();
+
+/** `minutes` from 1 to OPERATOR_IMPERSONATION_MAX_MINUTES (60 by default); 30, or the most allowed if less, when left out. */
+const ImpersonateInput = (maxMinutes: number) =>
+  z
+    .object({
+      reason: z.string().trim().min(1).max(500).meta({ description: "Why (the customer's ticket): kept in the platform's log and the user's own security events" }),
+      minutes: z
+        .int()
+        .min(1)
+        .max(maxMinutes)
+        .default(Math.min(30, maxMinutes))
+        .meta({ description: 'How long the session lasts, in minutes: 1 to OPERATOR_IMPERSONATION_MAX_MINUTES (60 unless set), 30 by default. It is never renewed.' }),
+    })
+    .strict();
+
+/**
+ * A user the sign-in rule refuses is refused to an operator too (the session trigger's verdict):
+ * said as what the operator can do about it. Anything else goes on as it came.
+ */
+function refusedImpersonation(error: unknown): never {
+  const verdict = refusedVerdictOf(error);
+  if (verdict?.allowed === false && verdict.code === 'BANNED') throw forbidden('This user is banned: nobody signs in as them, an operator included, until the ban is lifted');
+  if (verdict?.allowed === false && verdict.code === 'DEPROVISIONED') throw forbidden("This user's access was turned off by their organization's directory: nobody signs in as them");
+  throw error;
+}
 
 const UnbanInput = z.object({ reason: z.string().trim().min(1).max(500).optional().meta({ description: "Why, if you say: kept in the platform's log and the user's own security events" }) }).strict();
 
@@ -255,7 +311,17 @@ const OperatorUser = z
     operator: z.boolean(),
     ban: UserBan.nullable().meta({ description: 'The ban in force; null when the user is not banned (never, lifted, or ended)' }),
     organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: z.enum(['owner', 'admin', 'member']), joinedAt: z.iso.datetime() })),
-    sessions: z.array(z.object({ id: z.uuid(), ipAddress: z.string().nullable(), userAgent: z.string().nullable(), createdAt: z.iso.datetime(), lastSeenAt: z.iso.datetime(), expiresAt: z.iso.datetime() })),
+    sessions: z.array(
+      z.object({
+        id: z.uuid(),
+        ipAddress: z.string().nullable(),
+        userAgent: z.string().nullable(),
+        createdAt: z.iso.datetime(),
+        lastSeenAt: z.iso.datetime(),
+        expiresAt: z.iso.datetime(),
+        impersonatedBy: z.uuid().nullable().meta({ description: 'The operator signed in as the user with this session (POST /api/operator/impersonations/{sessionId}/end ends it); null for their own' }),
+      }),
+    ),
     signIns: z.array(z.object({ type: z.enum(['session.signed_in', 'session.sign_in_failed']), createdAt: z.iso.datetime(), ipAddress: z.string().nullable(), userAgent: z.string().nullable() })),
   })
   .meta({ id: 'OperatorUser' });
@@ -337,6 +403,40 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
       ...refused,
       404: { description: 'NOT_FOUND: no such user' },
       409: { description: 'CONFLICT: the user is not banned' },
+    },
+  });
+  registry.registerPath({
+    method: 'post', path: '/api/operator/users/{id}/impersonate', operationId: 'impersonateUser', tags,
+    summary: "Sign in as a user for a bounded time (operators only; recorded as operator.impersonation_started): a session of the user, marked as the operator's, whose token the answer gives",
+    description:
+      `The token is a Bearer token of the user (no cookie is set: the operator's own session stays theirs). The session ends at expiresAt (never renewed), at sign-out, or when an operator ends it; every event it makes carries data.impersonatedBy, and GET /api/auth/get-session says impersonatedBy. An operator (oneself included) cannot be impersonated (409); a banned or deprovisioned user cannot (403). ${recentSignInNote}`,
+    request: { params: z.object({ id: z.uuid() }), body: { content: { 'application/json': { schema: ImpersonateInput(60) } } } },
+    responses: {
+      200: {
+        description: 'The impersonation session',
+        content: {
+          'application/json': {
+            schema: z.object({
+              success: z.literal(true),
+              data: z.object({ token: z.string().meta({ description: "The session's secret: send it as Authorization: Bearer <token>" }), sessionId: z.uuid(), userId: z.uuid(), expiresAt: z.iso.datetime() }),
+            }),
+          },
+        },
+      },
+      ...refused,
+      404: { description: 'NOT_FOUND: no such user' },
+      409: { description: 'CONFLICT: the user is an operator, or the operator themselves' },
+      422: { description: 'VALIDATION_ERROR: no reason, or minutes outside 1 to OPERATOR_IMPERSONATION_MAX_MINUTES' },
+    },
+  });
+  registry.registerPath({
+    method: 'post', path: '/api/operator/impersonations/{sessionId}/end', operationId: 'endImpersonation', tags,
+    summary: "End an impersonation before its bound: its token stops at once (operators only, any operator's impersonation; recorded as operator.impersonation_ended)",
+    request: { params: z.object({ sessionId: z.uuid() }) },
+    responses: {
+      200: { description: 'Ended', content: { 'application/json': { schema: z.object({ success: z.literal(true), data: z.object({ ended: z.literal(true), sessionId: z.uuid(), userId: z.uuid() }) }) } } },
+      ...refused,
+      404: { description: 'NOT_FOUND: no such impersonation (ended, expired, or a session of the user\'s own)' },
     },
   });
   registry.registerPath({
