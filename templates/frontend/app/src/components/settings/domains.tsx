@@ -46,7 +46,7 @@ export function DomainsSettings() {
     await load();
     // Not found is no HTTP error (DNS takes its time), but it is no success either: said as an alert.
     if (checked.state !== 'verified') {
-      const state = checked.state === 'pending' ? 'not verified' : `still ${checked.state}`;
+      const state = checked.state === 'pending' ? 'not verified' : checked.state;
       throw new Error(`${checked.domain} is ${state}: ${checked.lastCheckError ?? 'record not found'}. DNS changes can take a while; try again later.`);
     }
     return `${checked.domain} is verified.`;
