@@ -697,6 +697,121 @@ export interface DomainsApi {
   remove(id: string): Promise<void>;
 }
 
+/** A SCIM token of a directory, as listed: never the token itself (docs/scim.md). */
+export interface ScimToken {
+  id: string;
+  /** The token's first characters, to recognise it by. */
+  start: string;
+  /** null: works until rotated or revoked; a date: the old token of a rotation, working until then. */
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  createdAt: string;
+}
+
+/** An identity provider (Okta, Entra ID, Google Workspace) that provisions the organization's members through SCIM. */
+export interface ScimDirectory {
+  id: string;
+  name: string;
+  /** Which identity provider it is: the setup steps the console shows follow it. */
+  preset: 'okta' | 'entra' | 'google' | 'generic';
+  /** The role of a provisioned member no group mapping gives another. */
+  defaultRole: 'member' | 'admin';
+  /** Off: its tokens answer 401; nothing else changes. */
+  enabled: boolean;
+  lastRequestAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  /** The SCIM base URL to give the identity provider (Okta: "SCIM connector base URL"; Entra ID: "Tenant URL"). */
+  baseUrl: string;
+  /** The tokens that work now. */
+  tokens: ScimToken[];
+}
+
+export interface ScimDirectoryInput {
+  name: string;
+  /** Default 'generic'. */
+  preset?: ScimDirectory['preset'];
+  /** Default 'member'. */
+  defaultRole?: ScimDirectory['defaultRole'];
+}
+
+/** A user the directory provisioned, with their membership of the organization. */
+export interface ScimDirectoryUser {
+  id: string;
+  userId: string;
+  userName: string;
+  externalId: string | null;
+  email: string;
+  displayName: string | null;
+  active: boolean;
+  /** member: in the organization; suspended: deactivated by the directory; invited: an existing account outside the verified domains, not joined without its consent. */
+  membership: 'member' | 'suspended' | 'invited';
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A group the directory pushed, with its member count and the role mapped to it (null: none). */
+export interface ScimDirectoryGroup {
+  id: string;
+  displayName: string;
+  externalId: string | null;
+  role: Role | null;
+  members: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A request a directory's token was accepted for, and what it was answered (kept 7 days, at most 1,000). */
+export interface ScimRequest {
+  id: string;
+  method: string;
+  /** Without its query: a filter holds addresses. */
+  path: string;
+  status: number;
+  /** SCIM's `scimType` of a refusal (`uniqueness`, `mutability`, ...). */
+  scimType: string | null;
+  detail: string | null;
+  durationMs: number;
+  createdAt: string;
+}
+
+/** Which directory group gives which role. */
+export interface ScimRoleMapping {
+  groupId: string;
+  displayName: string;
+  role: Role;
+}
+
+/**
+ * The organization's SCIM directories (/scim-directories), for its owners and admins. A token
+ * (`scim_...`) is in the answer that makes the directory or rotates its token, and never again.
+ */
+export interface ScimDirectoriesApi {
+  list(): Promise<ScimDirectory[]>;
+  get(id: string): Promise<ScimDirectory>;
+  /** Connects a directory: its base URL, and its first token, in this answer only. */
+  create(input: ScimDirectoryInput): Promise<ScimDirectory & { token: string }>;
+  /** Renames it, changes its default role, or turns it off and on. */
+  update(id: string, patch: Partial<Pick<ScimDirectory, 'name' | 'defaultRole' | 'enabled'>>): Promise<ScimDirectory>;
+  /** Disconnects it: the memberships it made stay. */
+  delete(id: string): Promise<void>;
+  /** A new token, shown once; the current one keeps working `overlapSeconds` (default a day, 0: not at all, at most 7 days). */
+  rotateToken(id: string, options?: { overlapSeconds?: number }): Promise<{ id: string; start: string; previousExpiresAt: string | null; token: string }>;
+  /** Revokes one token: its next request is a 401. */
+  revokeToken(id: string, tokenId: string): Promise<void>;
+  users(id: string): Promise<ScimDirectoryUser[]>;
+  groups(id: string): Promise<ScimDirectoryGroup[]>;
+  /** The last 200 requests the directory made and what they were answered, newest first. */
+  requests(id: string): Promise<ScimRequest[]>;
+  roleMappings(id: string): Promise<ScimRoleMapping[]>;
+  /**
+   * Replaces the mappings whole; the provisioned members' roles are recomputed at once. Refused
+   * with code 'LAST_OWNER' when the organization would be left without an owner, and 'FORBIDDEN'
+   * for an admin who maps to owner (or changes such a mapping).
+   */
+  setRoleMappings(id: string, mappings: { groupId: string; role: Role }[]): Promise<ScimRoleMapping[]>;
+}
+
 /** An organization's webhook endpoint, as listed: never its secret. */
 export interface WebhookEndpoint {
   id: string;
@@ -857,6 +972,7 @@ export interface AuthstrapClient {
   auditEvents: AuditEventsApi;
   webhookEndpoints: WebhookEndpointsApi;
   domains: DomainsApi;
+  scimDirectories: ScimDirectoriesApi;
   User: UserApi;
   account: AccountApi;
   session: SessionApi;
@@ -1358,6 +1474,20 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       claim: (domain) => data('POST', '/domains', { domain }),
       verify: (id) => data('POST', `/domains/${encodeURIComponent(id)}/verify`),
       remove: (id) => data<void>('DELETE', `/domains/${encodeURIComponent(id)}`),
+    },
+    scimDirectories: {
+      list: () => data('GET', '/scim-directories'),
+      get: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}`),
+      create: (input) => data('POST', '/scim-directories', input),
+      update: (id, patch) => data('PATCH', `/scim-directories/${encodeURIComponent(id)}`, patch),
+      delete: (id) => data<void>('DELETE', `/scim-directories/${encodeURIComponent(id)}`),
+      rotateToken: (id, options = {}) => data('POST', `/scim-directories/${encodeURIComponent(id)}/tokens`, options),
+      revokeToken: (id, tokenId) => data<void>('DELETE', `/scim-directories/${encodeURIComponent(id)}/tokens/${encodeURIComponent(tokenId)}`),
+      users: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/users`),
+      groups: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/groups`),
+      requests: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/requests`),
+      roleMappings: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/role-mappings`),
+      setRoleMappings: (id, mappings) => data('PUT', `/scim-directories/${encodeURIComponent(id)}/role-mappings`, mappings),
     },
     auditEvents: {
       async list(params = {}) {

@@ -256,6 +256,51 @@ describe.each(pooledDatabaseKinds)('the generated typed client on the %s databas
     await ada.Project.delete(created.id);
   });
 
+  it('connects a SCIM directory whose token works once shown, lists what it provisioned, maps its groups to roles, rotates, turns off and disconnects', async () => {
+    const made = await ada.scimDirectories.create({ name: `Okta ${kind}`, preset: 'okta' });
+    expect(made).toMatchObject({ preset: 'okta', defaultRole: 'member', enabled: true });
+    // AUTH_URL's, which a test backend on port 0 does not know: its path, at the port it listens on.
+    const servicePath = new URL(made.baseUrl).pathname;
+    expect(servicePath).toBe(`/scim/v2/${made.id}`);
+    expect(made.token).toMatch(/^scim_/);
+    expect(made.tokens.map((token) => made.token.startsWith(token.start))).toEqual([true]);
+    expect(JSON.stringify(await ada.scimDirectories.list())).not.toContain(made.token);
+    expect((await ada.scimDirectories.get(made.id)).name).toBe(`Okta ${kind}`);
+
+    const scim = (token: string, method: string, resource: string, body?: unknown) =>
+      fetch(`${backend.url}${servicePath}${resource}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const provisioned = await scim(made.token, 'POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: `sam.${kind}@example.com`, displayName: 'Sam' });
+    expect(provisioned.status).toBe(201);
+    const samId = ((await provisioned.json()) as { id: string }).id;
+    expect(await ada.scimDirectories.users(made.id)).toMatchObject([{ id: samId, email: `sam.${kind}@example.com`, displayName: 'Sam', membership: 'member' }]);
+    const group = await scim(made.token, 'POST', '/Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'Engineering admins', members: [{ value: samId }] });
+    const groupId = ((await group.json()) as { id: string }).id;
+    expect(await ada.scimDirectories.groups(made.id)).toMatchObject([{ id: groupId, displayName: 'Engineering admins', members: 1, role: null }]);
+
+    expect(await ada.scimDirectories.setRoleMappings(made.id, [{ groupId, role: 'admin' }])).toEqual([{ groupId, displayName: 'Engineering admins', role: 'admin' }]);
+    expect(await ada.scimDirectories.roleMappings(made.id)).toEqual([{ groupId, displayName: 'Engineering admins', role: 'admin' }]);
+    const [sam] = await ada.scimDirectories.users(made.id);
+    expect((await ada.member.list()).data.find((member) => member.userId === sam!.userId)?.role).toBe('admin');
+    // Ada provisioned too, in no mapped group: the default role would leave the organization without an owner.
+    expect((await scim(made.token, 'POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'ada@example.com' })).status).toBe(201);
+    expect(await failure(ada.scimDirectories.setRoleMappings(made.id, [{ groupId, role: 'admin' }]))).toMatchObject({ status: 409, code: 'LAST_OWNER' });
+
+    // Rotated without overlap: the first token stops at once, the new one works; revoked, it stops too.
+    const rotated = await ada.scimDirectories.rotateToken(made.id, { overlapSeconds: 0 });
+    expect(rotated.token).toMatch(/^scim_/);
+    expect((await scim(made.token, 'GET', '/Users')).status).toBe(401);
+    expect((await scim(rotated.token, 'GET', '/Users')).status).toBe(200);
+    expect((await ada.scimDirectories.update(made.id, { enabled: false })).enabled).toBe(false);
+    expect((await scim(rotated.token, 'GET', '/Users')).status).toBe(401);
+    await ada.scimDirectories.update(made.id, { enabled: true });
+    await ada.scimDirectories.revokeToken(made.id, rotated.id);
+    expect((await scim(rotated.token, 'GET', '/Users')).status).toBe(401);
+    expect((await ada.scimDirectories.get(made.id)).tokens).toEqual([]);
+
+    await ada.scimDirectories.delete(made.id);
+    expect(await failure(ada.scimDirectories.get(made.id))).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+  });
+
   it("keeps another user out of the first user's records", async () => {
     const secret = await ada.Project.create({ name: 'Ada only' });
     const eve = createAuthstrapClient({ baseUrl: backend.url });

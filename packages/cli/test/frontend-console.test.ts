@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCsv } from '../../../examples/saas-backend/test/support/csv.js';
+import { startDnsServer, type DnsServer } from '../../../examples/saas-backend/test/support/dns-server.js';
 import type { Mailbox } from '../../../examples/saas-backend/test/support/mailbox.js';
 import { startReceiver, type Receiver } from '../../../examples/saas-backend/test/support/webhook-receiver.js';
 import { repoRoot } from './support/cli.js';
@@ -18,7 +19,9 @@ import { signUpThroughPage, startGeneratedApp, type GeneratedApp } from './suppo
  * change signed, shows it in its delivery log, and a redelivery from the page arrives with the same
  * webhook-id, and its "Send test event" arrives signed and is logged too; the audit log shows those
  * actions with their actors, narrows with each filter, and exports exactly the filtered rows as CSV;
- * the user's security page lists their sessions and security events. Every page passes axe-core (no serious or critical
+ * the user's security page lists their sessions and security events; an IT admin claims a domain and
+ * verifies it by the TXT record the page shows (published on a DNS server on loopback), connects a
+ * directory whose token, shown once, provisions people over SCIM, and maps a group to a role. Every page passes axe-core (no serious or critical
  * violation). The screenshots go to docs/images/console/, where docs/frontend.md shows them.
  */
 
@@ -34,14 +37,16 @@ describe('the team console in Chromium', () => {
   let ownerContext: BrowserContext;
   let organizationId: string;
   let receiver: Receiver;
+  let dns: DnsServer;
   const app = (route = '/') => generated!.app(route);
   const api = (route: string) => generated!.api(route);
 
   beforeAll(async () => {
     fs.mkdirSync(screenshots, { recursive: true });
     receiver = await startReceiver();
-    // The receiver is on loopback, which production refuses to send webhooks to.
-    generated = await startGeneratedApp('team', { WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOX_POLL_MS: '100' });
+    dns = await startDnsServer();
+    // The receiver is on loopback, which production refuses to send webhooks to; the domains' TXT records are on a DNS server there.
+    generated = await startGeneratedApp('team', { WEBHOOKS_ALLOW_PRIVATE: 'true', OUTBOX_POLL_MS: '100', DNS_SERVERS: dns.address });
     ({ browser, mailbox } = generated);
     ownerContext = await browser.newContext();
     owner = await ownerContext.newPage();
@@ -50,6 +55,7 @@ describe('the team console in Chromium', () => {
   afterAll(async () => {
     await generated?.close();
     await receiver?.close();
+    await dns?.close();
   }, 60_000);
 
   /** A full-page screenshot for the docs, at a laptop's width, and axe-core's verdict on the page. */
@@ -159,7 +165,14 @@ describe('the team console in Chromium', () => {
     await invitee.goto(app('/settings/general'));
     await expect.poll(() => invitee.getByText('Only owners and admins change these.').count()).toBe(1);
     expect(await invitee.getByRole('button').filter({ hasText: /Save|Delete/ }).count()).toBe(0);
-    for (const [route, what] of [['/settings/invitations', 'invitations'], ['/settings/api-keys', 'API keys'], ['/settings/webhooks', 'webhooks'], ['/settings/audit-log', 'the audit log']]) {
+    for (const [route, what] of [
+      ['/settings/invitations', 'invitations'],
+      ['/settings/api-keys', 'API keys'],
+      ['/settings/webhooks', 'webhooks'],
+      ['/settings/domains', 'domains'],
+      ['/settings/directory', 'the directory'],
+      ['/settings/audit-log', 'the audit log'],
+    ]) {
       await invitee.goto(app(route));
       await expect.poll(() => invitee.getByRole('heading', { name: `You cannot manage ${what} here` }).count()).toBe(1);
       expect(await invitee.getByRole('textbox').count()).toBe(0);
@@ -172,7 +185,7 @@ describe('the team console in Chromium', () => {
     await expect.poll(() => status(owner).textContent()).toBe('Ivan Invitee is now an admin.');
     await shootAndCheck(owner, 'members');
     await invitee.goto(app('/settings/members'));
-    await expect.poll(() => navigation.getByRole('link').allTextContents()).toEqual(['General', 'Members', 'Invitations', 'API keys', 'Webhooks', 'Audit log']);
+    await expect.poll(() => navigation.getByRole('link').allTextContents()).toEqual(['General', 'Members', 'Invitations', 'API keys', 'Webhooks', 'Domains', 'Directory', 'Audit log']);
     await invitee.goto(app('/settings/invitations'));
     await expect.poll(() => invitee.getByRole('heading', { name: 'Invitations' }).count()).toBe(1);
 
@@ -472,6 +485,168 @@ describe('the team console in Chromium', () => {
     await expect.poll(() => events.getByRole('cell', { name: /^A sign-in as olivia@example\.com failed\s*session\.sign_in_failed$/ }).count()).toBe(1);
     await shootAndCheck(owner, 'security');
   }, 60_000);
+
+  it('an IT admin verifies a domain by its TXT record, connects a directory whose token (shown once) provisions people over SCIM, and maps a group to a role', async () => {
+    // An organization of its own (her personal one), so that this test runs alone too (-t).
+    const context = await browser.newContext();
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app('').replace(/\/$/, '') });
+    const admin = await context.newPage();
+    try {
+      const domain = 'acme-console.example';
+      await signUp(admin, 'Ines IT', `ines@${domain}`);
+
+      // Domains: a claim the backend refuses, in its words; then the claim, with the record to publish.
+      await admin.goto(app('/settings/domains'));
+      await expect.poll(() => admin.getByText('No domains yet.').count()).toBe(1);
+      await admin.getByRole('textbox', { name: 'Domain' }).fill('intranet');
+      await admin.getByRole('button', { name: 'Claim domain' }).click();
+      await expect.poll(() => alert(admin).textContent()).toMatch(/domain: /);
+      await admin.getByRole('textbox', { name: 'Domain' }).fill(domain.toUpperCase());
+      await admin.getByRole('button', { name: 'Claim domain' }).click();
+      await expect.poll(() => status(admin).filter({ hasText: `${domain} is claimed.` }).count()).toBe(1);
+      const claim = admin.getByRole('article', { name: domain });
+      const recordName = (await claim.getByLabel(`Record name for ${domain}`).textContent())!.trim();
+      const recordValue = (await claim.getByLabel(`Record value for ${domain}`).textContent())!.trim();
+      expect(recordName).toBe(`_authstrap-verification.${domain}`);
+      expect(recordValue).toMatch(/^authstrap-domain-verification=\S{20,}$/);
+      await claim.getByRole('button', { name: 'Copy the value' }).click();
+      await expect.poll(() => claim.getByText('Copied', { exact: true }).count()).toBe(1);
+      expect(await admin.evaluate(() => navigator.clipboard.readText())).toBe(recordValue);
+      expect(await claim.locator('.badge').textContent()).toBe('pending');
+      // Checked before the record is published: still pending, and why.
+      await claim.getByRole('button', { name: `Verify now: ${domain}` }).click();
+      await expect.poll(() => alert(admin).filter({ hasText: `${domain} is not verified: record not found.` }).count()).toBe(1);
+      await expect.poll(() => claim.textContent()).toContain(': record not found.');
+      await shootAndCheck(admin, 'domains-claimed');
+      // Published as the page shows it: verified.
+      dns.setTxt(recordName, [recordValue]);
+      await claim.getByRole('button', { name: `Verify now: ${domain}` }).click();
+      await expect.poll(() => status(admin).filter({ hasText: `${domain} is verified.` }).count()).toBe(1);
+      await expect.poll(() => claim.locator('.badge').textContent()).toBe('verified');
+      await shootAndCheck(admin, 'domains');
+      // A claim removed after a confirmation.
+      await admin.getByRole('textbox', { name: 'Domain' }).fill(`eu.${domain}`);
+      await admin.getByRole('button', { name: 'Claim domain' }).click();
+      await admin.getByRole('button', { name: `Remove eu.${domain}` }).click();
+      await admin.getByRole('alertdialog').getByRole('button', { name: 'Remove' }).click();
+      await expect.poll(() => status(admin).filter({ hasText: `eu.${domain} is removed.` }).count()).toBe(1);
+      expect(await admin.getByRole('article').count()).toBe(1);
+
+      // Directory: connected, its base URL and token shown once.
+      await admin.getByRole('navigation', { name: 'Organization settings' }).getByRole('link', { name: 'Directory' }).click();
+      await admin.waitForURL(app('/settings/directory'));
+      await expect.poll(() => admin.getByText('No directory yet.').count()).toBe(1);
+      await admin.getByRole('textbox', { name: 'Name', exact: true }).fill('Okta');
+      await admin.getByLabel('Identity provider').selectOption({ label: 'Okta' });
+      await admin.getByRole('button', { name: 'Connect directory' }).click();
+      const shown = admin.getByRole('region', { name: "The directory's token" });
+      const token = (await shown.getByLabel('The token', { exact: true }).textContent())!.trim();
+      const baseUrl = (await shown.getByLabel('The SCIM base URL', { exact: true }).textContent())!.trim();
+      expect(token).toMatch(/^scim_/);
+      expect(baseUrl).toMatch(new RegExp(`^${api('/scim/v2/')}[0-9a-f-]{36}$`));
+      expect(await shown.textContent()).toContain('it is not shown again');
+      await shown.getByRole('button', { name: 'Copy the token' }).click();
+      await expect.poll(() => admin.evaluate(() => navigator.clipboard.readText())).toBe(token);
+      await shootAndCheck(admin, 'directory-token');
+      await admin.getByRole('button', { name: 'Done' }).click();
+      // Read again: the token is never shown again, only its first characters.
+      await admin.reload();
+      const directory = admin.getByRole('article', { name: 'Okta' });
+      await directory.waitFor();
+      expect(await admin.locator('body').textContent()).not.toContain(token);
+      expect(await directory.getByRole('region', { name: 'Tokens of Okta' }).textContent()).toContain(`${token.slice(0, 10)}…`);
+      // The setup steps of Okta, field by field, with this directory's base URL.
+      await directory.locator('summary', { hasText: 'Set up Okta' }).click();
+      expect(await directory.getByRole('row', { name: /^SCIM connector base URL/ }).textContent()).toContain(baseUrl);
+
+      // The identity provider's requests, as Okta sends them, with the token: a person, and one assigned inactive.
+      const scim = async (method: string, resource: string, body: unknown, bearer = token) => {
+        const response = await fetch(`${baseUrl}${resource}`, { method, headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/scim+json' }, body: JSON.stringify(body) });
+        return { status: response.status, body: (await response.json()) as { id: string } };
+      };
+      const user = (name: string, active: boolean) => ({
+        schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+        userName: `${name.split(' ')[0]!.toLowerCase()}@${domain}`,
+        name: { givenName: name.split(' ')[0], familyName: name.split(' ')[1] },
+        displayName: name,
+        emails: [{ value: `${name.split(' ')[0]!.toLowerCase()}@${domain}`, type: 'work', primary: true }],
+        active,
+      });
+      const sam = await scim('POST', '/Users', user('Sam Scim', true));
+      expect(sam.status, JSON.stringify(sam.body)).toBe(201);
+      expect((await scim('POST', '/Users', user('Pat Paused', false))).status).toBe(201);
+      const group = await scim('POST', '/Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'Engineering admins', members: [{ value: sam.body.id }] });
+      expect(group.status, JSON.stringify(group.body)).toBe(201);
+      // The same create again: refused (409 uniqueness), and the admin reads it in the request log.
+      expect((await scim('POST', '/Users', user('Sam Scim', true))).status).toBe(409);
+      // The log is written about once a second.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await directory.getByRole('button', { name: 'Refresh users, groups and requests' }).click();
+      const requests = directory.getByRole('region', { name: 'Recent requests of Okta' });
+      await expect.poll(() => requests.getByRole('row', { name: /POST \/Users 409 uniqueness/ }).count()).toBe(1);
+      expect(await requests.getByRole('row', { name: /POST \/Groups 201/ }).count()).toBe(1);
+      expect(await requests.getByRole('row', { name: /POST \/Users 201/ }).count()).toBe(2);
+      const users = directory.getByRole('region', { name: 'Users of Okta' });
+      await expect.poll(() => users.getByRole('row', { name: /Sam Scim/ }).locator('.badge').textContent()).toBe('member');
+      expect(await users.getByRole('row', { name: /Pat Paused/ }).locator('.badge').textContent()).toBe('suspended');
+      await expect.poll(() => directory.textContent()).toMatch(/· last request /);
+
+      // The group mapped to admin, saved whole: Sam is an admin at once.
+      const groups = directory.getByRole('region', { name: 'Groups of Okta' });
+      expect(await groups.getByRole('row', { name: /Engineering admins/ }).getByRole('cell').nth(1).textContent()).toBe('1');
+      const mapping = groups.getByRole('combobox', { name: 'Role of Engineering admins' });
+      expect(await mapping.locator('option').allTextContents()).toEqual(['none', 'member', 'admin', 'owner']);
+      await mapping.selectOption('admin');
+      await groups.getByRole('button', { name: 'Save role mappings' }).click();
+      await expect.poll(() => status(admin).filter({ hasText: 'The role mappings are saved' }).count()).toBe(1);
+      await shootAndCheck(admin, 'directory');
+      await admin.reload();
+      await expect.poll(() => mapping.inputValue()).toBe('admin');
+      await admin.goto(app('/settings/members'));
+      await expect.poll(() => admin.getByRole('combobox', { name: 'Role of Sam Scim' }).inputValue()).toBe('admin');
+
+      // Ines provisioned too, in no mapped group: saving would make her a member, and leave the organization without an owner.
+      expect((await scim('POST', '/Users', user('Ines IT', true))).status).toBe(201);
+      await admin.goto(app('/settings/directory'));
+      await groups.getByRole('button', { name: 'Save role mappings' }).click();
+      await expect.poll(() => alert(admin).textContent()).toMatch(/^Not saved\. This would leave the organization without an owner/);
+      await shootAndCheck(admin, 'directory-last-owner');
+      await admin.goto(app('/settings/members'));
+      await expect.poll(() => admin.getByRole('row', { name: /Ines IT/ }).getByRole('cell').nth(1).textContent()).toBe('owner');
+
+      // Rotated with no overlap: the new token is shown once and works; the first one is refused at once.
+      await admin.goto(app('/settings/directory'));
+      await directory.getByLabel('When rotating, the current token').selectOption({ label: 'stops at once' });
+      await directory.getByRole('button', { name: 'Rotate token of Okta' }).click();
+      await admin.getByRole('alertdialog').getByRole('button', { name: 'Rotate' }).click();
+      const rotated = (await shown.getByLabel('The token', { exact: true }).textContent())!.trim();
+      expect(rotated).toMatch(/^scim_/);
+      expect(rotated).not.toBe(token);
+      const list = (bearer: string) => fetch(`${baseUrl}/Users`, { headers: { authorization: `Bearer ${bearer}` } }).then((response) => response.status);
+      expect(await list(token)).toBe(401);
+      expect(await list(rotated)).toBe(200);
+      await admin.getByRole('button', { name: 'Done' }).click();
+
+      // At a phone's width, with a domain, a directory, its users and groups: nothing wider than the screen but the tables, which scroll in their own box.
+      await admin.setViewportSize({ width: 390, height: 844 });
+      const tooWide = () =>
+        admin.evaluate(() =>
+          [...document.querySelectorAll('body *')]
+            .filter((element) => element.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !element.closest('.table-wrap'))
+            .map((element) => `${element.tagName.toLowerCase()}.${element.className} "${element.textContent!.slice(0, 40)}" ${Math.round(element.getBoundingClientRect().right)}`),
+        );
+      await directory.locator('summary', { hasText: 'Set up Okta' }).click();
+      await expect.poll(() => users.getByRole('row', { name: /Sam Scim/ }).count()).toBe(1);
+      expect(await tooWide()).toEqual([]);
+      await shootAndCheck(admin, 'directory-phone');
+      await admin.goto(app('/settings/domains'));
+      await expect.poll(() => claim.locator('.badge').textContent()).toBe('verified');
+      expect(await tooWide()).toEqual([]);
+      await shootAndCheck(admin, 'domains-phone');
+    } finally {
+      await context.close();
+    }
+  }, 180_000);
 
   it('at a phone\'s width the settings stay usable', async () => {
     await owner.setViewportSize({ width: 390, height: 844 });

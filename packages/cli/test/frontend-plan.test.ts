@@ -147,7 +147,7 @@ describe('the team console', () => {
   });
   const templates = loadFrontendTemplates();
   const options = { packageName: 'billing-web', port: 3001, backend, adapterDependency: '^2.0.2', permissionEntities: permissionEntities(schema) };
-  const consolePages = ['app/settings/api-keys/page.tsx', 'app/settings/audit-log/page.tsx', 'app/settings/general/page.tsx', 'app/settings/invitations/page.tsx', 'app/settings/layout.tsx', 'app/settings/members/page.tsx', 'app/settings/page.tsx', 'app/settings/webhooks/page.tsx', 'app/account/security/page.tsx'];
+  const consolePages = ['app/settings/api-keys/page.tsx', 'app/settings/audit-log/page.tsx', 'app/settings/directory/page.tsx', 'app/settings/domains/page.tsx', 'app/settings/general/page.tsx', 'app/settings/invitations/page.tsx', 'app/settings/layout.tsx', 'app/settings/members/page.tsx', 'app/settings/page.tsx', 'app/settings/webhooks/page.tsx', 'app/account/security/page.tsx'];
 
   it("offers API-key permissions on the schema's tenant-scoped entities, child entities included, not on the shared ones", () => {
     expect(permissionEntities(schema)).toEqual([

@@ -20,6 +20,8 @@ const consoleFiles = [
   'app/account/security/page.tsx',
   'app/settings/api-keys/page.tsx',
   'app/settings/audit-log/page.tsx',
+  'app/settings/directory/page.tsx',
+  'app/settings/domains/page.tsx',
   'app/settings/general/page.tsx',
   'app/settings/invitations/page.tsx',
   'app/settings/layout.tsx',
@@ -31,6 +33,8 @@ const consoleFiles = [
   'components/settings/actor.ts',
   'components/settings/api-keys.tsx',
   'components/settings/audit-log.tsx',
+  'components/settings/directory.tsx',
+  'components/settings/domains.tsx',
   'components/settings/events-per-day-chart.tsx',
   'components/settings/general.tsx',
   'components/settings/invitations.tsx',
@@ -43,6 +47,7 @@ const consoleFiles = [
   'components/ui/copy-button.tsx',
   'components/ui/load.tsx',
   'components/ui/pager.tsx',
+  'components/ui/shown-once.tsx',
 ];
 
 /** The files `setup --frontend` may write into an app whose source root is `root`: what connects it, and the console. */

@@ -36,10 +36,12 @@ export function OrganizationSwitcher() {
     );
   }
   return (
-    <label style={{ display: 'flex', alignItems: 'center', gap: '0.5rem' }}>
+    // Shrinks at a phone's width: a long organization name is cut in the closed select, never wider than the screen.
+    <label style={{ display: 'flex', alignItems: 'center', gap: '0.5rem', minWidth: 0, maxWidth: '100%' }}>
       Organization
       <select
         aria-label="Organization"
+        style={{ minWidth: 0 }}
         value={active?.id ?? ''}
         onChange={(event) => (event.target.value === 'new' ? setCreating(true) : choose(event.target.value))}
       >

@@ -11,6 +11,8 @@ const pages = [
   { href: '/settings/invitations', label: 'Invitations', managersOnly: true },
   { href: '/settings/api-keys', label: 'API keys', managersOnly: true },
   { href: '/settings/webhooks', label: 'Webhooks', managersOnly: true },
+  { href: '/settings/domains', label: 'Domains', managersOnly: true },
+  { href: '/settings/directory', label: 'Directory', managersOnly: true },
   { href: '/settings/audit-log', label: 'Audit log', managersOnly: true },
 ];
 

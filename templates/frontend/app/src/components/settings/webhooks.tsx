@@ -4,7 +4,7 @@ import { useMemo, useState } from 'react';
 import { managesOrganization, useOrganizations } from '@/components/organization-provider';
 import { OutcomeMessage, useAction } from '@/components/ui/action';
 import { ConfirmButton } from '@/components/ui/confirm-dialog';
-import { CopyButton } from '@/components/ui/copy-button';
+import { ShownOnce } from '@/components/ui/shown-once';
 import { LoadError, useLoad } from '@/components/ui/load';
 import { Pager } from '@/components/ui/pager';
 import { eventCatalogue, type EventType, type WebhookDelivery, type WebhookEndpoint } from '@/lib/authstrap-client';
@@ -75,21 +75,17 @@ export function WebhooksSettings() {
           that fails is tried again, and the log below shows each one.
         </p>
         {secret ? (
-          <div className="grid gap-3" role="region" aria-label="The endpoint's secret">
-            <p className="success" role="status">
-              {secret.rotated ? `The secret of ${secret.url} is rotated; the old one keeps signing for a day.` : `${secret.url} is added.`} Copy the
-              secret now: it is not shown again.
-            </p>
-            <code className="block overflow-x-auto rounded-md border border-gray-300 bg-white p-3 text-sm break-all" aria-label="The secret">
-              {secret.secret}
-            </code>
-            <div className="flex flex-wrap gap-2">
-              <CopyButton text={secret.secret} label="Copy the secret" />
-              <button type="button" onClick={() => setSecret(undefined)}>
-                Done
-              </button>
-            </div>
-          </div>
+          <ShownOnce
+            region="The endpoint's secret"
+            message={
+              <p className="success" role="status">
+                {secret.rotated ? `The secret of ${secret.url} is rotated; the old one keeps signing for a day.` : `${secret.url} is added.`} Copy the
+                secret now: it is not shown again.
+              </p>
+            }
+            values={[{ label: 'The secret', value: secret.secret, copyLabel: 'Copy the secret' }]}
+            onDone={() => setSecret(undefined)}
+          />
         ) : (
           <form
             className="stack"

@@ -20,7 +20,7 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
         {label}
       </button>
       <span role="status" className="muted">
-        {state === 'copied' ? 'Copied' : state === 'failed' ? 'Select the key and copy it by hand' : ''}
+        {state === 'copied' ? 'Copied' : state === 'failed' ? 'Select the text and copy it by hand' : ''}
       </span>
     </span>
   );
