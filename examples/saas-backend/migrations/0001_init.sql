@@ -918,21 +918,22 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION authstrap.scim_caller(token_hash text, directory_id uuid) RETURNS TABLE ("directoryId" uuid, "organizationId" uuid, "outcome" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+CREATE OR REPLACE FUNCTION authstrap.scim_caller(token_hash text, directory_id uuid) RETURNS TABLE ("directoryId" uuid, "organizationId" uuid, "defaultRole" text, "outcome" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text;
   token_id uuid;
   found_directory uuid;
   found_organization uuid;
   directory_enabled boolean;
+  directory_role text;
   token_expires timestamptz;
   token_used timestamptz;
   verdict text;
 BEGIN
   was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
   PERFORM set_config('authstrap.maintenance', 'on', true);
-  SELECT t."id", t."directoryId", t."organizationId", d."enabled", t."expiresAt", t."lastUsedAt"
-    INTO token_id, found_directory, found_organization, directory_enabled, token_expires, token_used
+  SELECT t."id", t."directoryId", t."organizationId", d."enabled", d."defaultRole", t."expiresAt", t."lastUsedAt"
+    INTO token_id, found_directory, found_organization, directory_enabled, directory_role, token_expires, token_used
     FROM "authstrap_scim_token" t JOIN "authstrap_scim_directory" d ON d."id" = t."directoryId"
    WHERE t."tokenHash" = token_hash;
   IF token_id IS NOT NULL THEN
@@ -947,7 +948,7 @@ BEGIN
   END IF;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   IF token_id IS NOT NULL THEN
-    RETURN QUERY SELECT found_directory, found_organization, verdict;
+    RETURN QUERY SELECT found_directory, found_organization, directory_role, verdict;
   END IF;
 END
 $$;

@@ -120,7 +120,8 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
 
   /**
    * Runs `work` as the directory whose token the request carries, in one transaction: the token
-   * is checked by the transaction's first statement, which scopes it (db/scope.ts's way, with
+   * is checked by the transaction's first statement (which also answers the directory's default
+   * role), which scopes it (db/scope.ts's way, with
    * the role `directory`) and names the directory as the actor of its events. Anything else is
    * a 401 with `WWW-Authenticate: Bearer`, whatever the route.
    */
@@ -136,8 +137,7 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
         const caller = rows[0];
         if (!caller || caller.outcome !== 'ok') throw unauthorized(caller?.outcome);
         accepted.add(req);
-        const { rows: directories } = await tx.query<Directory>(`SELECT "id", "organizationId", "defaultRole" FROM "authstrap_scim_directory" WHERE "id" = $1`, [directoryId]);
-        return work(tx, directories[0]!);
+        return work(tx, { id: caller.directoryId, organizationId: caller.organizationId, defaultRole: caller.defaultRole });
       });
     return run(work).catch(async (error: unknown) => {
       // A change refused because it would leave the organization without an owner is on the

@@ -236,24 +236,25 @@ const passwordPolicy = policyTrigger('password_policy', `authstrap.sign_in_verdi
 
 /**
  * Who a SCIM request is (docs/enterprise-identity.md, 5.3): the directory whose token hashes to
- * `token_hash`, if it is the one the path names (`directory_id`), with why it may not act when it
- * may not. No row: no such token (never made, or revoked). SECURITY DEFINER with the maintenance
+ * `token_hash`, if it is the one the path names (`directory_id`), its default role, and why it may
+ * not act when it may not. No row: no such token (never made, or revoked). SECURITY DEFINER with the maintenance
  * setting, as sign_in_verdict: the tokens are read before any scope exists. It notes the token's
  * and the directory's last use at most once a minute, so a sync's requests do not queue on the rows.
  */
-const scimCaller = `CREATE OR REPLACE FUNCTION authstrap.scim_caller(token_hash text, directory_id uuid) RETURNS TABLE ("directoryId" uuid, "organizationId" uuid, "outcome" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+const scimCaller = `CREATE OR REPLACE FUNCTION authstrap.scim_caller(token_hash text, directory_id uuid) RETURNS TABLE ("directoryId" uuid, "organizationId" uuid, "defaultRole" text, "outcome" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text;
   token_id uuid;
   found_directory uuid;
   found_organization uuid;
   directory_enabled boolean;
+  directory_role text;
   token_expires timestamptz;
   token_used timestamptz;
   verdict text;
 BEGIN
-${withMaintenance(`  SELECT t."id", t."directoryId", t."organizationId", d."enabled", t."expiresAt", t."lastUsedAt"
-    INTO token_id, found_directory, found_organization, directory_enabled, token_expires, token_used
+${withMaintenance(`  SELECT t."id", t."directoryId", t."organizationId", d."enabled", d."defaultRole", t."expiresAt", t."lastUsedAt"
+    INTO token_id, found_directory, found_organization, directory_enabled, directory_role, token_expires, token_used
     FROM "authstrap_scim_token" t JOIN "authstrap_scim_directory" d ON d."id" = t."directoryId"
    WHERE t."tokenHash" = token_hash;
   IF token_id IS NOT NULL THEN
@@ -267,7 +268,7 @@ ${withMaintenance(`  SELECT t."id", t."directoryId", t."organizationId", d."enab
     END IF;
   END IF;`)}
   IF token_id IS NOT NULL THEN
-    RETURN QUERY SELECT found_directory, found_organization, verdict;
+    RETURN QUERY SELECT found_directory, found_organization, directory_role, verdict;
   END IF;
 END
 $$;`;

@@ -25,6 +25,8 @@ export type ScimCallerOutcome = 'ok' | 'other-directory' | 'disabled' | 'expired
 export interface ScimCallerRow {
   directoryId: string;
   organizationId: string;
+  /** The role a provisioned member gets when no group mapping gives another. */
+  defaultRole: 'member' | 'admin';
   outcome: ScimCallerOutcome;
 }
 
@@ -38,7 +40,7 @@ export function scimCallerStatement(token: string, directoryId: string, eventCon
   return { text: scimCallerText, params: [hashMachineKey(token), directoryId, eventContext] };
 }
 
-const scimCallerText = `SELECT c."directoryId", c."organizationId", c."outcome",
+const scimCallerText = `SELECT c."directoryId", c."organizationId", c."defaultRole", c."outcome",
        (set_config('authstrap.organization_id', CASE WHEN c."outcome" = 'ok' THEN c."organizationId"::text ELSE '' END, true)
          || set_config('authstrap.user_id', '', true)
          || set_config('authstrap.role', CASE WHEN c."outcome" = 'ok' THEN 'directory' ELSE '' END, true)
