@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createPublicKey, randomBytes, type JsonWebKey } from 'node:crypto';
+import { decodeJwt, importJWK, SignJWT, UnsecuredJWT, type JWK, type JWTPayload } from 'jose';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
@@ -333,6 +334,55 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
         const second = await replay.follow(callback.href);
         expect(errorOf(second.location)).toBe('SSO_INVALID_STATE');
         expect(replay.cookie(new URL(backend.url).origin, 'session')).toBeUndefined();
+      });
+
+      describe('ID tokens a provider (or someone in between) forged', () => {
+        const privateKey = () => importJWK(idp.signingKey as JWK, 'RS256');
+        /** A sign-in whose token answer carries what `forge` makes of the real ID token: where it lands, and whether a session came. */
+        const signInWithForged = async (forge: (claims: JWTPayload, original: string) => Promise<string>) => {
+          idp.forgeNextIdToken(async (original) => forge(decodeJwt(original), original));
+          const { landed, session } = await signInThroughIdp({ connectionId: connection.id }, newSubject());
+          return { error: errorOf(landed.location), session };
+        };
+        const resigned = async (claims: JWTPayload) => new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: 'test-rs256' }).sign(await privateKey());
+
+        it('the real claims signed again with the provider key sign in (the forging itself changes nothing)', async () => {
+          const outcome = await signInWithForged((claims) => resigned(claims));
+          expect(outcome.error).toBeNull();
+          expect(outcome.session).toBeDefined();
+        });
+
+        it("alg: none is refused", async () => {
+          const outcome = await signInWithForged(async (claims) => new UnsecuredJWT(claims).encode());
+          expect(outcome).toEqual({ error: 'SSO_FAILED', session: undefined });
+        });
+
+        it('HS256 signed with the provider public key as the secret is refused', async () => {
+          const publicPem = createPublicKey({ key: idp.signingKey as JsonWebKey, format: 'jwk' }).export({ type: 'spki', format: 'pem' });
+          const outcome = await signInWithForged((claims) => new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid: 'test-rs256' }).sign(new TextEncoder().encode(String(publicPem))));
+          expect(outcome).toEqual({ error: 'SSO_FAILED', session: undefined });
+        });
+
+        it('an ID token for another client (aud) is refused', async () => {
+          const outcome = await signInWithForged((claims) => resigned({ ...claims, aud: 'another-client', azp: 'another-client' }));
+          expect(outcome).toEqual({ error: 'SSO_FAILED', session: undefined });
+        });
+
+        it('an ID token from another issuer (mix-up) is refused', async () => {
+          const outcome = await signInWithForged((claims) => resigned({ ...claims, iss: 'https://other-idp.example' }));
+          expect(outcome).toEqual({ error: 'SSO_FAILED', session: undefined });
+        });
+
+        it("an ID token with another sign-in's nonce (a replayed token) is refused", async () => {
+          const outcome = await signInWithForged((claims) => resigned({ ...claims, nonce: randomBytes(32).toString('base64url') }));
+          expect(outcome).toEqual({ error: 'SSO_FAILED', session: undefined });
+        });
+
+        it('an expired ID token is refused', async () => {
+          const past = Math.floor(Date.now() / 1000) - 3600;
+          const outcome = await signInWithForged((claims) => resigned({ ...claims, iat: past - 600, exp: past }));
+          expect(outcome).toEqual({ error: 'SSO_FAILED', session: undefined });
+        });
       });
 
       it("another flow's code (its nonce and PKCE verifier) is refused", async () => {

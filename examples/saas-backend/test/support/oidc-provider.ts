@@ -35,6 +35,8 @@ export interface TestOidcProvider {
   signInAs(subject: string): void;
   /** The provider's signing key (a JWK with its private part): what a test forges tokens against. */
   signingKey: Record<string, unknown>;
+  /** Replaces the ID token of the next token answer with what `forge` makes of it (a forged or re-signed token). */
+  forgeNextIdToken(forge: (original: string) => Promise<string>): void;
   close(): Promise<void>;
 }
 
@@ -71,6 +73,17 @@ export async function startOidcProvider(): Promise<TestOidcProvider> {
   });
   // Quiet: a test's refused token is expected.
   provider.on('server_error', () => {});
+  // The token endpoint's answer, as a man in the middle (or a malicious provider) would change it.
+  let forge: ((original: string) => Promise<string>) | undefined;
+  provider.use(async (ctx, next) => {
+    await next();
+    const body = ctx.body as { id_token?: unknown } | undefined;
+    if (forge && ctx.path === '/token' && typeof body?.id_token === 'string') {
+      const forging = forge;
+      forge = undefined;
+      ctx.body = { ...body, id_token: await forging(body.id_token) };
+    }
+  });
 
   const callback = provider.callback();
   server.on('request', async (req, res) => {
@@ -106,6 +119,7 @@ export async function startOidcProvider(): Promise<TestOidcProvider> {
         token_endpoint_auth_method: 'client_secret_basic',
       });
     },
+    forgeNextIdToken: (next) => void (forge = next),
     setAccount: (subject, account) => void accounts.set(subject, account),
     signInAs: (subject) => void (nextSubject = subject),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
