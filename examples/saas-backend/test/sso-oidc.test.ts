@@ -437,6 +437,9 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
       const disable = await owner.api('POST', `/sso-connections/${connection.id}/disable`);
       expect(disable.status).toBe(409);
       expect(disable.body.error.code).toBe('LAST_CONNECTION');
+      const remove = await owner.api('DELETE', `/sso-connections/${connection.id}`);
+      expect(remove.status).toBe(409);
+      expect(remove.body.error.code).toBe('LAST_CONNECTION');
     });
 
     it("another organization's connection signs no one of the domain in", async () => {

@@ -12,7 +12,7 @@ import { forbidden, HttpError, notFound, validationFailed } from '../http/errors
 import { parseBody, parseId } from '../http/validate.js';
 import { endRefusedSessions } from '../auth/sign-in-policy.js';
 import { connectionColumns, connectionSeal, presentConnection, type ConnectionRow } from './connections.js';
-import { startFlow } from './flows.js';
+import { setBindingCookie, startFlow } from './flows.js';
 import { discover, OidcProblem } from './oidc.js';
 
 /**
@@ -255,11 +255,9 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     const caller = await asAdmin(req);
     const connection = await findOne(caller, parseId('sso-connection', req.params.id));
     const tester = req.scope?.userId || null;
-    const flow = await startFlow(db, config, { connection, purpose: 'test', client: 'browser', returnTo: null, appCodeChallenge: null, testerId: tester }).catch((error) => {
-      if (error instanceof OidcProblem) throw new HttpError(502, 'SSO_PROVIDER_UNAVAILABLE', `The identity provider could not be reached: ${error.message}`);
-      throw error;
-    });
-    res.cookie('authstrap_sso', flow.binding!, { httpOnly: true, secure: config.nodeEnv === 'production', sameSite: config.nodeEnv === 'production' ? 'none' : 'lax', path: '/api/auth/sso', maxAge: 600_000 });
+    // Building the provider's URL reads the stored discovery document only: nothing is fetched here.
+    const flow = await startFlow(db, config, { connection, purpose: 'test', client: 'browser', returnTo: null, appCodeChallenge: null, testerId: tester });
+    setBindingCookie(res, flow.binding!, config.nodeEnv === 'production');
     sendData(res, { url: flow.url });
   });
 

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { Response } from 'express';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { connectionSeal, oidcSettingsOf, redirectUriOf, type ConnectionRow } from './connections.js';
@@ -13,6 +14,15 @@ import { authorizationUrl } from './oidc.js';
 /** The browser-binding cookie: set at start, required at the callback (a callback in another browser is a login CSRF). */
 export const bindingCookieName = 'authstrap_sso';
 export const flowLifetimeMs = 10 * 60 * 1000;
+
+export function bindingCookieOptions(secure: boolean) {
+  // SameSite=None in production: SAML's POST to the ACS is a cross-site request (step 8).
+  return { httpOnly: true, secure, sameSite: secure ? ('none' as const) : ('lax' as const), path: '/api/auth/sso' };
+}
+
+export function setBindingCookie(res: Response, value: string, secure: boolean): void {
+  res.cookie(bindingCookieName, value, { ...bindingCookieOptions(secure), maxAge: flowLifetimeMs });
+}
 
 export const sha256 = (value: string) => createHash('sha256').update(value).digest('base64url');
 

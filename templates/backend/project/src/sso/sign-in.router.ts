@@ -1,20 +1,18 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { withScope } from '../db/scope.js';
-import { recordEvent } from '../events/events.js';
 import { sendData } from '../http/envelope.js';
 import { HttpError } from '../http/errors.js';
-import { cookieValue, setSessionCookie } from '../http/session-token.js';
-import { parseBody, parseQuery, isUuid } from '../http/validate.js';
-import { byUser, recordAuthEvent } from '../events/events.js';
-import { hashToken } from '../http/session-token.js';
+import { isUuid, parseBody, parseQuery } from '../http/validate.js';
+import { byUser, recordAuthEvent, recordEvent } from '../events/events.js';
+import { cookieValue, hashToken, setSessionCookie } from '../http/session-token.js';
 import { refusedVerdictOf } from '../auth/sign-in-policy.js';
 import { connectionColumns, connectionSeal, oidcSettingsOf, redirectUriOf, type ConnectionRow } from './connections.js';
-import { bindingCookieName, flowLifetimeMs, sha256, startFlow, takeFlow, type FlowRow } from './flows.js';
-import { OidcProblem, redeemCode } from './oidc.js';
+import { bindingCookieName, bindingCookieOptions, setBindingCookie, sha256, startFlow, takeFlow, type FlowRow } from './flows.js';
+import { redeemCode } from './oidc.js';
 import { asHttpError, hashCode, issueAppCode, profileOf, signInBySso, SsoRefusal } from './sign-in.js';
 
 /**
@@ -113,10 +111,7 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
     } else {
       returnTo = browserReturnTo(input.returnTo);
     }
-    const flow = await startFlow(db, config, { connection, purpose: 'sign-in', client: input.client, returnTo, appCodeChallenge: input.codeChallenge ?? null, testerId: null }).catch((error) => {
-      if (error instanceof OidcProblem) throw new HttpError(502, 'SSO_PROVIDER_UNAVAILABLE', `The identity provider could not be reached: ${error.message}`);
-      throw error;
-    });
+    const flow = await startFlow(db, config, { connection, purpose: 'sign-in', client: input.client, returnTo, appCodeChallenge: input.codeChallenge ?? null, testerId: null });
     if (flow.binding) setBindingCookie(res, flow.binding, secure);
     return flow.url;
   };
@@ -208,7 +203,7 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
     if (!issued || challenge !== issued.codeChallenge) throw asHttpError(new SsoRefusal('INVALID_CODE', 'The code is not valid: used already, expired, or not for this verifier'));
     const connection = await connectionOf(issued.organizationId, issued.connectionId);
     if (!connection?.enabled) throw asHttpError(new SsoRefusal('SSO_NOT_CONFIGURED', 'The connection is turned off'));
-    const token = (await import('node:crypto')).randomBytes(32).toString('base64url');
+    const token = randomBytes(32).toString('base64url');
     const made = await withScope(db, { organizationId: issued.organizationId, userId: '', role: 'system' })
       .transaction(async (tx) => {
         const { rows: sessions } = await tx.query<{ id: string; userId: string; expiresAt: Date; activeOrganizationId: string; createdAt: Date; updatedAt: Date }>(
@@ -236,15 +231,6 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
   return router;
 }
 
-function bindingCookieOptions(secure: boolean) {
-  // SameSite=None in production: SAML's POST to the ACS is a cross-site request (step 8).
-  return { httpOnly: true, secure, sameSite: secure ? ('none' as const) : ('lax' as const), path: '/api/auth/sso' };
-}
-
-function setBindingCookie(res: Response, value: string, secure: boolean) {
-  res.cookie(bindingCookieName, value, { ...bindingCookieOptions(secure), maxAge: flowLifetimeMs });
-}
-
 /** A test's result in the connection's `lastTest` (and `testedAt` when it passed); no user, no session. */
 async function finishTest(db: Database, connection: ConnectionRow, flow: FlowRow, ok: boolean, detail: { error?: string; profile?: Record<string, unknown> }) {
   await withScope(db, { organizationId: connection.organizationId, userId: '', role: 'system' }).transaction(async (tx) => {
@@ -258,7 +244,7 @@ async function finishTest(db: Database, connection: ConnectionRow, flow: FlowRow
     await recordEvent(
       tx,
       { type: 'sso_connection.tested', organizationId: connection.organizationId, entity: 'sso_connection', entityId: connection.id, data: { ok, ...(detail.error ? { error: detail.error } : {}) } },
-      { actorType: 'user', actorId: flow.testerId ?? undefined } as never,
+      flow.testerId ? { actorType: 'user', actorId: flow.testerId } : { actorType: 'system' },
     );
   });
 }
