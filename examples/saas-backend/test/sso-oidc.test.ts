@@ -473,3 +473,25 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
   });
 }, 120_000);
 
+describe.each(databaseKinds)('the single sign-on rate limit on the %s database', (kind) => {
+  let backend: TestBackend;
+  beforeAll(async () => {
+    backend = await startBackend(kind, { RATE_LIMIT_AUTH_MAX: '2', RATE_LIMIT_SSO_MAX: '3' });
+  }, 60_000);
+  afterAll(async () => {
+    await backend?.stop();
+  });
+
+  it("counts the start and callbacks by RATE_LIMIT_SSO_MAX, not the sign-in limit; the code exchange by the sign-in limit", async () => {
+    const anonymous = apiClient(backend.url);
+    const start = () => anonymous('POST', '/api/auth/sso/start', { body: { email: 'someone@unclaimed.example' } });
+    for (let attempt = 0; attempt < 3; attempt++) expect((await start()).status).toBe(404);
+    const limited = await start();
+    expect(limited.status).toBe(429);
+    expect(limited.body.error.code).toBe('RATE_LIMITED');
+    const exchange = () => anonymous('POST', '/api/auth/sso/token', { body: { code: 'x'.repeat(43), codeVerifier: 'y'.repeat(43) } });
+    expect((await exchange()).status).toBe(400);
+    expect((await exchange()).status).toBe(400);
+    expect((await exchange()).status).toBe(429);
+  });
+});

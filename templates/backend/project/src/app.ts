@@ -122,6 +122,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use('/scim/v2', scimRouter({ db, config, logger }));
   // Three budgets: sign-up/sign-in (strict), the rest of /api, and the data routes with the docs
   // page (generous, per session). The service key's requests are counted by none of them.
+  app.use('/api/auth/sso', rateLimits.sso);
   app.use('/api/auth', rateLimits.auth);
   app.use('/api', rateLimits.api);
   app.use(rateLimits.data);

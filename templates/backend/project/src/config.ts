@@ -59,6 +59,9 @@ export interface Config {
     apiWindowMs: number;
     authMax: number;
     authWindowMs: number;
+    /** Single sign-on's start and callbacks (/api/auth/sso), per IP. */
+    ssoMax: number;
+    ssoWindowMs: number;
     /** The generated data routes (outside /api), per session or, anonymous, per IP. */
     dataMax: number;
     dataWindowMs: number;
@@ -221,6 +224,8 @@ const environmentSchema = z.object({
   RATE_LIMIT_API_WINDOW_MS: count(1000, maxTimerMs),
   RATE_LIMIT_AUTH_MAX: count(1),
   RATE_LIMIT_AUTH_WINDOW_MS: count(1000, maxTimerMs),
+  RATE_LIMIT_SSO_MAX: count(1),
+  RATE_LIMIT_SSO_WINDOW_MS: count(1000, maxTimerMs),
   RATE_LIMIT_DATA_MAX: count(1),
   RATE_LIMIT_DATA_WINDOW_MS: count(1000, maxTimerMs),
   RATE_LIMIT_REDIS_TIMEOUT_MS: count(10, 10_000),
@@ -397,6 +402,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       apiWindowMs: values.RATE_LIMIT_API_WINDOW_MS ?? 15 * 60 * 1000,
       authMax: values.RATE_LIMIT_AUTH_MAX ?? 10,
       authWindowMs: values.RATE_LIMIT_AUTH_WINDOW_MS ?? 60 * 60 * 1000,
+      ssoMax: values.RATE_LIMIT_SSO_MAX ?? 300,
+      ssoWindowMs: values.RATE_LIMIT_SSO_WINDOW_MS ?? 15 * 60 * 1000,
       // Generous: a busy single-page app stays far below it; a runaway script does not.
       dataMax: values.RATE_LIMIT_DATA_MAX ?? 1000,
       dataWindowMs: values.RATE_LIMIT_DATA_WINDOW_MS ?? 60 * 1000,
