@@ -446,7 +446,8 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
       const rival = await signUp(backend.url, `rival-${kind}@rival.example`);
       const rivalConnection = await enabledConnection(rival);
       const subject = `intruder-${++counter}`;
-      idp.setAccount(subject, { email: address('intruder') });
+      const intruder = address('intruder');
+      idp.setAccount(subject, { email: intruder });
       // The address routes to its own organization's connection, never the rival's.
       const walker = browser();
       const routed = await walker.request(`${backend.url}/api/auth/sso/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: address('intruder') }) });
@@ -456,6 +457,8 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
       const refused = await signInThroughIdp({ connectionId: rivalConnection.id }, subject);
       expect(errorOf(refused.landed.location)).toBe('SSO_REQUIRED');
       expect(refused.session).toBeUndefined();
+      const refusals = (await owner.api('GET', '/audit-events?type=session.sign_in_refused&limit=100')).body.data as { data: Record<string, unknown> }[];
+      expect(refusals.map((event) => event.data)).toContainEqual({ email: intruder, method: 'sso', code: 'SSO_REQUIRED' });
     });
 
     it('disabling or deleting a connection ends the sessions it made', async () => {

@@ -5,11 +5,11 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { withScope } from '../db/scope.js';
 import { sendData } from '../http/envelope.js';
-import { HttpError } from '../http/errors.js';
+import { HttpError, validationFailed } from '../http/errors.js';
 import { isUuid, parseBody, parseQuery } from '../http/validate.js';
 import { byUser, recordAuthEvent, recordEvent } from '../events/events.js';
 import { cookieValue, hashToken, setSessionCookie } from '../http/session-token.js';
-import { refusedVerdictOf } from '../auth/sign-in-policy.js';
+import { refusedVerdictOf, refuseSignIn } from '../auth/sign-in-policy.js';
 import { connectionColumns, connectionSeal, oidcSettingsOf, redirectUriOf, type ConnectionRow } from './connections.js';
 import { bindingCookieName, bindingCookieOptions, setBindingCookie, sha256, startFlow, takeFlow, type FlowRow } from './flows.js';
 import { redeemCode } from './oidc.js';
@@ -105,7 +105,7 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
     let returnTo: string | null;
     if (input.client === 'app') {
       if (!input.returnTo || !config.sso.appRedirects.some((allowed) => input.returnTo!.startsWith(allowed))) {
-        throw new HttpError(422, 'VALIDATION_FAILED', 'An app returns to one of SSO_APP_REDIRECTS', { returnTo: 'not one of SSO_APP_REDIRECTS' });
+        throw validationFailed('Invalid sso start', { returnTo: 'an app returns to one of SSO_APP_REDIRECTS' });
       }
       returnTo = input.returnTo;
     } else {
@@ -153,7 +153,7 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
         config.sso.allowPrivateAddresses,
       );
     } catch (error) {
-      req.log?.warn({ err: error, connectionId }, 'SSO callback refused');
+      req.log.warn({ err: error, connectionId }, 'SSO callback refused');
       if (flow.purpose === 'test') {
         await testDone(false, { error: (error as Error).message });
         return res.redirect(303, `${appUrl}/settings/sso/${connectionId}?test=done`);
@@ -186,8 +186,10 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
       setSessionCookie(res, (outcome as { token: string }).token, config);
       return res.redirect(303, flow.returnTo ?? appUrl);
     } catch (error) {
-      if (error instanceof SsoRefusal) return fail(error.code);
-      throw error;
+      if (!(error instanceof SsoRefusal)) throw error;
+      // The rule's refusals are on the record, as a password sign-in's are (session.sign_in_refused).
+      if (error.verdict) await refuseSignIn(db, error.verdict, { email: error.email ?? '', userId: error.userId ?? null, method: 'sso', organizationId: connection.organizationId, connectionId }, appUrl);
+      return fail(error.code);
     }
   });
 

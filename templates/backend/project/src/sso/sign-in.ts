@@ -21,6 +21,10 @@ export class SsoRefusal extends Error {
   constructor(
     readonly code: string,
     message: string,
+    /** When the sign-in rule refused: its verdict, and who it refused (for session.sign_in_refused). */
+    readonly verdict?: Extract<SignInVerdict, { allowed: false }>,
+    readonly email?: string,
+    readonly userId?: string,
   ) {
     super(message);
   }
@@ -136,7 +140,8 @@ export async function signInBySso(tx: Queryable, connection: ConnectionRow, prof
     sessionId = rows[0]!.id;
   } catch (error) {
     const verdict = refusedVerdictOf(error) as Extract<SignInVerdict, { allowed: false }> | undefined;
-    if (verdict) throw new SsoRefusal(verdict.code, 'Sign-in refused by the organization\'s policy');
+    // A user made in this transaction is rolled back with it: the refusal names the address only.
+    if (verdict) throw new SsoRefusal(verdict.code, "Sign-in refused by the organization's policy", verdict, profile.email, created ? undefined : userId);
     throw error;
   }
   await recordAuthEvent(
