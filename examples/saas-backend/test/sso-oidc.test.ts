@@ -429,6 +429,14 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
       const signIn = await apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: byPassword.user.email, password: 'correct horse battery' } });
       expect(signIn.status).toBe(403);
       expect(signIn.body.error.code).toBe('SSO_REQUIRED');
+      // Break-glass: the owner keeps the password path, unless the policy says none.
+      const ownerSignIn = () => apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: owner.user.email, password: 'correct horse battery' } });
+      expect((await ownerSignIn()).status).toBe(200);
+      expect((await owner.api('PUT', '/sso-policy', { body: { ssoRequired: true, breakGlass: 'none' } })).body.data.breakGlass).toBe('none');
+      const noGlass = await ownerSignIn();
+      expect(noGlass.status).toBe(403);
+      expect(noGlass.body.error.code).toBe('SSO_REQUIRED');
+      expect((await owner.api('PUT', '/sso-policy', { body: { ssoRequired: true, breakGlass: 'owners' } })).status).toBe(200);
       // SSO still signs them in.
       const again = await signInThroughIdp({ email: address('again') }, subject);
       expect((await sessionOf(again.session!)).status).toBe(200);
