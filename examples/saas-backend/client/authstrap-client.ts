@@ -1579,6 +1579,13 @@ export type EventType =
   | 'session.signed_in'
   | 'session.signed_out'
   | 'sso.break_glass_used'
+  | 'sso_connection.created'
+  | 'sso_connection.deleted'
+  | 'sso_connection.disabled'
+  | 'sso_connection.enabled'
+  | 'sso_connection.tested'
+  | 'sso_connection.updated'
+  | 'sso_policy.updated'
   | 'task.created'
   | 'task.deleted'
   | 'task.updated'
@@ -1642,6 +1649,13 @@ export const eventCatalogue: Record<EventType, string> = {
   'session.signed_in': "A user signed in (data.method: how, as the session stores it)",
   'session.signed_out': "A user signed out",
   'sso.break_glass_used': "An owner signed in with a password while the organization requires single sign-on (break-glass)",
+  'sso_connection.created': "An owner or admin added a single sign-on connection (disabled until tested and enabled)",
+  'sso_connection.deleted': "A single sign-on connection was removed (data.sessionsEnded: the sessions it made)",
+  'sso_connection.disabled': "A single sign-on connection was turned off (data.sessionsEnded: the sessions it made)",
+  'sso_connection.enabled': "A single sign-on connection was turned on: it signs people in",
+  'sso_connection.tested': "A test sign-in through a connection ended (data.ok; data.error when it failed)",
+  'sso_connection.updated': "A single sign-on connection's settings changed (data.changedFields; a change of what sign-in reads needs a new test)",
+  'sso_policy.updated': "The organization's single sign-on policy changed (data.ssoRequired, data.breakGlass, data.sessionsEnded)",
   'task.created': "Task created",
   'task.deleted': "Task deleted",
   'task.updated': "Task changed (changedFields names what)",

@@ -1039,6 +1039,40 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.sso_route(address_domain text, organization_slug text) RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  route jsonb;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT jsonb_build_object(
+           'organizationId', o."id", 'slug', o."slug",
+           'ssoRequired', COALESCE((SELECT p."ssoRequired" FROM "authstrap_sso_policy" p WHERE p."organizationId" = o."id"), false),
+           'connections', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', c."id", 'name', c."name", 'protocol', c."protocol") ORDER BY c."createdAt", c."id")
+                                      FROM "authstrap_sso_connection" c WHERE c."organizationId" = o."id" AND c."enabled"), '[]'::jsonb))
+    INTO route
+    FROM "Organization" o
+   WHERE (address_domain IS NOT NULL AND o."id" = (SELECT d."organizationId" FROM "authstrap_domain" d WHERE d."domain" = lower(address_domain) AND d."state" IN ('verified', 'failing')))
+      OR (address_domain IS NULL AND o."slug" = organization_slug);
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN route;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.sso_connection_owner(connection_id uuid) RETURNS uuid LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  owner_organization uuid;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT c."organizationId" INTO owner_organization FROM "authstrap_sso_connection" c WHERE c."id" = connection_id;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN owner_organization;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.operator_check(operator_id uuid) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');

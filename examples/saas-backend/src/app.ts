@@ -39,6 +39,10 @@ import { scimDirectoriesRouter } from './scim/directories.router.js';
 import { registerScimRoutes } from './scim/openapi.js';
 import { scimRouter } from './scim/scim.router.js';
 import { docsRouter, registerProbeAndDocsRoutes } from './openapi/docs.js';
+import { ssoConnectionsRouter } from './sso/connections.router.js';
+import { registerSsoRoutes } from './sso/openapi.js';
+import { ssoPolicyRouter } from './sso/policy.router.js';
+import { ssoSignInRouter } from './sso/sign-in.router.js';
 
 export interface AppDependencies {
   config: Config;
@@ -62,7 +66,7 @@ export interface AppDependencies {
  * request id + log (and metrics) -> the request's span (traces on) -> security headers -> CORS ->
  * health -> metrics -> SCIM (src/scim: its own token, limits and errors) -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> /api/operator (the
  * platform's operators: src/operator) -> the audit log and
- * the webhook endpoints (src/events) -> verified domains (src/domains) -> the SCIM directories (src/scim) -> live streams (src/realtime) -> your routes (src/extensions) -> generated routes, each
+ * the webhook endpoints (src/events) -> verified domains (src/domains) -> single sign-on's connections and policy (src/sso) -> the SCIM directories (src/scim) -> live streams (src/realtime) -> your routes (src/extensions) -> generated routes, each
  * behind the auth guard (who is calling) and, when tenant-scoped, the scope guard (which
  * organization, which role) -> 404 -> error envelope.
  */
@@ -118,6 +122,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use('/scim/v2', scimRouter({ db, config, logger }));
   // Three budgets: sign-up/sign-in (strict), the rest of /api, and the data routes with the docs
   // page (generous, per session). The service key's requests are counted by none of them.
+  app.use('/api/auth/sso', rateLimits.sso);
   app.use('/api/auth', rateLimits.auth);
   app.use('/api', rateLimits.api);
   app.use(rateLimits.data);
@@ -132,11 +137,14 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
     registerOperatorRoutes(registry);
     registerScimRoutes(registry);
     registerDomainRoutes(registry);
+    registerSsoRoutes(registry);
   });
   app.use('/api/docs', docsRouter(document));
 
   app.use(csrfGuard(config));
   app.use(jsonBody(config.bodyLimit));
+  // Single sign-on's public routes (src/sso): before /api/auth's, which refuses machine keys the same way.
+  app.use('/api/auth/sso', eventContext(), ssoSignInRouter({ db, config }));
   app.use('/api/auth', eventContext(), authRouter({ auth, config }));
   app.use('/api/operator', operatorRouter({ config, db, auth }));
   app.use('/api/service/transactions', transactions.router());
@@ -144,6 +152,8 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use('/webhook-endpoints', ...webhooksRouter({ config, db, auth, outbox, settings: config.webhooks }));
   app.use('/scim-directories', ...scimDirectoriesRouter({ config, db, auth }));
   app.use('/domains', ...domainsRouter({ config, db, auth, lookup: txtLookup(config.domains), schedule: checkScheduleOf(config.domains) }));
+  app.use('/sso-connections', ...ssoConnectionsRouter({ config, db, auth }));
+  app.use('/sso-policy', ...ssoPolicyRouter({ config, db, auth }));
   app.use('/realtime', realtimeRouter({ config, db, auth, streams }));
   app.use(extensionRouter({ config, db, auth }));
   app.use(generatedRouter({ db, auth, config, transactions }));

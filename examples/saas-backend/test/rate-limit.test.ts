@@ -266,6 +266,8 @@ describe('rate-limit settings', () => {
       apiWindowMs: 15 * 60_000,
       authMax: 10,
       authWindowMs: 60 * 60_000,
+      ssoMax: 300,
+      ssoWindowMs: 15 * 60_000,
       dataMax: 1000,
       dataWindowMs: 60_000,
       prefix: 'authstrap:rl:',

@@ -455,6 +455,40 @@ function authEventSentence(event: SentenceEvent, names: SentenceNames, actor: st
     }
     case 'operator.impersonation_ended':
       return said(actor, `ended their session as ${account}`, `A session of an operator as ${account} ended${data.endedBy === 'sign-out' ? ' (signed out)' : ''}`);
+    case 'sso_connection.created':
+    case 'sso_connection.updated':
+    case 'sso_connection.deleted':
+    case 'sso_connection.enabled':
+    case 'sso_connection.disabled':
+    case 'sso_connection.tested': {
+      const name = textOf(data.name);
+      const connection = name ? `the single sign-on connection "${name}"` : 'a single sign-on connection';
+      const ended = number(data.sessionsEnded);
+      const tail = ended ? ` (${count(ended, 'session')} ended)` : '';
+      const done: Record<string, string> = {
+        'sso_connection.created': `added ${connection}`,
+        'sso_connection.updated': `changed ${connection}${fields.length ? ` (${list(fields)})` : ''}`,
+        'sso_connection.deleted': `removed ${connection}${tail}`,
+        'sso_connection.enabled': `turned on ${connection}`,
+        'sso_connection.disabled': `turned off ${connection}${tail}`,
+        'sso_connection.tested': `tested ${connection}: ${data.ok === true ? 'it signed in' : `it failed${textOf(data.error) ? ` (${textOf(data.error)})` : ''}`}`,
+      };
+      const passive: Record<string, string> = {
+        'sso_connection.created': 'was added',
+        'sso_connection.updated': 'was changed',
+        'sso_connection.deleted': `was removed${tail}`,
+        'sso_connection.enabled': 'was turned on',
+        'sso_connection.disabled': `was turned off${tail}`,
+        'sso_connection.tested': data.ok === true ? 'passed its test' : 'failed its test',
+      };
+      return said(actor, done[event.type]!, upperFirst(`${connection} ${passive[event.type]}`));
+    }
+    case 'sso_policy.updated': {
+      const required = data.ssoRequired === true;
+      const ended = number(data.sessionsEnded);
+      const what = `${required ? 'required single sign-on for the verified domains' : 'stopped requiring single sign-on'}${required && data.breakGlass === 'owners' ? ' (owners keep a password)' : ''}${ended ? `, which ended ${count(ended, 'session')}` : ''}`;
+      return said(actor, what, upperFirst(`the organization ${what}`));
+    }
     case 'directory.request_refused':
       return said(actor, 'was refused a change that would leave the organization without an owner', 'A directory was refused a change that would leave the organization without an owner');
     case 'operator.granted':

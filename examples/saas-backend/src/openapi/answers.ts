@@ -54,6 +54,7 @@ const sharedAnswers = {
   UnsupportedMediaType: { description: 'UNSUPPORTED_MEDIA_TYPE: a Content-Encoding or charset the backend cannot read', content: errorEnvelope },
   ValidationError: { description: 'VALIDATION_ERROR: the body fails the schema; details names each field', content: errorEnvelope },
   TooManyLoginAttempts: { description: 'RATE_LIMITED: too many requests to /api/auth from this address (RATE_LIMIT_AUTH_MAX per RATE_LIMIT_AUTH_WINDOW_MS); RateLimit headers say more', headers: retryAfter, content: errorEnvelope },
+  TooManySsoRequests: { description: 'RATE_LIMITED: too many single sign-on requests from this address (RATE_LIMIT_SSO_MAX per RATE_LIMIT_SSO_WINDOW_MS); RateLimit headers say more', headers: retryAfter, content: errorEnvelope },
   TooManyApiRequests: { description: 'RATE_LIMITED: too many requests to /api from this address (RATE_LIMIT_API_MAX per RATE_LIMIT_API_WINDOW_MS); RateLimit headers say more', headers: retryAfter, content: errorEnvelope },
   TooManyDataRequests: { description: 'RATE_LIMITED: too many requests from this session, or this address without one (RATE_LIMIT_DATA_MAX per RATE_LIMIT_DATA_WINDOW_MS); RateLimit headers say more', headers: retryAfter, content: errorEnvelope },
   InternalError: { description: 'INTERNAL_ERROR: an unexpected failure, logged with the request id (never its details here)', content: errorEnvelope },
@@ -65,7 +66,7 @@ const sharedAnswers = {
 } satisfies Record<string, Answer>;
 type SharedAnswer = keyof typeof sharedAnswers;
 
-const tooMany: Record<LimitName, SharedAnswer> = { auth: 'TooManyLoginAttempts', api: 'TooManyApiRequests', data: 'TooManyDataRequests' };
+const tooMany: Record<LimitName, SharedAnswer> = { auth: 'TooManyLoginAttempts', sso: 'TooManySsoRequests', api: 'TooManyApiRequests', data: 'TooManyDataRequests' };
 
 /** The pipeline's answers to one operation, by status. */
 function pipelineAnswers(document: Document, path: string, method: string, operation: Operation): [string, SharedAnswer][] {

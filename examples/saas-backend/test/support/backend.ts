@@ -227,7 +227,16 @@ export function apiClient(baseUrl: string, defaults: Pick<RequestOptions, 'token
     if (options.rawBody !== undefined) body = options.rawBody;
     else if (options.body !== undefined) body = JSON.stringify(options.body);
     if (body !== undefined) headers['content-type'] ??= 'application/json';
-    const response = await fetch(new URL(pathname, baseUrl), { method, headers, body });
+    // Redirects are followed on this backend only (/api/docs to /api/docs/); one elsewhere (single
+    // sign-on's to APP_URL or an identity provider) is answered as it is.
+    let url = new URL(pathname, baseUrl);
+    let response = await fetch(url, { method, headers, body, redirect: 'manual' });
+    for (let hop = 0; hop < 5 && response.status >= 300 && response.status < 400 && response.headers.has('location'); hop++) {
+      const next = new URL(response.headers.get('location')!, url);
+      if (next.origin !== url.origin) break;
+      url = next;
+      response = await fetch(url, { method: 'GET', headers, redirect: 'manual' });
+    }
     const text = await response.text();
     let parsed: unknown = text;
     try {

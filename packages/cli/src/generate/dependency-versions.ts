@@ -23,6 +23,8 @@ export const backendDependencies = {
   helmet: '^8.1.0',
   // Mail over SMTP (src/mail/mailer.ts); without SMTP_URL, mail goes to a folder.
   nodemailer: '^8.0.9',
+  // Single sign-on's OIDC relying party (src/sso/oidc.ts), loaded only when a connection is used.
+  'openid-client': '^6.9.1',
   // 8.20 brings pg-pool's onConnect hook, which the timeline guard awaits before a connection is used (src/db/timelines.ts).
   pg: '^8.20.0',
   pino: '^10.1.0',

@@ -379,6 +379,42 @@ ${withMaintenance(`  managed := EXISTS (SELECT 1 FROM "authstrap_scim_user" su
 END
 $$;`;
 
+/**
+ * Where an address (its domain) or an organization (its slug) signs in with single sign-on: the
+ * organization, whether it requires SSO, and its enabled connections, as jsonb
+ * (`{ organizationId, slug, ssoRequired, connections: [{ id, name, protocol }] }`), or null. Only
+ * a verified (or failing) domain routes. The sign-in page's question, asked before anyone is
+ * signed in: SECURITY DEFINER, and it says nothing else of the organization.
+ */
+const ssoRoute = `CREATE OR REPLACE FUNCTION authstrap.sso_route(address_domain text, organization_slug text) RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  route jsonb;
+BEGIN
+${withMaintenance(`  SELECT jsonb_build_object(
+           'organizationId', o."id", 'slug', o."slug",
+           'ssoRequired', COALESCE((SELECT p."ssoRequired" FROM "authstrap_sso_policy" p WHERE p."organizationId" = o."id"), false),
+           'connections', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', c."id", 'name', c."name", 'protocol', c."protocol") ORDER BY c."createdAt", c."id")
+                                      FROM "authstrap_sso_connection" c WHERE c."organizationId" = o."id" AND c."enabled"), '[]'::jsonb))
+    INTO route
+    FROM "Organization" o
+   WHERE (address_domain IS NOT NULL AND o."id" = (SELECT d."organizationId" FROM "authstrap_domain" d WHERE d."domain" = lower(address_domain) AND d."state" IN ('verified', 'failing')))
+      OR (address_domain IS NULL AND o."slug" = organization_slug);`)}
+  RETURN route;
+END
+$$;`;
+
+/** The organization of a connection: what an SSO callback scopes its statements to (the connection is in its path). */
+const ssoConnectionOwner = `CREATE OR REPLACE FUNCTION authstrap.sso_connection_owner(connection_id uuid) RETURNS uuid LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  owner_organization uuid;
+BEGIN
+${withMaintenance('  SELECT c."organizationId" INTO owner_organization FROM "authstrap_sso_connection" c WHERE c."id" = connection_id;')}
+  RETURN owner_organization;
+END
+$$;`;
+
 export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sign_in_rule', definition: signInRule(schema) },
   { name: 'sign_in_verdict', definition: signInVerdict },
@@ -391,6 +427,8 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'directory_manages_role', definition: directoryManagesRole },
   { name: 'user_banned', definition: userBanned },
   { name: 'due_domain_checks', definition: dueDomainChecks },
+  { name: 'sso_route', definition: ssoRoute },
+  { name: 'sso_connection_owner', definition: ssoConnectionOwner },
 ];
 
 /** The triggers of the rule, by table (table-model.ts puts them on `session` and `account`). */

@@ -59,6 +59,9 @@ export interface Config {
     apiWindowMs: number;
     authMax: number;
     authWindowMs: number;
+    /** Single sign-on's start and callbacks (/api/auth/sso), per IP. */
+    ssoMax: number;
+    ssoWindowMs: number;
     /** The generated data routes (outside /api), per session or, anonymous, per IP. */
     dataMax: number;
     dataWindowMs: number;
@@ -99,6 +102,17 @@ export interface Config {
   webhooks: WebhookSettings;
   realtime: RealtimeSettings;
   domains: DomainSettings;
+  sso: SsoSettings;
+}
+
+/** Single sign-on (src/sso/). */
+export interface SsoSettings {
+  /** SSO_ALLOW_PRIVATE_ADDRESSES: identity providers on loopback or private addresses, and over http:// (development and tests only). */
+  allowPrivateAddresses: boolean;
+  /** How far the identity provider's clock may be from ours (ID token `iat`/`exp`), in seconds. */
+  clockSkewSeconds: number;
+  /** SSO_APP_REDIRECTS: where an app (`client=app`) may be sent back with its one-time code: custom schemes, loopback URLs. */
+  appRedirects: string[];
 }
 
 /** Verified domains (src/domains/): where their DNS TXT records are asked for, and how often. */
@@ -213,6 +227,8 @@ const environmentSchema = z.object({
   RATE_LIMIT_API_WINDOW_MS: count(1000, maxTimerMs),
   RATE_LIMIT_AUTH_MAX: count(1),
   RATE_LIMIT_AUTH_WINDOW_MS: count(1000, maxTimerMs),
+  RATE_LIMIT_SSO_MAX: count(1),
+  RATE_LIMIT_SSO_WINDOW_MS: count(1000, maxTimerMs),
   RATE_LIMIT_DATA_MAX: count(1),
   RATE_LIMIT_DATA_WINDOW_MS: count(1000, maxTimerMs),
   RATE_LIMIT_REDIS_TIMEOUT_MS: count(10, 10_000),
@@ -255,6 +271,9 @@ const environmentSchema = z.object({
   WEBHOOK_DISABLE_AFTER: count(1, 10_000),
   WEBHOOKS_ALLOW_PRIVATE: optional(z.enum(['true', 'false'], { error: 'must be true or false' })),
   DNS_SERVERS: optional(z.string()),
+  SSO_ALLOW_PRIVATE_ADDRESSES: optional(z.enum(['true', 'false'], { error: 'must be true or false' })),
+  SSO_CLOCK_SKEW_SECONDS: count(0, 600),
+  SSO_APP_REDIRECTS: optional(z.string()),
   DNS_TIMEOUT_MS: count(10, 60_000),
   DOMAIN_CHECK_INTERVAL_HOURS: count(1, 8760),
   DOMAIN_FAILING_GRACE_DAYS: count(1, 365),
@@ -343,6 +362,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     }
     // Webhooks to private addresses would let any organization's admin reach the backend's own network.
     if (values.WEBHOOKS_ALLOW_PRIVATE === 'true') problems.push('WEBHOOKS_ALLOW_PRIVATE: development only; production sends webhooks to public https:// addresses only');
+    // The same reach as webhooks: an admin's issuer URL would let the backend ask its own network.
+    if (values.SSO_ALLOW_PRIVATE_ADDRESSES === 'true') problems.push('SSO_ALLOW_PRIVATE_ADDRESSES: development only; production reaches identity providers at public https:// addresses only');
   }
   if (values.DATABASE_DIRECT_URL && !values.DATABASE_URL) {
     problems.push('DATABASE_DIRECT_URL: set it only with DATABASE_URL (it is PostgreSQL itself when DATABASE_URL is a pooler such as PgBouncer)');
@@ -385,6 +406,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       apiWindowMs: values.RATE_LIMIT_API_WINDOW_MS ?? 15 * 60 * 1000,
       authMax: values.RATE_LIMIT_AUTH_MAX ?? 10,
       authWindowMs: values.RATE_LIMIT_AUTH_WINDOW_MS ?? 60 * 60 * 1000,
+      ssoMax: values.RATE_LIMIT_SSO_MAX ?? 300,
+      ssoWindowMs: values.RATE_LIMIT_SSO_WINDOW_MS ?? 15 * 60 * 1000,
       // Generous: a busy single-page app stays far below it; a runaway script does not.
       dataMax: values.RATE_LIMIT_DATA_MAX ?? 1000,
       dataWindowMs: values.RATE_LIMIT_DATA_WINDOW_MS ?? 60 * 1000,
@@ -458,6 +481,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       checkIntervalHours: values.DOMAIN_CHECK_INTERVAL_HOURS ?? 24,
       failingGraceDays: values.DOMAIN_FAILING_GRACE_DAYS ?? 7,
       checkPollMs: values.DOMAIN_CHECK_POLL_MS ?? 60_000,
+    },
+    sso: {
+      allowPrivateAddresses: values.SSO_ALLOW_PRIVATE_ADDRESSES === 'true',
+      clockSkewSeconds: values.SSO_CLOCK_SKEW_SECONDS ?? 180,
+      appRedirects: (values.SSO_APP_REDIRECTS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean),
     },
   };
 }

@@ -13,6 +13,12 @@ import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, requestTokenD
 export interface RateLimits {
   /** Mounted at /api/auth: sign-up, sign-in, sign-out (10 an hour by default). */
   auth: RequestHandler;
+  /**
+   * Mounted at /api/auth/sso: single sign-on's start and callback (300 per 15 minutes by default),
+   * instead of the sign-in limit. A company signs in from one address through its own identity
+   * provider, which has already authenticated each person. The code exchange stays the strict one's.
+   */
+  sso: RequestHandler;
   /** Mounted at /api: everything else there, including the signed-in reads of /api/auth (100 per 15 minutes); not the docs page. */
   api: RequestHandler;
   /**
@@ -27,7 +33,7 @@ export interface RateLimits {
   close(): Promise<void>;
 }
 
-export type LimitName = 'auth' | 'api' | 'data';
+export type LimitName = 'auth' | 'sso' | 'api' | 'data';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -54,6 +60,11 @@ const isSignedInRead = (method: string, pathUnderApi: string) =>
 const isMachineKeyManagement = (pathUnderApi: string) => {
   const path = normalise(pathUnderApi);
   return path === '/auth/api-keys' || path.startsWith('/auth/api-keys/');
+};
+/** Single sign-on's start and callbacks under /api/auth/sso: the SSO limiter's (not the code exchange, /auth/sso/token). */
+const isSso = (pathUnderApi: string) => {
+  const path = normalise(pathUnderApi);
+  return path.startsWith('/auth/sso/') && path !== '/auth/sso/token';
 };
 /** `/auth` itself and everything below it: the requests the /api/auth limiter counts. */
 const isUnderAuth = (pathUnderApi: string) => {
@@ -82,6 +93,7 @@ export function limitCounting(method: string, path: string): LimitName | undefin
   if (normalised === '/health' || normalised === '/ready' || normalised === '/metrics') return undefined;
   if (isDataPath(normalised)) return 'data';
   const underApi = normalised.slice('/api'.length);
+  if (isSso(underApi)) return 'sso';
   return isUnderAuth(underApi) && !isSignedInRead(method, underApi) ? 'auth' : 'api';
 }
 
@@ -160,7 +172,7 @@ export async function createRateLimits(config: Config, logger: Logger, db: Datab
   // requests are not the users' and are not counted against them.
   const isService = (req: Request) => isServiceKeyRequest(req, config.serviceApiKey);
 
-  const refusals: Record<LimitName, number> = { auth: 0, api: 0, data: 0 };
+  const refusals: Record<LimitName, number> = { auth: 0, sso: 0, api: 0, data: 0 };
   const stores: Store[] = [];
   const limiter = (options: {
     name: LimitName;
@@ -208,7 +220,15 @@ export async function createRateLimits(config: Config, logger: Logger, db: Datab
       limit: config.rateLimits.authMax,
       message: `Too many login attempts${authHint}`,
       prefix: `${prefix}auth:`,
-      skip: (req) => isSignedInRead(req.method, `/auth${req.path}`),
+      skip: (req) => isSignedInRead(req.method, `/auth${req.path}`) || isSso(`/auth${req.path}`),
+    }),
+    sso: limiter({
+      name: 'sso',
+      windowMs: config.rateLimits.ssoWindowMs,
+      limit: config.rateLimits.ssoMax,
+      message: 'Too many single sign-on requests from this address',
+      prefix: `${prefix}sso:`,
+      skip: (req) => !isSso(`/auth/sso${req.path}`),
     }),
     api: limiter({
       name: 'api',

@@ -103,7 +103,7 @@ function cookiesOf(req: Request): Map<string, string> {
 }
 
 /** A cookie's value, percent-decoded; none when it is empty or not valid percent-encoding. */
-function cookieValue(req: Request, name: string): string | undefined {
+export function cookieValue(req: Request, name: string): string | undefined {
   const value = cookiesOf(req).get(name);
   try {
     return value ? decodeURIComponent(value) : undefined;

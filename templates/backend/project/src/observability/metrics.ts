@@ -57,8 +57,8 @@ export function createMetrics({ token, db, rateLimits, outbox }: { token: string
     const timelines = db.timelineStats?.();
     return timelines ? [{ labels: {}, value: timelines.refused }] : [];
   }));
-  register(registry, scraped('authstrap_rate_limit_refusals_total', 'Requests a rate limit refused (429), by limit: auth, api or data', 'counter', () =>
-    (['auth', 'api', 'data'] as const).map((limit) => ({ labels: { limit }, value: rateLimits.refusals[limit] })),
+  register(registry, scraped('authstrap_rate_limit_refusals_total', 'Requests a rate limit refused (429), by limit: auth, sso, api or data', 'counter', () =>
+    (['auth', 'sso', 'api', 'data'] as const).map((limit) => ({ labels: { limit }, value: rateLimits.refusals[limit] })),
   ));
   register(registry, scraped('authstrap_outbox_deliveries_total', 'Outbox deliveries by this instance: sent, retried (to be tried again) or failed (for good)', 'counter', () =>
     [...outbox.deliveries].flatMap(([channel, counts]) =>

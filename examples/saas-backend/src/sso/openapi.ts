@@ -1,0 +1,83 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+import { SsoConnectionChange, SsoConnectionInput } from './connections.router.js';
+import { SsoPolicyInput } from './policy.router.js';
+import { SsoStartInput, SsoTokenInput } from './sign-in.router.js';
+
+// Unnamed, as the domains' answers (domains/openapi.ts): not a generated collection for `authstrap verify`.
+const SsoConnection = z.object({
+  id: z.uuid(),
+  organizationId: z.uuid(),
+  name: z.string(),
+  protocol: z.literal('oidc'),
+  preset: z.enum(['okta', 'entra', 'google', 'generic']),
+  enabled: z.boolean(),
+  configChangedAt: z.date(),
+  testedAt: z.date().nullable(),
+  tested: z.boolean().meta({ description: 'Passed a test since the last change of what sign-in reads: it may be enabled' }),
+  lastTest: z.object({ at: z.string(), ok: z.boolean(), error: z.string().optional(), profile: z.record(z.string(), z.unknown()).optional() }).nullable(),
+  defaultRole: z.enum(['member', 'admin']),
+  jitProvisioning: z.boolean(),
+  attributeMapping: z.record(z.string(), z.string()),
+  oidcIssuer: z.string().nullable(),
+  oidcClientId: z.string().nullable(),
+  clientSecretSet: z.boolean().meta({ description: 'The client secret is stored (sealed); it is never answered' }),
+  oidcScopes: z.string(),
+  oidcTokenAuthMethod: z.enum(['client_secret_basic', 'client_secret_post']),
+  oidcTenant: z.string().nullable(),
+  oidcMetadataFetchedAt: z.date().nullable(),
+  serviceProvider: z.object({
+    redirectUri: z.string().meta({ description: "What the identity provider's admin registers as the redirect (sign-in) URI" }),
+    loginUrl: z.string().meta({ description: 'A link that starts a sign-in through this connection' }),
+  }),
+  createdBy: z.uuid().nullable(),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+});
+
+const SsoPolicy = z.object({ ssoRequired: z.boolean(), breakGlass: z.enum(['owners', 'none']), requiredSince: z.date().nullable(), updatedAt: z.date().nullable() });
+
+/** The single sign-on routes (src/sso/). */
+export function registerSsoRoutes(registry: OpenAPIRegistry): void {
+  const tags = ['sso'];
+  const tenant = z.object({ 'x-organization-id': z.uuid().optional() });
+  const id = z.object({ id: z.uuid() });
+  const one = (item: z.ZodType) => ({ content: { 'application/json': { schema: z.object({ success: z.literal(true), data: item }) } } });
+  const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
+  const adminOnly = { 401: { description: 'Not signed in' }, 403: { description: 'Not an owner or admin of the organization (or a machine key, or the service key)' } };
+  const noSuch = { 404: { description: 'No such connection in this organization' } };
+  const open: Record<string, string[]>[] = [];
+
+  registry.registerPath({ method: 'get', path: '/sso-connections', operationId: 'listSsoConnections', tags, summary: "The organization's single sign-on connections, with the values to copy into the identity provider", request: { headers: tenant }, responses: { 200: { description: 'Connections, oldest first', ...one(z.array(SsoConnection)) }, ...adminOnly } });
+  registry.registerPath({
+    method: 'post', path: '/sso-connections', operationId: 'createSsoConnection', tags,
+    summary: 'Add an OIDC connection: discovery is fetched now; disabled until tested and enabled',
+    request: { headers: tenant, body: json(SsoConnectionInput) },
+    responses: { 201: { description: 'Added (disabled)', ...one(SsoConnection) }, ...adminOnly, 409: { description: 'CONFLICT: a connection with this name exists' }, 422: { description: "Invalid input, or discovery failed: details['oidc.issuer'] says why (unreachable, a loopback or private address, no asymmetric ID token algorithm)" } },
+  });
+  registry.registerPath({ method: 'get', path: '/sso-connections/{id}', operationId: 'getSsoConnection', tags, summary: 'One connection', request: { headers: tenant, params: id }, responses: { 200: { description: 'The connection', ...one(SsoConnection) }, ...adminOnly, ...noSuch } });
+  registry.registerPath({
+    method: 'patch', path: '/sso-connections/{id}', operationId: 'updateSsoConnection', tags,
+    summary: 'Change a connection: a new clientSecret replaces the sealed one; a change of what sign-in reads needs a new test before enabling',
+    request: { headers: tenant, params: id, body: json(SsoConnectionChange) },
+    responses: { 200: { description: 'Changed', ...one(SsoConnection) }, ...adminOnly, ...noSuch, 409: { description: 'CONFLICT: a connection with this name exists' }, 422: { description: 'Invalid input, or discovery failed' } },
+  });
+  registry.registerPath({ method: 'delete', path: '/sso-connections/{id}', operationId: 'deleteSsoConnection', tags, summary: 'Remove a connection: the sessions it made end', request: { headers: tenant, params: id }, responses: { 204: { description: 'Removed' }, ...adminOnly, ...noSuch, 409: { description: 'LAST_CONNECTION: the last enabled connection while SSO is required' } } });
+  registry.registerPath({ method: 'post', path: '/sso-connections/{id}/test', operationId: 'testSsoConnection', tags, summary: "A test sign-in: open the answer's URL in the browser; the result lands in lastTest (no user, no session)", request: { headers: tenant, params: id }, responses: { 200: { description: "The identity provider's URL; a browser-binding cookie is set", ...one(z.object({ url: z.string() })) }, ...adminOnly, ...noSuch } });
+  registry.registerPath({ method: 'post', path: '/sso-connections/{id}/enable', operationId: 'enableSsoConnection', tags, summary: 'Turn a connection on', request: { headers: tenant, params: id }, responses: { 200: { description: 'Enabled', ...one(SsoConnection) }, ...adminOnly, ...noSuch, 409: { description: 'NOT_TESTED: no passing test since the last change' } } });
+  registry.registerPath({ method: 'post', path: '/sso-connections/{id}/disable', operationId: 'disableSsoConnection', tags, summary: 'Turn a connection off: the sessions it made end', request: { headers: tenant, params: id }, responses: { 200: { description: 'Disabled', ...one(SsoConnection) }, ...adminOnly, ...noSuch, 409: { description: 'LAST_CONNECTION: the last enabled connection while SSO is required' } } });
+
+  registry.registerPath({ method: 'get', path: '/sso-policy', operationId: 'getSsoPolicy', tags, summary: "The organization's single sign-on policy (any member)", request: { headers: tenant }, responses: { 200: { description: 'The policy', ...one(SsoPolicy) }, 401: { description: 'Not signed in' }, 403: { description: 'Not a member (or the service key)' } } });
+  registry.registerPath({
+    method: 'put', path: '/sso-policy', operationId: 'setSsoPolicy', tags,
+    summary: 'Require single sign-on for the verified domains (owners): the sessions it refuses end, but the caller\'s own',
+    request: { headers: tenant, body: json(SsoPolicyInput) },
+    responses: { 200: { description: 'The policy, and how many sessions ended', ...one(SsoPolicy.extend({ sessionsEnded: z.int() })) }, 401: { description: 'Not signed in' }, 403: { description: 'Not an owner' }, 409: { description: 'NO_ENABLED_CONNECTION or NO_VERIFIED_DOMAIN' } },
+  });
+
+  const startResponses = { 404: { description: 'SSO_NOT_CONFIGURED: no verified domain or no enabled connection' }, 409: { description: 'CHOOSE_CONNECTION: several enabled connections; send connectionId' }, 422: { description: 'Invalid input' } };
+  registry.registerPath({ method: 'get', path: '/api/auth/sso/start', operationId: 'startSsoFromLink', tags, security: open, summary: 'Start a single sign-on: 303 to the identity provider', request: { query: z.object({ email: z.string().optional(), organization: z.string().optional(), connectionId: z.uuid().optional(), returnTo: z.string().optional(), client: z.enum(['browser', 'app']).optional(), codeChallenge: z.string().optional() }) }, responses: { 303: { description: "To the identity provider; a browser-binding cookie is set" }, ...startResponses } });
+  registry.registerPath({ method: 'post', path: '/api/auth/sso/start', operationId: 'startSso', tags, security: open, summary: "Start a single sign-on: the identity provider's URL", request: { body: json(SsoStartInput) }, responses: { 200: { description: "The identity provider's URL; a browser-binding cookie is set", ...one(z.object({ url: z.string() })) }, ...startResponses } });
+  registry.registerPath({ method: 'get', path: '/api/auth/sso/{connectionId}/oidc/callback', operationId: 'ssoOidcCallback', tags, security: open, summary: 'Where the identity provider sends the browser back', request: { params: z.object({ connectionId: z.uuid() }), query: z.object({ code: z.string().optional(), state: z.string().optional() }) }, responses: { 303: { description: 'Signed in: the session cookie and returnTo (an app: returnTo?code=...); refused: <APP_URL>/sign-in?error=<CODE>' } } });
+  registry.registerPath({ method: 'post', path: '/api/auth/sso/token', operationId: 'exchangeSsoCode', tags, security: open, summary: "An app's one-time code and PKCE verifier for a session token", request: { body: json(SsoTokenInput) }, responses: { 200: { description: 'Signed in', ...one(z.object({ user: z.record(z.string(), z.unknown()), token: z.string(), session: z.record(z.string(), z.unknown()) })) }, 400: { description: 'INVALID_CODE: used, expired or another verifier' }, 403: { description: "SSO_REQUIRED, DEPROVISIONED: refused by the organization's policy" }, 422: { description: 'Invalid input' } } });
+}
