@@ -38,11 +38,11 @@ import { securityHeaders } from './http/security-headers.js';
 import { scimDirectoriesRouter } from './scim/directories.router.js';
 import { registerScimRoutes } from './scim/openapi.js';
 import { scimRouter } from './scim/scim.router.js';
-import { docsRouter, registerProbeAndDocsRoutes } from './openapi/docs.js';
 import { ssoConnectionsRouter } from './sso/connections.router.js';
 import { registerSsoRoutes } from './sso/openapi.js';
 import { ssoPolicyRouter } from './sso/policy.router.js';
 import { ssoSignInRouter } from './sso/sign-in.router.js';
+import { docsRouter, registerProbeAndDocsRoutes } from './openapi/docs.js';
 
 export interface AppDependencies {
   config: Config;

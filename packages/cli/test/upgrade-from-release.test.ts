@@ -111,7 +111,8 @@ describe.runIf(adminUrl)('an upgrade from authstrap 0.2.0, with the users\' edit
   it('(b) engine files changed away from this version\'s changes: merged with no question, both changes in, a moved one at its new path', () => {
     const { dir, generate, check } = project('b');
     expect(generate.status, generate.output).toBe(0);
-    expect(generate.stdout).toContain('merged this version\'s changes into 2 files you changed (review them before you commit): src/auth/invitations.ts, src/http/rate-limit.ts');
+    // package.json too: the project's own (its authstrap dependency is a link), and this version's dependencies changed.
+    expect(generate.stdout).toContain('merged this version\'s changes into 3 files you changed (review them before you commit): package.json, src/auth/invitations.ts, src/http/rate-limit.ts');
     expect(read(dir, 'src/http/rate-limit.ts')).toBe(exemption + read(exampleDir, 'src/http/rate-limit.ts'));
     expect(fs.existsSync(path.join(dir, 'src/http/rate-limit.ts.authstrap-new'))).toBe(false);
     // The moved file: the user's lifetime in this version's file at its new path; the old one gone.
@@ -131,7 +132,11 @@ describe.runIf(adminUrl)('an upgrade from authstrap 0.2.0, with the users\' edit
     expect(generate.status, generate.output).toBe(0);
     expect(generate.stdout).toContain('src/app.ts (1 conflict)');
     const app = read(dir, 'src/app.ts');
-    expect(app).toContain(`<<<<<<< yours: src/app.ts\n${ourMount}||||||| authstrap 0.2.0\n=======\n${realtimeMount}>>>>>>> authstrap `);
+    // Theirs: every mount this version adds after the webhook endpoints', up to the live streams'.
+    const thisVersion = read(exampleDir, 'src/app.ts');
+    const added = thisVersion.slice(thisVersion.indexOf(webhookMount) + webhookMount.length, thisVersion.indexOf(realtimeMount) + realtimeMount.length);
+    expect(added).toContain(realtimeMount);
+    expect(app).toContain(`<<<<<<< yours: src/app.ts\n${ourMount}||||||| authstrap 0.2.0\n=======\n${added}>>>>>>> authstrap `);
     expect(check.status).toBe(1);
     expect(check.stderr).toContain('not merged yet: src/app.ts (merged with conflicts)');
     // The build refuses the markers, naming the file.
