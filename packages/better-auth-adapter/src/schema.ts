@@ -39,7 +39,9 @@ export interface AuthstrapSchemaPart {
 /** The fields each built-in entity of the backend has (authstrap's schema/builtin.ts), in Better Auth's names. */
 const builtinFields: Record<string, ReadonlySet<string>> = {
   user: new Set(['id', 'name', 'email', 'emailVerified', 'image', 'createdAt', 'updatedAt']),
-  session: new Set(['id', 'userId', 'token', 'expiresAt', 'ipAddress', 'userAgent', 'activeOrganizationId', 'createdAt', 'updatedAt']),
+  // authMethod and ssoConnectionId: how the session was made (the sign-in rule's); impersonatedBy: the
+  // operator acting as the user (the admin plugin's field of that name is the backend's column).
+  session: new Set(['id', 'userId', 'token', 'expiresAt', 'ipAddress', 'userAgent', 'activeOrganizationId', 'authMethod', 'ssoConnectionId', 'impersonatedBy', 'createdAt', 'updatedAt']),
   account: new Set([
     'id', 'userId', 'accountId', 'providerId', 'password', 'accessToken', 'refreshToken', 'idToken',
     'accessTokenExpiresAt', 'refreshTokenExpiresAt', 'scope', 'createdAt', 'updatedAt',
