@@ -1002,16 +1002,19 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION authstrap.user_banned(user_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+CREATE OR REPLACE FUNCTION authstrap.key_creator_refusal(creator uuid, organization_id uuid) RETURNS text LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text;
-  banned boolean;
+  refusal text;
 BEGIN
   was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
   PERFORM set_config('authstrap.maintenance', 'on', true);
-  banned := EXISTS (SELECT 1 FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND (b."expiresAt" IS NULL OR b."expiresAt" > now()));
+  refusal := CASE
+    WHEN EXISTS (SELECT 1 FROM "authstrap_member_suspension" s WHERE s."userId" = creator AND s."organizationId" = organization_id) THEN 'creator-suspended'
+    WHEN EXISTS (SELECT 1 FROM "authstrap_user_ban" b WHERE b."userId" = creator AND (b."expiresAt" IS NULL OR b."expiresAt" > now())) THEN 'creator-banned'
+  END;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
-  RETURN banned;
+  RETURN refusal;
 END
 $$;
 

@@ -300,7 +300,8 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
 
   it.skipIf(skip)("refuses a user the platform's operators banned, on every method (SSO and break-glass included), until the ban ends; no request reads the bans", async () => {
     const banned = { allowed: false, code: 'BANNED' };
-    const userBanned = async (userId: string) => (await db.query<{ banned: boolean }>('SELECT authstrap.user_banned($1) AS banned', [userId]))[0]!.banned;
+    // What a machine key's lookup asks about its maker (db/scope.ts).
+    const keyCreatorRefusal = async (userId: string) => (await db.query<{ refusal: string | null }>('SELECT authstrap.key_creator_refusal($1, $2) AS refusal', [userId, world.acme]))[0]!.refusal;
     await inRollback(async () => {
       await db.query(`INSERT INTO "authstrap_user_ban" ("userId", "reason") VALUES ($1, 'spam'), ($2, 'spam')`, [world.outsider, world.owner]);
       for (const method of ['password', 'sign-up', 'invitation', 'password-reset', 'password-set', 'email-change', 'sso', 'better-auth:password', 'better-auth:magic-link', 'service', 'unknown']) {
@@ -310,7 +311,7 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
       expect(await verdict(db, 'owner@acme.com', world.owner, 'sso', world.acme, world.acmeConnection)).toEqual(banned);
       expect(await verdict(db, 'owner@acme.com', world.owner, 'password')).toEqual(banned);
       expect(await verdict(db, 'employee@acme.com', world.employee, 'sso', world.acme, world.acmeConnection)).toEqual(allowed);
-      expect([await userBanned(world.outsider), await userBanned(world.employee)]).toEqual([true, false]);
+      expect([await keyCreatorRefusal(world.outsider), await keyCreatorRefusal(world.employee)]).toEqual(['creator-banned', null]);
       // A request (the backend's role, scoped to the user themselves) sees no ban, not even its own, and writes none.
       await db.exec('SAVEPOINT request');
       try {
@@ -334,7 +335,11 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
       // Ended: it refuses nothing, and the keys the user made work again.
       await db.query(`UPDATE "authstrap_user_ban" SET "expiresAt" = now() - interval '1 second'`);
       expect(await verdict(db, 'someone@elsewhere.org', world.outsider, 'password')).toEqual(allowed);
-      expect(await userBanned(world.outsider)).toBe(false);
+      expect(await keyCreatorRefusal(world.outsider)).toBe(null);
+      // A suspension in the key's organization stops it too, and is named first; one in another organization is not this key's business.
+      await db.query(`UPDATE "authstrap_user_ban" SET "expiresAt" = NULL`);
+      await db.query(`INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason") VALUES (gen_random_uuid(), $1, $2, 'member', now(), 'directory-inactive'), (gen_random_uuid(), $3, $4, 'member', now(), 'directory-inactive')`, [world.acme, world.outsider, world.globex, world.employee]);
+      expect([await keyCreatorRefusal(world.outsider), await keyCreatorRefusal(world.employee)]).toEqual(['creator-suspended', null]);
     });
   });
 

@@ -77,7 +77,7 @@ $$;`;
 
 /**
  * The operators' ban of `userId` (authstrap_user_ban), while it is in force: a row whose end, if
- * it has one, is still to come. What the rule and `authstrap.user_banned` both ask.
+ * it has one, is still to come. What the rule and `authstrap.key_creator_refusal` both ask.
  */
 const banInForce = (userId: string) =>
   `SELECT 1 FROM "authstrap_user_ban" b WHERE b."userId" = ${userId} AND (b."expiresAt" IS NULL OR b."expiresAt" > now())`;
@@ -289,17 +289,23 @@ END
 $$;`;
 
 /**
- * Whether the platform's operators banned `user_id` (a ban in force): a machine key that user made
- * stops working while they are (db/scope.ts, creatorNotBanned), on its next request and in the
- * streams' recheck. SECURITY DEFINER, as member_suspended: no request may read the bans.
+ * Why a machine key's maker stops it, or null when nothing does: `creator-suspended` while the
+ * organization's directory has suspended them there (3.6), `creator-banned` while the platform's
+ * operators ban them (docs/operator.md). Asked on every request of a key that records its maker
+ * (db/scope.ts, creatorAllowed), and in the streams' recheck: one call, so one function and one
+ * maintenance switch per request, not one per reason. SECURITY DEFINER, as member_suspended: no
+ * request may read the suspensions or the bans.
  */
-const userBanned = `CREATE OR REPLACE FUNCTION authstrap.user_banned(user_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+const keyCreatorRefusal = `CREATE OR REPLACE FUNCTION authstrap.key_creator_refusal(creator uuid, organization_id uuid) RETURNS text LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text;
-  banned boolean;
+  refusal text;
 BEGIN
-${withMaintenance(`  banned := EXISTS (${banInForce('user_id')});`)}
-  RETURN banned;
+${withMaintenance(`  refusal := CASE
+    WHEN EXISTS (SELECT 1 FROM "authstrap_member_suspension" s WHERE s."userId" = creator AND s."organizationId" = organization_id) THEN 'creator-suspended'
+    WHEN EXISTS (${banInForce('creator')}) THEN 'creator-banned'
+  END;`)}
+  RETURN refusal;
 END
 $$;`;
 
@@ -425,7 +431,7 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'member_suspended', definition: memberSuspended },
   { name: 'record_scim_requests', definition: recordScimRequests },
   { name: 'directory_manages_role', definition: directoryManagesRole },
-  { name: 'user_banned', definition: userBanned },
+  { name: 'key_creator_refusal', definition: keyCreatorRefusal },
   { name: 'due_domain_checks', definition: dueDomainChecks },
   { name: 'sso_route', definition: ssoRoute },
   { name: 'sso_connection_owner', definition: ssoConnectionOwner },

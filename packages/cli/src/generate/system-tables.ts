@@ -215,10 +215,10 @@ export const operatorTable: Table = {
  * Users the platform's operators banned (src/operator/; docs/operator.md): at most one ban per
  * user, with why, until when (null: until an operator lifts it), by whom and since when. The
  * sign-in rule refuses a user whose ban is in force (`BANNED`, on every method and both sign-in
- * paths), and a machine key they made stops (db/scope.ts, creatorNotBanned). Kept apart from
+ * paths), and a machine key they made stops (db/scope.ts, creatorAllowed). Kept apart from
  * Better Auth's admin-plugin columns on `User`, so that it works in every project; the rule
  * honours those too. No request reads or writes it: only the operators' functions
- * (`authstrap.operator_ban_user`, `operator_unban_user`), the rule and `authstrap.user_banned`,
+ * (`authstrap.operator_ban_user`, `operator_unban_user`), the rule and `authstrap.key_creator_refusal`,
  * all as the tables' owner.
  */
 export const userBanTable: Table = {

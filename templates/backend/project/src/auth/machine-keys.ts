@@ -119,7 +119,7 @@ export function createMachineKeys(db: Database, limit: MachineKeyLimit) {
           input.expiresIn === undefined ? null : new Date(Date.now() + input.expiresIn * 1000),
           input.rateLimitMax,
           input.rateLimitTimeWindow,
-          // Its maker: a directory that suspends them stops the key too (db/scope.ts, creatorActive).
+          // Its maker: a directory that suspends them stops the key too (db/scope.ts, creatorAllowed).
           creatorId,
         ],
       );

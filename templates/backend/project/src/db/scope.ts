@@ -146,18 +146,16 @@ const refillDue = `(k."refillInterval" IS NOT NULL AND k."refillAmount" IS NOT N
  * checks it: `remaining` requests in all (null: no quota), set back to `refillAmount` every
  * `refillInterval` ms.
  */
+const creatorRefusal = `authstrap.key_creator_refusal(k."createdBy", k."referenceId")`;
 const keyConditions = {
   enabled: `k."enabled"`,
   unexpired: `(k."expiresAt" IS NULL OR k."expiresAt" > now())`,
   organizationExists: `EXISTS (SELECT FROM "Organization" o WHERE o."id" = k."referenceId")`,
   sameOrganization: `($2::uuid IS NULL OR k."referenceId" = $2::uuid)`,
-  // A key made by a member the organization's directory has since suspended stops with them
-  // (docs/enterprise-identity.md, 3.6); a key made before keys recorded their maker, or by
-  // Better Auth without one, has no maker to ask about.
-  creatorActive: `(k."createdBy" IS NULL OR NOT authstrap.member_suspended(k."createdBy", k."referenceId"))`,
-  // A key made by a user the platform's operators have since banned stops while the ban is in
-  // force (docs/operator.md), and works again once it ends or is lifted.
-  creatorNotBanned: `(k."createdBy" IS NULL OR NOT authstrap.user_banned(k."createdBy"))`,
+  // A key stops with its maker: while the organization's directory suspends them
+  // (docs/enterprise-identity.md, 3.6) or the platform's operators ban them (docs/operator.md).
+  // A key made before keys recorded their maker, or by Better Auth without one, has no maker to ask about.
+  creatorAllowed: `(k."createdBy" IS NULL OR ${creatorRefusal} IS NULL)`,
   permitted: `authstrap.key_allows(k."permissions", $3, $4)`,
   withinQuota: `(k."remaining" IS NULL OR (CASE WHEN ${refillDue} THEN k."refillAmount" ELSE k."remaining" END) > 0)`,
 };
@@ -204,7 +202,7 @@ function machineKeyText({ flushLater, charge }: { flushLater: boolean; charge: b
   // Charged, the row as the UPDATE locked it decides. Looked at only, the row as read; and a key
   // that has a quota after all (set since its last request) is not let through uncharged: its
   // request is sent again with the charge (tenant.guard.ts).
-  const quota = charge ? `WHEN k."remaining" IS NOT NULL THEN 'quota-exhausted'` : `WHEN NOT ${c.withinQuota} THEN 'quota-exhausted'\n         WHEN k."remaining" IS NOT NULL THEN 'quota-uncharged'`;
+  const quota = charge ? `WHEN k."remaining" IS NOT NULL THEN 'quota-exhausted'` : `WHEN NOT ${c.withinQuota} THEN 'quota-exhausted'\n           WHEN k."remaining" IS NOT NULL THEN 'quota-uncharged'`;
   return `WITH charged AS (
        ${charged}
      )
@@ -221,11 +219,11 @@ function machineKeyText({ flushLater, charge }: { flushLater: boolean; charge: b
          WHEN NOT ${c.unexpired} THEN 'expired'
          WHEN NOT ${c.organizationExists} THEN 'no-organization'
          WHEN NOT ${c.sameOrganization} THEN 'other-organization'
-         WHEN NOT ${c.creatorActive} THEN 'creator-suspended'
-         WHEN NOT ${c.creatorNotBanned} THEN 'creator-banned'
-         WHEN NOT ${c.permitted} THEN 'forbidden'
-         ${quota}
-         ELSE 'ok' END AS "outcome") o
+         -- The maker's refusal, asked once ('creator-suspended', 'creator-banned'), or the rest.
+         ELSE COALESCE(CASE WHEN k."createdBy" IS NOT NULL THEN ${creatorRefusal} END, CASE
+           WHEN NOT ${c.permitted} THEN 'forbidden'
+           ${quota}
+           ELSE 'ok' END) END AS "outcome") o
      WHERE k."key" = $1`;
 }
 const machineKeyReadText = machineKeyText({ flushLater: true, charge: true });

@@ -16,7 +16,7 @@ import type { UserColumns } from './user-resource.js';
  * - deactivating (or deleting) **suspends** the membership: the `member` row moves to
  *   `authstrap_member_suspension` (same id, role and date), every session that could still act in
  *   the organization ends (and everywhere, when the organization owns the address), their machine
- *   keys stop (db/scope.ts, creatorActive), their streams end at the next recheck, and the sign-in
+ *   keys stop (db/scope.ts, creatorAllowed), their streams end at the next recheck, and the sign-in
  *   rule refuses them. Nothing they made is touched.
  * - reactivating moves the row back.
  */
