@@ -89,6 +89,30 @@ describe.each(databaseKinds)('SCIM groups and roles on the %s database', (kind) 
     expect((await scim('POST', `${directory.path}/Groups`, { schemas: [coreGroup], displayName: 'Twice', externalId: 'okta-group-1' })).body.scimType).toBe('uniqueness');
   });
 
+  it('answers a PUT or PATCH whose If-Match names an older version 412 and changes nothing; the current version, a list with it, or * go through (users and groups)', async () => {
+    const ivan = await provision('ivan');
+    const id = await group('Versioned', [ivan]);
+    const rename = (displayName: string, ifMatch: string) =>
+      scim('PATCH', `${directory.path}/Groups/${id}`, { schemas: [patchOp], Operations: [{ op: 'replace', path: 'displayName', value: displayName }] }, { 'if-match': ifMatch });
+    const first = await rename('Versioned 2', 'W/"1"');
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.headers.get('etag')).toBe('W/"2"');
+    const stale = await rename('Lost update', 'W/"1"');
+    expect(stale.status).toBe(412);
+    expect(stale.body.detail).toBe('The group has changed since W/"1": it is at W/"2" now');
+    expect((await scim('GET', `${directory.path}/Groups/${id}`)).body.displayName).toBe('Versioned 2');
+    expect((await rename('Versioned 3', 'W/"1", W/"2"')).status).toBe(200);
+    expect((await rename('Versioned 4', '*')).status).toBe(200);
+
+    const user = (await scim('GET', `${directory.path}/Users/${ivan}`)).body;
+    const staleUser = await scim('PUT', `${directory.path}/Users/${ivan}`, { ...user, displayName: 'Lost' }, { 'if-match': 'W/"0"' });
+    expect(staleUser.status).toBe(412);
+    expect(staleUser.body.detail).toBe(`The user has changed since W/"0": it is at ${user.meta.version} now`);
+    const current = await scim('PUT', `${directory.path}/Users/${ivan}`, { ...user, displayName: 'Ivan Kept' }, { 'if-match': user.meta.version });
+    expect(current.status, JSON.stringify(current.body)).toBe(200);
+    expect(current.body.displayName).toBe('Ivan Kept');
+  });
+
   it('maps groups to roles: the most privileged mapped role wins, at once, and leaving a group takes it away', async () => {
     const erin = await provision('erin');
     const admins = await group('Engineering admins', [erin]);

@@ -1,4 +1,4 @@
-import { Router, type Request } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
@@ -188,53 +188,46 @@ export function scimDirectoriesRouter(deps: TenantDeps & { db: Database; config:
     res.status(204).end();
   });
 
-  router.get('/:id/users', async (req, res) => {
+  /** A GET of one of the directory's lists: its owners' and admins', once the directory is known to be the organization's. */
+  const directoryList = (list: (caller: ScopedQueryable, id: string) => Promise<unknown[]>) => async (req: Request, res: Response) => {
     const caller = await asAdmin(req);
     const id = parseId('SCIM directory', req.params.id);
     await directoryOf(caller, id);
-    const { rows } = await caller.query(
-      `SELECT su."id", su."userId", su."attributes"->>'userName' AS "userName", su."externalId", su."email", su."displayName", su."active", su."membership", su."createdAt", su."updatedAt"
-         FROM "authstrap_scim_user" su WHERE su."directoryId" = $1 AND su."deletedAt" IS NULL ORDER BY su."userName" LIMIT 1000`,
-      [id],
-    );
-    sendData(res, rows);
-  });
+    sendData(res, await list(caller, id));
+  };
+  const rowsOf = (text: string) => async (caller: ScopedQueryable, id: string) => (await caller.query(text, [id])).rows;
+  const mappingsOf = rowsOf(
+    `SELECT r."groupId", g."displayName", r."role" FROM "authstrap_scim_role_mapping" r JOIN "authstrap_scim_group" g ON g."id" = r."groupId" WHERE r."directoryId" = $1 ORDER BY lower(g."displayName")`,
+  );
 
-  router.get('/:id/groups', async (req, res) => {
-    const caller = await asAdmin(req);
-    const id = parseId('SCIM directory', req.params.id);
-    await directoryOf(caller, id);
-    const { rows } = await caller.query(
-      `SELECT g."id", g."displayName", g."externalId", r."role",
-              (SELECT count(*)::int FROM "authstrap_scim_group_member" gm WHERE gm."groupId" = g."id") AS "members", g."createdAt", g."updatedAt"
-         FROM "authstrap_scim_group" g LEFT JOIN "authstrap_scim_role_mapping" r ON r."groupId" = g."id"
-        WHERE g."directoryId" = $1 ORDER BY lower(g."displayName"), g."id" LIMIT 1000`,
-      [id],
-    );
-    sendData(res, rows);
-  });
+  router.get(
+    '/:id/users',
+    directoryList(
+      rowsOf(`SELECT su."id", su."userId", su."attributes"->>'userName' AS "userName", su."externalId", su."email", su."displayName", su."active", su."membership", su."createdAt", su."updatedAt"
+                FROM "authstrap_scim_user" su WHERE su."directoryId" = $1 AND su."deletedAt" IS NULL ORDER BY su."userName" LIMIT 1000`),
+    ),
+  );
 
-  router.get('/:id/requests', async (req, res) => {
-    const caller = await asAdmin(req);
-    const id = parseId('SCIM directory', req.params.id);
-    await directoryOf(caller, id);
-    const { rows } = await caller.query(
-      `SELECT "id", "method", "path", "status", "scimType", "detail", "durationMs", "createdAt" FROM "authstrap_scim_request"
-        WHERE "directoryId" = $1 ORDER BY "createdAt" DESC, "id" DESC LIMIT 200`,
-      [id],
-    );
-    sendData(res, rows);
-  });
+  router.get(
+    '/:id/groups',
+    directoryList(
+      rowsOf(`SELECT g."id", g."displayName", g."externalId", r."role",
+                     (SELECT count(*)::int FROM "authstrap_scim_group_member" gm WHERE gm."groupId" = g."id") AS "members", g."createdAt", g."updatedAt"
+                FROM "authstrap_scim_group" g LEFT JOIN "authstrap_scim_role_mapping" r ON r."groupId" = g."id"
+               WHERE g."directoryId" = $1 ORDER BY lower(g."displayName"), g."id" LIMIT 1000`),
+    ),
+  );
 
-  const mappingsOf = async (tx: ScopedQueryable, id: string) =>
-    (await tx.query(`SELECT r."groupId", g."displayName", r."role" FROM "authstrap_scim_role_mapping" r JOIN "authstrap_scim_group" g ON g."id" = r."groupId" WHERE r."directoryId" = $1 ORDER BY lower(g."displayName")`, [id])).rows;
+  // The request log keeps 7 days and at most 1,000 rows a directory (request-log.ts); the console shows the last 200.
+  router.get(
+    '/:id/requests',
+    directoryList(
+      rowsOf(`SELECT "id", "method", "path", "status", "scimType", "detail", "durationMs", "createdAt" FROM "authstrap_scim_request"
+               WHERE "directoryId" = $1 ORDER BY "createdAt" DESC, "id" DESC LIMIT 200`),
+    ),
+  );
 
-  router.get('/:id/role-mappings', async (req, res) => {
-    const caller = await asAdmin(req);
-    const id = parseId('SCIM directory', req.params.id);
-    await directoryOf(caller, id);
-    sendData(res, await mappingsOf(caller, id));
-  });
+  router.get('/:id/role-mappings', directoryList(mappingsOf));
 
   router.put('/:id/role-mappings', async (req, res) => {
     const caller = await asAdmin(req);

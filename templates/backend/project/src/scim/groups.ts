@@ -12,7 +12,7 @@ import { coreGroupSchema } from './resource-schema.js';
 import { recomputeRoles } from './roles.js';
 import { baseUrlOf, sendScim, type AsDirectory } from './scim.router.js';
 import { listQueryOf } from './list.js';
-import { etagOf, projectionOf, type Projection } from './user-resource.js';
+import { checkIfMatch, etagOf, projectionOf, type Projection } from './user-resource.js';
 
 /**
  * `/Groups` of a directory (RFC 7644; docs/enterprise-identity.md, 6.5). A group is the identity
@@ -142,10 +142,7 @@ export function groupRoutes(router: Router, { asDirectory, config }: { asDirecto
   const change = (compute: (stored: GroupRow, body: unknown) => { displayName: string; externalId: string | null; members: MemberChanges }) => async (req: Request, res: Response) => {
     const group = await asDirectory(req, async (tx, directory) => {
       const stored = await groupOfDirectory(tx, directory, String(req.params.id), true);
-      const wanted = req.header('if-match');
-      if (wanted !== undefined && wanted.trim() !== '*' && !wanted.split(',').map((tag) => tag.trim()).includes(etagOf(stored.version))) {
-        throw new ScimError(412, undefined, `The group has changed since ${wanted}: it is at ${etagOf(stored.version)} now`);
-      }
+      checkIfMatch(req.header('if-match'), stored.version, 'group');
       const next = compute(stored, req.body);
       const membersChanged = await changeMembers(tx, directory, stored.id, next.members);
       const renamed = next.displayName !== stored.displayName || next.externalId !== stored.externalId;

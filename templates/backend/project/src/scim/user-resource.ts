@@ -124,6 +124,17 @@ export interface ScimUserRow {
 export const etagOf = (version: number) => `W/"${version}"`;
 
 /**
+ * A PUT or PATCH whose `If-Match` names other versions than the stored one: 412 (RFC 7644 3.14).
+ * No header, or `*`, matches any version. Users and groups both.
+ */
+export function checkIfMatch(ifMatch: string | undefined, storedVersion: number, resource: 'user' | 'group'): void {
+  if (ifMatch === undefined || ifMatch.trim() === '*') return;
+  const versions = ifMatch.split(',').map((tag) => tag.trim());
+  const stored = etagOf(storedVersion);
+  if (!versions.includes(stored)) throw new ScimError(412, undefined, `The ${resource} has changed since ${ifMatch}: it is at ${stored} now`);
+}
+
+/**
  * The resource as answered: the stored attributes with `id`, `schemas` and `meta`, and `active` as
  * stored (what the identity provider said). `attributes`/`excludedAttributes` (RFC 7644 3.4.2.5)
  * narrow it; `id`, `schemas` and `meta` are always returned.

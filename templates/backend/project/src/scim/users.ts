@@ -10,7 +10,7 @@ import { directoryEvent, provisionUser, reactivate, suspend, updateAccount, type
 import { applyUserPatch, deepEqual } from './patch.js';
 import { recomputeRoles } from './roles.js';
 import { baseUrlOf, sendScim, type AsDirectory } from './scim.router.js';
-import { etagOf, projectionOf, userAttributesOf, userColumnsOf, userResource, type ScimUserRow, type UserAttributes, type UserColumns } from './user-resource.js';
+import { checkIfMatch, etagOf, projectionOf, userAttributesOf, userColumnsOf, userResource, type ScimUserRow, type UserAttributes, type UserColumns } from './user-resource.js';
 
 /**
  * `/Users` of a directory (RFC 7644 3.3 to 3.6; docs/enterprise-identity.md, 6.3 and 6.4). The
@@ -108,7 +108,7 @@ export function userRoutes(router: Router, { asDirectory, config }: { asDirector
   const change = (compute: (stored: ScimUserRow, body: unknown) => UserAttributes) => async (req: Request, res: import('express').Response) => {
     const row = await asDirectory(req, async (tx, directory) => {
       const stored = await userOf(tx, directory, String(req.params.id), true);
-      checkIfMatch(req, stored);
+      checkIfMatch(req.header('if-match'), stored.version, 'user');
       const attributes = userAttributesOf(compute(stored, req.body));
       return replaceUser(tx, directory, stored, attributes);
     });
@@ -146,14 +146,6 @@ async function refuseDuplicate(tx: Queryable, directory: Directory, user: UserCo
     [directory.id, user.userName.toLowerCase(), user.externalId],
   );
   if (rows[0]) throw new ScimError(409, 'uniqueness', `A user with this userName or externalId already exists in this directory`);
-}
-
-/** `If-Match` with another version than the stored one: 412 (RFC 7644 3.14). */
-function checkIfMatch(req: Request, stored: ScimUserRow): void {
-  const wanted = req.header('if-match');
-  if (wanted === undefined || wanted.trim() === '*') return;
-  const versions = wanted.split(',').map((tag) => tag.trim());
-  if (!versions.includes(etagOf(stored.version))) throw new ScimError(412, undefined, `The user has changed since ${wanted}: it is at ${etagOf(stored.version)} now`);
 }
 
 /** Suspends or brings back the membership as `active` says, and records it on the resource. */
