@@ -1,5 +1,6 @@
 import type * as OpenIdClient from 'openid-client';
 import { parseWebhookUrl, RefusedWebhookAddress, resolveWebhookAddress } from '../events/webhook-address.js';
+import { pinnedFetch, type PinnedAddress } from '../http/pinned-fetch.js';
 
 /**
  * The OIDC relying party of a connection, through openid-client (certified; no hand-written token
@@ -41,18 +42,25 @@ function problemOf(error: unknown, prefix: string): OidcProblem {
   return new OidcProblem(`${prefix}${(error as Error).message}`);
 }
 
-/** openid-client's `customFetch`: the address of every request checked first, redirects not followed. */
+/**
+ * openid-client's `customFetch`: the address of every request checked first and then connected
+ * to (http/pinned-fetch.ts: a name that answers differently the second time gains nothing),
+ * redirects not followed.
+ */
 export function guardedFetch(allowPrivate: boolean): OpenIdClient.CustomFetch {
   return async (url, options) => {
     let target: URL;
+    let address: PinnedAddress;
     try {
       target = parseWebhookUrl(url, allowPrivate);
-      await resolveWebhookAddress(target, allowPrivate);
+      address = await resolveWebhookAddress(target, allowPrivate);
     } catch (error) {
       if (error instanceof RefusedWebhookAddress) throw new OidcProblem(error.message.replace('webhook URLs', 'identity provider URLs'));
       throw error;
     }
-    return fetch(target, { ...options, redirect: 'manual' } as RequestInit);
+    // openid-client sends strings and forms; it streams nothing to an identity provider.
+    if (options.body instanceof ReadableStream) throw new OidcProblem('a streamed request body is not sent to an identity provider');
+    return pinnedFetch(target, address, { method: options.method, headers: options.headers, body: options.body, signal: options.signal });
   };
 }
 

@@ -1,12 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
 import type { WebhookSettings } from '../config.js';
 import type { Database, Queryable } from '../db/database.js';
 import { withScope } from '../db/scope.js';
 import { messages } from '../extensions/mail/messages.js';
+import { pinnedLookup } from '../http/pinned-fetch.js';
 import { mailChannelName, type MailPayload } from '../mail/mail.js';
 import { enqueue, PermanentDeliveryError, type Channel, type OutboxMessage } from '../outbox/outbox.js';
 import { recordEvent, type StoredEvent } from './events.js';
@@ -89,10 +89,7 @@ const answerKept = 512;
  */
 function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Record<string, string>, body: string, timeoutMs: number, agents: Agents): Promise<void> {
   // The name is resolved once, by resolveWebhookAddress: the connection uses that answer.
-  const lookup: LookupFunction = (_hostname, options, callback) => {
-    if (options.all) (callback as (error: null, addresses: { address: string; family: number }[]) => void)(null, [address]);
-    else callback(null, address.address, address.family);
-  };
+  const lookup = pinnedLookup(address);
   const [client, agent] = url.protocol === 'https:' ? [https, agents.https] : [http, agents.http];
   return new Promise((resolve, reject) => {
     const request = client.request(
