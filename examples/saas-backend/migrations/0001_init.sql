@@ -1076,6 +1076,26 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.prune_identity() RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  flows integer;
+  codes integer;
+  assertions integer;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  DELETE FROM "authstrap_sso_flow" WHERE "expiresAt" < now();
+  GET DIAGNOSTICS flows = ROW_COUNT;
+  DELETE FROM "authstrap_sso_code" WHERE "expiresAt" < now();
+  GET DIAGNOSTICS codes = ROW_COUNT;
+  DELETE FROM "authstrap_saml_assertion" WHERE "expiresAt" < now();
+  GET DIAGNOSTICS assertions = ROW_COUNT;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN flows + codes + assertions;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.operator_check(operator_id uuid) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');

@@ -23,6 +23,7 @@ import { startEventRetention } from './events/events.js';
 import { sealStoredWebhookSecrets, webhookSecretSeal } from './events/webhook-secrets.js';
 import { webhookChannel } from './events/webhooks.js';
 import { startIdempotencyKeyPrune } from './idempotency/keys.js';
+import { startIdentityPrune } from './sso/prune.js';
 import { createDomainChecks, type DomainChecks } from './domains/domain-checks.js';
 import { checkScheduleOf } from './domains/domain-states.js';
 import { txtLookup } from './domains/txt-lookup.js';
@@ -79,11 +80,11 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     // Taken since the check at the start (another process was quicker).
     return start.abort(error);
   }
-  const { wakeUps, retention, keyPrune, domainChecks } = await startWorkers(config, logger, db, outbox);
+  const { wakeUps, hourlyPrunes, domainChecks } = await startWorkers(config, logger, db, outbox);
   const url = addressOf(server, config);
   logger.info({ url, database: db.kind }, `listening on ${url}`);
 
-  const stop = createStop({ config, logger, server, gate, streams, retention, keyPrune, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing });
+  const stop = createStop({ config, logger, server, gate, streams, hourlyPrunes, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing });
   return { url, config, db, server, outbox, streams, stop };
 }
 
@@ -224,7 +225,7 @@ async function startObservability(config: Config, db: Database, rateLimits: Rate
   return { metrics, tracing };
 }
 
-/** Once the server listens: the outbox's worker, what wakes it, the events' retention, the idempotency keys' prune and the domains' checks. */
+/** Once the server listens: the outbox's worker, what wakes it, the hourly prunes (events past their retention, idempotency keys, single sign-on's expired rows) and the domains' checks. */
 async function startWorkers(config: Config, logger: Logger, db: Database, outbox: Outbox) {
   outbox.start();
   // Deliveries written by SQL (the events' webhooks) wake the worker at their commit, on every
@@ -232,12 +233,11 @@ async function startWorkers(config: Config, logger: Logger, db: Database, outbox
   const wakeUps = config.databaseUrl
     ? listenForOutboxWakeUps({ url: config.databaseDirectUrl ?? config.databaseUrl, logger, wake: () => outbox.wake() })
     : await listenInProcess(db, () => outbox.wake());
-  const retention = startEventRetention({ db, logger, retentionDays: config.events.retentionDays });
-  const keyPrune = startIdempotencyKeyPrune({ db, logger });
+  const hourlyPrunes = [startEventRetention({ db, logger, retentionDays: config.events.retentionDays }), startIdempotencyKeyPrune({ db, logger }), startIdentityPrune({ db, logger })];
   // Verified domains are checked again on a schedule (src/domains/), by whichever instance claims each first.
   const domainChecks = createDomainChecks({ db, logger, lookup: txtLookup(config.domains), schedule: checkScheduleOf(config.domains), pollMs: config.domains.checkPollMs });
   domainChecks.start();
-  return { wakeUps, retention, keyPrune, domainChecks };
+  return { wakeUps, hourlyPrunes, domainChecks };
 }
 
 /** The URL the server answers on: localhost when it listens on every address. */
@@ -253,8 +253,7 @@ interface RunningParts {
   server: Server;
   gate: RequestGate;
   streams: Streams;
-  retention: { stop(): void };
-  keyPrune: { stop(): void };
+  hourlyPrunes: { stop(): void }[];
   domainChecks: DomainChecks;
   wakeUps: OutboxWakeUps | undefined;
   outbox: Outbox;
@@ -265,7 +264,7 @@ interface RunningParts {
 }
 
 /** RunningServer.stop: its steps run once, however often it is called. */
-function createStop({ config, logger, server, gate, streams, retention, keyPrune, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
+function createStop({ config, logger, server, gate, streams, hourlyPrunes, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
   let stopping: Promise<void> | undefined;
   return () =>
     (stopping ??= (async () => {
@@ -296,8 +295,7 @@ function createStop({ config, logger, server, gate, streams, retention, keyPrune
       clearTimeout(idleGrace);
       clearTimeout(deadline);
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
-      retention.stop();
-      keyPrune.stop();
+      for (const prune of hourlyPrunes) prune.stop();
       await domainChecks.stop();
       await wakeUps?.close();
       await outbox.stop();

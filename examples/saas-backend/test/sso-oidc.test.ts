@@ -278,6 +278,24 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
       expect((await anonymous('POST', '/api/auth/sso/token', { body: { code, codeVerifier: verifier } })).body.error.code).toBe('INVALID_CODE');
     });
 
+    it('prunes expired flows and one-time codes hourly (authstrap.prune_identity), never a live one', async () => {
+      const start = () => apiClient(backend.url)('POST', '/api/auth/sso/start', { body: { connectionId: connection.id } });
+      expect((await start()).status).toBe(200);
+      const count = async (table: string) => Number((await asOwner(`SELECT count(*) AS "n" FROM "${table}"`)).rows[0]!.n);
+      // Everything so far made to look old, except one flow started now, after it.
+      await asOwner(`UPDATE "authstrap_sso_flow" SET "expiresAt" = now() - interval '1 minute'`);
+      await asOwner(`INSERT INTO "authstrap_sso_code" ("codeHash", "organizationId", "userId", "connectionId", "codeChallenge", "expiresAt") SELECT 'expired-code', "organizationId", $1, $2, 'challenge', now() - interval '1 second' FROM "authstrap_sso_connection" WHERE "id" = $2`, [owner.user.id, connection.id]);
+      expect((await start()).status).toBe(200);
+      const flowsBefore = await count('authstrap_sso_flow');
+      expect(flowsBefore).toBeGreaterThan(1);
+      const expiredCodes = Number((await asOwner(`SELECT count(*) AS "n" FROM "authstrap_sso_code" WHERE "expiresAt" < now()`)).rows[0]!.n);
+      expect(expiredCodes).toBeGreaterThanOrEqual(1);
+      const { rows } = await backend.running.db.query<{ pruned: number }>('SELECT authstrap.prune_identity() AS "pruned"');
+      expect(rows[0]!.pruned).toBe(flowsBefore - 1 + expiredCodes);
+      expect(await count('authstrap_sso_flow')).toBe(1);
+      expect((await asOwner(`SELECT 1 FROM "authstrap_sso_code" WHERE "codeHash" = 'expired-code'`)).rows).toEqual([]);
+    });
+
     it('an app may return only to SSO_APP_REDIRECTS', async () => {
       const answer = await apiClient(backend.url)('POST', '/api/auth/sso/start', { body: { connectionId: connection.id, client: 'app', codeChallenge: 'a'.repeat(43), returnTo: 'https://evil.example/' } });
       expect(answer.status).toBe(422);

@@ -421,6 +421,30 @@ ${withMaintenance('  SELECT c."organizationId" INTO owner_organization FROM "aut
 END
 $$;`;
 
+/**
+ * Deletes what single sign-on keeps only for minutes and never reads once expired: sign-in flows
+ * (10 minutes), an app's one-time codes (60 seconds) and SAML assertion IDs past their
+ * assertion's end (replay is refused until then). Hourly, in every instance (src/sso/prune.ts);
+ * requests may not delete other organizations' rows, so SECURITY DEFINER. Returns how many rows
+ * went. SCIM's request log keeps itself short as it is written (record_scim_requests).
+ */
+const pruneIdentity = `CREATE OR REPLACE FUNCTION authstrap.prune_identity() RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  flows integer;
+  codes integer;
+  assertions integer;
+BEGIN
+${withMaintenance(`  DELETE FROM "authstrap_sso_flow" WHERE "expiresAt" < now();
+  GET DIAGNOSTICS flows = ROW_COUNT;
+  DELETE FROM "authstrap_sso_code" WHERE "expiresAt" < now();
+  GET DIAGNOSTICS codes = ROW_COUNT;
+  DELETE FROM "authstrap_saml_assertion" WHERE "expiresAt" < now();
+  GET DIAGNOSTICS assertions = ROW_COUNT;`)}
+  RETURN flows + codes + assertions;
+END
+$$;`;
+
 export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sign_in_rule', definition: signInRule(schema) },
   { name: 'sign_in_verdict', definition: signInVerdict },
@@ -435,6 +459,7 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'due_domain_checks', definition: dueDomainChecks },
   { name: 'sso_route', definition: ssoRoute },
   { name: 'sso_connection_owner', definition: ssoConnectionOwner },
+  { name: 'prune_identity', definition: pruneIdentity },
 ];
 
 /** The triggers of the rule, by table (table-model.ts puts them on `session` and `account`). */
