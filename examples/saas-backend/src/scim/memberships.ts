@@ -42,33 +42,43 @@ async function ownsAddress(tx: Queryable, organizationId: string, email: string)
  * The `User` for a new SCIM user and what their membership became: linked to the account of the
  * same address, or a new account (its address verified only when the organization owns the
  * domain); a membership with the directory's default role, unless the account exists outside the
- * organization's domains and is not a member yet (then `invited`: nothing joins them).
+ * organization's domains and is not a member yet (then `invited`: nothing joins them). The same
+ * create twice is a 409 `uniqueness` (Okta and Entra ID look users up before they create, and
+ * read this as "exists").
+ *
+ * A directory's initial sync is thousands of these back to back, so what decides is asked in one
+ * statement and a new account is made with its membership in another.
  */
 export async function provisionUser(tx: Queryable, directory: Directory, user: UserColumns): Promise<{ userId: string; membership: Membership; created: boolean }> {
-  const owned = await ownsAddress(tx, directory.organizationId, user.email);
-  const { rows: existing } = await tx.query<{ id: string; member: boolean; suspended: boolean }>(
-    `SELECT u."id",
-            EXISTS (SELECT 1 FROM "member" m WHERE m."userId" = u."id" AND m."organizationId" = $2) AS "member",
-            authstrap.member_suspended(u."id", $2) AS "suspended"
-       FROM "User" u WHERE lower(u."email") = $1`,
-    [user.email, directory.organizationId],
+  const { rows } = await tx.query<{ duplicate: boolean; owned: boolean; accountId: string | null; member: boolean; suspended: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM "authstrap_scim_user" su WHERE su."directoryId" = $1 AND su."deletedAt" IS NULL AND (su."userName" = $2 OR su."externalId" = $3)) AS "duplicate",
+            EXISTS (SELECT 1 FROM "authstrap_domain" d WHERE d."organizationId" = $4 AND d."domain" = lower(substring($5 from '@([^@]*)$')) AND d."state" IN ('verified', 'failing')) AS "owned",
+            u."id" AS "accountId",
+            EXISTS (SELECT 1 FROM "member" m WHERE m."userId" = u."id" AND m."organizationId" = $4) AS "member",
+            u."id" IS NOT NULL AND authstrap.member_suspended(u."id", $4) AS "suspended"
+       FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT "id" FROM "User" WHERE lower("email") = $5 LIMIT 1) u ON true`,
+    [directory.id, user.userName.toLowerCase(), user.externalId, directory.organizationId, user.email],
   );
-  const account = existing[0];
-  if (!account) {
-    const { rows } = await tx.query<{ id: string }>(`INSERT INTO "User" ("email", "name", "email_verified") VALUES ($1, $2, $3) RETURNING "id"`, [user.email, user.personName, owned]);
-    const userId = rows[0]!.id;
-    await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3)`, [directory.organizationId, userId, directory.defaultRole]);
-    return { userId, membership: 'member', created: true };
+  const facts = rows[0]!;
+  if (facts.duplicate) throw new ScimError(409, 'uniqueness', `A user with this userName or externalId already exists in this directory`);
+  if (facts.accountId === null) {
+    const { rows: made } = await tx.query<{ userId: string }>(
+      `WITH account AS (INSERT INTO "User" ("email", "name", "email_verified") VALUES ($1, $2, $3) RETURNING "id")
+       INSERT INTO "member" ("organizationId", "userId", "role") SELECT $4, "id", $5 FROM account RETURNING "userId"`,
+      [user.email, user.personName, facts.owned, directory.organizationId, directory.defaultRole],
+    );
+    return { userId: made[0]!.userId, membership: 'member', created: true };
   }
+  const userId = facts.accountId;
   // Made again after a DELETE (Okta re-assigns so): the membership comes back.
-  if (account.suspended) {
-    await reactivate(tx, directory, account.id);
-    return { userId: account.id, membership: 'member', created: false };
+  if (facts.suspended) {
+    await reactivate(tx, directory, userId);
+    return { userId, membership: 'member', created: false };
   }
-  if (account.member) return { userId: account.id, membership: 'member', created: false };
-  if (!owned) return { userId: account.id, membership: 'invited', created: false };
-  await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3)`, [directory.organizationId, account.id, directory.defaultRole]);
-  return { userId: account.id, membership: 'member', created: false };
+  if (facts.member) return { userId, membership: 'member', created: false };
+  if (!facts.owned) return { userId, membership: 'invited', created: false };
+  await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3)`, [directory.organizationId, userId, directory.defaultRole]);
+  return { userId, membership: 'member', created: false };
 }
 
 /**

@@ -10,7 +10,7 @@ import { directoryEvent, provisionUser, reactivate, suspend, updateAccount, type
 import { applyUserPatch, deepEqual } from './patch.js';
 import { recomputeRoles } from './roles.js';
 import { baseUrlOf, sendScim, type AsDirectory } from './scim.router.js';
-import { checkIfMatch, etagOf, projectionOf, userAttributesOf, userColumnsOf, userResource, type ScimUserRow, type UserAttributes, type UserColumns } from './user-resource.js';
+import { checkIfMatch, etagOf, projectionOf, userAttributesOf, userColumnsOf, userResource, type ScimUserRow, type UserAttributes } from './user-resource.js';
 
 /**
  * `/Users` of a directory (RFC 7644 3.3 to 3.6; docs/enterprise-identity.md, 6.3 and 6.4). The
@@ -72,7 +72,6 @@ export function userRoutes(router: Router, { asDirectory, config }: { asDirector
     const attributes = userAttributesOf(req.body);
     const columns = userColumnsOf(attributes);
     const row = await asDirectory(req, async (tx, directory) => {
-      await refuseDuplicate(tx, directory, columns);
       const provisioned = await provisionUser(tx, directory, columns);
       const { rows } = await tx.query<ScimUserRow>(
         `INSERT INTO "authstrap_scim_user" AS su ("directoryId", "organizationId", "userId", "userName", "externalId", "email", "emails", "displayName", "active", "membership", "attributes")
@@ -137,15 +136,6 @@ async function countUsers(tx: Queryable, directory: Directory, filter: string | 
   const where = filter ? ` AND (${compileFilter(parseFilter(filter), 'User', params)})` : '';
   const { rows } = await tx.query<{ total: number }>(`SELECT count(*)::int AS "total" FROM "authstrap_scim_user" u WHERE u."directoryId" = $1 AND u."deletedAt" IS NULL${where}`, params);
   return rows[0]!.total;
-}
-
-/** The same create twice: 409 `uniqueness` (Okta and Entra ID look users up before they create, and read this as "exists"). */
-async function refuseDuplicate(tx: Queryable, directory: Directory, user: UserColumns): Promise<void> {
-  const { rows } = await tx.query(
-    `SELECT 1 FROM "authstrap_scim_user" WHERE "directoryId" = $1 AND "deletedAt" IS NULL AND ("userName" = $2 OR "externalId" = $3) LIMIT 1`,
-    [directory.id, user.userName.toLowerCase(), user.externalId],
-  );
-  if (rows[0]) throw new ScimError(409, 'uniqueness', `A user with this userName or externalId already exists in this directory`);
 }
 
 /** Suspends or brings back the membership as `active` says, and records it on the resource. */

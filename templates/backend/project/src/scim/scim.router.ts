@@ -130,15 +130,23 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
     const token = bearerToken(req);
     if (!token || !token.startsWith(scimTokenPrefix) || !isUuid(directoryId)) throw unauthorized();
     const context = JSON.stringify(requestContext(req, { actorType: 'directory', actorId: directoryId }));
-    const run = <T>(work: (tx: Queryable, directory: Directory) => Promise<T>) =>
-      db.transaction(async (tx) => {
-        const statement = scimCallerStatement(token, directoryId, context);
-        const { rows } = await tx.query<ScimCallerRow>(statement.text, statement.params);
-        const caller = rows[0];
+    // The token's check is sent with the BEGIN (and the pool's role switch): one round trip
+    // before the route's own statements, not three.
+    const run = async <T>(work: (tx: Queryable, directory: Directory) => Promise<T>) => {
+      const tx = await db.begin([scimCallerStatement(token, directoryId, context)]);
+      try {
+        if (tx.started.error !== undefined) throw tx.started.error;
+        const caller = tx.started.results[0]!.rows[0] as ScimCallerRow | undefined;
         if (!caller || caller.outcome !== 'ok') throw unauthorized(caller?.outcome);
         accepted.add(req);
-        return work(tx, { id: caller.directoryId, organizationId: caller.organizationId, defaultRole: caller.defaultRole });
-      });
+        const result = await work(tx, { id: caller.directoryId, organizationId: caller.organizationId, defaultRole: caller.defaultRole });
+        await tx.commit();
+        return result;
+      } catch (error) {
+        await tx.rollback();
+        throw error;
+      }
+    };
     return run(work).catch(async (error: unknown) => {
       // A change refused because it would leave the organization without an owner is on the
       // record (its own transaction: the request's rolled back), so the owners see what the
