@@ -212,7 +212,7 @@ function haproxyConfigText(nodes, { primaryPort, replicaPort, statsPort }) {
   const checked = (check) => [
     `  option httpchk GET ${check}`,
     '  http-check expect status 200',
-    '  default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions',
+    '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
   ].join('\n');
   return `global
   maxconn 1000
