@@ -22,6 +22,9 @@ export const backendDependencies = {
   // Makes a SAML connection's self-signed SP certificate (Node reads certificates but cannot make
   // one). 1.14 loads its reflect-metadata polyfill itself; 2.x leaves that to the application.
   '@peculiar/x509': '~1.14.3',
+  // The SAML algorithm policy and IdP metadata read XML before node-saml does; the parser node-saml
+  // itself uses (0.8 has the fixes of its multiple-root and prototype advisories).
+  '@xmldom/xmldom': '^0.8.10',
   bcrypt: '^6.0.0',
   cors: '^2.8.5',
   express: '^5.2.1',
