@@ -85,7 +85,9 @@ export function parseXml(xml: string, what: string): Document {
   const fail = (message: string) => {
     failure ??= message;
   };
-  const document = new DOMParser({ onError: (level: string, message: string) => (level === 'warning' ? undefined : fail(message)) } as never).parseFromString(xml, 'text/xml') as unknown as Document;
+  // xmldom recovers from errors and mismatched tags (an unclosed element is closed for you): any report refuses here.
+  const parser = new DOMParser({ errorHandler: { warning: fail, error: fail, fatalError: fail } });
+  const document = parser.parseFromString(xml, 'text/xml') as unknown as Document;
   if (failure || !document?.documentElement) throw new SamlProblem(`${what} is not well-formed XML`);
   return document;
 }
