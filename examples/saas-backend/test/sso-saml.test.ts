@@ -428,11 +428,18 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
       expect((await userOfSession(control.cookie(new URL(backend.url).origin, 'session'))).email).toBe(mallory.email);
     });
 
-    it('SHA-1 signatures are refused by the algorithm policy', async () => {
-      const walker = browser();
-      const form = await idp.idpInitiated(connection.serviceProvider.entityId, { user: mallory, sha1: true });
-      expect(Buffer.from(form.SAMLResponse, 'base64').toString('utf8')).toContain('xmldsig#rsa-sha1');
-      expectRefused(await post(walker, form), walker.cookie(new URL(backend.url).origin, 'session'));
+    it('SHA-1 signatures are refused by the algorithm policy, inside an encrypted assertion too', async () => {
+      const plain = await idp.idpInitiated(connection.serviceProvider.entityId, { user: mallory, sha1: true });
+      expect(Buffer.from(plain.SAMLResponse, 'base64').toString('utf8')).toContain('xmldsig#rsa-sha1');
+      const encrypted = await idp.idpInitiated(connection.serviceProvider.entityId, { user: mallory, sha1: true, encrypt: true });
+      expect(Buffer.from(encrypted.SAMLResponse, 'base64').toString('utf8')).not.toContain('xmldsig#rsa-sha1');
+      for (const form of [plain, encrypted]) {
+        const walker = browser();
+        expectRefused(await post(walker, form), walker.cookie(new URL(backend.url).origin, 'session'));
+      }
+      const control = browser();
+      await post(control, await idp.idpInitiated(connection.serviceProvider.entityId, { user: mallory, encrypt: true }));
+      expect((await userOfSession(control.cookie(new URL(backend.url).origin, 'session'))).email).toBe(mallory.email);
     });
 
     it('an unsigned assertion is refused, even in a signed response', async () => {

@@ -70,7 +70,7 @@ export function samlRouter({ db, config }: { db: Database; config: Config }): Ro
     let verified;
     try {
       const xml = decodeSamlResponse(form.SAMLResponse);
-      checkResponsePolicy(xml, settings.acsUrl);
+      await checkResponsePolicy(xml, settings.acsUrl, settings.spPrivateKey);
       verified = await verifyResponse(settings, Buffer.from(xml).toString('base64'), flow?.samlRequestId ? { requestId: flow.samlRequestId, createdAt: flow.createdAt } : null);
     } catch (error) {
       if (!(error instanceof SamlProblem)) throw error;

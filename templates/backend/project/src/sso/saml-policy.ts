@@ -36,16 +36,35 @@ export function decodeSamlResponse(field: unknown): string {
   return Buffer.from(compact, 'base64').toString('utf8');
 }
 
-/** Refuses a response the policy does not accept; says nothing of its signature's validity. */
-export function checkResponsePolicy(xml: string, acsUrl: string): void {
+/**
+ * Refuses a response the policy does not accept; says nothing of its signature's validity. An
+ * encrypted assertion's signature is inside the encryption: it is decrypted (with node-saml's own
+ * function and the SP key) and held to the same algorithms before node-saml verifies it.
+ */
+export async function checkResponsePolicy(xml: string, acsUrl: string, spPrivateKey: string): Promise<void> {
   if (Buffer.byteLength(xml) > responseLimitBytes) throw new SamlProblem('the response is larger than 256 KB');
   const document = parseXml(xml, 'the response');
   const root = document.documentElement;
   if (root.namespaceURI !== protocolNs || root.localName !== 'Response') throw new SamlProblem('not a SAML Response');
   const destination = root.getAttribute('Destination');
   if (destination && destination !== acsUrl) throw new SamlProblem('the response is for another destination than this ACS');
-  const assertions = elements(document, assertionNs, 'Assertion').length + elements(document, assertionNs, 'EncryptedAssertion').length;
-  if (assertions > 1) throw new SamlProblem('the response holds more than one assertion');
+  const encrypted = elements(document, assertionNs, 'EncryptedAssertion');
+  if (elements(document, assertionNs, 'Assertion').length + encrypted.length > 1) throw new SamlProblem('the response holds more than one assertion');
+  checkSignatures(document);
+  if (encrypted.length === 1) {
+    const { decryptXml } = await import('@node-saml/node-saml/lib/xml.js');
+    let assertion: string;
+    try {
+      assertion = await decryptXml(encrypted[0]!.toString(), spPrivateKey);
+    } catch {
+      throw new SamlProblem('the encrypted assertion could not be decrypted with the SP key');
+    }
+    checkSignatures(parseXml(assertion, 'the decrypted assertion'));
+  }
+}
+
+/** One reference per signature, SHA-2 signature and digest algorithms. */
+function checkSignatures(document: Document): void {
   for (const signature of elements(document, xmlDsigNs, 'Signature')) {
     const signedInfo = Array.from(signature.childNodes as unknown as ArrayLike<Node>).filter((node): node is Element => node.nodeType === 1 && (node as Element).localName === 'SignedInfo');
     if (signedInfo.length !== 1) throw new SamlProblem('a signature without one SignedInfo');
