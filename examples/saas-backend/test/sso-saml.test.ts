@@ -480,6 +480,13 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
       await refusedThenControl({}, (document) => document.documentElement.setAttribute('Destination', 'https://another-sp.example/acs'));
     });
 
+    it("an assertion signed with the trusted key but issued in another IdP entity's name is refused (a multi-tenant IdP's other tenant)", async () => {
+      const walker = browser();
+      const form = await idp.idpInitiated(connection.serviceProvider.entityId, { user: mallory, issuer: 'https://another-tenant.idp.example/metadata' });
+      expect(Buffer.from(form.SAMLResponse, 'base64').toString('utf8')).toContain('another-tenant.idp.example');
+      expectRefused(await post(walker, form), walker.cookie(new URL(backend.url).origin, 'session'));
+    });
+
     it('an expired assertion is refused', async () => {
       const walker = browser();
       expectRefused(await post(walker, await idp.idpInitiated(connection.serviceProvider.entityId, { user: mallory, expired: true })), walker.cookie(new URL(backend.url).origin, 'session'));

@@ -25,6 +25,7 @@ The options of /next, each what a test needs of a real response:
     destination     another ACS (Destination and Recipient) than the request's
     expired         the assertion's NotOnOrAfter ten minutes ago
     inResponseTo    another InResponseTo than the request's ID
+    issuer          another Issuer than the IdP's entity ID (signed with its trusted key all the same)
 """
 
 import base64
@@ -148,6 +149,7 @@ def respond(base, sp_entity_id, acs, in_response_to):
         encrypt_cert_assertion=encrypt_cert,
         sign_alg=SIG_RSA_SHA1 if sha1 else SIG_RSA_SHA256,
         digest_alg=DIGEST_SHA1 if sha1 else DIGEST_SHA256,
+        issuer=options.get("issuer"),
         release_policy=policy,
     )
     return str(response)

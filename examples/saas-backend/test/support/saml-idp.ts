@@ -25,6 +25,7 @@ export interface ResponseOptions {
   destination?: string;
   expired?: boolean;
   inResponseTo?: string;
+  issuer?: string;
 }
 
 /** The auto-submitting form an IdP answers with: where it posts and what. */
