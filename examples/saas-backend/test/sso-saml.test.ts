@@ -1,9 +1,10 @@
-import net from 'node:net';
 import { DOMParser, XMLSerializer } from '@xmldom/xmldom';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchIdpMetadata, readIdpMetadata, SamlProblem } from '../src/sso/saml.js';
-import { apiClient, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { certificateColumns, connectionColumns, connectionSeal, samlSettingsOf, type CertificateRow, type ConnectionRow } from '../src/sso/connections.js';
+import { fetchIdpMetadata, readIdpMetadata, SamlProblem, verifyResponse } from '../src/sso/saml.js';
+import { apiClient, authSecret, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { TestBrowser } from './support/oidc-provider.js';
+import { freePort } from './support/process.js';
 import { formOf, startSamlIdp, type PostedForm, type ResponseOptions, type SamlUser, type TestSamlIdp } from './support/saml-idp.js';
 
 /**
@@ -32,14 +33,6 @@ interface Connection {
 const protocolNs = 'urn:oasis:names:tc:SAML:2.0:protocol';
 const assertionNs = 'urn:oasis:names:tc:SAML:2.0:assertion';
 const dsigNs = 'http://www.w3.org/2000/09/xmldsig#';
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A response's XML, changed by `change` on its DOM, base64 again: the tampering of an attacker who holds a real signed response. */
 function tampered(form: PostedForm, change: (document: Document) => void): PostedForm {
@@ -290,11 +283,18 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
     });
 
     /** Mallory's real response, tampered: refused with no session; the untouched response then signs Mallory (not the victim) in. */
-    const refusedThenControl = async (options: Partial<ResponseOptions>, change: (document: Document) => void) => {
+    const refusedThenControl = async (options: Partial<ResponseOptions>, change: (document: Document) => void, layers: { nodeSamlAlone?: boolean } = {}) => {
       const real = await idp.idpInitiated(connection.serviceProvider.entityId, { user: mallory, ...options });
       const walker = browser();
-      const answer = await post(walker, tampered(real, change));
+      const forged = tampered(real, change);
+      const answer = await post(walker, forged);
       expectRefused(answer, walker.cookie(new URL(backend.url).origin, 'session'));
+      if (layers.nodeSamlAlone) {
+        // Defence in depth: node-saml refuses it too without the algorithm policy in front (which refuses every wrapping shape with two assertions).
+        const settings = await settingsOf(connection);
+        await expect(verifyResponse(settings, forged.SAMLResponse, null)).rejects.toThrow(SamlProblem);
+        await expect(verifyResponse(settings, real.SAMLResponse, null)).resolves.toMatchObject({ claims: { nameID: mallory.nameId } });
+      }
       const control = browser();
       await post(control, real);
       const user = await userOfSession(control.cookie(new URL(backend.url).origin, 'session'));
@@ -302,34 +302,36 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
       expect(user.id).not.toBe(victim.id);
     };
 
+    /** The connection's service provider settings, as the ACS makes them. */
+    const settingsOf = async (of: Connection) => {
+      const row = (await asOwner(`SELECT ${connectionColumns} FROM "authstrap_sso_connection" WHERE "id" = $1`, [of.id])).rows[0] as unknown as ConnectionRow;
+      const certificates = (await asOwner(`SELECT ${certificateColumns} FROM "authstrap_sso_certificate" WHERE "connectionId" = $1`, [of.id])).rows as unknown as CertificateRow[];
+      return samlSettingsOf(row, certificates, connectionSeal(authSecret), backend.running.config);
+    };
+
+    /** An unsigned copy of the signed Response with the victim's assertion becomes the document; `place` puts the original (signed) Response in it. */
+    const evilResponse = (document: Document, place: (evil: Element, signature: Element, original: Element) => void) => {
+      const original = document.documentElement;
+      const evil = original.cloneNode(true) as Element;
+      evil.setAttribute('ID', '_evilresponse');
+      evil.replaceChild(evilAssertion(document, victim.email), one(evil, assertionNs, 'Assertion'));
+      document.removeChild(original);
+      place(evil, childOf(evil, dsigNs, 'Signature'), original);
+      document.appendChild(evil);
+    };
+
     // The eight XML signature wrapping shapes of SAMLRaider: the signed part left intact, an unsigned part the victim's.
     it('XSW1: an unsigned copy of the signed Response wraps it, the original inside its Signature', async () => {
-      await refusedThenControl({ signResponse: true }, (document) => {
-        const original = document.documentElement;
-        const evil = original.cloneNode(true) as Element;
-        evil.setAttribute('ID', '_evilresponse');
-        evil.replaceChild(evilAssertion(document, victim.email), one(evil, assertionNs, 'Assertion'));
-        const signature = childOf(evil, dsigNs, 'Signature');
-        signature.appendChild(original);
-        document.appendChild(evil);
-      });
+      await refusedThenControl({ signResponse: true }, (document) => evilResponse(document, (evil, signature, original) => signature.appendChild(original)), { nodeSamlAlone: true });
     });
     it('XSW2: an unsigned copy of the signed Response, the original beside its Signature', async () => {
-      await refusedThenControl({ signResponse: true }, (document) => {
-        const original = document.documentElement;
-        const evil = original.cloneNode(true) as Element;
-        evil.setAttribute('ID', '_evilresponse');
-        evil.replaceChild(evilAssertion(document, victim.email), one(evil, assertionNs, 'Assertion'));
-        const signature = childOf(evil, dsigNs, 'Signature');
-        evil.insertBefore(original, signature);
-        document.appendChild(evil);
-      });
+      await refusedThenControl({ signResponse: true }, (document) => evilResponse(document, (evil, signature, original) => evil.insertBefore(original, signature)), { nodeSamlAlone: true });
     });
     it("XSW3: the victim's assertion before the signed one", async () => {
       await refusedThenControl({}, (document) => {
         const signed = one(document, assertionNs, 'Assertion');
         document.documentElement.insertBefore(evilAssertion(document, victim.email), signed);
-      });
+      }, { nodeSamlAlone: true });
     });
     it("XSW4: the victim's assertion wraps the signed one", async () => {
       await refusedThenControl({}, (document) => {
@@ -337,7 +339,7 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
         const evil = evilAssertion(document, victim.email);
         document.documentElement.replaceChild(evil, signed);
         evil.appendChild(signed);
-      });
+      }, { nodeSamlAlone: true });
     });
     it("XSW5: the victim's assertion carries the signature, the signed one appended unsigned", async () => {
       await refusedThenControl({}, (document) => {
@@ -347,7 +349,7 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
         evil.insertBefore(signature, one(evil, assertionNs, 'Subject'));
         document.documentElement.replaceChild(evil, signed);
         document.documentElement.appendChild(signed);
-      });
+      }, { nodeSamlAlone: true });
     });
     it("XSW6: the victim's assertion carries the signature, the signed assertion inside it", async () => {
       await refusedThenControl({}, (document) => {
@@ -357,7 +359,7 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
         evil.insertBefore(signature, one(evil, assertionNs, 'Subject'));
         document.documentElement.replaceChild(evil, signed);
         signature.appendChild(signed);
-      });
+      }, { nodeSamlAlone: true });
     });
     it("XSW7: the signed assertion hidden in an Extensions element, the victim's in its place", async () => {
       await refusedThenControl({}, (document) => {
@@ -367,7 +369,7 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
         document.documentElement.replaceChild(evil, signed);
         extensions.appendChild(signed);
         document.documentElement.insertBefore(extensions, evil);
-      });
+      }, { nodeSamlAlone: true });
     });
     it("XSW8: the signed assertion inside an Object of the victim's assertion's signature", async () => {
       await refusedThenControl({}, (document) => {
@@ -379,7 +381,7 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
         evil.insertBefore(signature, one(evil, assertionNs, 'Subject'));
         document.documentElement.replaceChild(evil, signed);
         object.appendChild(signed);
-      });
+      }, { nodeSamlAlone: true });
     });
 
     it("a comment inside the NameID: the whole signed value is the subject, never the part before the comment (the victim's)", async () => {
