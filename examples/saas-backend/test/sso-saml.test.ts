@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { DOMParser, XMLSerializer } from '@xmldom/xmldom';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { certificateColumns, connectionColumns, connectionSeal, samlSettingsOf, type CertificateRow, type ConnectionRow } from '../src/sso/connections.js';
@@ -138,7 +139,7 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
   beforeAll(async () => {
     idp = await startSamlIdp();
     const port = await freePort();
-    backend = await startBackend(kind, { PORT: String(port), AUTH_URL: `http://127.0.0.1:${port}`, SSO_ALLOW_PRIVATE_ADDRESSES: 'true', SSO_CLOCK_SKEW_SECONDS: '5' });
+    backend = await startBackend(kind, { PORT: String(port), AUTH_URL: `http://127.0.0.1:${port}`, SSO_ALLOW_PRIVATE_ADDRESSES: 'true', SSO_CLOCK_SKEW_SECONDS: '5', SSO_APP_REDIRECTS: 'myapp://sso-done' });
     owner = await signUp(backend.url, `owner@${domain}`);
     await asOwner(`INSERT INTO "authstrap_domain" ("organizationId", "domain", "state", "txtToken", "verifiedAt") VALUES ($1, $2, 'verified', 'token', now())`, [owner.organizationId, domain]);
   }, 60_000);
@@ -210,6 +211,23 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
     // The second sign-in is the same user, through the identity.
     const again = await signIn(connection, { user: { nameId: email, email } });
     expect((await userOfSession(again.session)).id).toBe(user.id);
+  });
+
+  it("gives an app a one-time code at the ACS, which it exchanges with its PKCE verifier for a session", async () => {
+    const connection = await enabledConnection();
+    const email = address('app');
+    const verifier = randomBytes(32).toString('base64url');
+    const codeChallenge = createHash('sha256').update(verifier).digest('base64url');
+    const start = { connectionId: connection.id, client: 'app', codeChallenge, returnTo: 'myapp://sso-done' };
+    const { walker, form } = await startAt(`${backend.url}/api/auth/sso/start`, { user: { nameId: email, email } }, browser(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(start) });
+    const landed = await post(walker, form);
+    const target = new URL(landed.headers.get('location')!);
+    expect(target.protocol).toBe('myapp:');
+    const exchanged = await apiClient(backend.url)('POST', '/api/auth/sso/token', { body: { code: target.searchParams.get('code'), codeVerifier: verifier } });
+    expect(exchanged.status, JSON.stringify(exchanged.body)).toBe(200);
+    expect((await userOfSession(exchanged.body.data.token)).email).toBe(email);
+    const events = await asOwner(`SELECT "data" FROM "authstrap_event" WHERE "type" = 'session.signed_in' AND "userId" = $1 AND "data"->>'client' = 'app'`, [exchanged.body.data.user.id]);
+    expect(events.rows).toEqual([{ data: expect.objectContaining({ protocol: 'saml', client: 'app' }) }]);
   });
 
   it('signs AuthnRequests when the connection says so (its certificate then in the SP metadata)', async () => {

@@ -20,8 +20,10 @@ import { asHttpError, hashCode, issueAppCode, profileOf, signInBySso, SsoRefusal
  *
  *   GET|POST /api/auth/sso/start                        by email (its verified domain), organization (slug) or connectionId
  *   GET      /api/auth/sso/:connectionId/oidc/callback  the identity provider sends the browser back here
- *   (SAML's ACS and SP metadata: saml.router.ts, mounted before the CSRF guard)
  *   POST     /api/auth/sso/token                        an app's one-time code and PKCE verifier -> a bearer session
+ *
+ * SAML's ACS and SP metadata are saml.router.ts's, mounted before the CSRF guard; both protocols
+ * land through ssoLanding (below).
  */
 
 export const SsoStartInput = z
@@ -171,7 +173,7 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
         const session = sessions[0]!;
         await recordAuthEvent(
           tx,
-          { type: 'session.signed_in', organizationId: issued.organizationId, userId: issued.userId, entity: 'session', entityId: session.id, data: { method: 'sso', protocol: 'oidc', connectionId: issued.connectionId, client: 'app' } },
+          { type: 'session.signed_in', organizationId: issued.organizationId, userId: issued.userId, entity: 'session', entityId: session.id, data: { method: 'sso', protocol: connection.protocol, connectionId: issued.connectionId, client: 'app' } },
           byUser(issued.userId),
         );
         const { rows: users } = await tx.query(`SELECT "id", "email", "name", "email_verified", "image", "createdAt", "updatedAt" FROM "User" WHERE "id" = $1`, [issued.userId]);
