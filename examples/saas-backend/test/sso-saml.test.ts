@@ -213,6 +213,19 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
     expect((await userOfSession(again.session)).id).toBe(user.id);
   });
 
+  it('records a failing test in lastTest (why, no user) and keeps the connection from being enabled', async () => {
+    const connection = await createConnection();
+    const { walker, form } = await startAt(`${backend.url}/sso-connections/${connection.id}/test`, { user: { nameId: address('tester'), email: address('tester') }, key: 'evil' }, browser(), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}`, 'x-organization-id': owner.organizationId },
+    });
+    const landed = await post(walker, form);
+    expect(landed.headers.get('location')).toBe(`${backend.running.config.mail.appUrl}/settings/sso/${connection.id}?test=done`);
+    const tested = await owner.api('GET', `/sso-connections/${connection.id}`);
+    expect(tested.body.data).toMatchObject({ tested: false, lastTest: { ok: false, error: expect.stringMatching(/signature/i) } });
+    expect((await owner.api('POST', `/sso-connections/${connection.id}/enable`)).body.error.code).toBe('NOT_TESTED');
+  });
+
   it("gives an app a one-time code at the ACS, which it exchanges with its PKCE verifier for a session", async () => {
     const connection = await enabledConnection();
     const email = address('app');
