@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { certificateColumns, connectionColumns, connectionSeal, samlSettingsOf, type CertificateRow, type ConnectionRow } from '../src/sso/connections.js';
 import { fetchIdpMetadata, readIdpMetadata, SamlProblem, verifyResponse } from '../src/sso/saml.js';
 import { apiClient, authSecret, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
-import { TestBrowser } from './support/oidc-provider.js';
+import { TestBrowser } from './support/test-browser.js';
 import { freePort } from './support/process.js';
 import { formOf, startSamlIdp, type PostedForm, type ResponseOptions, type SamlUser, type TestSamlIdp } from './support/saml-idp.js';
 
