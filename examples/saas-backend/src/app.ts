@@ -41,6 +41,7 @@ import { scimRouter } from './scim/scim.router.js';
 import { ssoConnectionsRouter } from './sso/connections.router.js';
 import { registerSsoRoutes } from './sso/openapi.js';
 import { ssoPolicyRouter } from './sso/policy.router.js';
+import { samlRouter } from './sso/saml.router.js';
 import { ssoSignInRouter } from './sso/sign-in.router.js';
 import { docsRouter, registerProbeAndDocsRoutes } from './openapi/docs.js';
 
@@ -141,6 +142,9 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   });
   app.use('/api/docs', docsRouter(document));
 
+  // SAML's ACS is posted by the IdP's page (another origin): before the CSRF guard, with its own
+  // urlencoded body limit; the RelayState and the binding cookie tie it to the browser that started.
+  app.use('/api/auth/sso', eventContext(), samlRouter({ db, config }));
   app.use(csrfGuard(config));
   app.use(jsonBody(config.bodyLimit));
   // Single sign-on's public routes (src/sso): before /api/auth's, which refuses machine keys the same way.

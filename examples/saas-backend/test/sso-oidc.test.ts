@@ -1,10 +1,10 @@
 import { createHash, createPublicKey, randomBytes, type JsonWebKey } from 'node:crypto';
 import { decodeJwt, importJWK, SignJWT, UnsecuredJWT, type JWK, type JWTPayload } from 'jose';
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { discover, OidcProblem } from '../src/sso/oidc.js';
 import { addMember, allowedOrigin, apiClient, databaseKinds, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { freePort } from './support/process.js';
 import { startOidcProvider, TestBrowser, type TestOidcProvider } from './support/oidc-provider.js';
 
 /**
@@ -26,15 +26,6 @@ interface Connection {
 }
 
 const appRedirect = 'myapp://sso-done';
-
-/** A loopback port free now. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kind) => {
   let backend: TestBackend;

@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { hasSqlState } from '../db/database.js';
 import { lockUntilCommit } from '../db/locks.js';
 import { recordEvent, requestContext } from '../events/events.js';
@@ -11,16 +12,17 @@ import { sendData } from '../http/envelope.js';
 import { forbidden, HttpError, notFound, validationFailed } from '../http/errors.js';
 import { parseBody, parseId } from '../http/validate.js';
 import { endRefusedSessions } from '../auth/sign-in-policy.js';
-import { connectionColumns, connectionSeal, presentConnection, type ConnectionRow } from './connections.js';
+import { certificateColumns, connectionColumns, connectionSeal, presentConnection, type CertificateRow, type ConnectionRow } from './connections.js';
 import { setBindingCookie, startFlow } from './flows.js';
 import { discover, OidcProblem } from './oidc.js';
+import { certificateFacts, fetchIdpMetadata, makeServiceProviderKeys, metadataLimitBytes, readIdpMetadata, SamlProblem, type IdpDescription } from './saml.js';
 
 /**
- * An organization's single sign-on connections (OIDC in this step), for its owners and admins
+ * An organization's single sign-on connections (OIDC and SAML), for its owners and admins
  * (docs/sso.md):
  *
  *   GET    /sso-connections              the connections, with the values to copy into the IdP
- *   POST   /sso-connections              add one (discovery fetched now; disabled until tested and enabled)
+ *   POST   /sso-connections              add one (OIDC discovery or SAML metadata read now; disabled until tested and enabled)
  *   GET    /sso-connections/:id          one
  *   PATCH  /sso-connections/:id          change it (a change of what sign-in reads needs a new test)
  *   DELETE /sso-connections/:id          remove it; the sessions it made end
@@ -43,16 +45,38 @@ const OidcInput = z.strictObject({
   tenant: z.string().max(200).nullable().optional().meta({ description: "What a multi-tenant issuer's ID token must carry: Entra ID's tid, Google's hd" }),
 });
 
+const Certificate = z.string().min(1).max(20_000).meta({ description: 'A PEM certificate (or its base64 body)' });
+
+/** Where a SAML IdP is described: its metadata's URL, the metadata itself, or its values typed. */
+const SamlInput = z.union([
+  z.strictObject({ metadataUrl: z.url({ protocol: /^https?$/ }).max(2048).meta({ description: 'Fetched now (through the address guard) and kept' }) }),
+  z.strictObject({ metadataXml: z.string().min(1).max(metadataLimitBytes).meta({ description: 'The IdP metadata document, at most 100 KB' }) }),
+  z.strictObject({
+    entityId: z.string().min(1).max(1024),
+    ssoUrl: z.url({ protocol: /^https?$/ }).max(2048).meta({ description: 'Single sign-on URL (HTTP-Redirect binding)' }),
+    certificates: z.array(Certificate).min(1).max(10).meta({ description: "The IdP's signing certificates: several during a rollover" }),
+  }),
+]);
+
+const common = {
+  name: z.string().trim().min(1).max(200),
+  preset: z.enum(presetNames).optional(),
+  defaultRole: z.enum(['member', 'admin']).optional(),
+  jitProvisioning: z.boolean().optional(),
+  attributeMapping: AttributeMapping.optional(),
+};
+
 export const SsoConnectionInput = z
-  .strictObject({
-    name: z.string().trim().min(1).max(200),
-    protocol: z.literal('oidc'),
-    preset: z.enum(presetNames).optional(),
-    oidc: OidcInput,
-    defaultRole: z.enum(['member', 'admin']).optional(),
-    jitProvisioning: z.boolean().optional(),
-    attributeMapping: AttributeMapping.optional(),
-  })
+  .discriminatedUnion('protocol', [
+    z.strictObject({ ...common, protocol: z.literal('oidc'), oidc: OidcInput }),
+    z.strictObject({
+      ...common,
+      protocol: z.literal('saml'),
+      saml: SamlInput,
+      signAuthnRequests: z.boolean().optional().meta({ description: 'Sign AuthnRequests with the SP key (its certificate is in the SP metadata)' }),
+      allowIdpInitiated: z.boolean().optional().meta({ description: "Accept sign-ins started at the IdP (no AuthnRequest): off unless the IdP's portal needs it" }),
+    }),
+  ])
   .meta({ id: 'SsoConnectionInput' });
 
 export const SsoConnectionChange = z
@@ -60,6 +84,9 @@ export const SsoConnectionChange = z
     name: z.string().trim().min(1).max(200),
     preset: z.enum(presetNames),
     oidc: OidcInput.partial(),
+    saml: SamlInput,
+    signAuthnRequests: z.boolean(),
+    allowIdpInitiated: z.boolean(),
     defaultRole: z.enum(['member', 'admin']),
     jitProvisioning: z.boolean(),
     attributeMapping: AttributeMapping,
@@ -90,59 +117,118 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     }
   };
 
+  /** The IdP a SAML input describes (metadata fetched or parsed now), or the 422 naming the field. */
+  const described = async (input: z.output<typeof SamlInput>): Promise<{ idp: IdpDescription; source: 'metadata' | 'upload'; metadataUrl: string | null; metadataXml: string | null }> => {
+    const field = 'metadataUrl' in input ? 'saml.metadataUrl' : 'metadataXml' in input ? 'saml.metadataXml' : 'saml.certificates';
+    try {
+      if ('metadataUrl' in input) {
+        const fetched = await fetchIdpMetadata(input.metadataUrl, config.sso.allowPrivateAddresses);
+        return { idp: fetched.idp, source: 'metadata', metadataUrl: input.metadataUrl, metadataXml: fetched.xml };
+      }
+      if ('metadataXml' in input) return { idp: readIdpMetadata(input.metadataXml), source: 'metadata', metadataUrl: null, metadataXml: input.metadataXml };
+      return { idp: { entityId: input.entityId, ssoUrl: input.ssoUrl, certificates: input.certificates.map((pem) => certificateFacts(pem).pem) }, source: 'upload', metadataUrl: null, metadataXml: null };
+    } catch (error) {
+      if (error instanceof SamlProblem) throw validationFailed('Invalid sso-connection', { [field]: error.message });
+      throw error;
+    }
+  };
+
   const findOne = async (caller: ReturnType<typeof asCaller>, id: string) => {
     const { rows } = await caller.query<ConnectionRow>(`SELECT ${connectionColumns} FROM "authstrap_sso_connection" WHERE "id" = $1 AND "organizationId" = authstrap.organization_id()`, [id]);
     if (!rows[0]) throw notFound('sso-connection', id);
     return rows[0];
   };
 
+  /** A connection as answered, with its IdP certificates when it is SAML's. */
+  const present = async (caller: Queryable, row: ConnectionRow) => presentConnection(row, config, row.protocol === 'saml' ? await certificatesOf(caller, row.id) : []);
+
   router.get('/', async (req, res) => {
     const caller = await asAdmin(req);
     const { rows } = await caller.query<ConnectionRow>(`SELECT ${connectionColumns} FROM "authstrap_sso_connection" WHERE "organizationId" = authstrap.organization_id() ORDER BY "createdAt", "id"`);
-    sendData(res, rows.map((row) => presentConnection(row, config)));
+    const { rows: certificates } = await caller.query<CertificateRow & { connectionId: string }>(
+      `SELECT ${certificateColumns}, "connectionId" FROM "authstrap_sso_certificate" WHERE "organizationId" = authstrap.organization_id() ORDER BY "notAfter", "id"`,
+    );
+    sendData(res, rows.map((row) => presentConnection(row, config, certificates.filter((certificate) => certificate.connectionId === row.id))));
   });
 
   router.post('/', async (req, res) => {
     const caller = await asAdmin(req);
     const input = parseBody('sso-connection', SsoConnectionInput, req);
-    const metadata = await discovered(input.oidc.issuer);
     const organizationId = req.organizationId!;
+    // Read before the transaction: a slow IdP holds no connection of the pool.
+    const protocolColumns =
+      input.protocol === 'oidc' ? await oidcColumns(input.oidc) : await samlColumns(input.saml, { signAuthnRequests: input.signAuthnRequests ?? false, allowIdpInitiated: input.allowIdpInitiated ?? false });
+    const columns: Record<string, unknown> = {
+      name: input.name,
+      protocol: input.protocol,
+      preset: input.preset ?? 'generic',
+      defaultRole: input.defaultRole ?? 'member',
+      jitProvisioning: input.jitProvisioning ?? true,
+      attributeMapping: JSON.stringify(input.attributeMapping ?? {}),
+      ...protocolColumns.values,
+    };
+    const names = Object.keys(columns);
     let created: ConnectionRow;
     try {
       created = await caller.transaction(async (tx) => {
         const { rows } = await tx.query<ConnectionRow>(
-          `INSERT INTO "authstrap_sso_connection" ("organizationId", "name", "protocol", "preset", "defaultRole", "jitProvisioning", "attributeMapping",
-                  "oidcIssuer", "oidcClientId", "oidcClientSecret", "oidcScopes", "oidcTokenAuthMethod", "oidcTenant", "oidcMetadata", "oidcMetadataFetchedAt", "createdBy")
-           VALUES (authstrap.organization_id(), $1, 'oidc', $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12::jsonb, now(), authstrap.user_id())
+          `INSERT INTO "authstrap_sso_connection" ("organizationId", "createdBy", ${names.map((name) => `"${name}"`).join(', ')})
+           VALUES (authstrap.organization_id(), authstrap.user_id(), ${names.map((_, index) => `$${index + 1}`).join(', ')})
            RETURNING ${connectionColumns}`,
-          [
-            input.name,
-            input.preset ?? 'generic',
-            input.defaultRole ?? 'member',
-            input.jitProvisioning ?? true,
-            JSON.stringify(input.attributeMapping ?? {}),
-            metadata.issuer ?? input.oidc.issuer,
-            input.oidc.clientId,
-            seal.seal(input.oidc.clientSecret),
-            input.oidc.scopes ?? 'openid email profile',
-            input.oidc.tokenEndpointAuthMethod ?? 'client_secret_basic',
-            input.oidc.tenant ?? null,
-            JSON.stringify(metadata),
-          ],
+          Object.values(columns),
         );
-        await recordEvent(tx, { type: 'sso_connection.created', organizationId, entity: 'sso_connection', entityId: rows[0]!.id, data: { name: input.name, protocol: 'oidc' } }, requestContext(req));
-        return rows[0]!;
+        const row = rows[0]!;
+        if (protocolColumns.certificates) await storeCertificates(tx, row, protocolColumns.certificates);
+        await recordEvent(tx, { type: 'sso_connection.created', organizationId, entity: 'sso_connection', entityId: row.id, data: { name: input.name, protocol: input.protocol } }, requestContext(req));
+        return row;
       });
     } catch (error) {
       if (hasSqlState(error) && error.code === '23505') throw new HttpError(409, 'CONFLICT', `This organization has a connection named ${input.name} already`);
       throw error;
     }
-    sendData(res, presentConnection(created, config), 201);
+    sendData(res, await present(caller, created), 201);
   });
+
+  /** An OIDC connection's columns: the discovery document fetched now, the secret sealed. */
+  const oidcColumns = async (oidc: z.output<typeof OidcInput>): Promise<{ values: Record<string, unknown>; certificates?: undefined }> => {
+    const metadata = await discovered(oidc.issuer);
+    return {
+      values: {
+        oidcIssuer: metadata.issuer ?? oidc.issuer,
+        oidcClientId: oidc.clientId,
+        oidcClientSecret: seal.seal(oidc.clientSecret),
+        oidcScopes: oidc.scopes ?? 'openid email profile',
+        oidcTokenAuthMethod: oidc.tokenEndpointAuthMethod ?? 'client_secret_basic',
+        oidcTenant: oidc.tenant ?? null,
+        oidcMetadata: JSON.stringify(metadata),
+        oidcMetadataFetchedAt: new Date(),
+      },
+    };
+  };
+
+  /** A SAML connection's columns: the IdP described, and a new SP key pair (the key sealed). */
+  const samlColumns = async (saml: z.output<typeof SamlInput>, flags: { signAuthnRequests: boolean; allowIdpInitiated: boolean }) => {
+    const { idp, source, metadataUrl, metadataXml } = await described(saml);
+    const keys = await makeServiceProviderKeys(`authstrap SAML SP ${randomUUID()}`);
+    return {
+      values: {
+        samlIdpEntityId: idp.entityId,
+        samlIdpSsoUrl: idp.ssoUrl,
+        samlIdpMetadataUrl: metadataUrl,
+        samlIdpMetadataXml: metadataXml,
+        samlMetadataFetchedAt: metadataUrl ? new Date() : null,
+        samlSignAuthnRequests: flags.signAuthnRequests,
+        allowIdpInitiated: flags.allowIdpInitiated,
+        samlSpPrivateKey: seal.seal(keys.privateKey),
+        samlSpCertificate: keys.certificate,
+      },
+      certificates: { pems: idp.certificates, source },
+    };
+  };
 
   router.get('/:id', async (req, res) => {
     const caller = await asAdmin(req);
-    sendData(res, presentConnection(await findOne(caller, parseId('sso-connection', req.params.id)), config));
+    sendData(res, await present(caller, await findOne(caller, parseId('sso-connection', req.params.id))));
   });
 
   router.patch('/:id', async (req, res) => {
@@ -150,7 +236,10 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     const id = parseId('sso-connection', req.params.id);
     const change = parseBody('sso-connection', SsoConnectionChange, req);
     const current = await findOne(caller, id);
+    const other = current.protocol === 'oidc' ? ['saml', 'signAuthnRequests', 'allowIdpInitiated'].find((key) => key in change) : change.oidc !== undefined ? 'oidc' : undefined;
+    if (other) throw validationFailed('Invalid sso-connection', { [other]: `not a field of ${current.protocol === 'oidc' ? 'an OIDC' : 'a SAML'} connection` });
     const metadata = change.oidc?.issuer !== undefined ? await discovered(change.oidc.issuer) : undefined;
+    const saml = change.saml !== undefined ? await described(change.saml) : undefined;
     const sets: string[] = [];
     const params: unknown[] = [id];
     const set = (column: string, value: unknown, cast = '') => {
@@ -172,10 +261,20 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     if (change.oidc?.scopes !== undefined) set('oidcScopes', change.oidc.scopes);
     if (change.oidc?.tokenEndpointAuthMethod !== undefined) set('oidcTokenAuthMethod', change.oidc.tokenEndpointAuthMethod);
     if (change.oidc?.tenant !== undefined) set('oidcTenant', change.oidc.tenant);
-    // What sign-in reads changed: the test that enabled it no longer counts.
-    const signInChanged = change.oidc !== undefined || change.attributeMapping !== undefined || change.preset !== undefined;
+    if (saml) {
+      set('samlIdpEntityId', saml.idp.entityId);
+      set('samlIdpSsoUrl', saml.idp.ssoUrl);
+      set('samlIdpMetadataUrl', saml.metadataUrl);
+      set('samlIdpMetadataXml', saml.metadataXml);
+      sets.push(saml.metadataUrl ? `"samlMetadataFetchedAt" = now()` : `"samlMetadataFetchedAt" = NULL`);
+    }
+    if (change.signAuthnRequests !== undefined) set('samlSignAuthnRequests', change.signAuthnRequests);
+    if (change.allowIdpInitiated !== undefined) set('allowIdpInitiated', change.allowIdpInitiated);
+    // What sign-in reads changed: the test that enabled it no longer counts. A certificate rollover
+    // is such a change too, but the connection stays enabled while it waits for a new test.
+    const signInChanged = [change.oidc, change.saml, change.signAuthnRequests, change.allowIdpInitiated, change.attributeMapping, change.preset].some((value) => value !== undefined);
     if (signInChanged) sets.push(`"configChangedAt" = clock_timestamp()`);
-    if (sets.length === 0) return sendData(res, presentConnection(current, config));
+    if (sets.length === 0) return sendData(res, await present(caller, current));
     sets.push(`"updatedAt" = now()`);
     const changedFields = [...Object.keys(change).filter((key) => key !== 'oidc'), ...Object.keys(change.oidc ?? {}).map((key) => `oidc.${key}`)];
     let updated: ConnectionRow;
@@ -183,6 +282,7 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
       updated = await caller.transaction(async (tx) => {
         const { rows } = await tx.query<ConnectionRow>(`UPDATE "authstrap_sso_connection" SET ${sets.join(', ')} WHERE "id" = $1 AND "organizationId" = authstrap.organization_id() RETURNING ${connectionColumns}`, params);
         if (!rows[0]) throw notFound('sso-connection', id);
+        if (saml) await storeCertificates(tx, rows[0], { pems: saml.idp.certificates, source: saml.source });
         await recordEvent(tx, { type: 'sso_connection.updated', organizationId: req.organizationId!, entity: 'sso_connection', entityId: id, data: { changedFields } }, requestContext(req));
         return rows[0];
       });
@@ -190,7 +290,7 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
       if (hasSqlState(error) && error.code === '23505') throw new HttpError(409, 'CONFLICT', `This organization has a connection named ${change.name} already`);
       throw error;
     }
-    sendData(res, presentConnection(updated, config));
+    sendData(res, await present(caller, updated));
   });
 
   /** Turns a connection off (or removes it), ending the sessions it made; refused while it is the last enabled one of an organization that requires SSO. */
@@ -230,7 +330,8 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
   });
 
   router.post('/:id/disable', async (req, res) => {
-    sendData(res, presentConnection((await takeDown(req, false))!, config));
+    const caller = asCaller(db, req);
+    sendData(res, await present(caller, (await takeDown(req, false))!));
   });
 
   router.post('/:id/enable', async (req, res) => {
@@ -248,7 +349,7 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
       await recordEvent(tx, { type: 'sso_connection.enabled', organizationId: req.organizationId!, entity: 'sso_connection', entityId: id, data: { name: connection.name } }, requestContext(req));
       return enabled[0]!;
     });
-    sendData(res, presentConnection(updated, config));
+    sendData(res, await present(caller, updated));
   });
 
   router.post('/:id/test', async (req, res) => {
@@ -262,4 +363,30 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
   });
 
   return tenantScoped(deps, router);
+}
+
+/** A SAML connection's IdP certificates, oldest expiry first. */
+export async function certificatesOf(db: Queryable, connectionId: string): Promise<CertificateRow[]> {
+  const { rows } = await db.query<CertificateRow>(`SELECT ${certificateColumns} FROM "authstrap_sso_certificate" WHERE "connectionId" = $1 ORDER BY "notAfter", "id"`, [connectionId]);
+  return rows;
+}
+
+/**
+ * The certificates of one source become `pems`: new ones added, the source's others removed (the
+ * other source's stay). Several at once is a rollover: every one valid now verifies.
+ */
+async function storeCertificates(tx: Queryable, connection: ConnectionRow, given: { pems: string[]; source: 'metadata' | 'upload' }): Promise<void> {
+  const facts = given.pems.map((pem) => certificateFacts(pem));
+  await tx.query(`DELETE FROM "authstrap_sso_certificate" WHERE "connectionId" = $1 AND "source" = $2 AND NOT ("fingerprintSha256" = ANY($3::text[]))`, [
+    connection.id,
+    given.source,
+    facts.map((fact) => fact.fingerprintSha256),
+  ]);
+  for (const fact of facts) {
+    await tx.query(
+      `INSERT INTO "authstrap_sso_certificate" ("connectionId", "organizationId", "pem", "fingerprintSha256", "subject", "notBefore", "notAfter", "source")
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT ("connectionId", "fingerprintSha256") DO NOTHING`,
+      [connection.id, connection.organizationId, fact.pem, fact.fingerprintSha256, fact.subject, fact.notBefore, fact.notAfter, given.source],
+    );
+  }
 }

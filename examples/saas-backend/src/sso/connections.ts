@@ -1,16 +1,19 @@
 import type { Config } from '../config.js';
 import { secretSeal, type SecretSeal } from '../events/webhook-secrets.js';
 import type { OidcSettings } from './oidc.js';
+import type { SamlSettings } from './saml.js';
 
 /**
  * A single sign-on connection as stored (authstrap_sso_connection) and as answered: never its
- * client secret (`clientSecretSet` instead) nor the cached discovery document; with the values the
- * identity provider's admin copies (`serviceProvider`).
+ * client secret (`clientSecretSet` instead), its SP private key, nor the cached discovery document
+ * or metadata; with the values the identity provider's admin copies (`serviceProvider`) and, for
+ * SAML, the IdP's signing certificates (authstrap_sso_certificate).
  */
 
 export const connectionColumns = `"id", "organizationId", "name", "protocol", "preset", "enabled", "configChangedAt", "testedAt", "lastTest", "defaultRole",
   "jitProvisioning", "attributeMapping", "oidcIssuer", "oidcClientId", "oidcClientSecret", "oidcScopes", "oidcTokenAuthMethod", "oidcTenant",
-  "oidcMetadata", "oidcMetadataFetchedAt", "createdBy", "createdAt", "updatedAt"`;
+  "oidcMetadata", "oidcMetadataFetchedAt", "allowIdpInitiated", "samlIdpEntityId", "samlIdpSsoUrl", "samlIdpMetadataUrl", "samlIdpMetadataXml",
+  "samlMetadataFetchedAt", "samlSignAuthnRequests", "samlSpPrivateKey", "samlSpCertificate", "createdBy", "createdAt", "updatedAt"`;
 
 export interface ConnectionRow {
   id: string;
@@ -33,6 +36,15 @@ export interface ConnectionRow {
   oidcTenant: string | null;
   oidcMetadata: Record<string, unknown> | null;
   oidcMetadataFetchedAt: Date | null;
+  allowIdpInitiated: boolean;
+  samlIdpEntityId: string | null;
+  samlIdpSsoUrl: string | null;
+  samlIdpMetadataUrl: string | null;
+  samlIdpMetadataXml: string | null;
+  samlMetadataFetchedAt: Date | null;
+  samlSignAuthnRequests: boolean;
+  samlSpPrivateKey: string | null;
+  samlSpCertificate: string | null;
   createdBy: string | null;
   createdAt: Date;
   updatedAt: Date;
@@ -44,21 +56,74 @@ export const connectionSeal = (authSecret: string | undefined): SecretSeal => se
 /** Where the identity provider sends the browser back: what its admin registers as the redirect URI. */
 export const redirectUriOf = (authUrl: string, connectionId: string) => `${authUrl.replace(/\/+$/, '')}/api/auth/sso/${connectionId}/oidc/callback`;
 
-/** A connection as answered. */
-export function presentConnection(row: ConnectionRow, config: Pick<Config, 'authUrl'>) {
-  const { oidcClientSecret, oidcMetadata: _metadata, ...rest } = row;
+/** The SAML service provider's addresses: its entity ID is its metadata's URL (what most IdPs expect), the ACS takes the HTTP-POST binding. */
+export const samlUrlsOf = (authUrl: string, connectionId: string) => {
+  const base = `${authUrl.replace(/\/+$/, '')}/api/auth/sso/${connectionId}/saml`;
+  return { entityId: `${base}/metadata`, metadataUrl: `${base}/metadata`, acsUrl: `${base}/acs` };
+};
+
+/** A SAML connection's IdP certificate as answered; `expiresSoon` within 30 days. */
+export interface CertificateRow {
+  id: string;
+  pem: string;
+  fingerprintSha256: string;
+  subject: string | null;
+  notBefore: Date;
+  notAfter: Date;
+  source: 'metadata' | 'upload';
+}
+
+const expiryWarningMs = 30 * 24 * 60 * 60 * 1000;
+
+/** A connection as answered (`certificates`: a SAML connection's, read beside it). */
+export function presentConnection(row: ConnectionRow, config: Pick<Config, 'authUrl'>, certificates: CertificateRow[] = []) {
+  const { oidcClientSecret, oidcMetadata: _metadata, samlSpPrivateKey: _key, samlIdpMetadataXml: _xml, ...rest } = row;
   const base = config.authUrl.replace(/\/+$/, '');
+  const saml = row.protocol === 'saml' ? samlUrlsOf(base, row.id) : undefined;
   return {
     ...rest,
     clientSecretSet: oidcClientSecret !== null,
     // Passed since the last change of what sign-in reads: enabling is allowed.
     tested: row.testedAt !== null && row.testedAt.getTime() >= row.configChangedAt.getTime(),
     serviceProvider: {
-      redirectUri: redirectUriOf(base, row.id),
+      ...(saml ? { entityId: saml.entityId, acsUrl: saml.acsUrl, metadataUrl: saml.metadataUrl } : { redirectUri: redirectUriOf(base, row.id) }),
       loginUrl: `${base}/api/auth/sso/start?${new URLSearchParams({ connectionId: row.id })}`,
     },
+    ...(saml
+      ? {
+          certificates: certificates.map(({ id, fingerprintSha256, subject, notBefore, notAfter, source }) => ({
+            id,
+            fingerprintSha256,
+            subject,
+            notBefore,
+            notAfter,
+            source,
+            expiresSoon: notAfter.getTime() - Date.now() < expiryWarningMs,
+          })),
+        }
+      : {}),
   };
 }
+
+/** What the service provider needs of a stored SAML connection (its key opened, the certificates valid now). */
+export function samlSettingsOf(row: ConnectionRow, certificates: CertificateRow[], seal: SecretSeal, config: Pick<Config, 'authUrl' | 'sso'>): SamlSettings {
+  const urls = samlUrlsOf(config.authUrl, row.id);
+  const now = Date.now();
+  return {
+    spEntityId: urls.entityId,
+    acsUrl: urls.acsUrl,
+    spPrivateKey: seal.open(row.samlSpPrivateKey!),
+    spCertificate: row.samlSpCertificate!,
+    idpEntityId: row.samlIdpEntityId!,
+    idpSsoUrl: row.samlIdpSsoUrl!,
+    idpCertificates: certificates.filter((certificate) => certificate.notBefore.getTime() <= now && certificate.notAfter.getTime() > now).map((certificate) => certificate.pem),
+    signAuthnRequests: row.samlSignAuthnRequests,
+    allowIdpInitiated: row.allowIdpInitiated,
+    clockSkewSeconds: config.sso.clockSkewSeconds,
+  };
+}
+
+export const certificateColumns = `"id", "pem", "fingerprintSha256", "subject", "notBefore", "notAfter", "source"`;
 
 /** What the relying party needs of a stored OIDC connection (its secret opened). */
 export function oidcSettingsOf(row: ConnectionRow, seal: SecretSeal): OidcSettings {

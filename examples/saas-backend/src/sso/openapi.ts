@@ -9,7 +9,7 @@ const SsoConnection = z.object({
   id: z.uuid(),
   organizationId: z.uuid(),
   name: z.string(),
-  protocol: z.literal('oidc'),
+  protocol: z.enum(['oidc', 'saml']),
   preset: z.enum(['okta', 'entra', 'google', 'generic']),
   enabled: z.boolean(),
   configChangedAt: z.date(),
@@ -26,10 +26,24 @@ const SsoConnection = z.object({
   oidcTokenAuthMethod: z.enum(['client_secret_basic', 'client_secret_post']),
   oidcTenant: z.string().nullable(),
   oidcMetadataFetchedAt: z.date().nullable(),
+  allowIdpInitiated: z.boolean(),
+  samlIdpEntityId: z.string().nullable(),
+  samlIdpSsoUrl: z.string().nullable(),
+  samlIdpMetadataUrl: z.string().nullable(),
+  samlMetadataFetchedAt: z.date().nullable(),
+  samlSignAuthnRequests: z.boolean(),
+  samlSpCertificate: z.string().nullable().meta({ description: "The SP's certificate (PEM), also in its metadata; its private key is sealed and never answered" }),
   serviceProvider: z.object({
-    redirectUri: z.string().meta({ description: "What the identity provider's admin registers as the redirect (sign-in) URI" }),
+    redirectUri: z.string().optional().meta({ description: "OIDC: what the identity provider's admin registers as the redirect (sign-in) URI" }),
+    entityId: z.string().optional().meta({ description: "SAML: the SP's entity ID (its metadata's URL)" }),
+    acsUrl: z.string().optional().meta({ description: 'SAML: the assertion consumer service (HTTP-POST)' }),
+    metadataUrl: z.string().optional().meta({ description: "SAML: the SP metadata to upload to the IdP" }),
     loginUrl: z.string().meta({ description: 'A link that starts a sign-in through this connection' }),
   }),
+  certificates: z
+    .array(z.object({ id: z.uuid(), fingerprintSha256: z.string(), subject: z.string().nullable(), notBefore: z.date(), notAfter: z.date(), source: z.enum(['metadata', 'upload']), expiresSoon: z.boolean() }))
+    .optional()
+    .meta({ description: "SAML: the IdP's signing certificates; every one valid now verifies (a rollover lists two)" }),
   createdBy: z.uuid().nullable(),
   createdAt: z.date(),
   updatedAt: z.date(),
@@ -51,9 +65,9 @@ export function registerSsoRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({ method: 'get', path: '/sso-connections', operationId: 'listSsoConnections', tags, summary: "The organization's single sign-on connections, with the values to copy into the identity provider", request: { headers: tenant }, responses: { 200: { description: 'Connections, oldest first', ...one(z.array(SsoConnection)) }, ...adminOnly } });
   registry.registerPath({
     method: 'post', path: '/sso-connections', operationId: 'createSsoConnection', tags,
-    summary: 'Add an OIDC connection: discovery is fetched now; disabled until tested and enabled',
+    summary: 'Add an OIDC or SAML connection: discovery or metadata is read now, a SAML SP key pair made; disabled until tested and enabled',
     request: { headers: tenant, body: json(SsoConnectionInput) },
-    responses: { 201: { description: 'Added (disabled)', ...one(SsoConnection) }, ...adminOnly, 409: { description: 'CONFLICT: a connection with this name exists' }, 422: { description: "Invalid input, or discovery failed: details['oidc.issuer'] says why (unreachable, a loopback or private address, no asymmetric ID token algorithm)" } },
+    responses: { 201: { description: 'Added (disabled)', ...one(SsoConnection) }, ...adminOnly, 409: { description: 'CONFLICT: a connection with this name exists' }, 413: { description: 'PAYLOAD_TOO_LARGE: metadata over the body limit' }, 422: { description: "Invalid input, or discovery or metadata failed: details['oidc.issuer'], details['saml.metadataUrl'] (and the other saml fields) say why (unreachable, a loopback or private address, no asymmetric ID token algorithm, a DOCTYPE, no signing certificate)" } },
   });
   registry.registerPath({ method: 'get', path: '/sso-connections/{id}', operationId: 'getSsoConnection', tags, summary: 'One connection', request: { headers: tenant, params: id }, responses: { 200: { description: 'The connection', ...one(SsoConnection) }, ...adminOnly, ...noSuch } });
   registry.registerPath({
@@ -79,5 +93,21 @@ export function registerSsoRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({ method: 'get', path: '/api/auth/sso/start', operationId: 'startSsoFromLink', tags, security: open, summary: 'Start a single sign-on: 303 to the identity provider', request: { query: z.object({ email: z.string().optional(), organization: z.string().optional(), connectionId: z.uuid().optional(), returnTo: z.string().optional(), client: z.enum(['browser', 'app']).optional(), codeChallenge: z.string().optional() }) }, responses: { 303: { description: "To the identity provider; a browser-binding cookie is set" }, ...startResponses } });
   registry.registerPath({ method: 'post', path: '/api/auth/sso/start', operationId: 'startSso', tags, security: open, summary: "Start a single sign-on: the identity provider's URL", request: { body: json(SsoStartInput) }, responses: { 200: { description: "The identity provider's URL; a browser-binding cookie is set", ...one(z.object({ url: z.string() })) }, ...startResponses } });
   registry.registerPath({ method: 'get', path: '/api/auth/sso/{connectionId}/oidc/callback', operationId: 'ssoOidcCallback', tags, security: open, summary: 'Where the identity provider sends the browser back', request: { params: z.object({ connectionId: z.uuid() }), query: z.object({ code: z.string().optional(), state: z.string().optional() }) }, responses: { 303: { description: 'Signed in: the session cookie and returnTo (an app: returnTo?code=...); refused: <APP_URL>/sign-in?error=<CODE>' } } });
+  const connectionId = z.object({ connectionId: z.uuid() });
+  registry.registerPath({
+    method: 'get', path: '/api/auth/sso/{connectionId}/saml/metadata', operationId: 'ssoSamlMetadata', tags, security: open,
+    summary: "A SAML connection's SP metadata, for the IdP's admin: entity ID, ACS, the SP certificate (encryption; signing when it signs AuthnRequests)",
+    request: { params: connectionId },
+    responses: { 200: { description: 'The metadata', content: { 'application/samlmetadata+xml': { schema: z.string() } } }, 404: { description: 'No SAML connection with this id' } },
+  });
+  registry.registerPath({
+    method: 'post', path: '/api/auth/sso/{connectionId}/saml/acs', operationId: 'ssoSamlAcs', tags, security: open,
+    summary: "The assertion consumer service: the IdP's SAML response (HTTP-POST binding), at most 512 KB; no CSRF origin check (the RelayState and the binding cookie tie it to the browser)",
+    request: { params: connectionId, body: { content: { 'application/x-www-form-urlencoded': { schema: z.object({ SAMLResponse: z.string(), RelayState: z.string().optional() }) } } } },
+    responses: {
+      303: { description: 'Signed in: the session cookie and returnTo (an app: returnTo?code=...; IdP-initiated: APP_URL); refused: <APP_URL>/sign-in?error=<CODE> (SSO_FAILED, SSO_INVALID_STATE, SSO_BROWSER_MISMATCH, SSO_IDP_INITIATED_NOT_ALLOWED, ...); a test: the console page' },
+      413: { description: 'PAYLOAD_TOO_LARGE: a body over 512 KB' },
+    },
+  });
   registry.registerPath({ method: 'post', path: '/api/auth/sso/token', operationId: 'exchangeSsoCode', tags, security: open, summary: "An app's one-time code and PKCE verifier for a session token", request: { body: json(SsoTokenInput) }, responses: { 200: { description: 'Signed in', ...one(z.object({ user: z.record(z.string(), z.unknown()), token: z.string(), session: z.record(z.string(), z.unknown()) })) }, 400: { description: 'INVALID_CODE: used, expired or another verifier' }, 403: { description: "SSO_REQUIRED, DEPROVISIONED: refused by the organization's policy" }, 422: { description: 'Invalid input' } } });
 }

@@ -16,6 +16,15 @@ export const backendDependencies = {
   '@opentelemetry/exporter-trace-otlp-proto': '~0.223.1',
   '@opentelemetry/resources': '^2.12.1',
   '@opentelemetry/sdk-trace-base': '^2.12.1',
+  // Single sign-on's SAML service provider (src/sso/saml.ts), loaded only when a SAML connection is
+  // made or used. 5.1 has the fixes of CVE-2025-54419 and, through xml-crypto 6, CVE-2025-29774/29775.
+  '@node-saml/node-saml': '^5.1.0',
+  // Makes a SAML connection's self-signed SP certificate (Node reads certificates but cannot make
+  // one). 1.14 loads its reflect-metadata polyfill itself; 2.x leaves that to the application.
+  '@peculiar/x509': '~1.14.3',
+  // The SAML algorithm policy and IdP metadata read XML before node-saml does; the parser node-saml
+  // itself uses (0.8 has the fixes of its multiple-root and prototype advisories).
+  '@xmldom/xmldom': '^0.8.10',
   bcrypt: '^6.0.0',
   cors: '^2.8.5',
   express: '^5.2.1',

@@ -109,7 +109,7 @@ export interface Config {
 export interface SsoSettings {
   /** SSO_ALLOW_PRIVATE_ADDRESSES: identity providers on loopback or private addresses, and over http:// (development and tests only). */
   allowPrivateAddresses: boolean;
-  /** How far the identity provider's clock may be from ours (ID token `iat`/`exp`), in seconds. */
+  /** How far the identity provider's clock may be from ours (ID token `iat`/`exp`, SAML `NotBefore`/`NotOnOrAfter`), in seconds. */
   clockSkewSeconds: number;
   /** SSO_APP_REDIRECTS: where an app (`client=app`) may be sent back with its one-time code: custom schemes, loopback URLs. */
   appRedirects: string[];

@@ -2,13 +2,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Response } from 'express';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
-import { connectionSeal, oidcSettingsOf, redirectUriOf, type ConnectionRow } from './connections.js';
+import { connectionSeal, oidcSettingsOf, redirectUriOf, samlSettingsOf, type ConnectionRow } from './connections.js';
 import { authorizationUrl } from './oidc.js';
+import { authnRequestUrl } from './saml.js';
 
 /**
  * A sign-in (or a connection's test) on its way through the identity provider: a row of
- * authstrap_sso_flow from start to callback, holding the hashes of the state and of the browser's
- * binding cookie, the nonce and the PKCE verifier. Ten minutes; used up once by the callback.
+ * authstrap_sso_flow from start to callback (or ACS), holding the hashes of the state (SAML's
+ * RelayState) and of the browser's binding cookie, OIDC's nonce and PKCE verifier, SAML's
+ * AuthnRequest ID. Ten minutes; used up once by the callback.
  */
 
 /** The browser-binding cookie: set at start, required at the callback (a callback in another browser is a login CSRF). */
@@ -38,23 +40,21 @@ export interface FlowStart {
 /** Makes the flow row; the IdP's URL, and the binding cookie's value for a browser. */
 export async function startFlow(db: Database, config: Config, start: FlowStart): Promise<{ url: string; binding: string | undefined }> {
   const { connection } = start;
-  const oidc = await authorizationUrl(
-    { ...oidcSettingsOf(connection, connectionSeal(config.authSecret)), scopes: connection.oidcScopes, redirectUri: redirectUriOf(config.authUrl, connection.id) },
-    config.sso.allowPrivateAddresses,
-  );
+  const request = connection.protocol === 'saml' ? await samlRequest(config, connection) : await oidcRequest(config, connection);
   const binding = start.client === 'browser' ? randomBytes(32).toString('base64url') : undefined;
   await db.query(
     `INSERT INTO "authstrap_sso_flow" ("connectionId", "organizationId", "purpose", "stateHash", "browserBindingHash", "oidcNonce", "oidcCodeVerifier",
-                                       "returnTo", "client", "appCodeChallenge", "testerId", "expiresAt")
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+                                       "samlRequestId", "returnTo", "client", "appCodeChallenge", "testerId", "expiresAt")
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
     [
       connection.id,
       connection.organizationId,
       start.purpose,
-      sha256(oidc.state),
+      sha256(request.state),
       binding ? sha256(binding) : null,
-      oidc.nonce,
-      oidc.codeVerifier,
+      request.oidcNonce,
+      request.oidcCodeVerifier,
+      request.samlRequestId,
       start.returnTo,
       start.client,
       start.appCodeChallenge,
@@ -62,7 +62,31 @@ export async function startFlow(db: Database, config: Config, start: FlowStart):
       new Date(Date.now() + flowLifetimeMs),
     ],
   );
-  return { url: oidc.url, binding };
+  return { url: request.url, binding };
+}
+
+/** The IdP's URL and what the callback checks the answer against. */
+interface ProviderRequest {
+  url: string;
+  state: string;
+  oidcNonce: string | null;
+  oidcCodeVerifier: string | null;
+  samlRequestId: string | null;
+}
+
+async function oidcRequest(config: Config, connection: ConnectionRow): Promise<ProviderRequest> {
+  const oidc = await authorizationUrl(
+    { ...oidcSettingsOf(connection, connectionSeal(config.authSecret)), scopes: connection.oidcScopes, redirectUri: redirectUriOf(config.authUrl, connection.id) },
+    config.sso.allowPrivateAddresses,
+  );
+  return { url: oidc.url, state: oidc.state, oidcNonce: oidc.nonce, oidcCodeVerifier: oidc.codeVerifier, samlRequestId: null };
+}
+
+/** An AuthnRequest (HTTP-Redirect); its RelayState is random (never a URL), its ID node-saml's InResponseTo. */
+async function samlRequest(config: Config, connection: ConnectionRow): Promise<ProviderRequest> {
+  const relayState = randomBytes(32).toString('base64url');
+  const saml = await authnRequestUrl(samlSettingsOf(connection, [], connectionSeal(config.authSecret), config), relayState);
+  return { url: saml.url, state: relayState, oidcNonce: null, oidcCodeVerifier: null, samlRequestId: saml.requestId };
 }
 
 export interface FlowRow {
@@ -73,18 +97,21 @@ export interface FlowRow {
   browserBindingHash: string | null;
   oidcNonce: string;
   oidcCodeVerifier: string;
+  samlRequestId: string | null;
   returnTo: string | null;
   client: 'browser' | 'app';
   appCodeChallenge: string | null;
   testerId: string | null;
   stateHash: string;
+  createdAt: Date;
 }
 
 /** Uses the flow up: of two callbacks with one state, one gets it. Expired or unknown: undefined. */
 export async function takeFlow(db: Database, connectionId: string, state: string): Promise<FlowRow | undefined> {
   const { rows } = await db.query<FlowRow>(
     `DELETE FROM "authstrap_sso_flow" WHERE "stateHash" = $1 AND "connectionId" = $2 AND "expiresAt" > now()
-     RETURNING "id", "connectionId", "organizationId", "purpose", "browserBindingHash", "oidcNonce", "oidcCodeVerifier", "returnTo", "client", "appCodeChallenge", "testerId", "stateHash"`,
+     RETURNING "id", "connectionId", "organizationId", "purpose", "browserBindingHash", "oidcNonce", "oidcCodeVerifier", "samlRequestId", "returnTo", "client",
+               "appCodeChallenge", "testerId", "stateHash", "createdAt"`,
     [sha256(state), connectionId],
   );
   return rows[0];

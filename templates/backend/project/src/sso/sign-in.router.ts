@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { withScope } from '../db/scope.js';
 import { sendData } from '../http/envelope.js';
 import { HttpError, validationFailed } from '../http/errors.js';
@@ -21,6 +21,9 @@ import { asHttpError, hashCode, issueAppCode, profileOf, signInBySso, SsoRefusal
  *   GET|POST /api/auth/sso/start                        by email (its verified domain), organization (slug) or connectionId
  *   GET      /api/auth/sso/:connectionId/oidc/callback  the identity provider sends the browser back here
  *   POST     /api/auth/sso/token                        an app's one-time code and PKCE verifier -> a bearer session
+ *
+ * SAML's ACS and SP metadata are saml.router.ts's, mounted before the CSRF guard; both protocols
+ * land through ssoLanding (below).
  */
 
 export const SsoStartInput = z
@@ -71,13 +74,7 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
     }
   };
 
-  const connectionOf = async (organizationId: string, connectionId: string) => {
-    const { rows } = await withScope(db, { organizationId, userId: '', role: 'system' }).query<ConnectionRow>(
-      `SELECT ${connectionColumns} FROM "authstrap_sso_connection" WHERE "id" = $1 AND "organizationId" = $2`,
-      [connectionId, organizationId],
-    );
-    return rows[0];
-  };
+  const { connectionOf, landing, refused, signInErrorUrl, takeBrowsersFlow } = ssoLanding({ db, config });
 
   const start = async (req: Request, res: Response, input: z.output<typeof SsoStartInput>) => {
     let organizationId: string;
@@ -101,7 +98,7 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
       connectionId = route.connections[0]!.id;
     }
     const connection = await connectionOf(organizationId, connectionId);
-    if (!connection || !connection.enabled || connection.protocol !== 'oidc') throw notConfigured();
+    if (!connection || !connection.enabled) throw notConfigured();
     let returnTo: string | null;
     if (input.client === 'app') {
       if (!input.returnTo || !config.sso.appRedirects.some((allowed) => input.returnTo!.startsWith(allowed))) {
@@ -126,19 +123,14 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
   router.get('/:connectionId/oidc/callback', async (req, res) => {
     const connectionId = String(req.params.connectionId);
     const query = CallbackQuery.safeParse(req.query);
-    const fail = (code: string) => res.redirect(303, `${appUrl}/sign-in?${new URLSearchParams({ error: code })}`);
-    if (!isUuid(connectionId) || !query.success || !query.data.state) return fail('SSO_INVALID_STATE');
-    const flow = await takeFlow(db, connectionId, query.data.state);
-    if (!flow) return fail('SSO_INVALID_STATE');
-    // Only the browser that started may finish: another one (a login CSRF) has no binding cookie.
-    const binding = cookieValue(req, bindingCookieName);
-    res.clearCookie(bindingCookieName, bindingCookieOptions(secure));
-    if (flow.client === 'browser' && (!binding || !flow.browserBindingHash || sha256(binding) !== flow.browserBindingHash)) return fail('SSO_BROWSER_MISMATCH');
+    const fail = (code: string) => res.redirect(303, signInErrorUrl(code));
+    if (!query.success) return fail('SSO_INVALID_STATE');
+    const flow = await takeBrowsersFlow(req, res, connectionId, query.data.state);
+    if (typeof flow === 'string') return fail(flow);
 
     const connection = await connectionOf(flow.organizationId, connectionId);
-    if (!connection) return fail('SSO_NOT_CONFIGURED');
-    const testDone = (ok: boolean, detail: { error?: string; profile?: Record<string, unknown> }) => finishTest(db, connection, flow, ok, detail);
-    const state = query.data.state;
+    if (!connection || connection.protocol !== 'oidc') return fail('SSO_NOT_CONFIGURED');
+    const state = query.data.state!;
     if (flow.purpose === 'sign-in' && !connection.enabled) return fail('SSO_NOT_CONFIGURED');
 
     let claims: Record<string, unknown>;
@@ -153,44 +145,9 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
         config.sso.allowPrivateAddresses,
       );
     } catch (error) {
-      req.log.warn({ err: error, connectionId }, 'SSO callback refused');
-      if (flow.purpose === 'test') {
-        await testDone(false, { error: (error as Error).message });
-        return res.redirect(303, `${appUrl}/settings/sso/${connectionId}?test=done`);
-      }
-      return fail('SSO_FAILED');
+      return refused(req, res, connection, flow, error);
     }
-
-    if (flow.purpose === 'test') {
-      let detail: { error?: string; profile?: Record<string, unknown> };
-      try {
-        detail = { profile: { ...profileOf(connection, claims) } };
-      } catch (error) {
-        detail = { error: (error as Error).message };
-      }
-      await testDone(detail.error === undefined, detail);
-      return res.redirect(303, `${appUrl}/settings/sso/${connectionId}?test=done`);
-    }
-
-    const meta = { ipAddress: req.ip, userAgent: req.header('user-agent') };
-    try {
-      const outcome: { code: string } | { token: string } = await withScope(db, { organizationId: connection.organizationId, userId: '', role: 'system' }).transaction(async (tx) => {
-        const signedIn = await signInBySso(tx, connection, profileOf(connection, claims), meta);
-        return flow.client === 'app' ? { code: await issueAppCode(tx, signedIn, connection, flow.appCodeChallenge!) } : { token: signedIn.token };
-      });
-      if ('code' in outcome) {
-        const target = new URL(flow.returnTo!);
-        target.searchParams.set('code', outcome.code);
-        return res.redirect(303, target.href);
-      }
-      setSessionCookie(res, (outcome as { token: string }).token, config);
-      return res.redirect(303, flow.returnTo ?? appUrl);
-    } catch (error) {
-      if (!(error instanceof SsoRefusal)) throw error;
-      // The rule's refusals are on the record, as a password sign-in's are (session.sign_in_refused).
-      if (error.verdict) await refuseSignIn(db, error.verdict, { email: error.email ?? '', userId: error.userId ?? null, method: 'sso', organizationId: connection.organizationId, connectionId }, appUrl);
-      return fail(error.code);
-    }
+    return landing(req, res, connection, flow, claims);
   });
 
   router.post('/token', async (req, res) => {
@@ -216,7 +173,7 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
         const session = sessions[0]!;
         await recordAuthEvent(
           tx,
-          { type: 'session.signed_in', organizationId: issued.organizationId, userId: issued.userId, entity: 'session', entityId: session.id, data: { method: 'sso', protocol: 'oidc', connectionId: issued.connectionId, client: 'app' } },
+          { type: 'session.signed_in', organizationId: issued.organizationId, userId: issued.userId, entity: 'session', entityId: session.id, data: { method: 'sso', protocol: connection.protocol, connectionId: issued.connectionId, client: 'app' } },
           byUser(issued.userId),
         );
         const { rows: users } = await tx.query(`SELECT "id", "email", "name", "email_verified", "image", "createdAt", "updatedAt" FROM "User" WHERE "id" = $1`, [issued.userId]);
@@ -233,8 +190,104 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
   return router;
 }
 
+/**
+ * What the OIDC callback and the SAML ACS share once the provider has answered: the connection
+ * (read as the sign-in engine, `system`), a refusal's landing, and a verified answer's landing.
+ */
+export function ssoLanding({ db, config }: { db: Database; config: Config }) {
+  const appUrl = config.mail.appUrl;
+
+  /** A connection by its id alone (the SAML routes, whose URL is all the IdP sends): its organization first. */
+  const connectionById = async (connectionId: string) => {
+    const { rows } = await db.query<{ owner: string | null }>(`SELECT authstrap.sso_connection_owner($1) AS "owner"`, [connectionId]);
+    return rows[0]?.owner ? connectionOf(rows[0].owner, connectionId) : undefined;
+  };
+
+  const connectionOf = async (organizationId: string, connectionId: string) => {
+    const { rows } = await withScope(db, { organizationId, userId: '', role: 'system' }).query<ConnectionRow>(
+      `SELECT ${connectionColumns} FROM "authstrap_sso_connection" WHERE "id" = $1 AND "organizationId" = $2`,
+      [connectionId, organizationId],
+    );
+    return rows[0];
+  };
+
+  /** The provider's answer was refused: a test records why; a sign-in lands on the sign-in page with SSO_FAILED (the reason is in the log). */
+  const refused = async (req: Request, res: Response, connection: ConnectionRow, flow: Pick<FlowRow, 'purpose' | 'testerId'> | null, error: unknown) => {
+    req.log.warn({ err: error, connectionId: connection.id }, 'SSO answer refused');
+    if (flow?.purpose === 'test') {
+      await finishTest(db, connection, flow, false, { error: (error as Error).message });
+      return res.redirect(303, testDoneUrl(connection.id));
+    }
+    return res.redirect(303, signInErrorUrl('SSO_FAILED'));
+  };
+
+  const signInErrorUrl = (code: string) => `${appUrl}/sign-in?${new URLSearchParams({ error: code })}`;
+  const testDoneUrl = (connectionId: string) => `${appUrl}/settings/sso/${connectionId}?test=done`;
+
+  /**
+   * Where a verified answer lands, for both protocols: a test's result in lastTest (no user, no
+   * session); or the sign-in of 4.3 and its end of 4.4, a session cookie or an app's one-time code.
+   * `inSignIn` runs in the sign-in's transaction first (SAML's replay table: a replay makes nothing).
+   * `flow` is null for an IdP-initiated SAML sign-in: a browser landing on APP_URL.
+   */
+  const landing = async (
+    req: Request,
+    res: Response,
+    connection: ConnectionRow,
+    flow: Pick<FlowRow, 'purpose' | 'testerId' | 'client' | 'returnTo' | 'appCodeChallenge'> | null,
+    claims: Record<string, unknown>,
+    inSignIn?: (tx: Queryable) => Promise<void>,
+  ) => {
+    if (flow?.purpose === 'test') {
+      let detail: { error?: string; profile?: Record<string, unknown> };
+      try {
+        detail = { profile: { ...profileOf(connection, claims) } };
+      } catch (error) {
+        detail = { error: (error as Error).message };
+      }
+      await finishTest(db, connection, flow, detail.error === undefined, detail);
+      return res.redirect(303, testDoneUrl(connection.id));
+    }
+
+    const meta = { ipAddress: req.ip, userAgent: req.header('user-agent') };
+    try {
+      const outcome: { code: string } | { token: string } = await withScope(db, { organizationId: connection.organizationId, userId: '', role: 'system' }).transaction(async (tx) => {
+        await inSignIn?.(tx);
+        const signedIn = await signInBySso(tx, connection, profileOf(connection, claims), meta);
+        return flow?.client === 'app' ? { code: await issueAppCode(tx, signedIn, connection, flow.appCodeChallenge!) } : { token: signedIn.token };
+      });
+      if ('code' in outcome) {
+        const target = new URL(flow!.returnTo!);
+        target.searchParams.set('code', outcome.code);
+        return res.redirect(303, target.href);
+      }
+      setSessionCookie(res, (outcome as { token: string }).token, config);
+      return res.redirect(303, flow?.returnTo ?? appUrl);
+    } catch (error) {
+      if (!(error instanceof SsoRefusal)) throw error;
+      if (error.code === 'SSO_FAILED') req.log.warn({ err: error, connectionId: connection.id }, 'SSO answer refused');
+      // The rule's refusals are on the record, as a password sign-in's are (session.sign_in_refused).
+      if (error.verdict) await refuseSignIn(db, error.verdict, { email: error.email ?? '', userId: error.userId ?? null, method: 'sso', organizationId: connection.organizationId, connectionId: connection.id }, appUrl);
+      return res.redirect(303, signInErrorUrl(error.code));
+    }
+  };
+
+  /** Uses the flow of `state` up; only the browser that started it may finish (another one, a login CSRF, has no binding cookie). A string: the refusal's code. */
+  const takeBrowsersFlow = async (req: Request, res: Response, connectionId: string, state: string | undefined): Promise<FlowRow | string> => {
+    if (!isUuid(connectionId) || !state) return 'SSO_INVALID_STATE';
+    const flow = await takeFlow(db, connectionId, state);
+    if (!flow) return 'SSO_INVALID_STATE';
+    const binding = cookieValue(req, bindingCookieName);
+    res.clearCookie(bindingCookieName, bindingCookieOptions(config.nodeEnv === 'production'));
+    if (flow.client === 'browser' && (!binding || !flow.browserBindingHash || sha256(binding) !== flow.browserBindingHash)) return 'SSO_BROWSER_MISMATCH';
+    return flow;
+  };
+
+  return { connectionOf, connectionById, landing, refused, signInErrorUrl, takeBrowsersFlow };
+}
+
 /** A test's result in the connection's `lastTest` (and `testedAt` when it passed); no user, no session. */
-async function finishTest(db: Database, connection: ConnectionRow, flow: FlowRow, ok: boolean, detail: { error?: string; profile?: Record<string, unknown> }) {
+async function finishTest(db: Database, connection: ConnectionRow, flow: Pick<FlowRow, 'testerId'>, ok: boolean, detail: { error?: string; profile?: Record<string, unknown> }) {
   await withScope(db, { organizationId: connection.organizationId, userId: '', role: 'system' }).transaction(async (tx) => {
     const at = new Date();
     await tx.query(`UPDATE "authstrap_sso_connection" SET "lastTest" = $2::jsonb, "testedAt" = CASE WHEN $3 THEN $4::timestamptz ELSE "testedAt" END, "updatedAt" = now() WHERE "id" = $1`, [

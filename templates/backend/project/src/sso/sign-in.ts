@@ -30,7 +30,7 @@ export class SsoRefusal extends Error {
   }
 }
 
-/** The attributes sign-in reads, from the ID token's claims through the connection's mapping (10.3). */
+/** The attributes sign-in reads, from the ID token's claims or the SAML assertion through the connection's mapping (10.3). */
 export interface SsoProfile {
   subject: string;
   email: string;
@@ -40,27 +40,56 @@ export interface SsoProfile {
   tenant: string | undefined;
 }
 
+/**
+ * Where each attribute is found when the connection's mapping does not say: OIDC's standard claims;
+ * for SAML the NameID and the names Okta, Entra ID, Google and the eduPerson OIDs use (the first
+ * one present wins).
+ */
+const defaultNames = {
+  oidc: { subject: ['sub'], email: ['email'], name: ['name'], givenName: ['given_name'], familyName: ['family_name'], groups: ['groups'] },
+  saml: {
+    subject: ['nameID'],
+    email: ['email', 'mail', 'urn:oid:0.9.2342.19200300.100.1.3', 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress'],
+    name: ['displayName', 'name', 'urn:oid:2.16.840.1.113730.3.1.241', 'http://schemas.microsoft.com/identity/claims/displayname'],
+    givenName: ['givenName', 'firstName', 'urn:oid:2.5.4.42', 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/givenname'],
+    familyName: ['sn', 'surname', 'lastName', 'urn:oid:2.5.4.4', 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/surname'],
+    groups: ['groups', 'memberOf', 'http://schemas.microsoft.com/ws/2008/06/identity/claims/groups'],
+  },
+} as const;
+
 export function profileOf(connection: ConnectionRow, claims: Record<string, unknown>): SsoProfile {
   const mapping = connection.attributeMapping ?? {};
-  const read = (name: string) => {
-    const value = claims[name];
+  const defaults = defaultNames[connection.protocol];
+  // A SAML attribute may be multi-valued: its first value.
+  const one = (name: string) => {
+    const value = Array.isArray(claims[name]) ? (claims[name] as unknown[])[0] : claims[name];
     return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
   };
-  const subject = read(mapping.subject ?? 'sub');
-  let email = read(mapping.email ?? 'email');
-  // Entra ID may send the address only as preferred_username.
-  if (!email && connection.preset === 'entra') email = read('preferred_username');
+  const read = (attribute: keyof typeof defaults) => {
+    for (const name of mapping[attribute] ? [mapping[attribute]] : defaults[attribute]) {
+      const value = one(name);
+      if (value !== undefined) return value;
+    }
+    return undefined;
+  };
+  const subject = read('subject');
+  let email = read('email');
+  // Entra ID may send the address only as preferred_username; a SAML IdP often only as the NameID.
+  if (!email && connection.preset === 'entra' && connection.protocol === 'oidc') email = one('preferred_username');
+  if (!email && connection.protocol === 'saml' && subject?.includes('@')) email = subject;
   if (!subject) throw new SsoRefusal('SSO_PROFILE_INCOMPLETE', 'The identity provider sent no subject');
   if (!email || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(email)) throw new SsoRefusal('SSO_PROFILE_INCOMPLETE', 'The identity provider sent no e-mail address');
-  const groups = claims[mapping.groups ?? 'groups'];
+  const groupsName = mapping.groups ? [mapping.groups] : defaults.groups;
+  const groups = groupsName.map((name) => claims[name]).find((value) => value !== undefined);
   return {
     subject,
     email: email.toLowerCase(),
-    name: read(mapping.name ?? 'name') ?? ([read(mapping.givenName ?? 'given_name'), read(mapping.familyName ?? 'family_name')].filter(Boolean).join(' ') || email.split('@')[0]!),
-    // Google must say true; others count as verified unless they say false (4.3).
-    emailVerified: connection.preset === 'google' ? claims.email_verified === true : claims.email_verified !== false,
-    groups: Array.isArray(groups) ? groups.filter((group): group is string => typeof group === 'string') : [],
-    tenant: read('tid') ?? read('hd'),
+    name: read('name') ?? ([read('givenName'), read('familyName')].filter(Boolean).join(' ') || email.split('@')[0]!),
+    // SAML: the signed assertion of the organization's own IdP proves the address. OIDC: Google must
+    // say true; others count as verified unless they say false (4.3).
+    emailVerified: connection.protocol === 'saml' ? true : connection.preset === 'google' ? claims.email_verified === true : claims.email_verified !== false,
+    groups: (Array.isArray(groups) ? groups : typeof groups === 'string' ? [groups] : []).filter((group): group is string => typeof group === 'string'),
+    tenant: connection.protocol === 'oidc' ? (one('tid') ?? one('hd')) : undefined,
   };
 }
 
@@ -146,7 +175,7 @@ export async function signInBySso(tx: Queryable, connection: ConnectionRow, prof
   }
   await recordAuthEvent(
     tx,
-    { type: 'session.signed_in', organizationId, userId, entity: 'session', entityId: sessionId, data: { method: 'sso', protocol: 'oidc', connectionId: connection.id } },
+    { type: 'session.signed_in', organizationId, userId, entity: 'session', entityId: sessionId, data: { method: 'sso', protocol: connection.protocol, connectionId: connection.id } },
     byUser(userId),
   );
   return { userId, sessionId, token, created };
