@@ -220,6 +220,8 @@ export function AuditLogSettings() {
                         {actorInWords(event, actorNames)}
                         {/* A former member is known by id only: their name went with their membership. */}
                         {unnamed(event, actorNames) && <div className="muted font-mono text-xs break-all">{event.actorId}</div>}
+                        {/* Made with a session an operator of the platform opened as this member (docs/operator.md): support acted in their name. */}
+                        {typeof event.data.impersonatedBy === 'string' && <div className="badge warning mt-1">An operator signed in as them</div>}
                       </td>
                       <td className="min-w-28" data-label="Entity">
                         {event.entity ?? '—'}
