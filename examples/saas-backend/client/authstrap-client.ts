@@ -848,7 +848,8 @@ export interface OperatorUser {
   ban: UserBan | null;
   organizations: { id: string; name: string; slug: string; role: Role; joinedAt: string }[];
   sessions: { id: string; ipAddress: string | null; userAgent: string | null; createdAt: string; lastSeenAt: string; expiresAt: string; impersonatedBy: string | null }[];
-  signIns: { type: 'session.signed_in' | 'session.sign_in_failed'; createdAt: string; ipAddress: string | null; userAgent: string | null }[];
+  /** `method`: how ('password', 'password:break-glass', 'sso'); null for a failure. */
+  signIns: { type: 'session.signed_in' | 'session.sign_in_failed'; method: string | null; createdAt: string; ipAddress: string | null; userAgent: string | null }[];
 }
 
 /** An organization as the operators' search lists it. */

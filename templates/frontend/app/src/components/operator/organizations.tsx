@@ -1,5 +1,6 @@
 'use client';
 
+import { CardTable } from '@/components/ui/card-table';
 import { LoadError } from '@/components/ui/load';
 import { Pager } from '@/components/ui/pager';
 import { operatorApi } from '@/lib/api';
@@ -30,33 +31,21 @@ export function OperatorOrganizations() {
             {matchCount(organizations.meta, search, ['organization', 'organizations'])}
           </p>
           {organizations.data.length > 0 && (
-            <div className="table-wrap">
-              <table aria-label="Organizations" className="cards">
-                <thead>
-                  <tr>
-                    <th scope="col">Organization</th>
-                    <th scope="col">Slug</th>
-                    <th scope="col">Members</th>
-                    <th scope="col">Created</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {organizations.data.map((organization) => (
-                    <tr key={organization.id} className="align-top">
-                      <td data-label="Organization" className="break-all">
-                        {organization.name}
-                        <div className="muted font-mono text-xs">{organization.id}</div>
-                      </td>
-                      <td data-label="Slug" className="break-all">
-                        {organization.slug}
-                      </td>
-                      <td data-label="Members">{organization.members}</td>
-                      <td data-label="Created">{dateFormat.format(new Date(organization.createdAt))}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <CardTable label="Organizations" columns={['Organization', 'Slug', 'Members', 'Created']}>
+              {organizations.data.map((organization) => (
+                <tr key={organization.id} className="align-top">
+                  <td data-label="Organization" className="break-words">
+                    {organization.name}
+                    <div className="muted font-mono text-xs">{organization.id}</div>
+                  </td>
+                  <td data-label="Slug" className="break-words">
+                    {organization.slug}
+                  </td>
+                  <td data-label="Members">{organization.members}</td>
+                  <td data-label="Created">{dateFormat.format(new Date(organization.createdAt))}</td>
+                </tr>
+              ))}
+            </CardTable>
           )}
           <Pager meta={organizations.meta} onPage={setPage} />
         </>

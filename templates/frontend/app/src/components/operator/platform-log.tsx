@@ -3,6 +3,8 @@
 import Link from 'next/link';
 import { useCallback, useState } from 'react';
 import { LoadError, useLoad } from '@/components/ui/load';
+import { CardTable } from '@/components/ui/card-table';
+import { EventSentence } from '@/components/ui/event-sentence';
 import { Pager } from '@/components/ui/pager';
 import { eventCatalogue, type EventType } from '@/lib/authstrap-client';
 import { operatorApi } from '@/lib/api';
@@ -52,40 +54,24 @@ export function PlatformLog() {
             {events.meta.total} {events.meta.total === 1 ? 'event' : 'events'}.
           </p>
           {events.data.length > 0 && (
-            <div className="table-wrap">
-              <table aria-label="Operator events" className="cards">
-                <thead>
-                  <tr>
-                    <th scope="col">Time</th>
-                    <th scope="col">Event</th>
-                    <th scope="col">Operator</th>
-                    <th scope="col">User</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {events.data.map((event) => (
-                    <tr key={event.id} className="align-top">
-                      <td data-label="Time" className="min-w-28">
-                        {dateTimeFormat.format(new Date(event.createdAt))}
-                      </td>
-                      <td data-label="Event">
-                        {/* The backend's sentence, as text: names and reasons are other people's typing. */}
-                        <div>{event.summary}</div>
-                        <div className="muted font-mono text-xs" title={eventCatalogue[event.type as EventType] ?? undefined}>
-                          {event.type}
-                        </div>
-                      </td>
-                      <td data-label="Operator" className="break-all">
-                        {event.actorEmail ?? (event.actorType === 'system' ? 'the command line' : event.actorId ?? '—')}
-                      </td>
-                      <td data-label="User" className="break-all">
-                        {event.userId ? <Link href={`/operator/users/${event.userId}`}>{event.userEmail ?? event.userId}</Link> : '—'}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <CardTable label="Operator events" columns={['Time', 'Event', 'Operator', 'User']}>
+              {events.data.map((event) => (
+                <tr key={event.id} className="align-top">
+                  <td data-label="Time" className="min-w-28">
+                    {dateTimeFormat.format(new Date(event.createdAt))}
+                  </td>
+                  <td data-label="Event">
+                    <EventSentence event={event} />
+                  </td>
+                  <td data-label="Operator" className="break-words">
+                    {event.actorEmail ?? (event.actorType === 'system' ? 'the command line' : event.actorId ?? '—')}
+                  </td>
+                  <td data-label="User" className="break-words">
+                    {event.userId ? <Link href={`/operator/users/${event.userId}`}>{event.userEmail ?? event.userId}</Link> : '—'}
+                  </td>
+                </tr>
+              ))}
+            </CardTable>
           )}
           <Pager meta={events.meta} onPage={setPage} />
         </>

@@ -3,6 +3,7 @@
 import Link from 'next/link';
 import { useCallback, useState, type ReactNode } from 'react';
 import { OutcomeMessage, useAction } from '@/components/ui/action';
+import { CardTable } from '@/components/ui/card-table';
 import { ConfirmButton } from '@/components/ui/confirm-dialog';
 import { LoadError, useLoad } from '@/components/ui/load';
 import type { OperatorUser } from '@/lib/authstrap-client';
@@ -37,7 +38,7 @@ export function OperatorUserDetail({ id }: { id: string }) {
         <p className="muted">
           <Link href="/operator/users">Users</Link> / {name}
         </p>
-        <h1 className="mb-0 break-all">{name}</h1>
+        <h1 className="mb-0 break-words">{name}</h1>
         <p className="break-all">
           {user.email} <span className="muted font-mono text-xs">{user.id}</span>
         </p>
@@ -62,7 +63,9 @@ export function OperatorUserDetail({ id }: { id: string }) {
       )}
 
       {user.operator ? (
-        <p className="card">Operators act as themselves: nobody bans an operator or signs in as one. Revoke the role first (`authstrap operator revoke`).</p>
+        <p className="card">
+          Operators act as themselves: nobody bans an operator or signs in as one. Revoke the role first: <code>authstrap operator revoke {user.email}</code>.
+        </p>
       ) : (
         <UserActions user={user} onChanged={reload} />
       )}
@@ -72,28 +75,17 @@ export function OperatorUserDetail({ id }: { id: string }) {
         {user.organizations.length === 0 ? (
           <p className="muted">In no organization.</p>
         ) : (
-          <div className="table-wrap">
-            <table aria-label="Organizations" className="cards">
-              <thead>
-                <tr>
-                  <th scope="col">Organization</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Member since</th>
-                </tr>
-              </thead>
-              <tbody>
-                {user.organizations.map((organization) => (
-                  <tr key={organization.id}>
-                    <td data-label="Organization" className="break-all">
-                      {organization.name} <span className="muted">({organization.slug})</span>
-                    </td>
-                    <td data-label="Role">{organization.role}</td>
-                    <td data-label="Member since">{dateTimeFormat.format(new Date(organization.joinedAt))}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <CardTable label="Organizations" columns={['Organization', 'Role', 'Member since']}>
+            {user.organizations.map((organization) => (
+              <tr key={organization.id}>
+                <td data-label="Organization" className="break-words">
+                  {organization.name} <span className="muted">({organization.slug})</span>
+                </td>
+                <td data-label="Role">{organization.role}</td>
+                <td data-label="Member since">{dateTimeFormat.format(new Date(organization.joinedAt))}</td>
+              </tr>
+            ))}
+          </CardTable>
         )}
       </div>
 
@@ -103,75 +95,51 @@ export function OperatorUserDetail({ id }: { id: string }) {
         {user.sessions.length === 0 ? (
           <p className="muted">Signed in nowhere.</p>
         ) : (
-          <div className="table-wrap">
-            <table aria-label="Sessions" className="cards">
-              <thead>
-                <tr>
-                  <th scope="col">Device</th>
-                  <th scope="col">IP address</th>
-                  <th scope="col">Signed in</th>
-                  <th scope="col">Last seen</th>
-                  <th scope="col">Ends</th>
-                </tr>
-              </thead>
-              <tbody>
-                {user.sessions.map((session) => (
-                  <tr key={session.id} className="align-top">
-                    <td data-label="Device" className="break-all">
-                      {session.userAgent ?? 'unknown'}
-                      {session.impersonatedBy && (
-                        <div className="mt-1 flex flex-wrap items-center gap-2">
-                          <span className="badge warning">An operator signed in as them</span>
-                          <button type="button" className="quiet" disabled={endImpersonation.pending} onClick={() => void endImpersonation.run(session.id)}>
-                            End it
-                          </button>
-                        </div>
-                      )}
-                    </td>
-                    <td data-label="IP address">{session.ipAddress ?? 'unknown'}</td>
-                    <td data-label="Signed in">{dateTimeFormat.format(new Date(session.createdAt))}</td>
-                    <td data-label="Last seen">{dateTimeFormat.format(new Date(session.lastSeenAt))}</td>
-                    <td data-label="Ends">{dateTimeFormat.format(new Date(session.expiresAt))}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <CardTable label="Sessions" columns={['Device', 'IP address', 'Signed in', 'Last seen', 'Ends']}>
+            {user.sessions.map((session) => (
+              <tr key={session.id} className="align-top">
+                <td data-label="Device" className="break-all">
+                  {session.userAgent ?? 'unknown'}
+                  {session.impersonatedBy && (
+                    <div className="mt-1 flex flex-wrap items-center gap-2">
+                      <span className="badge warning">An operator signed in as them</span>
+                      <button type="button" className="quiet" disabled={endImpersonation.pending} onClick={() => void endImpersonation.run(session.id)}>
+                        End it
+                      </button>
+                    </div>
+                  )}
+                </td>
+                <td data-label="IP address">{session.ipAddress ?? 'unknown'}</td>
+                <td data-label="Signed in">{dateTimeFormat.format(new Date(session.createdAt))}</td>
+                <td data-label="Last seen">{dateTimeFormat.format(new Date(session.lastSeenAt))}</td>
+                <td data-label="Ends">{dateTimeFormat.format(new Date(session.expiresAt))}</td>
+              </tr>
+            ))}
+          </CardTable>
         )}
       </div>
 
       <div className="grid min-w-0 gap-2">
         <h2>Sign-ins</h2>
-        <p className="muted">The last 50, failed ones included (a wrong password, or an address typed with no account behind it when it is theirs).</p>
+        <p className="muted">The last 50 through the backend, failed ones included (a wrong password), with how they signed in.</p>
         {user.signIns.length === 0 ? (
           <p className="muted">No sign-in recorded.</p>
         ) : (
-          <div className="table-wrap">
-            <table aria-label="Sign-ins" className="cards">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Outcome</th>
-                  <th scope="col">IP address</th>
-                  <th scope="col">Device</th>
-                </tr>
-              </thead>
-              <tbody>
-                {user.signIns.map((signIn) => (
-                  <tr key={`${signIn.createdAt}-${signIn.type}`} className="align-top">
-                    <td data-label="When">{dateTimeFormat.format(new Date(signIn.createdAt))}</td>
-                    <td data-label="Outcome">
-                      {signIn.type === 'session.signed_in' ? <span className="badge good">Signed in</span> : <span className="badge bad">Failed</span>}
-                    </td>
-                    <td data-label="IP address">{signIn.ipAddress ?? 'unknown'}</td>
-                    <td data-label="Device" className="break-all">
-                      {signIn.userAgent ?? 'unknown'}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <CardTable label="Sign-ins" columns={['When', 'Outcome', 'Method', 'IP address', 'Device']}>
+            {user.signIns.map((signIn) => (
+              <tr key={`${signIn.createdAt}-${signIn.type}`} className="align-top">
+                <td data-label="When">{dateTimeFormat.format(new Date(signIn.createdAt))}</td>
+                <td data-label="Outcome">
+                  {signIn.type === 'session.signed_in' ? <span className="badge good">Signed in</span> : <span className="badge bad">Failed</span>}
+                </td>
+                <td data-label="Method">{signIn.method ?? '—'}</td>
+                <td data-label="IP address">{signIn.ipAddress ?? 'unknown'}</td>
+                <td data-label="Device" className="break-all">
+                  {signIn.userAgent ?? 'unknown'}
+                </td>
+              </tr>
+            ))}
+          </CardTable>
         )}
       </div>
     </section>

@@ -1,6 +1,7 @@
 'use client';
 
 import Link from 'next/link';
+import { CardTable } from '@/components/ui/card-table';
 import { LoadError } from '@/components/ui/load';
 import { Pager } from '@/components/ui/pager';
 import { operatorApi } from '@/lib/api';
@@ -31,35 +32,22 @@ export function OperatorUsers() {
             {matchCount(users.meta, search, ['user', 'users'])}
           </p>
           {users.data.length > 0 && (
-            <div className="table-wrap">
-              <table aria-label="Users" className="cards">
-                <thead>
-                  <tr>
-                    <th scope="col">User</th>
-                    <th scope="col">Organizations</th>
-                    <th scope="col">Last seen</th>
-                    <th scope="col">State</th>
-                    <th scope="col">Signed up</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {users.data.map((user) => (
-                    <tr key={user.id} className="align-top">
-                      <td data-label="User" className="break-all">
-                        <Link href={`/operator/users/${user.id}`}>{user.name || user.email}</Link>
-                        <div className="muted">{user.email}</div>
-                      </td>
-                      <td data-label="Organizations">{user.organizations}</td>
-                      <td data-label="Last seen">{user.lastSeenAt ? dateTimeFormat.format(new Date(user.lastSeenAt)) : 'No session'}</td>
-                      <td data-label="State">
-                        <UserState banned={user.banned} verified={user.email_verified} />
-                      </td>
-                      <td data-label="Signed up">{dateFormat.format(new Date(user.createdAt))}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <CardTable label="Users" columns={['User', 'Organizations', 'Last seen', 'State', 'Signed up']}>
+              {users.data.map((user) => (
+                <tr key={user.id} className="align-top">
+                  <td data-label="User" className="break-words">
+                    <Link href={`/operator/users/${user.id}`}>{user.name || user.email}</Link>
+                    <div className="muted">{user.email}</div>
+                  </td>
+                  <td data-label="Organizations">{user.organizations}</td>
+                  <td data-label="Last seen">{user.lastSeenAt ? dateTimeFormat.format(new Date(user.lastSeenAt)) : 'No session'}</td>
+                  <td data-label="State">
+                    <UserState banned={user.banned} verified={user.email_verified} />
+                  </td>
+                  <td data-label="Signed up">{dateFormat.format(new Date(user.createdAt))}</td>
+                </tr>
+              ))}
+            </CardTable>
           )}
           <Pager meta={users.meta} onPage={setPage} />
         </>

@@ -4,6 +4,7 @@ import { useCallback, useMemo, useState } from 'react';
 import { managesOrganization, useOrganizations } from '@/components/organization-provider';
 import { OutcomeMessage, useAction } from '@/components/ui/action';
 import { LoadError, useLoad } from '@/components/ui/load';
+import { EventSentence } from '@/components/ui/event-sentence';
 import { Pager } from '@/components/ui/pager';
 import { eventCatalogue, type AuditEventFilter, type EventType } from '@/lib/authstrap-client';
 import { api } from '@/lib/api';
@@ -210,11 +211,7 @@ export function AuditLogSettings() {
                         {dateFormat.format(new Date(event.createdAt))}
                       </td>
                       <td data-label="Event">
-                        {/* The backend's sentence, as text (React escapes it: names and records are other people's typing). */}
-                        <div>{event.summary}</div>
-                        <div className="muted font-mono text-xs" title={eventCatalogue[event.type as EventType] ?? undefined}>
-                          {event.type}
-                        </div>
+                        <EventSentence event={event} />
                       </td>
                       <td className="min-w-28" data-label="Actor">
                         {actorInWords(event, actorNames)}
