@@ -540,6 +540,8 @@ export interface CurrentSession {
   session: Session;
   user: User;
   organizations: { id: string; name: string; slug: string; role: Role }[];
+  /** The operator signed in as the user with this session (until `session.expiresAt`): an app shows a banner naming them. Null for the user's own session. */
+  impersonatedBy: { id: string; email: string; name: string } | null;
 }
 
 /** An invitation to the signed-in user's address, waiting for an answer. */
@@ -812,6 +814,113 @@ export interface ScimDirectoriesApi {
   setRoleMappings(id: string, mappings: { groupId: string; role: Role }[]): Promise<ScimRoleMapping[]>;
 }
 
+/** A user as the operators' search lists them. */
+export interface OperatorUserRow {
+  id: string;
+  email: string;
+  name: string;
+  email_verified: boolean;
+  createdAt: string;
+  /** How many organizations they are a member of. */
+  organizations: number;
+  /** When a session of theirs was last used; null: none. */
+  lastSeenAt: string | null;
+  banned: boolean;
+}
+
+/** A ban in force: why, until when (null: until an operator lifts it), since when and by whom (null once that operator's account is gone). */
+export interface UserBan {
+  reason: string;
+  expiresAt: string | null;
+  bannedAt: string;
+  bannedBy: { id: string; email: string } | null;
+}
+
+/** One user as an operator sees them: their organizations and roles, live sessions, last 50 sign-ins and failed ones, and their ban. */
+export interface OperatorUser {
+  id: string;
+  email: string;
+  name: string;
+  email_verified: boolean;
+  createdAt: string;
+  /** Operators cannot be banned or impersonated. */
+  operator: boolean;
+  ban: UserBan | null;
+  organizations: { id: string; name: string; slug: string; role: Role; joinedAt: string }[];
+  sessions: { id: string; ipAddress: string | null; userAgent: string | null; createdAt: string; lastSeenAt: string; expiresAt: string; impersonatedBy: string | null }[];
+  /** `method`: how ('password', 'password:break-glass', 'sso'); null for a failure. */
+  signIns: { type: 'session.signed_in' | 'session.sign_in_failed'; method: string | null; createdAt: string; ipAddress: string | null; userAgent: string | null }[];
+}
+
+/** An organization as the operators' search lists it. */
+export interface OperatorOrganizationRow {
+  id: string;
+  name: string;
+  slug: string;
+  createdAt: string;
+  members: number;
+}
+
+/** An event of the platform's log (what operators did), with the addresses and names of its user and actor, and its sentence. */
+export interface OperatorEvent {
+  id: string;
+  type: string;
+  userId: string | null;
+  userEmail: string | null;
+  userName: string | null;
+  actorType: string;
+  actorId: string | null;
+  actorEmail: string | null;
+  actorName: string | null;
+  entity: string | null;
+  entityId: string | null;
+  data: Record<string, unknown>;
+  /** "Support (operator) revoked 3 sessions of jane@acme.com": plain text, never HTML. */
+  summary: string;
+  ipAddress: string | null;
+  createdAt: string;
+}
+
+/** A session of the user made for an operator: `token` (in this answer only) is sent as `Authorization: Bearer` until `expiresAt`. */
+export interface Impersonation {
+  token: string;
+  sessionId: string;
+  userId: string;
+  expiresAt: string;
+}
+
+/** A search of the operators' lists: part of an address or name (any case), or an id. */
+export interface OperatorSearchParams {
+  search?: string;
+  page?: number;
+  limit?: number;
+}
+
+/**
+ * /api/operator: the platform's operators (docs/operator.md), above every organization. Everyone
+ * else, machine keys and the service key included, is refused ('FORBIDDEN'). An action refused by
+ * the user's state (an operator to ban, a user not banned) has code 'CONFLICT'.
+ */
+export interface OperatorApi {
+  /** The signed-in operator; 'FORBIDDEN' for anyone who is not one. */
+  me(): Promise<{ userId: string; email: string; grantedAt: string }>;
+  /** Every user, newest first, or those `search` matches. */
+  users(params?: OperatorSearchParams): Promise<ListResult<OperatorUserRow>>;
+  user(id: string): Promise<OperatorUser>;
+  /** Signs the user out everywhere; answers how many sessions ended. */
+  revokeSessions(id: string, reason: string): Promise<{ sessions: number }>;
+  /** No path signs the user in until `expiresAt` (left out: until unbanned); their sessions end. */
+  ban(id: string, input: { reason: string; expiresAt?: string }): Promise<{ ban: UserBan; sessions: number }>;
+  unban(id: string, reason?: string): Promise<{ lifted: UserBan }>;
+  /** A session of the user for `minutes` (default 30): its token, to send as a Bearer. */
+  impersonate(id: string, input: { reason: string; minutes?: number }): Promise<Impersonation>;
+  endImpersonation(sessionId: string): Promise<{ ended: true; sessionId: string; userId: string }>;
+  /** The platform's log, newest first; `type` one operator event type. */
+  events(params?: { type?: string; page?: number; limit?: number }): Promise<ListResult<OperatorEvent>>;
+  /** Every organization, newest first, or those whose name, slug or id, or a member's address, `search` matches. */
+  organizations(params?: OperatorSearchParams): Promise<ListResult<OperatorOrganizationRow>>;
+}
+
 /** An organization's webhook endpoint, as listed: never its secret. */
 export interface WebhookEndpoint {
   id: string;
@@ -973,6 +1082,7 @@ export interface AuthstrapClient {
   webhookEndpoints: WebhookEndpointsApi;
   domains: DomainsApi;
   scimDirectories: ScimDirectoriesApi;
+  operator: OperatorApi;
   User: UserApi;
   account: AccountApi;
   session: SessionApi;
@@ -1388,6 +1498,11 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     if (signedIn.token) token = signedIn.token;
     return signedIn;
   };
+  /** A page of a list that is not an entity's (the operators' searches and log), out of its envelope. */
+  const list = async <Row>(path: string): Promise<ListResult<Row>> => {
+    const { data: rows, meta } = await send<Row[]>('GET', path);
+    return { data: rows, meta: meta! };
+  };
   const users = records<User>('/Users');
   const accounts = records<Account>('/accounts');
   const sessions = records<Session>('/sessions');
@@ -1508,6 +1623,18 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
           throw new AuthstrapError({ status: 0, code: 'NETWORK_ERROR', message: `GET ${url} failed: ${reasonOf(cause)}`, cause });
         }
       },
+    },
+    operator: {
+      me: () => data('GET', '/api/operator/me'),
+      users: (params = {}) => list<OperatorUserRow>(`/api/operator/users${listQuery(params)}`),
+      user: (id) => data('GET', `/api/operator/users/${encodeURIComponent(id)}`),
+      revokeSessions: (id, reason) => data('POST', `/api/operator/users/${encodeURIComponent(id)}/revoke-sessions`, { reason }),
+      ban: (id, input) => data('POST', `/api/operator/users/${encodeURIComponent(id)}/ban`, input),
+      unban: (id, reason) => data('POST', `/api/operator/users/${encodeURIComponent(id)}/unban`, reason === undefined ? {} : { reason }),
+      impersonate: (id, input) => data('POST', `/api/operator/users/${encodeURIComponent(id)}/impersonate`, input),
+      endImpersonation: (sessionId) => data('POST', `/api/operator/impersonations/${encodeURIComponent(sessionId)}/end`),
+      events: (params = {}) => list<OperatorEvent>(`/api/operator/events${listQuery(params)}`),
+      organizations: (params = {}) => list<OperatorOrganizationRow>(`/api/operator/organizations${listQuery(params)}`),
     },
     User: { ...users, create: (input) => data<SentInvitation>('POST', '/Users', input) },
     account: { list: accounts.list, get: accounts.get },

@@ -90,7 +90,10 @@ describe.each(databaseKinds)('operator routes on the %s database', (kind) => {
       expect(user.body.data).toMatchObject({ email: 'jane@acme.example', operator: false });
       expect(user.body.data.organizations).toEqual([expect.objectContaining({ role: 'owner', slug: expect.any(String) })]);
       expect(user.body.data.sessions.length).toBe(2);
-      expect(user.body.data.signIns.map((event: { type: string }) => event.type)).toEqual(['session.signed_in', 'session.sign_in_failed']);
+      expect(user.body.data.signIns.map((event: { type: string; method: string | null }) => [event.type, event.method])).toEqual([
+        ['session.signed_in', 'password'],
+        ['session.sign_in_failed', null],
+      ]);
       expect((await support.api('GET', '/api/operator/users/00000000-0000-4000-8000-00000000abcd')).status).toBe(404);
     });
 

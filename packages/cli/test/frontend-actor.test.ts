@@ -16,6 +16,11 @@ describe('actorInWords', () => {
     expect(actorInWords({ actorType: 'system', actorId: null }, names)).toBe('authstrap (system)');
   });
 
+  it("says an operator's action (a ban, signing in as a member) is the platform's operator's, not a former member's", () => {
+    expect(actorInWords({ actorType: 'user', actorId: 'o1', type: 'operator.impersonation_started' }, names)).toBe('An operator of the platform');
+    expect(actorInWords({ actorType: 'user', actorId: 'o1', type: 'project.updated' }, names)).toBe('A former member');
+  });
+
   it('says what it is when it has no name, and marks it so that its id is shown', () => {
     expect(actorInWords({ actorType: 'user', actorId: 'u2' }, names)).toBe('A former member');
     expect(actorInWords({ actorType: 'machine_key', actorId: 'k2' }, names)).toBe('A machine key');

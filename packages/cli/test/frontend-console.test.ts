@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +7,7 @@ import { startDnsServer, type DnsServer } from '../../../examples/saas-backend/t
 import type { Mailbox } from '../../../examples/saas-backend/test/support/mailbox.js';
 import { startReceiver, type Receiver } from '../../../examples/saas-backend/test/support/webhook-receiver.js';
 import { repoRoot } from './support/cli.js';
-import { signUpThroughPage, startGeneratedApp, type GeneratedApp } from './support/frontend.js';
+import { expectAccessible, shootAndCheck as shootAndCheckInto, signUpThroughPage, startGeneratedApp, type GeneratedApp } from './support/frontend.js';
 
 /**
  * The team console of the app `setup --frontend` writes (its organization settings), in Debian's
@@ -26,7 +25,6 @@ import { signUpThroughPage, startGeneratedApp, type GeneratedApp } from './suppo
  */
 
 const screenshots = path.join(repoRoot, 'docs/images/console');
-const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const password = 'correct horse battery';
 
 describe('the team console in Chromium', () => {
@@ -59,19 +57,7 @@ describe('the team console in Chromium', () => {
   }, 60_000);
 
   /** A full-page screenshot for the docs, at a laptop's width, and axe-core's verdict on the page. */
-  async function shootAndCheck(page: Page, name: string) {
-    await page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: true });
-    await expectAccessible(page, name);
-  }
-
-  async function expectAccessible(page: Page, name: string) {
-    await page.addScriptTag({ content: axeSource });
-    const violations = await page.evaluate(async () => {
-      const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: unknown }[] }[] }> } }).axe.run();
-      return result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, targets: violation.nodes.map((node) => node.target) }));
-    });
-    expect(violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical'), name).toEqual([]);
-  }
+  const shootAndCheck = (page: Page, name: string) => shootAndCheckInto(page, screenshots, name);
 
   const signUp = (page: Page, name: string, email: string) => signUpThroughPage(page, app, name, email, password);
 

@@ -43,10 +43,13 @@ const consoleFiles = [
   'components/settings/settings-navigation.tsx',
   'components/settings/webhooks.tsx',
   'components/ui/action.tsx',
+  'components/ui/card-table.tsx',
   'components/ui/confirm-dialog.tsx',
   'components/ui/copy-button.tsx',
+  'components/ui/event-sentence.tsx',
   'components/ui/load.tsx',
   'components/ui/pager.tsx',
+  'components/ui/section-navigation.tsx',
   'components/ui/shown-once.tsx',
 ];
 
@@ -59,6 +62,7 @@ const connectFiles = (root: string) =>
     `${root}lib/auth-client.ts`,
     `${root}lib/auth.ts`,
     `${root}lib/authstrap-client.ts`,
+    `${root}lib/impersonation.ts`,
     `${root}app/api/auth/[...all]/route.ts`,
     ...consoleFiles.map((file) => `${root}${file}`),
   ].sort();
@@ -94,7 +98,7 @@ describe('setup --frontend on an existing Next.js app', () => {
     expect(result.output).toContain('+ ../web/src/lib/authstrap-client.ts (the typed client');
     expect(result.output).toContain('+ALLOWED_ORIGINS=http://localhost:5173,http://localhost:3001');
     expect(result.output).toContain('"../web/src/lib/authstrap-client.ts"');
-    expect(result.output).toMatch(new RegExp(`dry run: ${8 + consoleFiles.length} changes not written`));
+    expect(result.output).toMatch(new RegExp(`dry run: ${9 + consoleFiles.length} changes not written`));
     expect(changedPaths(web, readTree(webDir))).toEqual([]);
     expect(changedPaths(backend, readTree(backendDir))).toEqual([]);
   });

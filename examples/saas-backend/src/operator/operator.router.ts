@@ -322,7 +322,15 @@ const OperatorUser = z
         impersonatedBy: z.uuid().nullable().meta({ description: 'The operator signed in as the user with this session (POST /api/operator/impersonations/{sessionId}/end ends it); null for their own' }),
       }),
     ),
-    signIns: z.array(z.object({ type: z.enum(['session.signed_in', 'session.sign_in_failed']), createdAt: z.iso.datetime(), ipAddress: z.string().nullable(), userAgent: z.string().nullable() })),
+    signIns: z.array(
+      z.object({
+        type: z.enum(['session.signed_in', 'session.sign_in_failed']),
+        method: z.string().nullable().meta({ description: "How they signed in ('password', 'password:break-glass', 'sso'); null for a failure" }),
+        createdAt: z.iso.datetime(),
+        ipAddress: z.string().nullable(),
+        userAgent: z.string().nullable(),
+      }),
+    ),
   })
   .meta({ id: 'OperatorUser' });
 const OperatorOrganizationRow = z

@@ -103,7 +103,7 @@ BEGIN
                                    FROM "member" m JOIN "Organization" org ON org."id" = m."organizationId" WHERE m."userId" = u."id"), '[]'::jsonb),
       'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', ${iso('s."createdAt"')}, 'lastSeenAt', ${iso('s."updatedAt"')}, 'expiresAt', ${iso('s."expiresAt"')}, 'impersonatedBy', s."impersonatedBy") ORDER BY s."updatedAt" DESC)
                               FROM "session" s WHERE s."userId" = u."id" AND s."expiresAt" > now()), '[]'::jsonb),
-      'signIns', COALESCE((SELECT jsonb_agg(jsonb_build_object('type', e."type", 'createdAt', ${iso('e."createdAt"')}, 'ipAddress', e."ipAddress", 'userAgent', e."userAgent") ORDER BY e."createdAt" DESC)
+      'signIns', COALESCE((SELECT jsonb_agg(jsonb_build_object('type', e."type", 'method', e."data"->>'method', 'createdAt', ${iso('e."createdAt"')}, 'ipAddress', e."ipAddress", 'userAgent', e."userAgent") ORDER BY e."createdAt" DESC)
                              FROM (SELECT * FROM "authstrap_event" ev WHERE ev."userId" = u."id" AND ev."type" IN ('session.signed_in', 'session.sign_in_failed')
                                     ORDER BY ev."createdAt" DESC LIMIT 50) e), '[]'::jsonb))
     INTO answer

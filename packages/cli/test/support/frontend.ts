@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { expect } from 'vitest';
@@ -21,6 +22,8 @@ export interface GeneratedApp {
   app(route?: string): string;
   /** The backend's address of a route. */
   api(route: string): string;
+  /** Stops the backend, runs `work` (a command that needs the embedded database to itself), and starts it again. */
+  whileBackendStopped(work: () => void | Promise<void>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -69,6 +72,15 @@ export async function startGeneratedApp(name: string, backendEnv: Record<string,
     browser,
     app: (route = '/') => `http://localhost:${frontendPort}${route}`,
     api: (route) => `http://localhost:${backendPort}${route}`,
+    async whileBackendStopped(work) {
+      const [backend] = started.splice(0, 1);
+      await backend!.stop();
+      try {
+        await work();
+      } finally {
+        started.unshift(await startWithNpm(path.join(workspace, name), backendPort));
+      }
+    },
     close,
   };
 }
@@ -81,4 +93,22 @@ export async function signUpThroughPage(page: Page, app: (route?: string) => str
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign up' }).click();
   await page.waitForURL(app('/projects'));
+}
+
+const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's verdict on the page as it is now: no serious or critical violation. */
+export async function expectAccessible(page: Page, name: string) {
+  await page.addScriptTag({ content: axeSource });
+  const violations = await page.evaluate(async () => {
+    const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: unknown }[] }[] }> } }).axe.run();
+    return result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, targets: violation.nodes.map((node) => node.target) }));
+  });
+  expect(violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical'), name).toEqual([]);
+}
+
+/** A full-page screenshot for the docs (`folder/name.png`), and axe-core's verdict on the page. */
+export async function shootAndCheck(page: Page, folder: string, name: string) {
+  await page.screenshot({ path: path.join(folder, `${name}.png`), fullPage: true });
+  await expectAccessible(page, name);
 }

@@ -3,8 +3,8 @@
 import { useCallback, useState } from 'react';
 import { OutcomeMessage, useAction } from '@/components/ui/action';
 import { LoadError, useLoad } from '@/components/ui/load';
+import { EventSentence } from '@/components/ui/event-sentence';
 import { Pager } from '@/components/ui/pager';
-import { eventCatalogue } from '@/lib/authstrap-client';
 import { api } from '@/lib/api';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
@@ -116,11 +116,7 @@ export function SecurityEvents() {
                 {events.data.map((event) => (
                   <tr key={event.id}>
                     <td>
-                      {/* The backend's sentence, as text ("A sign-in as you@example.com failed"); the catalogue's words on the type. */}
-                      {event.summary}
-                      <div className="muted font-mono" title={(eventCatalogue as Record<string, string>)[event.type]}>
-                        {event.type}
-                      </div>
+                      <EventSentence event={event} />
                     </td>
                     <td>{dateFormat.format(new Date(event.createdAt))}</td>
                     <td>{event.ipAddress ?? 'unknown'}</td>

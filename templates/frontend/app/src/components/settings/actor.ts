@@ -13,10 +13,13 @@ export interface ActorNames {
 export interface Actor {
   actorType: string;
   actorId: string | null;
+  /** The event's type: an `operator.*` event's acting user is an operator of the platform, not a member. */
+  type?: string;
 }
 
 /**
- * A member by name; one of the organization's machine keys by its name; the backend's service key
+ * A member by name; an operator of the platform (support: banning a member, signing in as them),
+ * who is no member, as such; one of the organization's machine keys by its name; the backend's service key
  * (the app's own server acting, Better Auth through the adapter); authstrap itself (say, a webhook
  * endpoint it disabled after failures). A user or key it has no name for is said as such: the
  * caller shows the id beside it (`unnamed`).
@@ -25,7 +28,8 @@ export function actorInWords(actor: Actor, names: ActorNames): string {
   const { actorType, actorId } = actor;
   switch (actorType) {
     case 'user':
-      return (actorId && names.members.get(actorId)) || 'A former member';
+      if (actorId && names.members.has(actorId)) return names.members.get(actorId)!;
+      return actor.type?.startsWith('operator.') ? 'An operator of the platform' : 'A former member';
     case 'machine_key': {
       const name = actorId && names.machineKeys.get(actorId);
       return name ? `A machine key: ${name}` : 'A machine key';

@@ -4,6 +4,7 @@ import { useCallback, useMemo, useState } from 'react';
 import { managesOrganization, useOrganizations } from '@/components/organization-provider';
 import { OutcomeMessage, useAction } from '@/components/ui/action';
 import { LoadError, useLoad } from '@/components/ui/load';
+import { EventSentence } from '@/components/ui/event-sentence';
 import { Pager } from '@/components/ui/pager';
 import { eventCatalogue, type AuditEventFilter, type EventType } from '@/lib/authstrap-client';
 import { api } from '@/lib/api';
@@ -210,16 +211,14 @@ export function AuditLogSettings() {
                         {dateFormat.format(new Date(event.createdAt))}
                       </td>
                       <td data-label="Event">
-                        {/* The backend's sentence, as text (React escapes it: names and records are other people's typing). */}
-                        <div>{event.summary}</div>
-                        <div className="muted font-mono text-xs" title={eventCatalogue[event.type as EventType] ?? undefined}>
-                          {event.type}
-                        </div>
+                        <EventSentence event={event} />
                       </td>
                       <td className="min-w-28" data-label="Actor">
                         {actorInWords(event, actorNames)}
                         {/* A former member is known by id only: their name went with their membership. */}
                         {unnamed(event, actorNames) && <div className="muted font-mono text-xs break-all">{event.actorId}</div>}
+                        {/* Made with a session an operator of the platform opened as this member (docs/operator.md): support acted in their name. */}
+                        {typeof event.data.impersonatedBy === 'string' && <div className="badge warning mt-1">An operator signed in as them</div>}
                       </td>
                       <td className="min-w-28" data-label="Entity">
                         {event.entity ?? '—'}

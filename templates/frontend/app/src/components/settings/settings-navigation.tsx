@@ -1,8 +1,7 @@
 'use client';
 
-import Link from 'next/link';
-import { usePathname } from 'next/navigation';
 import { managesOrganization, useOrganizations } from '@/components/organization-provider';
+import { SectionNavigation } from '@/components/ui/section-navigation';
 
 /** The settings pages, those for owners and admins only shown to them. */
 const pages = [
@@ -17,27 +16,13 @@ const pages = [
 ];
 
 export function SettingsNavigation() {
-  const pathname = usePathname();
   const { active } = useOrganizations();
   const manages = managesOrganization(active?.role);
   return (
-    <nav aria-label="Organization settings" className="min-w-0">
-      <p className="muted mb-2 truncate">{active ? `${active.name} · ${active.role}` : 'Organization'}</p>
-      <ul className="flex flex-wrap gap-1 md:flex-col">
-        {pages
-          .filter((page) => manages || !page.managersOnly)
-          .map((page) => (
-            <li key={page.href}>
-              <Link
-                href={page.href}
-                aria-current={pathname === page.href ? 'page' : undefined}
-                className="block rounded-md px-3 py-2 whitespace-nowrap text-gray-800 no-underline hover:bg-gray-100 aria-[current=page]:bg-gray-100 aria-[current=page]:font-semibold"
-              >
-                {page.label}
-              </Link>
-            </li>
-          ))}
-      </ul>
-    </nav>
+    <SectionNavigation
+      label="Organization settings"
+      caption={active ? `${active.name} · ${active.role}` : 'Organization'}
+      pages={pages.filter((page) => manages || !page.managersOnly)}
+    />
   );
 }

@@ -1,0 +1,243 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot } from './support/cli.js';
+import { shootAndCheck as shootAndCheckInto, signUpThroughPage, startGeneratedApp, type GeneratedApp } from './support/frontend.js';
+import { runCliProcess } from './support/setup.js';
+
+/**
+ * The operator's pages of the app `setup --frontend` writes (/operator; issue 50), in Debian's
+ * Chromium against a generated backend: a user who is no operator sees no Operator entry and is told
+ * what /operator is for; an operator (granted from the command line) finds a user by address, sees
+ * their organizations and failed sign-ins, bans them (their open page's live stream ends and a
+ * reload signs them out; a sign-in through the backend and through Better Auth is refused), lifts
+ * the ban (they sign in again); signs in as a member, sees the banner on every page, changes a
+ * record as them, ends it and is the operator again, while the organization's audit log shows the
+ * change as made by an operator signed in as that member. Every operator page passes axe-core (no
+ * serious or critical violation), at a laptop's and a phone's width. The screenshots go to
+ * docs/images/operator/, where docs/operator.md shows them.
+ */
+
+const screenshots = path.join(repoRoot, 'docs/images/operator');
+const password = 'correct horse battery';
+
+describe("the operator's pages in Chromium", () => {
+  let generated: GeneratedApp | undefined;
+  let browser: Browser;
+  let operator: Page;
+  let member: Page;
+  let spammer: Page;
+  const app = (route = '/') => generated!.app(route);
+  const api = (route: string) => generated!.api(route);
+
+  beforeAll(async () => {
+    fs.mkdirSync(screenshots, { recursive: true });
+    generated = await startGeneratedApp('ops');
+    ({ browser } = generated);
+    operator = await (await browser.newContext()).newPage();
+    member = await (await browser.newContext()).newPage();
+    spammer = await (await browser.newContext()).newPage();
+  }, 900_000);
+
+  afterAll(async () => {
+    await generated?.close();
+  }, 60_000);
+
+  /** A full-page screenshot for the docs, at a laptop's width, and axe-core's verdict on the page. */
+  const shootAndCheck = (page: Page, name: string) => shootAndCheckInto(page, screenshots, name);
+
+  const signUp = (page: Page, name: string, email: string) => signUpThroughPage(page, app, name, email, password);
+  const status = (page: Page) => page.locator('main').getByRole('status').filter({ hasText: /\S/ });
+  const header = (page: Page) => page.locator('header.top');
+  const banner = (page: Page) => page.getByRole('region', { name: 'Signed in as a user' });
+
+  /** A sign-in on the backend's own path (POST /api/auth/sign-in/email): its status. */
+  const backendSignIn = (email: string, secret: string) =>
+    fetch(api('/api/auth/sign-in/email'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: secret }) }).then((response) => response.status);
+
+  /** Signs in through the app's form (Better Auth's path); a "Too many requests" (three a ten seconds from one address) is waited out. */
+  async function signInThroughPage(page: Page, email: string): Promise<'in' | string> {
+    for (let attempt = 1; ; attempt++) {
+      await page.goto(app('/sign-in'));
+      await page.getByLabel('E-mail').fill(email);
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      const alert = page.getByRole('alert').filter({ hasText: /\S/ });
+      const outcome = await Promise.race([page.waitForURL(app('/projects')).then(() => 'in'), alert.waitFor().then(async () => (await alert.textContent())!)]);
+      if (!/too many requests/i.test(outcome) || attempt === 3) return outcome;
+      await page.waitForTimeout(10_000);
+    }
+  }
+
+  /** The operator's search for one user by address, and their page opened: its id. */
+  async function openUser(email: string): Promise<string> {
+    await operator.goto(app('/operator/users'));
+    await operator.getByRole('searchbox', { name: 'Search users' }).fill(email);
+    await operator.getByRole('button', { name: 'Search' }).click();
+    await expect.poll(() => operator.getByText(`1 user matches “${email}”.`).count()).toBe(1);
+    await operator.getByRole('table', { name: 'Users' }).getByRole('link').click();
+    await operator.waitForURL(/\/operator\/users\/[0-9a-f-]{36}$/);
+    await expect.poll(() => operator.getByRole('heading', { level: 1 }).count()).toBe(1);
+    return operator.url().split('/').pop()!;
+  }
+
+  it('a user who is no operator sees no Operator entry, and /operator says it is for operators', async () => {
+    await signUp(operator, 'Olga Operator', 'olga@example.com');
+    await signUp(member, 'Mia Member', 'mia@example.com');
+    await member.waitForTimeout(1000);
+    expect(await header(member).getByRole('link', { name: 'Operator' }).count()).toBe(0);
+    await member.goto(app('/operator/users'));
+    await expect.poll(() => member.getByRole('heading', { name: 'These pages are for operators' }).count()).toBe(1);
+    expect(await member.getByRole('navigation', { name: 'Operator' }).count()).toBe(0);
+    await shootAndCheck(member, 'not-an-operator');
+
+    // Granted from the command line, against the embedded database (which the backend holds while it runs).
+    await generated!.whileBackendStopped(() => {
+      const granted = runCliProcess(['operator', 'grant', 'olga@example.com'], { cwd: path.join(generated!.workspace, 'ops') });
+      expect(granted.status, granted.output).toBe(0);
+    });
+    await operator.reload();
+    await expect.poll(() => header(operator).getByRole('link', { name: 'Operator' }).count(), { timeout: 15_000 }).toBe(1);
+    await member.reload();
+    await member.waitForTimeout(1000);
+    expect(await header(member).getByRole('link', { name: 'Operator' }).count()).toBe(0);
+  }, 240_000);
+
+  it('an operator finds a user by address, sees their organizations and failed sign-ins, bans them everywhere, and lifts the ban', async () => {
+    await signUp(spammer, 'Sam Spammer', 'sam@example.com');
+    expect(await backendSignIn('sam@example.com', 'not the password')).toBe(401);
+    await expect.poll(() => spammer.getByRole('status', { name: 'Live updates: on' }).count(), { timeout: 15_000 }).toBe(1);
+
+    await header(operator).getByRole('link', { name: 'Operator' }).click();
+    await operator.waitForURL(app('/operator/users'));
+    await expect.poll(() => operator.getByRole('table', { name: 'Users' }).getByRole('row').count()).toBe(4);
+    await shootAndCheck(operator, 'users');
+
+    const samId = await openUser('sam@example.com');
+    const organizations = operator.getByRole('table', { name: 'Organizations' });
+    await expect.poll(() => organizations.getByRole('row').count()).toBe(2);
+    expect(await organizations.getByRole('row').nth(1).textContent()).toContain('owner');
+    const signIns = operator.getByRole('table', { name: 'Sign-ins' });
+    expect(await signIns.getByRole('row').filter({ hasText: 'Failed' }).count()).toBe(1);
+    expect(await operator.getByRole('table', { name: 'Sessions' }).getByRole('row').count()).toBeGreaterThan(1);
+    await shootAndCheck(operator, 'user');
+
+    // Banned: the address typed before the ban goes through.
+    const ban = operator.getByRole('region', { name: 'Ban', exact: true });
+    await ban.getByLabel(/^Reason/).fill('spam invitations');
+    await ban.getByRole('button', { name: 'Ban Sam Spammer' }).click();
+    const dialog = operator.getByRole('alertdialog');
+    expect(await dialog.getByRole('button', { name: 'Ban' }).isDisabled()).toBe(true);
+    await dialog.getByLabel('Type sam@example.com to confirm').fill('sam@example.com');
+    await shootAndCheck(operator, 'ban-confirm');
+    await dialog.getByRole('button', { name: 'Ban' }).click();
+    await expect.poll(() => status(operator).filter({ hasText: 'Sam Spammer is banned' }).count()).toBe(1);
+    await expect.poll(() => operator.getByRole('region', { name: 'The ban in force' }).textContent()).toContain('Reason: spam invitations');
+    await shootAndCheck(operator, 'user-banned');
+
+    // The banned user's open page: its live stream ends within the streams' recheck; a reload is signed out.
+    await expect.poll(() => spammer.getByRole('status', { name: /^Live updates: off/ }).count(), { timeout: 10_000 }).toBe(1);
+    await spammer.reload();
+    await spammer.waitForURL(app('/sign-in'));
+    // No path signs them in: the backend's, and Better Auth's on the app.
+    expect(await backendSignIn('sam@example.com', password)).toBe(403);
+    expect(await signInThroughPage(spammer, 'sam@example.com')).toMatch(/banned/i);
+
+    // Unbanned: they sign in again.
+    const unban = operator.getByRole('region', { name: 'Lift the ban' });
+    await unban.getByLabel(/^Reason/).fill('appeal accepted');
+    await unban.getByRole('button', { name: 'Unban' }).click();
+    await operator.getByRole('alertdialog').getByRole('button', { name: 'Unban' }).click();
+    await expect.poll(() => status(operator).filter({ hasText: 'Sam Spammer is no longer banned.' }).count()).toBe(1);
+    expect(await operator.getByRole('region', { name: 'The ban in force' }).count()).toBe(0);
+    expect(await signInThroughPage(spammer, 'sam@example.com')).toBe('in');
+    expect(samId).toMatch(/^[0-9a-f-]{36}$/);
+  }, 240_000);
+
+  it('an operator signs in as a member: the banner on every page, a record changed as them, in their audit log as an operator; End returns to the operator', async () => {
+    const form = member.getByRole('form', { name: 'New project' });
+    await member.goto(app('/projects'));
+    await form.getByLabel('Name').fill('Apollo');
+    await form.getByRole('button', { name: 'Add' }).click();
+    await expect.poll(() => member.getByRole('cell', { name: 'Apollo', exact: true }).count()).toBe(1);
+
+    const miaId = await openUser('mia@example.com');
+    const signInAs = operator.getByRole('region', { name: 'Sign in as Mia Member' });
+    await signInAs.getByLabel(/^Reason/).fill('ticket 4711: cannot rename her project');
+    await signInAs.getByLabel('For').selectOption('15');
+    await signInAs.getByRole('button', { name: 'Sign in as Mia Member' }).click();
+    await operator.getByRole('alertdialog').getByRole('button', { name: 'Sign in as them' }).click();
+    await operator.waitForURL(app('/projects'));
+    await expect.poll(() => banner(operator).textContent()).toMatch(/^You are signed in as Mia Member \(mia@example\.com\) as an operator until \d\d:\d\d\.End$/);
+
+    // As Mia: her organization's record, changed through the page.
+    await expect.poll(() => operator.getByRole('cell', { name: 'Apollo', exact: true }).count()).toBe(1);
+    await shootAndCheck(operator, 'impersonating');
+    await operator.getByRole('button', { name: 'Edit Apollo' }).click();
+    const editForm = operator.getByRole('form', { name: 'Edit Apollo' });
+    await editForm.getByLabel('Name').fill('Apollo 11');
+    await editForm.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => operator.getByRole('status').filter({ hasText: 'Apollo 11 saved.' }).count()).toBe(1);
+
+    // The banner stays on every page of the app, the organization's settings included.
+    await operator.goto(app('/settings/members'));
+    await expect.poll(() => banner(operator).count()).toBe(1);
+    await expect.poll(() => operator.getByRole('cell', { name: /Mia Member/ }).count()).toBe(1);
+
+    // Mia's audit log: the change, made by her with a session an operator opened as her.
+    await member.goto(app('/settings/audit-log'));
+    const change = member.getByRole('table', { name: 'Events' }).getByRole('row').filter({ hasText: 'project.updated' });
+    await expect.poll(() => change.count()).toBe(1);
+    expect(await change.textContent()).toContain('Mia Member');
+    expect(await change.textContent()).toContain('An operator signed in as them');
+    const started = member.getByRole('table', { name: 'Events' }).getByRole('row').filter({ hasText: 'operator.impersonation_started' });
+    expect(await started.count()).toBe(1);
+    expect(await started.textContent()).toContain('An operator of the platform');
+    await member.screenshot({ path: path.join(screenshots, 'member-audit-log.png'), fullPage: true });
+
+    // End: the tab is the operator again, on Mia's page, and her impersonated session is gone.
+    await banner(operator).getByRole('button', { name: 'End' }).click();
+    await operator.waitForURL(app(`/operator/users/${miaId}`));
+    await expect.poll(() => operator.getByRole('heading', { name: 'Mia Member', level: 1 }).count()).toBe(1);
+    expect(await banner(operator).count()).toBe(0);
+    expect(await operator.getByText('An operator signed in as them').count()).toBe(0);
+  }, 240_000);
+
+  it('organizations and the platform audit log, searched and filtered; the pages at a phone\'s width', async () => {
+    await operator.goto(app('/operator/organizations'));
+    await operator.getByRole('searchbox', { name: 'Search organizations' }).fill('mia@example.com');
+    await operator.getByRole('button', { name: 'Search' }).click();
+    await expect.poll(() => operator.getByRole('table', { name: 'Organizations' }).getByRole('row').count()).toBe(2);
+    await shootAndCheck(operator, 'organizations');
+
+    await operator.goto(app('/operator/audit-log'));
+    const events = operator.getByRole('table', { name: 'Operator events' });
+    await expect.poll(() => events.getByRole('row').filter({ hasText: 'operator.banned_user' }).count()).toBe(1);
+    const banned = await events.getByRole('row').filter({ hasText: 'operator.banned_user' }).textContent();
+    expect(banned).toContain('Olga Operator (operator) banned');
+    expect(banned).toContain('sam@example.com');
+    expect(banned).toContain('spam invitations');
+    for (const type of ['operator.granted', 'operator.unbanned_user', 'operator.impersonation_started', 'operator.impersonation_ended']) {
+      expect(await events.getByRole('row').filter({ hasText: type }).count(), type).toBe(1);
+    }
+    await shootAndCheck(operator, 'audit-log');
+    await operator.getByLabel('Event type').selectOption('operator.impersonation_started');
+    await expect.poll(() => events.getByRole('row').count()).toBe(2);
+    expect(await events.textContent()).toContain('ticket 4711');
+
+    await operator.setViewportSize({ width: 390, height: 844 });
+    for (const [route, name] of [
+      ['/operator/users', 'users-phone'],
+      ['/operator/audit-log', 'audit-log-phone'],
+    ] as const) {
+      await operator.goto(app(route));
+      await expect.poll(() => operator.getByRole('table').count()).toBe(1);
+      await shootAndCheck(operator, name);
+      expect(await operator.evaluate(() => document.documentElement.scrollWidth), name).toBeLessThanOrEqual(390);
+    }
+    await openUser('sam@example.com');
+    await shootAndCheck(operator, 'user-phone');
+    expect(await operator.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  }, 240_000);
+});
