@@ -105,6 +105,15 @@ describe('the audit log in sentences', () => {
     expect(eventSentence(removed, { actor: olivia, subject: ivy }).sentence).toBe('Olivia Oakes removed Ivy Invitee (admin) from the organization');
   });
 
+  it('says how someone signed in, on either path, in words', () => {
+    const signedIn = (method: string) => eventSentence(event('session.signed_in', { actorId: ivy.id, userId: ivy.id, entity: 'session', entityId: 's1', data: { method } }), { actor: ivy, subject: ivy }).sentence;
+    expect(signedIn('password')).toBe('ivy@acme.example signed in with password');
+    expect(signedIn('sso')).toBe('ivy@acme.example signed in with single sign-on');
+    expect(signedIn('password:break-glass')).toBe('ivy@acme.example signed in with password, break-glass');
+    expect(signedIn('better-auth:magic-link')).toBe('ivy@acme.example signed in with magic link (Better Auth)');
+    expect(signedIn('better-auth:password:break-glass')).toBe('ivy@acme.example signed in with password (Better Auth), break-glass');
+  });
+
   it("names a record's events by the record, and who acted after by", () => {
     const created = event('project.created', { actorType: 'machine_key', actorId: keyId, entity: 'Project', data: { record: { name: 'Apollo' } } });
     expect(eventSentence(created, { keyName: 'ci-deploy' }).sentence).toBe('Project "Apollo" was created by the key ci-deploy');

@@ -80,6 +80,12 @@ describe.each(databaseKinds)("the sign-in policy on Better Auth's path, %s datab
     await requireSso(false);
     expect((await signInEmail(at('employee'))).status).toBe(200);
     expect(await newestMethod(at('employee'))).toBe('better-auth:password');
+    // A sign-in as the backend's own are: in the user's history, with its method.
+    const recorded = await asOwner(
+      `SELECT e."data"->>'method' AS "method" FROM "authstrap_event" e JOIN "User" u ON u."id" = e."userId" WHERE u."email" = $1 AND e."type" = 'session.signed_in' ORDER BY e."createdAt" DESC LIMIT 1`,
+      [at('employee')],
+    );
+    expect(recorded.rows[0]?.method).toBe('better-auth:password');
 
     await requireSso(true);
     const sessionsBefore = (await asOwner(`SELECT count(*)::int AS n FROM "session"`)).rows[0]!.n;

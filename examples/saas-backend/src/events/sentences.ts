@@ -138,6 +138,19 @@ export function plain(value: unknown, max = longest): string {
 /** A non-empty string of the event's data, as plain text; undefined otherwise. */
 const textOf = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? plain(value) : undefined);
 
+/**
+ * A sign-in method as words: `password`, `sso`, and Better Auth's (`better-auth:magic-link` ->
+ * "magic link (Better Auth)"); an owner's password while SSO is required says break-glass.
+ */
+function signInMethodWords(method: string | undefined): string | undefined {
+  if (!method) return undefined;
+  const breakGlass = method.endsWith(':break-glass');
+  const bare = breakGlass ? method.slice(0, -':break-glass'.length) : method;
+  const betterAuth = bare.startsWith('better-auth:');
+  const words = (betterAuth ? bare.slice('better-auth:'.length) : bare).replace(/[-_]/g, ' ').replace(/^sso$/, 'single sign-on');
+  return `${words}${betterAuth ? ' (Better Auth)' : ''}${breakGlass ? ', break-glass' : ''}`;
+}
+
 const recordOf = (event: SentenceEvent): Record<string, unknown> => {
   const record = event.data.record;
   return record !== null && typeof record === 'object' && !Array.isArray(record) ? (record as Record<string, unknown>) : {};
@@ -324,7 +337,7 @@ function authEventSentence(event: SentenceEvent, names: SentenceNames, actor: st
     case 'user.password_reset':
       return `${upperFirst(subject)} reset their password with a link from the mail`;
     case 'session.signed_in': {
-      const method = textOf(data.method);
+      const method = signInMethodWords(textOf(data.method));
       return `${upperFirst(account)} signed in${method ? ` with ${method}` : ''}`;
     }
     case 'session.sign_in_failed':

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { betterAuthMethodOf, betterAuthPathHeader } from '../auth/sign-in-policy.js';
 import { callerOf } from '../extensions/auth/auth.decorator.js';
 import type { Queryable } from '../db/database.js';
-import { requestContext, setEventContext } from '../events/events.js';
+import { byUser, recordAuthEvent, requestContext, setEventContext } from '../events/events.js';
 import { sendData, sendList } from '../http/envelope.js';
 import { forbidden, notFound, validationFailed } from '../http/errors.js';
 import type { ListSpec } from '../http/list-fields.js';
@@ -228,6 +228,15 @@ const madeByBetterAuth = <Input extends { authMethod?: string | null; ssoConnect
   impersonatedBy: null,
 });
 
+/**
+ * A session Better Auth made is a sign-in as the backend's own are: `session.signed_in`, with the
+ * method the row records (`better-auth:password`, `better-auth:magic-link`, ...:break-glass), in
+ * the session's transaction, so that a user's sign-in history (their security page, the
+ * operators' pages) shows the sign-ins of both paths.
+ */
+const signedInByBetterAuth = (tx: Queryable, session: { id: string; userId: string; authMethod?: string | null }) =>
+  recordAuthEvent(tx, { type: 'session.signed_in', userId: session.userId, entity: 'session', entityId: session.id, data: { method: session.authMethod ?? 'better-auth' } }, byUser(session.userId));
+
 /** The entities a trusted-server list may embed in its rows (`join`): the ones it manages. */
 const joinTargets: Readonly<Record<string, JoinTarget>> = {
   User: { spec: userListSpec, selectList: userServiceRepository.selectList },
@@ -271,6 +280,7 @@ export function serviceApiRouters({ auth, transactions }: GeneratedDeps) {
       replaceInput: SessionServiceReplaceInput,
       updateInput: SessionServiceUpdateInput,
       beforeCreate: madeByBetterAuth,
+      afterCreate: signedInByBetterAuth,
     }),
     verification: serviceApiRouter(transactions, joinTargets, {
       entity: 'verification',
