@@ -1371,6 +1371,91 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.key_permissions(permissions text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  RETURN COALESCE(permissions::jsonb, '{}'::jsonb);
+EXCEPTION WHEN invalid_text_representation THEN
+  RETURN '{}'::jsonb;
+END $$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_organization(operator_id uuid, organization_id uuid)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT jsonb_build_object(
+      'id', o."id", 'name', o."name", 'slug', o."slug", 'createdAt', to_char(o."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+      'members', COALESCE((SELECT jsonb_agg(jsonb_build_object('userId', u."id", 'email', u."email", 'name', u."name", 'role', m."role", 'joinedAt', to_char(m."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                 'banned', EXISTS (SELECT FROM "authstrap_user_ban" b WHERE b."userId" = u."id" AND (b."expiresAt" IS NULL OR b."expiresAt" > now())))
+                               ORDER BY CASE m."role" WHEN 'owner' THEN 1 WHEN 'admin' THEN 2 ELSE 3 END, m."createdAt", u."id")
+                             FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = o."id"), '[]'::jsonb),
+      'invitations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', v."id", 'email', substr(v."identifier", length('invitation:') + 1), 'role', split_part(v."value", ':', 3),
+                                     'invitedBy', jsonb_build_object('id', split_part(v."value", ':', 4), 'email', inviter."email"), 'createdAt', to_char(v."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expiresAt', to_char(v."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                                   ORDER BY v."createdAt", v."id")
+                                 FROM "verification" v LEFT JOIN "User" inviter ON inviter."id"::text = split_part(v."value", ':', 4)
+                                WHERE v."identifier" LIKE 'invitation:%' AND split_part(v."value", ':', 2) = o."id"::text AND v."expiresAt" > now()), '[]'::jsonb),
+      'machineKeys', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', k."id", 'name', k."name", 'start', k."start", 'role', k."role", 'permissions', authstrap.key_permissions(k."permissions"),
+                                     'enabled', k."enabled", 'expiresAt', to_char(k."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'lastRequest', to_char(k."lastRequest" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'requestCount', k."requestCount", 'remaining', k."remaining",
+                                     'createdBy', CASE WHEN k."createdBy" IS NULL THEN NULL ELSE jsonb_build_object('id', k."createdBy", 'email', maker."email") END, 'createdAt', to_char(k."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                                   ORDER BY k."createdAt" DESC, k."id")
+                                 FROM "apikey" k LEFT JOIN "User" maker ON maker."id" = k."createdBy" WHERE k."referenceId" = o."id"), '[]'::jsonb),
+      'webhookEndpoints', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', w."id", 'url', w."url", 'description', w."description", 'eventTypes', to_jsonb(w."eventTypes"),
+                                          'enabled', w."enabled", 'disabledReason', w."disabledReason", 'failureCount', w."failureCount", 'createdAt', to_char(w."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                          'deliveries', health.deliveries)
+                                        ORDER BY w."createdAt", w."id")
+                                      FROM "authstrap_webhook_endpoint" w
+                                      -- The outbox keeps a webhook message 7 days after it is sent (src/outbox/outbox.ts): health is that recent.
+                                      CROSS JOIN LATERAL (SELECT jsonb_build_object(
+                                          'failedLast7Days', count(*) FILTER (WHERE d."status" = 'failed' AND d."createdAt" > now() - interval '7 days'),
+                                          'retrying', count(*) FILTER (WHERE d."status" = 'pending' AND d."attempts" > 0),
+                                          'lastSuccessAt', to_char(max(d."sentAt") FILTER (WHERE d."status" = 'sent') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                          'lastError', (array_agg(d."lastError" ORDER BY d."createdAt" DESC) FILTER (WHERE d."lastError" IS NOT NULL))[1]) AS deliveries
+                                         FROM "authstrap_outbox" d WHERE d."channel" = 'webhook' AND d."payload"->>'endpointId' = w."id"::text) health
+                                     WHERE w."organizationId" = o."id"), '[]'::jsonb))
+    INTO answer
+    FROM "Organization" o WHERE o."id" = organization_id;
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_organization_events(operator_id uuid, organization_id uuid, only_type text, page_limit integer, page_offset integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  IF NOT EXISTS (SELECT FROM "Organization" o WHERE o."id" = organization_id) THEN
+    EXIT work;
+  END IF;
+  WITH matched AS (
+    SELECT e.* FROM "authstrap_event" e WHERE e."organizationId" = organization_id AND (only_type = '' OR e."type" = only_type)
+  ), paged AS (
+    SELECT * FROM matched ORDER BY "createdAt" DESC, "id" DESC LIMIT page_limit OFFSET page_offset
+  )
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched),
+      'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', p."id", 'type', p."type", 'organizationId', p."organizationId", 'userId', p."userId",
+                 'actorType', p."actorType", 'actorId', p."actorId", 'entity', p."entity", 'entityId', p."entityId", 'data', p."data",
+                 'requestId', p."requestId", 'ipAddress', p."ipAddress", 'userAgent', p."userAgent", 'createdAt', to_char(p."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY p."createdAt" DESC, p."id" DESC)
+               FROM paged p), '[]'::jsonb),
+      'directories', COALESCE((SELECT jsonb_object_agg(d."id", d."name") FROM "authstrap_scim_directory" d WHERE d."organizationId" = organization_id), '{}'::jsonb))
+    INTO answer;
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
 GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator", "authstrap_user_ban", "authstrap_sso_connection", "authstrap_sso_certificate", "authstrap_sso_policy", "authstrap_domain", "authstrap_sso_identity", "authstrap_sso_flow", "authstrap_sso_code", "authstrap_saml_assertion", "authstrap_scim_directory", "authstrap_scim_token", "authstrap_scim_user", "authstrap_scim_group", "authstrap_scim_group_member", "authstrap_scim_role_mapping", "authstrap_scim_request", "authstrap_member_suspension" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";

@@ -380,6 +380,117 @@ BEGIN
 END
 $$;`;
 
+/**
+ * An operator's function as most of them read (the newer ones; the first ones above spell the same
+ * steps out): `operator_id` first and checked, the maintenance setting on while `body` runs and as it
+ * was after, and `answer` what it returns. `body` may leave early with `EXIT work;`; it leaves
+ * `answer` null for "no such thing" (the route's 404).
+ */
+function operatorFunction({ name, parameters, returns = 'jsonb', declare = '', body }: { name: string; parameters: string; returns?: string; declare?: string; body: string }): string {
+  return `CREATE OR REPLACE FUNCTION authstrap.${name}(operator_id uuid, ${parameters})
+RETURNS ${returns} LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer ${returns};
+${declare}BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+${body}
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;`;
+}
+
+/**
+ * A machine key's `permissions` (Better Auth's JSON text) as JSON for the operator's view; text that
+ * does not parse reads as no permissions (as authstrap.key_allows grants it nothing), rather than
+ * failing the whole organization.
+ */
+const keyPermissions = `CREATE OR REPLACE FUNCTION authstrap.key_permissions(permissions text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  RETURN COALESCE(permissions::jsonb, '{}'::jsonb);
+EXCEPTION WHEN invalid_text_representation THEN
+  RETURN '{}'::jsonb;
+END $$;`;
+
+/** An invitation's stored value (`<hash>:<organization>:<role>:<inviter>`, src/auth/invitations.ts): its part `n`, never the hash (part 1). */
+const invitationPart = (n: 2 | 3 | 4) => `split_part(v."value", ':', ${n})`;
+
+/**
+ * One organization as support needs it: its members and roles (banned or not), its pending
+ * invitations (not expired; who sent them), its machine keys (name, the few characters kept in the
+ * clear, role, permissions, use: never the key's hash), and its webhook endpoints (never their
+ * secrets) with their delivery health from the outbox's webhook messages (failed for good in the
+ * last 7 days, still being retried, the last success and the last error). Null for no such
+ * organization.
+ */
+const operatorOrganization = operatorFunction({
+  name: 'operator_organization',
+  parameters: 'organization_id uuid',
+  body: `  SELECT jsonb_build_object(
+      'id', o."id", 'name', o."name", 'slug', o."slug", 'createdAt', ${iso('o."createdAt"')},
+      'members', COALESCE((SELECT jsonb_agg(jsonb_build_object('userId', u."id", 'email', u."email", 'name', u."name", 'role', m."role", 'joinedAt', ${iso('m."createdAt"')},
+                                 'banned', EXISTS (SELECT FROM "authstrap_user_ban" b WHERE b."userId" = u."id" AND ${banInForce('b')}))
+                               ORDER BY CASE m."role" WHEN 'owner' THEN 1 WHEN 'admin' THEN 2 ELSE 3 END, m."createdAt", u."id")
+                             FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = o."id"), '[]'::jsonb),
+      'invitations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', v."id", 'email', substr(v."identifier", length('invitation:') + 1), 'role', ${invitationPart(3)},
+                                     'invitedBy', jsonb_build_object('id', ${invitationPart(4)}, 'email', inviter."email"), 'createdAt', ${iso('v."createdAt"')}, 'expiresAt', ${iso('v."expiresAt"')})
+                                   ORDER BY v."createdAt", v."id")
+                                 FROM "verification" v LEFT JOIN "User" inviter ON inviter."id"::text = ${invitationPart(4)}
+                                WHERE v."identifier" LIKE 'invitation:%' AND ${invitationPart(2)} = o."id"::text AND v."expiresAt" > now()), '[]'::jsonb),
+      'machineKeys', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', k."id", 'name', k."name", 'start', k."start", 'role', k."role", 'permissions', authstrap.key_permissions(k."permissions"),
+                                     'enabled', k."enabled", 'expiresAt', ${iso('k."expiresAt"')}, 'lastRequest', ${iso('k."lastRequest"')}, 'requestCount', k."requestCount", 'remaining', k."remaining",
+                                     'createdBy', CASE WHEN k."createdBy" IS NULL THEN NULL ELSE jsonb_build_object('id', k."createdBy", 'email', maker."email") END, 'createdAt', ${iso('k."createdAt"')})
+                                   ORDER BY k."createdAt" DESC, k."id")
+                                 FROM "apikey" k LEFT JOIN "User" maker ON maker."id" = k."createdBy" WHERE k."referenceId" = o."id"), '[]'::jsonb),
+      'webhookEndpoints', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', w."id", 'url', w."url", 'description', w."description", 'eventTypes', to_jsonb(w."eventTypes"),
+                                          'enabled', w."enabled", 'disabledReason', w."disabledReason", 'failureCount', w."failureCount", 'createdAt', ${iso('w."createdAt"')},
+                                          'deliveries', health.deliveries)
+                                        ORDER BY w."createdAt", w."id")
+                                      FROM "authstrap_webhook_endpoint" w
+                                      -- The outbox keeps a webhook message 7 days after it is sent (src/outbox/outbox.ts): health is that recent.
+                                      CROSS JOIN LATERAL (SELECT jsonb_build_object(
+                                          'failedLast7Days', count(*) FILTER (WHERE d."status" = 'failed' AND d."createdAt" > now() - interval '7 days'),
+                                          'retrying', count(*) FILTER (WHERE d."status" = 'pending' AND d."attempts" > 0),
+                                          'lastSuccessAt', ${iso(`max(d."sentAt") FILTER (WHERE d."status" = 'sent')`)},
+                                          'lastError', (array_agg(d."lastError" ORDER BY d."createdAt" DESC) FILTER (WHERE d."lastError" IS NOT NULL))[1]) AS deliveries
+                                         FROM "authstrap_outbox" d WHERE d."channel" = 'webhook' AND d."payload"->>'endpointId' = w."id"::text) health
+                                     WHERE w."organizationId" = o."id"), '[]'::jsonb))
+    INTO answer
+    FROM "Organization" o WHERE o."id" = organization_id;`,
+});
+
+/**
+ * An organization's audit log for an operator: its events, newest first, optionally of one type,
+ * as the organization's own GET /audit-events answers them (the route adds each one's sentence).
+ * Answers `{ total, rows, directories }`, `directories` the names of the organization's SCIM
+ * directories by id (the sentences name them; row-level security hides them from the backend's
+ * own statement); null for no such organization.
+ */
+const operatorOrganizationEvents = operatorFunction({
+  name: 'operator_organization_events',
+  parameters: 'organization_id uuid, only_type text, page_limit integer, page_offset integer',
+  body: `  IF NOT EXISTS (SELECT FROM "Organization" o WHERE o."id" = organization_id) THEN
+    EXIT work;
+  END IF;
+  WITH matched AS (
+    SELECT e.* FROM "authstrap_event" e WHERE e."organizationId" = organization_id AND (only_type = '' OR e."type" = only_type)
+  ), paged AS (
+    SELECT * FROM matched ORDER BY "createdAt" DESC, "id" DESC LIMIT page_limit OFFSET page_offset
+  )
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched),
+      'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', p."id", 'type', p."type", 'organizationId', p."organizationId", 'userId', p."userId",
+                 'actorType', p."actorType", 'actorId', p."actorId", 'entity', p."entity", 'entityId', p."entityId", 'data', p."data",
+                 'requestId', p."requestId", 'ipAddress', p."ipAddress", 'userAgent', p."userAgent", 'createdAt', ${iso('p."createdAt"')}) ORDER BY p."createdAt" DESC, p."id" DESC)
+               FROM paged p), '[]'::jsonb),
+      'directories', COALESCE((SELECT jsonb_object_agg(d."id", d."name") FROM "authstrap_scim_directory" d WHERE d."organizationId" = organization_id), '{}'::jsonb))
+    INTO answer;`,
+});
+
 export const operatorFunctions = [
   { name: 'operator_check', definition: operatorCheck },
   { name: 'operator_users', definition: operatorUsers },
@@ -392,4 +503,7 @@ export const operatorFunctions = [
   { name: 'operator_end_impersonation', definition: operatorEndImpersonation },
   { name: 'sign_out_impersonation', definition: signOutImpersonation },
   { name: 'operator_events', definition: operatorEvents },
+  { name: 'key_permissions', definition: keyPermissions },
+  { name: 'operator_organization', definition: operatorOrganization },
+  { name: 'operator_organization_events', definition: operatorOrganizationEvents },
 ];
