@@ -259,6 +259,14 @@ CREATE TABLE "authstrap_user_ban" (
   CONSTRAINT "authstrap_user_ban_bannedBy_fkey" FOREIGN KEY ("bannedBy") REFERENCES "User" ("id") ON DELETE SET NULL
 );
 
+CREATE TABLE "authstrap_activity_day" (
+  "day" date PRIMARY KEY,
+  "signUps" integer NOT NULL,
+  "activeUsers" integer NOT NULL,
+  "newOrganizations" integer NOT NULL,
+  "countedAt" timestamptz NOT NULL DEFAULT now()
+);
+
 CREATE TABLE "authstrap_sso_connection" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   "organizationId" uuid NOT NULL,
@@ -1456,7 +1464,75 @@ BEGIN
 END
 $$;
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator", "authstrap_user_ban", "authstrap_sso_connection", "authstrap_sso_certificate", "authstrap_sso_policy", "authstrap_domain", "authstrap_sso_identity", "authstrap_sso_flow", "authstrap_sso_code", "authstrap_saml_assertion", "authstrap_scim_directory", "authstrap_scim_token", "authstrap_scim_user", "authstrap_scim_group", "authstrap_scim_group_member", "authstrap_scim_role_mapping", "authstrap_scim_request", "authstrap_member_suspension" TO "authstrap_app";
+CREATE OR REPLACE FUNCTION authstrap.operator_overview(operator_id uuid, days integer, pending_invitations_max integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  today date := (now() AT TIME ZONE 'UTC')::date;
+  first_day date := (now() AT TIME ZONE 'UTC')::date - (days - 1);
+  first_missing date;
+  last_missing date;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT min(d::date), max(d::date) INTO first_missing, last_missing FROM generate_series(first_day, today - 1, interval '1 day') d
+   WHERE NOT EXISTS (SELECT FROM "authstrap_activity_day" k WHERE k."day" = d::date);
+  IF first_missing IS NOT NULL THEN
+    -- One read of the span's events for every day not kept yet; a day another request kept meanwhile stays as it is.
+    INSERT INTO "authstrap_activity_day" ("day", "signUps", "activeUsers", "newOrganizations")
+      SELECT * FROM (SELECT d::date AS "day", COALESCE(s.n, 0)::int AS "signUps", COALESCE(a.n, 0)::int AS "activeUsers", COALESCE(o.n, 0)::int AS "newOrganizations"
+      FROM generate_series(first_missing, (last_missing + 1) - 1, interval '1 day') d
+      LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "User"
+                  WHERE "createdAt" >= (first_missing)::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (last_missing + 1)::timestamp AT TIME ZONE 'UTC' GROUP BY 1) s ON s."day" = d::date
+      LEFT JOIN (SELECT "day", count(*) AS n FROM (
+                   SELECT DISTINCT (e."createdAt" AT TIME ZONE 'UTC')::date AS "day", e."actorId" FROM "authstrap_event" e
+                    WHERE e."createdAt" >= (first_missing)::timestamp AT TIME ZONE 'UTC' AND e."createdAt" < (last_missing + 1)::timestamp AT TIME ZONE 'UTC' AND e."actorType" = 'user') acting
+                  GROUP BY "day") a ON a."day" = d::date
+      LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "Organization"
+                  WHERE "createdAt" >= (first_missing)::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (last_missing + 1)::timestamp AT TIME ZONE 'UTC' GROUP BY 1) o ON o."day" = d::date) counted
+      ON CONFLICT ("day") DO NOTHING;
+  END IF;
+  SELECT jsonb_build_object(
+      'days', (SELECT jsonb_agg(jsonb_build_object('day', to_char(c."day", 'YYYY-MM-DD'), 'signUps', c."signUps", 'activeUsers', c."activeUsers", 'newOrganizations', c."newOrganizations") ORDER BY c."day")
+                 FROM (SELECT "day", "signUps", "activeUsers", "newOrganizations" FROM "authstrap_activity_day" WHERE "day" >= first_day AND "day" < today
+                       UNION ALL SELECT d::date AS "day", COALESCE(s.n, 0)::int AS "signUps", COALESCE(a.n, 0)::int AS "activeUsers", COALESCE(o.n, 0)::int AS "newOrganizations"
+      FROM generate_series(today, (today + 1) - 1, interval '1 day') d
+      LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "User"
+                  WHERE "createdAt" >= (today)::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (today + 1)::timestamp AT TIME ZONE 'UTC' GROUP BY 1) s ON s."day" = d::date
+      LEFT JOIN (SELECT "day", count(*) AS n FROM (
+                   SELECT DISTINCT (e."createdAt" AT TIME ZONE 'UTC')::date AS "day", e."actorId" FROM "authstrap_event" e
+                    WHERE e."createdAt" >= (today)::timestamp AT TIME ZONE 'UTC' AND e."createdAt" < (today + 1)::timestamp AT TIME ZONE 'UTC' AND e."actorType" = 'user') acting
+                  GROUP BY "day") a ON a."day" = d::date
+      LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "Organization"
+                  WHERE "createdAt" >= (today)::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (today + 1)::timestamp AT TIME ZONE 'UTC' GROUP BY 1) o ON o."day" = d::date) c),
+      'failingWebhookEndpoints', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', w."id", 'url', w."url", 'enabled', w."enabled", 'disabledReason', w."disabledReason", 'failureCount', w."failureCount",
+                                                'organization', jsonb_build_object('id', o."id", 'name', o."name", 'slug', o."slug")) ORDER BY w."enabled", w."failureCount" DESC, w."id")
+                                              FROM (SELECT * FROM "authstrap_webhook_endpoint" WHERE "failureCount" > 0 ORDER BY "enabled", "failureCount" DESC, "id" LIMIT 50) w
+                                              JOIN "Organization" o ON o."id" = w."organizationId"), '[]'::jsonb),
+      'organizationsNearLimits', COALESCE((SELECT jsonb_agg(near ORDER BY near->>'limit', (near->>'current')::int DESC) FROM (
+          SELECT jsonb_build_object('organization', jsonb_build_object('id', o."id", 'name', o."name", 'slug', o."slug"), 'limit', 'pendingInvitations',
+                                    'current', p.pending, 'maximum', pending_invitations_max, 'keyId', NULL) AS near
+            FROM (SELECT split_part(v."value", ':', 2) AS "organizationId", count(*)::int AS pending FROM "verification" v
+                   WHERE v."identifier" LIKE 'invitation:%' AND v."expiresAt" > now() GROUP BY 1
+                  HAVING count(*) >= ceil(pending_invitations_max * 0.8)) p
+            JOIN "Organization" o ON o."id"::text = p."organizationId"
+          UNION ALL
+          SELECT jsonb_build_object('organization', jsonb_build_object('id', o."id", 'name', o."name", 'slug', o."slug"), 'limit', 'machineKeyQuota',
+                                    'current', k."remaining", 'maximum', k."refillAmount", 'keyId', k."id")
+            FROM "apikey" k JOIN "Organization" o ON o."id" = k."referenceId"
+           WHERE k."enabled" AND k."remaining" IS NOT NULL AND k."remaining" <= COALESCE(k."refillAmount", 0) / 10
+           LIMIT 100) nearing), '[]'::jsonb))
+    INTO answer;
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator", "authstrap_user_ban", "authstrap_activity_day", "authstrap_sso_connection", "authstrap_sso_certificate", "authstrap_sso_policy", "authstrap_domain", "authstrap_sso_identity", "authstrap_sso_flow", "authstrap_sso_code", "authstrap_saml_assertion", "authstrap_scim_directory", "authstrap_scim_token", "authstrap_scim_user", "authstrap_scim_group", "authstrap_scim_group_member", "authstrap_scim_role_mapping", "authstrap_scim_request", "authstrap_member_suspension" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
 
@@ -1565,6 +1641,12 @@ ALTER TABLE "authstrap_user_ban" ENABLE ROW LEVEL SECURITY;
 ALTER TABLE "authstrap_user_ban" FORCE ROW LEVEL SECURITY;
 
 CREATE POLICY "authstrap_maintenance" ON "authstrap_user_ban" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_activity_day" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_activity_day" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_activity_day" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
 
 ALTER TABLE "authstrap_sso_connection" ENABLE ROW LEVEL SECURITY;
 

@@ -21,7 +21,7 @@ describe.each(databaseKinds)("an organization's details for operators on the %s 
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    backend = await startBackend(kind, { WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_MS: '50', WEBHOOK_MAX_ATTEMPTS: '2', WEBHOOK_TIMEOUT_MS: '500', WEBHOOK_DISABLE_AFTER: '50', OUTBOX_POLL_MS: '50' });
+    backend = await startBackend(kind, { WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_MS: '50', WEBHOOK_MAX_ATTEMPTS: '2', WEBHOOK_TIMEOUT_MS: '500', WEBHOOK_DISABLE_AFTER: '50', OUTBOX_POLL_MS: '50', INVITATIONS_PENDING_MAX: '2' });
     support = await signUp(backend.url, 'support@platform.example', undefined, 'Support');
     await asOwner(`INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ($1, 'command line')`, [support.user.id]);
     owner = await signUp(backend.url, 'olivia@acme.example', undefined, 'Olivia Oakes');
@@ -111,6 +111,40 @@ describe.each(databaseKinds)("an organization's details for operators on the %s 
     expect(globex.body.data.some((event: { organizationId: string }) => event.organizationId !== other.organizationId)).toBe(false);
   });
 
+  it('charts sign-ups, active users and new organizations per day, past days counted from the events once', async () => {
+    // An action of Ivy's two days ago (as the event table would hold it), before any overview counted that day.
+    await asOwner(`INSERT INTO "authstrap_event" ("type", "organizationId", "actorType", "actorId", "createdAt") VALUES ('project.updated', $1, 'user', $2, now() - interval '2 days')`, [owner.organizationId, ivy.user.id]);
+    const overview = await support.api('GET', '/api/operator/overview?days=3');
+    expect(overview.status, JSON.stringify(overview.body)).toBe(200);
+    const days = overview.body.data.days as { day: string; signUps: number; activeUsers: number; newOrganizations: number }[];
+    const today = new Date().toISOString().slice(0, 10);
+    expect(days.map((day) => day.day)).toEqual([new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10), new Date(Date.now() - 86_400_000).toISOString().slice(0, 10), today]);
+    expect(days[0]).toMatchObject({ signUps: 0, activeUsers: 1, newOrganizations: 0 });
+    const { rows } = await asOwner(`SELECT (SELECT count(*)::int FROM "User") AS "users", (SELECT count(*)::int FROM "Organization") AS "organizations"`);
+    expect(days[2]).toMatchObject({ signUps: rows[0]!.users, newOrganizations: rows[0]!.organizations });
+    expect(days[2]!.activeUsers).toBeGreaterThanOrEqual(5);
+    // A day that is over is counted once and kept: what happens to its events later changes nothing.
+    await asOwner(`DELETE FROM "authstrap_event" WHERE "createdAt" < now() - interval '1 day'`);
+    expect((await support.api('GET', '/api/operator/overview?days=3')).body.data.days[0]).toMatchObject({ activeUsers: 1 });
+  });
+
+  it('lists failing webhook endpoints and organizations near their limits', async () => {
+    // Globex: two pending invitations of INVITATIONS_PENDING_MAX=2; Acme's key with 5 requests left of 100.
+    for (const email of ['one@globex.example', 'two@globex.example']) expect((await other.api('POST', '/members', { body: { email } })).status).toBe(202);
+    await asOwner(`UPDATE "apikey" SET "remaining" = 5, "refillAmount" = 100 WHERE "id" = $1`, [keyId]);
+    const { data } = (await support.api('GET', '/api/operator/overview')).body;
+    expect(data.days).toHaveLength(30);
+    expect(data.failingWebhookEndpoints).toEqual([
+      expect.objectContaining({ id: endpoint.id, enabled: true, failureCount: 1, organization: expect.objectContaining({ id: owner.organizationId }) }),
+    ]);
+    expect(data.organizationsNearLimits).toEqual([
+      { organization: expect.objectContaining({ id: owner.organizationId }), limit: 'machineKeyQuota', current: 5, maximum: 100, keyId },
+      { organization: expect.objectContaining({ id: other.organizationId, slug: expect.any(String) }), limit: 'pendingInvitations', current: 2, maximum: 2, keyId: null },
+    ]);
+    for (const days of ['0', '367', 'week']) expect((await support.api('GET', `/api/operator/overview?days=${days}`)).status, days).toBe(400);
+    expect((await support.api('GET', '/api/operator/overview?from=2026-01-01')).body.error.details).toEqual({ from: 'Unknown query parameter' });
+  });
+
   it('answers an unknown organization with 404, a malformed id or a bad query with a clear error', async () => {
     const unknown = '00000000-0000-4000-8000-00000000abcd';
     expect((await support.api('GET', `/api/operator/organizations/${unknown}`)).status).toBe(404);
@@ -123,7 +157,7 @@ describe.each(databaseKinds)("an organization's details for operators on the %s 
     expect(unknownParameter.body.error.details).toEqual({ actorId: 'Unknown query parameter' });
   });
 
-  it('refuses both routes to owners, admins, members, machine keys and the service key', async () => {
+  it('refuses the routes to owners, admins, members, machine keys and the service key', async () => {
     const member = await addMember(backend.url, owner, 'mia@acme.example', 'member');
     const callers = [
       owner.api,
@@ -132,7 +166,7 @@ describe.each(databaseKinds)("an organization's details for operators on the %s 
       apiClient(backend.url, { token: serviceApiKey }),
       (method: 'GET', path: string) => apiClient(backend.url)(method, path, { headers: { 'x-api-key': keySecret } }),
     ];
-    for (const path of [`/api/operator/organizations/${owner.organizationId}`, `/api/operator/organizations/${owner.organizationId}/events`]) {
+    for (const path of [`/api/operator/organizations/${owner.organizationId}`, `/api/operator/organizations/${owner.organizationId}/events`, '/api/operator/overview']) {
       for (const [index, call] of callers.entries()) expect((await call('GET', path)).status, `${path} by caller ${index}`).toBe(403);
     }
     expect((await apiClient(backend.url)('GET', `/api/operator/organizations/${owner.organizationId}`)).status).toBe(401);

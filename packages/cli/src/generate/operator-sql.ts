@@ -491,6 +491,72 @@ const operatorOrganizationEvents = operatorFunction({
     INTO answer;`,
 });
 
+/**
+ * The counts of the platform's days from `from_day` up to (not including) `to_day`, UTC, as rows
+ * (`day`, `signUps`, `activeUsers`, `newOrganizations`), one per day of the span, zeros included.
+ * Active users are the distinct users who acted in an event of the day (a sign-in, a change):
+ * the events are read through their time's BRIN index, once for the whole span.
+ */
+const dayCounts = (fromDay: string, toDay: string) => `SELECT d::date AS "day", COALESCE(s.n, 0)::int AS "signUps", COALESCE(a.n, 0)::int AS "activeUsers", COALESCE(o.n, 0)::int AS "newOrganizations"
+      FROM generate_series(${fromDay}, (${toDay}) - 1, interval '1 day') d
+      LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "User"
+                  WHERE "createdAt" >= (${fromDay})::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (${toDay})::timestamp AT TIME ZONE 'UTC' GROUP BY 1) s ON s."day" = d::date
+      LEFT JOIN (SELECT "day", count(*) AS n FROM (
+                   SELECT DISTINCT (e."createdAt" AT TIME ZONE 'UTC')::date AS "day", e."actorId" FROM "authstrap_event" e
+                    WHERE e."createdAt" >= (${fromDay})::timestamp AT TIME ZONE 'UTC' AND e."createdAt" < (${toDay})::timestamp AT TIME ZONE 'UTC' AND e."actorType" = 'user') acting
+                  GROUP BY "day") a ON a."day" = d::date
+      LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "Organization"
+                  WHERE "createdAt" >= (${fromDay})::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (${toDay})::timestamp AT TIME ZONE 'UTC' GROUP BY 1) o ON o."day" = d::date`;
+
+/**
+ * The operators' overview (docs/operator.md, "The overview") over the last `days` days, today
+ * included: per day (for charts) sign-ups, active users and new organizations; the webhook
+ * endpoints that are failing (failures in a row, or disabled after them), worst first; and the
+ * organizations near a limit they have: pending invitations at 80 % or more of
+ * INVITATIONS_PENDING_MAX (`pending_invitations_max`), and machine keys whose quota is nearly used
+ * (at most a tenth of their refill left, or none). Past days come from authstrap_activity_day,
+ * counted there the first time an overview covers them; today is counted live.
+ */
+const operatorOverview = operatorFunction({
+  name: 'operator_overview',
+  parameters: 'days integer, pending_invitations_max integer',
+  declare: `  today date := (now() AT TIME ZONE 'UTC')::date;
+  first_day date := (now() AT TIME ZONE 'UTC')::date - (days - 1);
+  first_missing date;
+  last_missing date;
+`,
+  body: `  SELECT min(d::date), max(d::date) INTO first_missing, last_missing FROM generate_series(first_day, today - 1, interval '1 day') d
+   WHERE NOT EXISTS (SELECT FROM "authstrap_activity_day" k WHERE k."day" = d::date);
+  IF first_missing IS NOT NULL THEN
+    -- One read of the span's events for every day not kept yet; a day another request kept meanwhile stays as it is.
+    INSERT INTO "authstrap_activity_day" ("day", "signUps", "activeUsers", "newOrganizations")
+      SELECT * FROM (${dayCounts('first_missing', 'last_missing + 1')}) counted
+      ON CONFLICT ("day") DO NOTHING;
+  END IF;
+  SELECT jsonb_build_object(
+      'days', (SELECT jsonb_agg(jsonb_build_object('day', to_char(c."day", 'YYYY-MM-DD'), 'signUps', c."signUps", 'activeUsers', c."activeUsers", 'newOrganizations', c."newOrganizations") ORDER BY c."day")
+                 FROM (SELECT "day", "signUps", "activeUsers", "newOrganizations" FROM "authstrap_activity_day" WHERE "day" >= first_day AND "day" < today
+                       UNION ALL ${dayCounts('today', 'today + 1')}) c),
+      'failingWebhookEndpoints', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', w."id", 'url', w."url", 'enabled', w."enabled", 'disabledReason', w."disabledReason", 'failureCount', w."failureCount",
+                                                'organization', jsonb_build_object('id', o."id", 'name', o."name", 'slug', o."slug")) ORDER BY w."enabled", w."failureCount" DESC, w."id")
+                                              FROM (SELECT * FROM "authstrap_webhook_endpoint" WHERE "failureCount" > 0 ORDER BY "enabled", "failureCount" DESC, "id" LIMIT 50) w
+                                              JOIN "Organization" o ON o."id" = w."organizationId"), '[]'::jsonb),
+      'organizationsNearLimits', COALESCE((SELECT jsonb_agg(near ORDER BY near->>'limit', (near->>'current')::int DESC) FROM (
+          SELECT jsonb_build_object('organization', jsonb_build_object('id', o."id", 'name', o."name", 'slug', o."slug"), 'limit', 'pendingInvitations',
+                                    'current', p.pending, 'maximum', pending_invitations_max, 'keyId', NULL) AS near
+            FROM (SELECT split_part(v."value", ':', 2) AS "organizationId", count(*)::int AS pending FROM "verification" v
+                   WHERE v."identifier" LIKE 'invitation:%' AND v."expiresAt" > now() GROUP BY 1
+                  HAVING count(*) >= ceil(pending_invitations_max * 0.8)) p
+            JOIN "Organization" o ON o."id"::text = p."organizationId"
+          UNION ALL
+          SELECT jsonb_build_object('organization', jsonb_build_object('id', o."id", 'name', o."name", 'slug', o."slug"), 'limit', 'machineKeyQuota',
+                                    'current', k."remaining", 'maximum', k."refillAmount", 'keyId', k."id")
+            FROM "apikey" k JOIN "Organization" o ON o."id" = k."referenceId"
+           WHERE k."enabled" AND k."remaining" IS NOT NULL AND k."remaining" <= COALESCE(k."refillAmount", 0) / 10
+           LIMIT 100) nearing), '[]'::jsonb))
+    INTO answer;`,
+});
+
 export const operatorFunctions = [
   { name: 'operator_check', definition: operatorCheck },
   { name: 'operator_users', definition: operatorUsers },
@@ -506,4 +572,5 @@ export const operatorFunctions = [
   { name: 'key_permissions', definition: keyPermissions },
   { name: 'operator_organization', definition: operatorOrganization },
   { name: 'operator_organization_events', definition: operatorOrganizationEvents },
+  { name: 'operator_overview', definition: operatorOverview },
 ];

@@ -7,8 +7,8 @@ import { forbidden, HttpError } from '../http/errors.js';
 
 /* What the operator's routes share: operator.router.ts mounts them (users, organizations, operators, the overview). */
 
-/** What the operator's routes need: who is calling, the database, OPERATOR_RECENT_SIGN_IN_MINUTES and OPERATOR_IMPERSONATION_MAX_MINUTES. */
-export type OperatorDeps = CallerDeps & { db: Database; config: Pick<Config, 'operators'> };
+/** What the operator's routes need: who is calling, the database, OPERATOR_RECENT_SIGN_IN_MINUTES, OPERATOR_IMPERSONATION_MAX_MINUTES and INVITATIONS_PENDING_MAX (the overview's limit). */
+export type OperatorDeps = CallerDeps & { db: Database; config: Pick<Config, 'operators' | 'invitations'> };
 
 /**
  * A destructive action's guard: with OPERATOR_RECENT_SIGN_IN_MINUTES set, the operator's session

@@ -13,6 +13,7 @@ import { hashToken } from '../http/session-token.js';
 import { parseBody, parseId, parseQuery } from '../http/validate.js';
 import { listOf, operatorQuery, pageMeta, recentSignIn, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
 import { organizationRoutes, registerOrganizationRoutes } from './organizations.js';
+import { overviewRoutes, registerOverviewRoutes } from './overview.js';
 
 /**
  * The platform's operators: the people who run the product built on this backend, above every
@@ -162,6 +163,7 @@ export function operatorRouter(deps: OperatorDeps): Router {
   });
 
   router.use('/organizations', organizationRoutes(deps));
+  router.use('/overview', overviewRoutes(deps));
 
   return router;
 }
@@ -384,6 +386,7 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
     responses: { 200: { description: 'A page of events', ...listOf(OperatorEvent) }, ...refused },
   });
   registerOrganizationRoutes(registry);
+  registerOverviewRoutes(registry);
   registry.registerPath({
     method: 'get',
     path: '/api/operator/me',
