@@ -1532,6 +1532,96 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.operator_operators(operator_id uuid)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT COALESCE(jsonb_agg(jsonb_build_object('userId', o."userId", 'email', u."email", 'name', u."name", 'grantedAt', to_char(o."grantedAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+             'grantedBy', CASE WHEN o."grantedBy" = 'command line' THEN jsonb_build_object('commandLine', true, 'id', NULL, 'email', NULL)
+                               ELSE jsonb_build_object('commandLine', false, 'id', o."grantedBy", 'email', granter."email") END)
+           ORDER BY o."grantedAt", u."email"), '[]'::jsonb)
+    INTO answer
+    FROM "authstrap_operator" o JOIN "User" u ON u."id" = o."userId"
+    LEFT JOIN "User" granter ON o."grantedBy" <> 'command line' AND granter."id"::text = o."grantedBy";
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_grant(operator_id uuid, address text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  user_id uuid;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT u."id" INTO user_id FROM "User" u WHERE lower(u."email") = lower(address);
+  IF user_id IS NULL THEN
+    EXIT work;
+  END IF;
+  IF EXISTS (SELECT FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND (b."expiresAt" IS NULL OR b."expiresAt" > now())) THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This user is banned: lift the ban before making them an operator';
+  END IF;
+  INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES (user_id, operator_id::text) ON CONFLICT ("userId") DO NOTHING;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This user is an operator already';
+  END IF;
+  PERFORM authstrap.record_event('operator.granted', NULL, user_id, 'User', user_id::text, jsonb_build_object('by', operator_id),
+    context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('userId', user_id, 'email', (SELECT u."email" FROM "User" u WHERE u."id" = user_id));
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_revoke(operator_id uuid, user_id uuid, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  address text;
+  operators integer;
+  ended integer;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    EXIT work;
+  END IF;
+  SELECT count(*) INTO operators FROM (SELECT FROM "authstrap_operator" FOR UPDATE) every_operator;
+  IF NOT EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This user is not an operator';
+  END IF;
+  IF operators <= 1 THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This is the last operator: grant the role to someone else first';
+  END IF;
+  DELETE FROM "authstrap_operator" WHERE "userId" = user_id;
+  DELETE FROM "session" WHERE "impersonatedBy" = user_id;
+  GET DIAGNOSTICS ended = ROW_COUNT;
+  PERFORM authstrap.record_event('operator.revoked', NULL, user_id, 'User', user_id::text, jsonb_build_object('by', operator_id, 'impersonationsEnded', ended),
+    context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('userId', user_id, 'email', address, 'impersonationsEnded', ended);
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
 GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator", "authstrap_user_ban", "authstrap_activity_day", "authstrap_sso_connection", "authstrap_sso_certificate", "authstrap_sso_policy", "authstrap_domain", "authstrap_sso_identity", "authstrap_sso_flow", "authstrap_sso_code", "authstrap_saml_assertion", "authstrap_scim_directory", "authstrap_scim_token", "authstrap_scim_user", "authstrap_scim_group", "authstrap_scim_group_member", "authstrap_scim_role_mapping", "authstrap_scim_request", "authstrap_member_suspension" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";

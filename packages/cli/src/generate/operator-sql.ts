@@ -386,8 +386,8 @@ $$;`;
  * was after, and `answer` what it returns. `body` may leave early with `EXIT work;`; it leaves
  * `answer` null for "no such thing" (the route's 404).
  */
-function operatorFunction({ name, parameters, returns = 'jsonb', declare = '', body }: { name: string; parameters: string; returns?: string; declare?: string; body: string }): string {
-  return `CREATE OR REPLACE FUNCTION authstrap.${name}(operator_id uuid, ${parameters})
+function operatorFunction({ name, parameters = '', returns = 'jsonb', declare = '', body }: { name: string; parameters?: string; returns?: string; declare?: string; body: string }): string {
+  return `CREATE OR REPLACE FUNCTION authstrap.${name}(operator_id uuid${parameters ? `, ${parameters}` : ''})
 RETURNS ${returns} LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
@@ -557,6 +557,76 @@ const operatorOverview = operatorFunction({
     INTO answer;`,
 });
 
+/** The platform's operators: who, since when, granted by whom (the command line, or an operator: their address). */
+const operatorOperators = operatorFunction({
+  name: 'operator_operators',
+  body: `  SELECT COALESCE(jsonb_agg(jsonb_build_object('userId', o."userId", 'email', u."email", 'name', u."name", 'grantedAt', ${iso('o."grantedAt"')},
+             'grantedBy', CASE WHEN o."grantedBy" = 'command line' THEN jsonb_build_object('commandLine', true, 'id', NULL, 'email', NULL)
+                               ELSE jsonb_build_object('commandLine', false, 'id', o."grantedBy", 'email', granter."email") END)
+           ORDER BY o."grantedAt", u."email"), '[]'::jsonb)
+    INTO answer
+    FROM "authstrap_operator" o JOIN "User" u ON u."id" = o."userId"
+    LEFT JOIN "User" granter ON o."grantedBy" <> 'command line' AND granter."id"::text = o."grantedBy";`,
+});
+
+/**
+ * An operator makes another user an operator, by address (operator.granted about them, the
+ * operator as the actor, `data.by` their id: in the platform's log and the user's security events).
+ * SQLSTATE AS409 for a user who is one already, or who is banned (an operator is never banned:
+ * lift the ban first). Answers `{ userId, email }`; null for no user with that address.
+ */
+const operatorGrant = operatorFunction({
+  name: 'operator_grant',
+  parameters: 'address text, context jsonb',
+  declare: '  user_id uuid;\n',
+  body: `  SELECT u."id" INTO user_id FROM "User" u WHERE lower(u."email") = lower(address);
+  IF user_id IS NULL THEN
+    EXIT work;
+  END IF;
+  IF EXISTS (SELECT FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND ${banInForce('b')}) THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'This user is banned: lift the ban before making them an operator';
+  END IF;
+  INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES (user_id, operator_id::text) ON CONFLICT ("userId") DO NOTHING;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'This user is an operator already';
+  END IF;
+  PERFORM authstrap.record_event('operator.granted', NULL, user_id, 'User', user_id::text, jsonb_build_object('by', operator_id),
+    context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('userId', user_id, 'email', (SELECT u."email" FROM "User" u WHERE u."id" = user_id));`,
+});
+
+/**
+ * An operator takes the role from an operator (themselves included), never from the last one: the
+ * platform always keeps someone who can act, and the command line can still revoke anyone. Every
+ * operator's row is locked first, so that two operators revoking each other at once cannot both
+ * succeed. The sessions they hold as other users (impersonations) end with the role, as on the
+ * command line. Recorded as operator.revoked (the operator as the actor). SQLSTATE AS409 for a
+ * user who is no operator, or the last one. Answers `{ userId, email, impersonationsEnded }`;
+ * null for no such user.
+ */
+const operatorRevoke = operatorFunction({
+  name: 'operator_revoke',
+  parameters: 'user_id uuid, context jsonb',
+  declare: '  address text;\n  operators integer;\n  ended integer;\n',
+  body: `  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    EXIT work;
+  END IF;
+  SELECT count(*) INTO operators FROM (SELECT FROM "authstrap_operator" FOR UPDATE) every_operator;
+  IF NOT EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'This user is not an operator';
+  END IF;
+  IF operators <= 1 THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'This is the last operator: grant the role to someone else first';
+  END IF;
+  DELETE FROM "authstrap_operator" WHERE "userId" = user_id;
+  DELETE FROM "session" WHERE "impersonatedBy" = user_id;
+  GET DIAGNOSTICS ended = ROW_COUNT;
+  PERFORM authstrap.record_event('operator.revoked', NULL, user_id, 'User', user_id::text, jsonb_build_object('by', operator_id, 'impersonationsEnded', ended),
+    context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('userId', user_id, 'email', address, 'impersonationsEnded', ended);`,
+});
+
 export const operatorFunctions = [
   { name: 'operator_check', definition: operatorCheck },
   { name: 'operator_users', definition: operatorUsers },
@@ -573,4 +643,7 @@ export const operatorFunctions = [
   { name: 'operator_organization', definition: operatorOrganization },
   { name: 'operator_organization_events', definition: operatorOrganizationEvents },
   { name: 'operator_overview', definition: operatorOverview },
+  { name: 'operator_operators', definition: operatorOperators },
+  { name: 'operator_grant', definition: operatorGrant },
+  { name: 'operator_revoke', definition: operatorRevoke },
 ];

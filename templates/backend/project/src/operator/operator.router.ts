@@ -13,6 +13,7 @@ import { hashToken } from '../http/session-token.js';
 import { parseBody, parseId, parseQuery } from '../http/validate.js';
 import { listOf, operatorQuery, pageMeta, recentSignIn, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
 import { organizationRoutes, registerOrganizationRoutes } from './organizations.js';
+import { operatorsRoutes, registerOperatorsRoutes } from './operators.js';
 import { overviewRoutes, registerOverviewRoutes } from './overview.js';
 
 /**
@@ -164,6 +165,7 @@ export function operatorRouter(deps: OperatorDeps): Router {
 
   router.use('/organizations', organizationRoutes(deps));
   router.use('/overview', overviewRoutes(deps));
+  router.use('/operators', operatorsRoutes(deps));
 
   return router;
 }
@@ -387,6 +389,7 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
   });
   registerOrganizationRoutes(registry);
   registerOverviewRoutes(registry);
+  registerOperatorsRoutes(registry);
   registry.registerPath({
     method: 'get',
     path: '/api/operator/me',
