@@ -1,13 +1,13 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { Router } from 'express';
+import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { AuditEvent } from '../events/events.js';
 import { namesOfPage } from '../events/summaries.js';
 import { eventSentence, namesFor } from '../events/sentences.js';
 import { sendJsonData, sendJsonList } from '../http/envelope.js';
 import { notFound } from '../http/errors.js';
-import { parseId, parseQuery } from '../http/validate.js';
-import { listOf, operatorQuery, pageMeta, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
+import { parseBody, parseId, parseQuery } from '../http/validate.js';
+import { answerOf, listOf, operatorAction, operatorQuery, OptionalReason, pageMeta, recentSignIn, recentSignInNote, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
 
 /**
  * The operators' view of organizations (under /api/operator/organizations; docs/operator.md):
@@ -48,8 +48,56 @@ export function organizationRoutes(deps: OperatorDeps): Router {
     sendJsonList(res, { json: JSON.stringify(rows), meta: pageMeta(page, limit, found.total) });
   });
 
+  /** Runs one action in an organization with (organization id, ...args, reason); 404 for no such organization. */
+  const actInOrganization = async (req: Request, fn: string, args: unknown[], reason: string | undefined) => {
+    const id = parseId('Organization', req.params.id);
+    recentSignIn(req, deps.config);
+    const answer = await operatorAction<unknown>(deps.db, req, fn, [id, ...args, reason ?? null]);
+    if (answer === null) throw notFound('Organization', id);
+    return answer;
+  };
+
+  // A member's role; never the only owner's (that is a transfer of ownership).
+  router.post('/:id/members/:userId/role', async (req, res) => {
+    const userId = parseId('User', req.params.userId);
+    const { role, reason } = parseBody('role change', RoleChangeInput, req);
+    sendJsonData(res, JSON.stringify(await actInOrganization(req, 'operator_change_role', [userId, role], reason)));
+  });
+
+  // Makes a member the owner; the other owners become admins.
+  router.post('/:id/transfer-ownership', async (req, res) => {
+    const { userId, reason } = parseBody('ownership transfer', TransferInput, req);
+    sendJsonData(res, JSON.stringify(await actInOrganization(req, 'operator_transfer_ownership', [userId], reason)));
+  });
+
+  for (const [action, enable] of [['disable', false], ['enable', true]] as const) {
+    // A machine key refused from its next request, or taken again.
+    router.post(`/:id/machine-keys/:keyId/${action}`, async (req, res) => {
+      const keyId = parseId('Machine key', req.params.keyId);
+      const { reason } = parseBody(`machine key ${action}`, ReasonOnly, req);
+      sendJsonData(res, JSON.stringify(await actInOrganization(req, 'operator_set_key_enabled', [keyId, enable], reason)));
+    });
+    // A webhook endpoint that gets nothing more, or deliveries again.
+    router.post(`/:id/webhook-endpoints/:endpointId/${action}`, async (req, res) => {
+      const endpointId = parseId('Webhook endpoint', req.params.endpointId);
+      const { reason } = parseBody(`webhook endpoint ${action}`, ReasonOnly, req);
+      sendJsonData(res, JSON.stringify(await actInOrganization(req, 'operator_set_webhook_endpoint_enabled', [endpointId, enable], reason)));
+    });
+  }
+
+  // Deletes the organization with everything in it; { confirm: "<its slug>" }.
+  router.delete('/:id', async (req, res) => {
+    const { confirm, reason } = parseBody('organization deletion', DeleteOrganizationInput, req);
+    sendJsonData(res, JSON.stringify(await actInOrganization(req, 'operator_delete_organization', [confirm], reason)));
+  });
+
   return router;
 }
+
+const ReasonOnly = z.object({ reason: OptionalReason }).strict();
+const RoleChangeInput = z.object({ role: z.enum(['owner', 'admin', 'member']), reason: OptionalReason }).strict();
+const TransferInput = z.object({ userId: z.uuid().meta({ description: 'The member who becomes the owner' }), reason: OptionalReason }).strict();
+const DeleteOrganizationInput = z.object({ confirm: z.string().min(1).max(200).meta({ description: "The organization's slug, typed: what makes a deletion deliberate" }), reason: OptionalReason }).strict();
 
 const OrganizationEventsQuery = z
   .object({
@@ -151,5 +199,73 @@ export function registerOrganizationRoutes(registry: OpenAPIRegistry): void {
       query: z.object({ type: z.string().optional().meta({ description: 'One type, like member.updated' }), page: z.int().min(1).optional(), limit: z.int().optional() }),
     },
     responses: { 200: { description: 'A page of events', ...listOf(OperatorOrganizationEvent) }, ...refusedToNonOperators, ...noSuchOrganization },
+  });
+
+  // The actions: each recorded in the platform's log and the organization's audit log (and webhooks), with the operator as the actor.
+  const id = z.object({ id: z.uuid() });
+  const reasonBody = { required: false, content: { 'application/json': { schema: ReasonOnly } } };
+  registry.registerPath({
+    method: 'post', path: '/api/operator/organizations/{id}/members/{userId}/role', operationId: 'changeMemberRoleAsOperator', tags,
+    summary: "Change a member's role (operators only; recorded as operator.changed_role)",
+    description: `The only owner's role changes by a transfer of ownership instead (409). ${recentSignInNote}`,
+    request: { params: z.object({ id: z.uuid(), userId: z.uuid() }), body: { content: { 'application/json': { schema: RoleChangeInput } } } },
+    responses: {
+      200: answerOf('The role changed', z.object({ userId: z.uuid(), from: z.string(), to: z.string() })),
+      ...refusedToNonOperators,
+      404: { description: 'NOT_FOUND: no such organization, or the user is not its member' },
+      409: { description: 'CONFLICT: the member has that role already, or is the only owner' },
+    },
+  });
+  registry.registerPath({
+    method: 'post', path: '/api/operator/organizations/{id}/transfer-ownership', operationId: 'transferOwnershipAsOperator', tags,
+    summary: "Make a member the organization's owner; its other owners become admins (operators only; recorded as operator.transferred_ownership)",
+    description: recentSignInNote,
+    request: { params: id, body: { content: { 'application/json': { schema: TransferInput } } } },
+    responses: {
+      200: answerOf('The new owner, and the owners who became admins', z.object({ owner: z.object({ userId: z.uuid(), email: z.string() }), previousOwners: z.array(z.object({ userId: z.uuid(), email: z.string() })) })),
+      ...refusedToNonOperators,
+      404: { description: 'NOT_FOUND: no such organization, or the user is not its member' },
+      409: { description: 'CONFLICT: the member is the owner already' },
+    },
+  });
+  for (const [action, enable] of [['disable', false], ['enable', true]] as const) {
+    registry.registerPath({
+      method: 'post', path: `/api/operator/organizations/{id}/machine-keys/{keyId}/${action}`, operationId: `${action}MachineKeyAsOperator`, tags,
+      summary: enable ? 'Enable a machine key again (operators only; recorded as operator.enabled_key)' : 'Disable a machine key: refused from its next request, its live streams within seconds (operators only; recorded as operator.disabled_key)',
+      description: recentSignInNote,
+      request: { params: z.object({ id: z.uuid(), keyId: z.uuid() }), body: reasonBody },
+      responses: {
+        200: answerOf('The key', z.object({ id: z.uuid(), name: z.string().nullable(), enabled: z.boolean() })),
+        ...refusedToNonOperators,
+        404: { description: 'NOT_FOUND: no such organization, or no such key in it' },
+        409: { description: `CONFLICT: the key is ${action}d already` },
+      },
+    });
+    registry.registerPath({
+      method: 'post', path: `/api/operator/organizations/{id}/webhook-endpoints/{endpointId}/${action}`, operationId: `${action}WebhookEndpointAsOperator`, tags,
+      summary: enable
+        ? 'Enable a webhook endpoint again; its count of failures starts over (operators only; recorded as operator.enabled_webhook_endpoint)'
+        : 'Disable a webhook endpoint: nothing more is delivered to it (operators only; recorded as operator.disabled_webhook_endpoint)',
+      description: recentSignInNote,
+      request: { params: z.object({ id: z.uuid(), endpointId: z.uuid() }), body: reasonBody },
+      responses: {
+        200: answerOf('The endpoint', z.object({ id: z.uuid(), url: z.string(), enabled: z.boolean() })),
+        ...refusedToNonOperators,
+        404: { description: 'NOT_FOUND: no such organization, or no such endpoint in it' },
+        409: { description: `CONFLICT: the endpoint is ${action}d already` },
+      },
+    });
+  }
+  registry.registerPath({
+    method: 'delete', path: '/api/operator/organizations/{id}', operationId: 'deleteOrganizationAsOperator', tags,
+    summary: 'Delete an organization with everything in it, with a typed confirmation (its slug) (operators only; recorded as operator.deleted_organization)',
+    description: `Its members keep their accounts and their other organizations. ${recentSignInNote}`,
+    request: { params: id, body: { content: { 'application/json': { schema: DeleteOrganizationInput } } } },
+    responses: {
+      200: answerOf('Deleted', z.object({ id: z.uuid(), name: z.string(), slug: z.string(), members: z.int() })),
+      ...refusedToNonOperators,
+      ...noSuchOrganization,
+      422: { description: 'VALIDATION_ERROR: confirm is not its slug' },
+    },
   });
 }

@@ -627,6 +627,258 @@ const operatorRevoke = operatorFunction({
   answer := jsonb_build_object('userId', user_id, 'email', address, 'impersonationsEnded', ended);`,
 });
 
+/** The SQLSTATE of a thing of an organization an operator named that is not there (another organization's member, key or endpoint): a 404 with its message. */
+const operatorNotFoundState = 'AS404';
+/** The SQLSTATE of a typed confirmation that does not match: a 422 on `confirm`. */
+const operatorConfirmationState = 'AS422';
+
+/** The acting operator, as record_event's context says it. */
+const operatorActor = `jsonb_build_object('actorType', 'user', 'actorId', operator_id::text)`;
+
+/**
+ * Records an operator's action on a user that touches no organization (a mail sent): in the
+ * platform's log and the user's own security events, with the operator as the actor. In a
+ * function with `operator_id`, `user_id` and `context`.
+ */
+const recordUserAction = (type: string, data: string) =>
+  `  PERFORM authstrap.record_event('${type}', NULL, user_id, 'User', user_id::text, ${data}, context || ${operatorActor});`;
+
+/**
+ * Records an operator's action in an organization (`org`, its row; `type` an SQL expression): once in the platform's log,
+ * with the organization named and `privateData` (the reason), about `subject` (a user's id, so
+ * their security events list it, or NULL); and once in the organization's own audit log and
+ * webhooks, without the reason or the operator's network address and device (as a ban's copies).
+ */
+const recordOrganizationAction = ({ type, subject = 'NULL', entity, entityId, data, privateData = `'{}'::jsonb` }: { type: string; subject?: string; entity: string; entityId: string; data: string; privateData?: string }) =>
+  `  PERFORM authstrap.record_event(${type}, NULL, ${subject}, ${entity}, ${entityId},
+    ${data} || ${privateData} || jsonb_build_object('organization', jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug")), context || ${operatorActor});
+  PERFORM authstrap.record_event(${type}, org."id", NULL, ${entity}, ${entityId}, ${data}, (context - 'ipAddress' - 'userAgent') || ${operatorActor});`;
+
+/** How an action in an organization begins: its row read and locked into `org`; the function answers null (404) for no such organization. */
+const startActionInOrganization = `  SELECT * INTO org FROM "Organization" o WHERE o."id" = organization_id FOR UPDATE;
+  IF NOT FOUND THEN
+    EXIT work;
+  END IF;`;
+
+/** Refuses with a 404 that names what is not in this organization. */
+const notInOrganization = (what: string) => `RAISE EXCEPTION USING ERRCODE = '${operatorNotFoundState}', MESSAGE = '${what}'`;
+
+/** The reason an operator may give an action: kept in the platform's log and the subject's own security events, never in the organization's copy. */
+const reasonData = `jsonb_strip_nulls(jsonb_build_object('reason', reason))`;
+
+/**
+ * A mail an operator has the backend send a user through its own flows (src/auth/account-flows.ts):
+ * the same request the user's own "send the link again" or "forgot password" writes to the outbox,
+ * in this transaction with the event; the worker sends it after commit as it would for the user
+ * (no reset link for a user the sign-in rule refuses, SSO's included). The operator never sees
+ * the link. `refusal` is SQL that raises when the user's state makes the mail pointless.
+ */
+const operatorSendsMail = ({ name, kind, type, refusal }: { name: string; kind: string; type: string; refusal: string }) =>
+  operatorFunction({
+    name,
+    parameters: 'user_id uuid, reason text, context jsonb',
+    declare: '  address text;\n  verified boolean;\n',
+    body: `  SELECT u."email", u."email_verified" INTO address, verified FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    EXIT work;
+  END IF;
+${refusal}
+  INSERT INTO "authstrap_outbox" ("channel", "payload") VALUES ('account-mail', jsonb_build_object('kind', '${kind}', 'email', address));
+  PERFORM pg_notify('authstrap_outbox', '');
+${recordUserAction(type, `jsonb_build_object('email', address) || ${reasonData}`)}
+  answer := jsonb_build_object('userId', user_id, 'email', address, 'queued', true);`,
+  });
+
+const operatorSendVerification = operatorSendsMail({
+  name: 'operator_send_verification',
+  kind: 'verify-email',
+  type: 'operator.sent_verification_mail',
+  refusal: `  IF verified THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'This address is verified already';
+  END IF;`,
+});
+
+const operatorSendPasswordReset = operatorSendsMail({
+  name: 'operator_send_password_reset',
+  kind: 'reset-password',
+  type: 'operator.sent_password_reset',
+  refusal: `  IF EXISTS (SELECT FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND ${banInForce('b')}) THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'This user is banned: no reset link is sent until the ban is lifted';
+  END IF;`,
+});
+
+/**
+ * Changes a member's role (operator.changed_role, `from` and `to`). Never leaves the organization
+ * without an owner: the only owner's role changes by a transfer of ownership. Every owner row is
+ * locked first (as account-flows.ts's deleteUsers does), so two changes at once cannot both
+ * demote the last two owners. Answers `{ userId, from, to }`; null for no such organization.
+ */
+const operatorChangeRole = operatorFunction({
+  name: 'operator_change_role',
+  parameters: 'organization_id uuid, user_id uuid, new_role text, reason text, context jsonb',
+  declare: '  org "Organization"%ROWTYPE;\n  old_role text;\n  address text;\n',
+  body: `${startActionInOrganization}
+  PERFORM FROM "member" m WHERE m."organizationId" = organization_id AND m."role" = 'owner' ORDER BY m."id" FOR UPDATE;
+  SELECT m."role", u."email" INTO old_role, address FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = organization_id AND m."userId" = user_id FOR UPDATE OF m;
+  IF old_role IS NULL THEN
+    ${notInOrganization('This user is not a member of this organization')};
+  END IF;
+  IF old_role = new_role THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'This member has that role already';
+  END IF;
+  IF old_role = 'owner' AND NOT EXISTS (SELECT FROM "member" m WHERE m."organizationId" = organization_id AND m."role" = 'owner' AND m."userId" <> user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'This is the only owner: transfer the ownership to another member instead';
+  END IF;
+  UPDATE "member" SET "role" = new_role, "updatedAt" = now() WHERE "organizationId" = organization_id AND "userId" = user_id;
+${recordOrganizationAction({ type: `'operator.changed_role'`, subject: 'user_id', entity: `'User'`, entityId: 'user_id::text', data: `jsonb_build_object('email', address, 'from', old_role, 'to', new_role)`, privateData: reasonData })}
+  answer := jsonb_build_object('userId', user_id, 'from', old_role, 'to', new_role);`,
+});
+
+/**
+ * Makes a member the organization's owner; every other owner becomes an admin (they keep managing
+ * it, and nobody is removed). Recorded as operator.transferred_ownership about the new owner, with
+ * the previous owners' addresses. Answers `{ owner, previousOwners }`; null for no such organization.
+ */
+const operatorTransferOwnership = operatorFunction({
+  name: 'operator_transfer_ownership',
+  parameters: 'organization_id uuid, user_id uuid, reason text, context jsonb',
+  declare: '  org "Organization"%ROWTYPE;\n  old_role text;\n  address text;\n  previous jsonb;\n',
+  body: `${startActionInOrganization}
+  PERFORM FROM "member" m WHERE m."organizationId" = organization_id ORDER BY m."id" FOR UPDATE;
+  SELECT m."role", u."email" INTO old_role, address FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = organization_id AND m."userId" = user_id;
+  IF old_role IS NULL THEN
+    ${notInOrganization('This user is not a member of this organization: they join it first')};
+  END IF;
+  SELECT COALESCE(jsonb_agg(jsonb_build_object('userId', m."userId", 'email', u."email") ORDER BY u."email"), '[]'::jsonb) INTO previous
+    FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = organization_id AND m."role" = 'owner' AND m."userId" <> user_id;
+  IF old_role = 'owner' AND previous = '[]'::jsonb THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'This member is the owner already';
+  END IF;
+  UPDATE "member" SET "role" = 'admin', "updatedAt" = now() WHERE "organizationId" = organization_id AND "role" = 'owner' AND "userId" <> user_id;
+  UPDATE "member" SET "role" = 'owner', "updatedAt" = now() WHERE "organizationId" = organization_id AND "userId" = user_id;
+${recordOrganizationAction({ type: `'operator.transferred_ownership'`, subject: 'user_id', entity: `'User'`, entityId: 'user_id::text', data: `jsonb_build_object('email', address, 'from', old_role, 'previousOwners', previous)`, privateData: reasonData })}
+  answer := jsonb_build_object('owner', jsonb_build_object('userId', user_id, 'email', address), 'previousOwners', previous);`,
+});
+
+/**
+ * Disables or enables one of the organization's machine keys (operator.disabled_key /
+ * operator.enabled_key, about the key: its name in the sentences, never the key). A disabled key
+ * is refused from its next request (db/scope.ts: 'disabled'), its streams at their next check.
+ * Answers `{ id, name, enabled }`; null for no such organization.
+ */
+const operatorSetKeyEnabled = operatorFunction({
+  name: 'operator_set_key_enabled',
+  parameters: 'organization_id uuid, key_id uuid, enable boolean, reason text, context jsonb',
+  declare: '  org "Organization"%ROWTYPE;\n  was_enabled boolean;\n  key_name text;\n',
+  body: `${startActionInOrganization}
+  SELECT k."enabled", k."name" INTO was_enabled, key_name FROM "apikey" k WHERE k."id" = key_id AND k."referenceId" = organization_id FOR UPDATE;
+  IF was_enabled IS NULL THEN
+    ${notInOrganization('This organization has no machine key with that id')};
+  END IF;
+  IF was_enabled = enable THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = CASE WHEN enable THEN 'This key is enabled already' ELSE 'This key is disabled already' END;
+  END IF;
+  UPDATE "apikey" SET "enabled" = enable, "updatedAt" = now() WHERE "id" = key_id;
+${recordOrganizationAction({ type: `CASE WHEN enable THEN 'operator.enabled_key' ELSE 'operator.disabled_key' END`, entity: `'apikey'`, entityId: 'key_id::text', data: `jsonb_build_object('name', key_name)`, privateData: reasonData })}
+  answer := jsonb_build_object('id', key_id, 'name', key_name, 'enabled', enable);`,
+});
+
+/**
+ * Disables or enables one of the organization's webhook endpoints (operator.disabled_webhook_endpoint
+ * / operator.enabled_webhook_endpoint): disabled, nothing more is delivered to it (the worker skips
+ * it, as one disabled by its owners); enabled, its count of failures starts over, as when its
+ * owners enable it. Answers `{ id, url, enabled }`; null for no such organization.
+ */
+const operatorSetWebhookEndpointEnabled = operatorFunction({
+  name: 'operator_set_webhook_endpoint_enabled',
+  parameters: 'organization_id uuid, endpoint_id uuid, enable boolean, reason text, context jsonb',
+  declare: '  org "Organization"%ROWTYPE;\n  was_enabled boolean;\n  address text;\n',
+  body: `${startActionInOrganization}
+  SELECT w."enabled", w."url" INTO was_enabled, address FROM "authstrap_webhook_endpoint" w WHERE w."id" = endpoint_id AND w."organizationId" = organization_id FOR UPDATE;
+  IF was_enabled IS NULL THEN
+    ${notInOrganization('This organization has no webhook endpoint with that id')};
+  END IF;
+  IF was_enabled = enable THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = CASE WHEN enable THEN 'This endpoint is enabled already' ELSE 'This endpoint is disabled already' END;
+  END IF;
+  UPDATE "authstrap_webhook_endpoint"
+     SET "enabled" = enable, "disabledReason" = CASE WHEN enable THEN NULL ELSE 'disabled by an operator' END,
+         "failureCount" = CASE WHEN enable THEN 0 ELSE "failureCount" END, "updatedAt" = now()
+   WHERE "id" = endpoint_id;
+${recordOrganizationAction({ type: `CASE WHEN enable THEN 'operator.enabled_webhook_endpoint' ELSE 'operator.disabled_webhook_endpoint' END`, entity: `'webhook_endpoint'`, entityId: 'endpoint_id::text', data: `jsonb_build_object('url', address)`, privateData: reasonData })}
+  answer := jsonb_build_object('id', endpoint_id, 'url', address, 'enabled', enable);`,
+});
+
+/**
+ * Deletes a user as account-flows.ts's deleteUsers does for the user themselves: refused (409)
+ * while they are the only owner of an organization with other members, and for an operator
+ * (revoke the role first) or oneself; their organizations with no other member go with them
+ * (their own data, of nobody else); every other organization keeps its rows, and the machine keys
+ * they made there (their maker left empty). `confirm` must be the user's address (422 otherwise).
+ * Recorded as operator.deleted_user in the platform's log and in each organization they leave
+ * (its audit log and webhooks). Answers `{ userId, email, organizationsDeleted }`; null for no such user.
+ */
+const operatorDeleteUser = operatorFunction({
+  name: 'operator_delete_user',
+  parameters: 'user_id uuid, confirm text, reason text, context jsonb',
+  declare: '  address text;\n  stranded text;\n  deleted integer;\n',
+  body: `  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id FOR UPDATE;
+  IF address IS NULL THEN
+    EXIT work;
+  END IF;
+  IF lower(confirm) IS DISTINCT FROM lower(address) THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConfirmationState}', MESSAGE = 'must be the address of the user to delete';
+  END IF;
+  IF EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = 'An operator cannot be deleted: revoke their operator role first';
+  END IF;
+  PERFORM FROM "member" m WHERE m."role" = 'owner' AND m."organizationId" IN (SELECT "organizationId" FROM "member" WHERE "userId" = user_id) ORDER BY m."id" FOR UPDATE;
+  SELECT string_agg(format('"%s" (%s)', o."name", o."id"), ', ' ORDER BY o."name") INTO stranded
+    FROM "member" m JOIN "Organization" o ON o."id" = m."organizationId"
+   WHERE m."userId" = user_id AND m."role" = 'owner'
+     AND NOT EXISTS (SELECT FROM "member" other WHERE other."organizationId" = m."organizationId" AND other."role" = 'owner' AND other."userId" <> user_id)
+     AND EXISTS (SELECT FROM "member" other WHERE other."organizationId" = m."organizationId" AND other."userId" <> user_id);
+  IF stranded IS NOT NULL THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}',
+      MESSAGE = format('The only owner of %s cannot be deleted while others are members there: transfer the ownership first', stranded);
+  END IF;
+  PERFORM authstrap.record_event('operator.deleted_user', NULL, NULL, 'User', user_id::text, jsonb_build_object('email', address) || ${reasonData}, context || ${operatorActor});
+  PERFORM authstrap.record_event('operator.deleted_user', m."organizationId", NULL, 'User', user_id::text, jsonb_build_object('email', address), (context - 'ipAddress' - 'userAgent') || ${operatorActor})
+     FROM "member" m WHERE m."userId" = user_id AND EXISTS (SELECT FROM "member" other WHERE other."organizationId" = m."organizationId" AND other."userId" <> user_id);
+  DELETE FROM "Organization" o WHERE o."id" IN (SELECT "organizationId" FROM "member" WHERE "userId" = user_id)
+     AND NOT EXISTS (SELECT FROM "member" other WHERE other."organizationId" = o."id" AND other."userId" <> user_id);
+  GET DIAGNOSTICS deleted = ROW_COUNT;
+  DELETE FROM "User" WHERE "id" = user_id;
+  answer := jsonb_build_object('userId', user_id, 'email', address, 'organizationsDeleted', deleted);`,
+});
+
+/**
+ * Deletes an organization as its own deletion does (the rows of its tables go with it, by their
+ * foreign keys: members, records, webhook endpoints, domains, directories), and what names it
+ * without a foreign key: its pending invitations (in their value) and its machine keys (Better
+ * Auth's `apikey.referenceId`). Its members keep their
+ * accounts and their other organizations; its events stay (pruned by EVENTS_RETENTION_DAYS), and
+ * the deletion is in the platform's log (operator.deleted_organization). `confirm` must be its
+ * slug (422 otherwise). Answers `{ id, name, slug, members }`; null for no such organization.
+ */
+const operatorDeleteOrganization = operatorFunction({
+  name: 'operator_delete_organization',
+  parameters: 'organization_id uuid, confirm text, reason text, context jsonb',
+  declare: '  org "Organization"%ROWTYPE;\n  members integer;\n',
+  body: `${startActionInOrganization}
+  IF confirm IS DISTINCT FROM org."slug" THEN
+    RAISE EXCEPTION USING ERRCODE = '${operatorConfirmationState}', MESSAGE = 'must be the slug of the organization to delete';
+  END IF;
+  SELECT count(*) INTO members FROM "member" m WHERE m."organizationId" = organization_id;
+  PERFORM authstrap.record_event('operator.deleted_organization', NULL, NULL, 'Organization', organization_id::text,
+    jsonb_build_object('name', org."name", 'slug', org."slug", 'members', members) || ${reasonData}, context || ${operatorActor});
+  DELETE FROM "verification" v WHERE v."identifier" LIKE 'invitation:%' AND ${invitationPart(2)} = organization_id::text;
+  -- Better Auth's key table names its organization without a foreign key: its keys go by hand.
+  DELETE FROM "apikey" k WHERE k."referenceId" = organization_id;
+  DELETE FROM "Organization" WHERE "id" = organization_id;
+  answer := jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'members', members);`,
+});
+
 export const operatorFunctions = [
   { name: 'operator_check', definition: operatorCheck },
   { name: 'operator_users', definition: operatorUsers },
@@ -646,4 +898,12 @@ export const operatorFunctions = [
   { name: 'operator_operators', definition: operatorOperators },
   { name: 'operator_grant', definition: operatorGrant },
   { name: 'operator_revoke', definition: operatorRevoke },
+  { name: 'operator_send_verification', definition: operatorSendVerification },
+  { name: 'operator_send_password_reset', definition: operatorSendPasswordReset },
+  { name: 'operator_change_role', definition: operatorChangeRole },
+  { name: 'operator_transfer_ownership', definition: operatorTransferOwnership },
+  { name: 'operator_set_key_enabled', definition: operatorSetKeyEnabled },
+  { name: 'operator_set_webhook_endpoint_enabled', definition: operatorSetWebhookEndpointEnabled },
+  { name: 'operator_delete_user', definition: operatorDeleteUser },
+  { name: 'operator_delete_organization', definition: operatorDeleteOrganization },
 ];

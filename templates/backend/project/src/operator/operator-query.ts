@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { CallerDeps } from '../generated/guards/auth.guard.js';
+import { requestContext } from '../events/events.js';
 import { forbidden, HttpError } from '../http/errors.js';
 
 /* What the operator's routes share: operator.router.ts mounts them (users, organizations, operators, the overview). */
@@ -41,7 +42,8 @@ export const pageMeta = (page: number, limit: number, total: number) => ({ page,
  * way an operator's request reaches other organizations' rows. Each checks the operator again
  * itself (42501 when they are none since operatorsOnly asked: a 403). An action the target's state
  * refuses (an operator to ban, a user who is not banned) is SQLSTATE AS409, its message written
- * for people: a 409.
+ * for people: a 409; a member, key or endpoint the organization does not have AS404 (404); a typed
+ * confirmation that does not match AS422 (422 on `confirm`).
  */
 export async function operatorQuery<Answer>(db: Database, text: string, params: unknown[]): Promise<Answer> {
   try {
@@ -51,6 +53,9 @@ export async function operatorQuery<Answer>(db: Database, text: string, params: 
     const { code, message } = error as { code?: string; message?: string };
     if (code === '42501') throw forbidden('Operators only: `authstrap operator grant <email>` makes one');
     if (code === 'AS409') throw new HttpError(409, 'CONFLICT', message ?? 'Refused: the user is not in a state that allows it');
+    if (code === 'AS404') throw new HttpError(404, 'NOT_FOUND', message ?? 'Not found');
+    // A typed confirmation that does not match what it confirms: nothing was changed.
+    if (code === 'AS422') throw new HttpError(422, 'VALIDATION_ERROR', 'The confirmation does not match', { confirm: message ?? 'does not match' });
     throw error;
   }
 }
@@ -73,3 +78,22 @@ export const searchParameters = z.object({
 
 /** The answer every operator route gives everyone else. */
 export const refusedToNonOperators = { 403: { description: 'FORBIDDEN: not an operator (or a machine key, or the service key)' } };
+
+/** The reason an operator may give an action, optional: kept in the platform's log (and the subject's own security events), never in the organization's copy. */
+export const OptionalReason = z.string().trim().min(1).max(500).optional().meta({ description: "Why, if you say: kept in the platform's log, not in the organization's audit log" });
+
+/** The note every changing route's OpenAPI entry carries. */
+export const recentSignInNote = 'With OPERATOR_RECENT_SIGN_IN_MINUTES set, the operator must have signed in within that many minutes (403 otherwise).';
+
+/** The OpenAPI answer of an action: the envelope around `data`. */
+export const answerOf = (description: string, data: z.ZodType) => ({ description, content: { 'application/json': { schema: z.object({ success: z.literal(true), data }) } } });
+
+/**
+ * Calls an operator's action function: the operator first, then `args`, then the request's context
+ * (who, from where: the events' context) as jsonb; what operatorQuery answers.
+ */
+export function operatorAction<Answer>(db: Database, req: Request, fn: string, args: unknown[]): Promise<Answer> {
+  const params = [req.operator!.userId, ...args, JSON.stringify(requestContext(req))];
+  const placeholders = params.map((_, index) => (index === params.length - 1 ? `$${index + 1}::jsonb` : `$${index + 1}`));
+  return operatorQuery<Answer>(db, `SELECT authstrap.${fn}(${placeholders.join(', ')}) AS "answer"`, params);
+}

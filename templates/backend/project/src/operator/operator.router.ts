@@ -15,6 +15,7 @@ import { listOf, operatorQuery, pageMeta, recentSignIn, refusedToNonOperators, S
 import { organizationRoutes, registerOrganizationRoutes } from './organizations.js';
 import { operatorsRoutes, registerOperatorsRoutes } from './operators.js';
 import { overviewRoutes, registerOverviewRoutes } from './overview.js';
+import { registerUserActionRoutes, userActionRoutes } from './user-actions.js';
 
 /**
  * The platform's operators: the people who run the product built on this backend, above every
@@ -166,6 +167,7 @@ export function operatorRouter(deps: OperatorDeps): Router {
   router.use('/organizations', organizationRoutes(deps));
   router.use('/overview', overviewRoutes(deps));
   router.use('/operators', operatorsRoutes(deps));
+  router.use('/users', userActionRoutes(deps));
 
   return router;
 }
@@ -390,6 +392,7 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
   registerOrganizationRoutes(registry);
   registerOverviewRoutes(registry);
   registerOperatorsRoutes(registry);
+  registerUserActionRoutes(registry);
   registry.registerPath({
     method: 'get',
     path: '/api/operator/me',
