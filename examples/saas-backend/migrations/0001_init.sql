@@ -1759,14 +1759,14 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION authstrap.operator_set_key_enabled(operator_id uuid, organization_id uuid, key_id uuid, enable boolean, reason text, context jsonb)
+CREATE OR REPLACE FUNCTION authstrap.operator_set_key_enabled(operator_id uuid, organization_id uuid, thing_id uuid, enable boolean, reason text, context jsonb)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
   answer jsonb;
   org "Organization"%ROWTYPE;
   was_enabled boolean;
-  key_name text;
+  shown text;
 BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
@@ -1776,32 +1776,32 @@ BEGIN
   IF NOT FOUND THEN
     EXIT work;
   END IF;
-  SELECT k."enabled", k."name" INTO was_enabled, key_name FROM "apikey" k WHERE k."id" = key_id AND k."referenceId" = organization_id FOR UPDATE;
+  SELECT t."enabled", t."name" INTO was_enabled, shown FROM "apikey" t WHERE t."id" = thing_id AND t."referenceId" = organization_id FOR UPDATE;
   IF was_enabled IS NULL THEN
     RAISE EXCEPTION USING ERRCODE = 'AS404', MESSAGE = 'This organization has no machine key with that id';
   END IF;
   IF was_enabled = enable THEN
-    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = CASE WHEN enable THEN 'This key is enabled already' ELSE 'This key is disabled already' END;
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = CASE WHEN enable THEN 'This machine key is enabled already' ELSE 'This machine key is disabled already' END;
   END IF;
-  UPDATE "apikey" SET "enabled" = enable, "updatedAt" = now() WHERE "id" = key_id;
-  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_key' ELSE 'operator.disabled_key' END, NULL, NULL, 'apikey', key_id::text,
-    jsonb_build_object('name', key_name) || jsonb_strip_nulls(jsonb_build_object('reason', reason)) || jsonb_build_object('organization', jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug")), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
-  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_key' ELSE 'operator.disabled_key' END, org."id", NULL, 'apikey', key_id::text, jsonb_build_object('name', key_name), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
-  answer := jsonb_build_object('id', key_id, 'name', key_name, 'enabled', enable);
+  UPDATE "apikey" SET "enabled" = enable, "updatedAt" = now() WHERE "id" = thing_id;
+  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_key' ELSE 'operator.disabled_key' END, NULL, NULL, 'apikey', thing_id::text,
+    jsonb_build_object('name', shown) || jsonb_strip_nulls(jsonb_build_object('reason', reason)) || jsonb_build_object('organization', jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug")), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_key' ELSE 'operator.disabled_key' END, org."id", NULL, 'apikey', thing_id::text, jsonb_build_object('name', shown), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('id', thing_id, 'name', shown, 'enabled', enable);
   END work;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN answer;
 END
 $$;
 
-CREATE OR REPLACE FUNCTION authstrap.operator_set_webhook_endpoint_enabled(operator_id uuid, organization_id uuid, endpoint_id uuid, enable boolean, reason text, context jsonb)
+CREATE OR REPLACE FUNCTION authstrap.operator_set_webhook_endpoint_enabled(operator_id uuid, organization_id uuid, thing_id uuid, enable boolean, reason text, context jsonb)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
   answer jsonb;
   org "Organization"%ROWTYPE;
   was_enabled boolean;
-  address text;
+  shown text;
 BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
@@ -1811,21 +1811,18 @@ BEGIN
   IF NOT FOUND THEN
     EXIT work;
   END IF;
-  SELECT w."enabled", w."url" INTO was_enabled, address FROM "authstrap_webhook_endpoint" w WHERE w."id" = endpoint_id AND w."organizationId" = organization_id FOR UPDATE;
+  SELECT t."enabled", t."url" INTO was_enabled, shown FROM "authstrap_webhook_endpoint" t WHERE t."id" = thing_id AND t."organizationId" = organization_id FOR UPDATE;
   IF was_enabled IS NULL THEN
     RAISE EXCEPTION USING ERRCODE = 'AS404', MESSAGE = 'This organization has no webhook endpoint with that id';
   END IF;
   IF was_enabled = enable THEN
-    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = CASE WHEN enable THEN 'This endpoint is enabled already' ELSE 'This endpoint is disabled already' END;
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = CASE WHEN enable THEN 'This webhook endpoint is enabled already' ELSE 'This webhook endpoint is disabled already' END;
   END IF;
-  UPDATE "authstrap_webhook_endpoint"
-     SET "enabled" = enable, "disabledReason" = CASE WHEN enable THEN NULL ELSE 'disabled by an operator' END,
-         "failureCount" = CASE WHEN enable THEN 0 ELSE "failureCount" END, "updatedAt" = now()
-   WHERE "id" = endpoint_id;
-  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_webhook_endpoint' ELSE 'operator.disabled_webhook_endpoint' END, NULL, NULL, 'webhook_endpoint', endpoint_id::text,
-    jsonb_build_object('url', address) || jsonb_strip_nulls(jsonb_build_object('reason', reason)) || jsonb_build_object('organization', jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug")), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
-  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_webhook_endpoint' ELSE 'operator.disabled_webhook_endpoint' END, org."id", NULL, 'webhook_endpoint', endpoint_id::text, jsonb_build_object('url', address), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
-  answer := jsonb_build_object('id', endpoint_id, 'url', address, 'enabled', enable);
+  UPDATE "authstrap_webhook_endpoint" SET "enabled" = enable, "disabledReason" = CASE WHEN enable THEN NULL ELSE 'disabled by an operator' END, "failureCount" = CASE WHEN enable THEN 0 ELSE "failureCount" END, "updatedAt" = now() WHERE "id" = thing_id;
+  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_webhook_endpoint' ELSE 'operator.disabled_webhook_endpoint' END, NULL, NULL, 'webhook_endpoint', thing_id::text,
+    jsonb_build_object('url', shown) || jsonb_strip_nulls(jsonb_build_object('reason', reason)) || jsonb_build_object('organization', jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug")), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_webhook_endpoint' ELSE 'operator.disabled_webhook_endpoint' END, org."id", NULL, 'webhook_endpoint', thing_id::text, jsonb_build_object('url', shown), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('id', thing_id, 'url', shown, 'enabled', enable);
   END work;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN answer;

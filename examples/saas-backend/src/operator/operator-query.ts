@@ -4,7 +4,8 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { CallerDeps } from '../generated/guards/auth.guard.js';
 import { requestContext } from '../events/events.js';
-import { forbidden, HttpError } from '../http/errors.js';
+import { forbidden, HttpError, notFound } from '../http/errors.js';
+import { parseId } from '../http/validate.js';
 
 /* What the operator's routes share: operator.router.ts mounts them (users, organizations, operators, the overview). */
 
@@ -97,3 +98,19 @@ export function operatorAction<Answer>(db: Database, req: Request, fn: string, a
   const placeholders = params.map((_, index) => (index === params.length - 1 ? `$${index + 1}::jsonb` : `$${index + 1}`));
   return operatorQuery<Answer>(db, `SELECT authstrap.${fn}(${placeholders.join(', ')}) AS "answer"`, params);
 }
+
+/**
+ * One action on the user or organization of `req.params.id` (`entity`): a recent sign-in first,
+ * then its function with (that id, ...args, reason); a 404 naming it when the function answers
+ * null (no such one).
+ */
+export async function actOn(deps: OperatorDeps, req: Request, entity: 'User' | 'Organization', fn: string, args: unknown[], reason: string | undefined): Promise<unknown> {
+  const id = parseId(entity, req.params.id);
+  recentSignIn(req, deps.config);
+  const answer = await operatorAction<unknown>(deps.db, req, fn, [id, ...args, reason ?? null]);
+  if (answer === null) throw notFound(entity, id);
+  return answer;
+}
+
+/** The body of an action that takes nothing but a reason, if one is given. */
+export const ReasonOnly = z.object({ reason: OptionalReason }).strict();

@@ -11,7 +11,7 @@ import { sendData, sendJsonData, sendJsonList } from '../http/envelope.js';
 import { forbidden, notFound } from '../http/errors.js';
 import { hashToken } from '../http/session-token.js';
 import { parseBody, parseId, parseQuery } from '../http/validate.js';
-import { listOf, operatorQuery, pageMeta, recentSignIn, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
+import { listOf, operatorQuery, pageMeta, recentSignIn, recentSignInNote, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
 import { organizationRoutes, registerOrganizationRoutes } from './organizations.js';
 import { operatorsRoutes, registerOperatorsRoutes } from './operators.js';
 import { overviewRoutes, registerOverviewRoutes } from './overview.js';
@@ -323,7 +323,6 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
       404: { description: 'NOT_FOUND: no such user' },
     },
   });
-  const recentSignInNote = 'With OPERATOR_RECENT_SIGN_IN_MINUTES set, the operator must have signed in within that many minutes (403 otherwise).';
   registry.registerPath({
     method: 'post', path: '/api/operator/users/{id}/ban', operationId: 'banUser', tags,
     summary: 'Ban a user: every sign-in refused (BANNED, on both sign-in paths), their sessions and live streams ended, the machine keys they made stopped, until expiresAt or an unban (operators only; recorded as operator.banned_user)',

@@ -1,11 +1,10 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router } from 'express';
 import { z } from 'zod';
-import { requestContext } from '../events/events.js';
 import { sendJsonData } from '../http/envelope.js';
 import { notFound } from '../http/errors.js';
 import { parseBody, parseId } from '../http/validate.js';
-import { operatorQuery, recentSignIn, refusedToNonOperators, type OperatorDeps } from './operator-query.js';
+import { operatorAction, operatorQuery, recentSignIn, recentSignInNote, refusedToNonOperators, type OperatorDeps } from './operator-query.js';
 
 /**
  * Operators grant and revoke the role among themselves (under /api/operator/operators;
@@ -25,8 +24,7 @@ export function operatorsRoutes(deps: OperatorDeps): Router {
   router.post('/', async (req, res) => {
     const { email } = parseBody('operator grant', GrantInput, req);
     recentSignIn(req, deps.config);
-    const context = JSON.stringify(requestContext(req));
-    const granted = await operatorQuery<unknown>(deps.db, 'SELECT authstrap.operator_grant($1, $2, $3::jsonb) AS "answer"', [req.operator!.userId, email, context]);
+    const granted = await operatorAction<unknown>(deps.db, req, 'operator_grant', [email]);
     if (granted === null) throw notFound('User', email);
     sendJsonData(res, JSON.stringify(granted), 201);
   });
@@ -35,8 +33,7 @@ export function operatorsRoutes(deps: OperatorDeps): Router {
   router.delete('/:userId', async (req, res) => {
     const userId = parseId('User', req.params.userId);
     recentSignIn(req, deps.config);
-    const context = JSON.stringify(requestContext(req));
-    const revoked = await operatorQuery<unknown>(deps.db, 'SELECT authstrap.operator_revoke($1, $2, $3::jsonb) AS "answer"', [req.operator!.userId, userId, context]);
+    const revoked = await operatorAction<unknown>(deps.db, req, 'operator_revoke', [userId]);
     if (revoked === null) throw notFound('User', userId);
     sendJsonData(res, JSON.stringify(revoked));
   });
@@ -58,7 +55,6 @@ const PlatformOperator = z
 
 export function registerOperatorsRoutes(registry: OpenAPIRegistry): void {
   const tags = ['operator'];
-  const recentSignInNote = 'With OPERATOR_RECENT_SIGN_IN_MINUTES set, the operator must have signed in within that many minutes (403 otherwise).';
   registry.registerPath({
     method: 'get', path: '/api/operator/operators', operationId: 'listPlatformOperators', tags,
     summary: "The platform's operators, by when they were granted, and by whom (operators only)",

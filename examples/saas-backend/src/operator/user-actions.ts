@@ -1,10 +1,9 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { Router, type Request } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
 import { sendJsonData } from '../http/envelope.js';
-import { notFound } from '../http/errors.js';
-import { parseBody, parseId } from '../http/validate.js';
-import { answerOf, operatorAction, OptionalReason, recentSignIn, recentSignInNote, refusedToNonOperators, type OperatorDeps } from './operator-query.js';
+import { parseBody } from '../http/validate.js';
+import { actOn, answerOf, OptionalReason, ReasonOnly, recentSignInNote, refusedToNonOperators, type OperatorDeps } from './operator-query.js';
 
 /**
  * What operators do for a user beyond bans and impersonation (under /api/operator/users;
@@ -15,37 +14,27 @@ import { answerOf, operatorAction, OptionalReason, recentSignIn, recentSignInNot
 export function userActionRoutes(deps: OperatorDeps): Router {
   const router = Router();
 
-  /** Runs one user action's function with (user id, ...args, reason); 404 for no such user. */
-  const actOnUser = async (req: Request, fn: string, args: unknown[], reason: string | undefined) => {
-    const id = parseId('User', req.params.id);
-    recentSignIn(req, deps.config);
-    const answer = await operatorAction<unknown>(deps.db, req, fn, [id, ...args, reason ?? null]);
-    if (answer === null) throw notFound('User', id);
-    return answer;
-  };
-
   // A new link to verify their address, as "send the link again" mails it.
   router.post('/:id/send-verification-mail', async (req, res) => {
     const { reason } = parseBody('verification mail', ReasonOnly, req);
-    sendJsonData(res, JSON.stringify(await actOnUser(req, 'operator_send_verification', [], reason)), 202);
+    sendJsonData(res, JSON.stringify(await actOn(deps, req, 'User', 'operator_send_verification', [], reason)), 202);
   });
 
   // A link to reset their password, as "forgot password" mails it: the user chooses the password.
   router.post('/:id/send-password-reset', async (req, res) => {
     const { reason } = parseBody('password reset mail', ReasonOnly, req);
-    sendJsonData(res, JSON.stringify(await actOnUser(req, 'operator_send_password_reset', [], reason)), 202);
+    sendJsonData(res, JSON.stringify(await actOn(deps, req, 'User', 'operator_send_password_reset', [], reason)), 202);
   });
 
   // Deletes the account, as the user's own deletion does; { confirm: "<their address>" }.
   router.delete('/:id', async (req, res) => {
     const { confirm, reason } = parseBody('user deletion', DeleteUserInput, req);
-    sendJsonData(res, JSON.stringify(await actOnUser(req, 'operator_delete_user', [confirm], reason)));
+    sendJsonData(res, JSON.stringify(await actOn(deps, req, 'User', 'operator_delete_user', [confirm], reason)));
   });
 
   return router;
 }
 
-const ReasonOnly = z.object({ reason: OptionalReason }).strict();
 const DeleteUserInput = z.object({ confirm: z.string().min(1).max(320).meta({ description: "The user's address, typed: what makes a deletion deliberate" }), reason: OptionalReason }).strict();
 
 export function registerUserActionRoutes(registry: OpenAPIRegistry): void {

@@ -761,52 +761,56 @@ ${recordOrganizationAction({ type: `'operator.transferred_ownership'`, subject: 
 });
 
 /**
- * Disables or enables one of the organization's machine keys (operator.disabled_key /
- * operator.enabled_key, about the key: its name in the sentences, never the key). A disabled key
- * is refused from its next request (db/scope.ts: 'disabled'), its streams at their next check.
- * Answers `{ id, name, enabled }`; null for no such organization.
+ * Disables or enables one thing of the organization's (`table`, its organization in
+ * `organizationColumn`): SQLSTATE AS404 when the organization has none with that id (another
+ * organization's is none of its), AS409 when it is in that state already. The change is `set`
+ * (SQL of `enable`), recorded as operator.disabled_<what> / operator.enabled_<what> about it,
+ * with `label` (its name, its URL) in the event's data. Answers `{ id, <label>, enabled }`; null
+ * for no such organization.
  */
-const operatorSetKeyEnabled = operatorFunction({
-  name: 'operator_set_key_enabled',
-  parameters: 'organization_id uuid, key_id uuid, enable boolean, reason text, context jsonb',
-  declare: '  org "Organization"%ROWTYPE;\n  was_enabled boolean;\n  key_name text;\n',
-  body: `${startActionInOrganization}
-  SELECT k."enabled", k."name" INTO was_enabled, key_name FROM "apikey" k WHERE k."id" = key_id AND k."referenceId" = organization_id FOR UPDATE;
+const operatorSetEnabled = ({ name, table, organizationColumn, entity, what, thing, label, set }: { name: string; table: string; organizationColumn: string; entity: string; what: string; thing: string; label: string; set: string }) =>
+  operatorFunction({
+    name,
+    parameters: 'organization_id uuid, thing_id uuid, enable boolean, reason text, context jsonb',
+    declare: '  org "Organization"%ROWTYPE;\n  was_enabled boolean;\n  shown text;\n',
+    body: `${startActionInOrganization}
+  SELECT t."enabled", t."${label}" INTO was_enabled, shown FROM "${table}" t WHERE t."id" = thing_id AND t."${organizationColumn}" = organization_id FOR UPDATE;
   IF was_enabled IS NULL THEN
-    ${notInOrganization('This organization has no machine key with that id')};
+    ${notInOrganization(`This organization has no ${thing} with that id`)};
   END IF;
   IF was_enabled = enable THEN
-    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = CASE WHEN enable THEN 'This key is enabled already' ELSE 'This key is disabled already' END;
+    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = CASE WHEN enable THEN 'This ${thing} is enabled already' ELSE 'This ${thing} is disabled already' END;
   END IF;
-  UPDATE "apikey" SET "enabled" = enable, "updatedAt" = now() WHERE "id" = key_id;
-${recordOrganizationAction({ type: `CASE WHEN enable THEN 'operator.enabled_key' ELSE 'operator.disabled_key' END`, entity: `'apikey'`, entityId: 'key_id::text', data: `jsonb_build_object('name', key_name)`, privateData: reasonData })}
-  answer := jsonb_build_object('id', key_id, 'name', key_name, 'enabled', enable);`,
+  UPDATE "${table}" SET ${set}, "updatedAt" = now() WHERE "id" = thing_id;
+${recordOrganizationAction({ type: `CASE WHEN enable THEN 'operator.enabled_${what}' ELSE 'operator.disabled_${what}' END`, entity: `'${entity}'`, entityId: 'thing_id::text', data: `jsonb_build_object('${label}', shown)`, privateData: reasonData })}
+  answer := jsonb_build_object('id', thing_id, '${label}', shown, 'enabled', enable);`,
+  });
+
+/** A machine key disabled is refused from its next request (db/scope.ts: 'disabled'), its streams at their next check; the sentences name it, never show it. */
+const operatorSetKeyEnabled = operatorSetEnabled({
+  name: 'operator_set_key_enabled',
+  table: 'apikey',
+  organizationColumn: 'referenceId',
+  entity: 'apikey',
+  what: 'key',
+  thing: 'machine key',
+  label: 'name',
+  set: '"enabled" = enable',
 });
 
 /**
- * Disables or enables one of the organization's webhook endpoints (operator.disabled_webhook_endpoint
- * / operator.enabled_webhook_endpoint): disabled, nothing more is delivered to it (the worker skips
- * it, as one disabled by its owners); enabled, its count of failures starts over, as when its
- * owners enable it. Answers `{ id, url, enabled }`; null for no such organization.
+ * A webhook endpoint disabled gets nothing more (the worker skips it, as one disabled by its
+ * owners, who see why); enabled again, its count of failures starts over, as when its owners enable it.
  */
-const operatorSetWebhookEndpointEnabled = operatorFunction({
+const operatorSetWebhookEndpointEnabled = operatorSetEnabled({
   name: 'operator_set_webhook_endpoint_enabled',
-  parameters: 'organization_id uuid, endpoint_id uuid, enable boolean, reason text, context jsonb',
-  declare: '  org "Organization"%ROWTYPE;\n  was_enabled boolean;\n  address text;\n',
-  body: `${startActionInOrganization}
-  SELECT w."enabled", w."url" INTO was_enabled, address FROM "authstrap_webhook_endpoint" w WHERE w."id" = endpoint_id AND w."organizationId" = organization_id FOR UPDATE;
-  IF was_enabled IS NULL THEN
-    ${notInOrganization('This organization has no webhook endpoint with that id')};
-  END IF;
-  IF was_enabled = enable THEN
-    RAISE EXCEPTION USING ERRCODE = '${operatorConflictState}', MESSAGE = CASE WHEN enable THEN 'This endpoint is enabled already' ELSE 'This endpoint is disabled already' END;
-  END IF;
-  UPDATE "authstrap_webhook_endpoint"
-     SET "enabled" = enable, "disabledReason" = CASE WHEN enable THEN NULL ELSE 'disabled by an operator' END,
-         "failureCount" = CASE WHEN enable THEN 0 ELSE "failureCount" END, "updatedAt" = now()
-   WHERE "id" = endpoint_id;
-${recordOrganizationAction({ type: `CASE WHEN enable THEN 'operator.enabled_webhook_endpoint' ELSE 'operator.disabled_webhook_endpoint' END`, entity: `'webhook_endpoint'`, entityId: 'endpoint_id::text', data: `jsonb_build_object('url', address)`, privateData: reasonData })}
-  answer := jsonb_build_object('id', endpoint_id, 'url', address, 'enabled', enable);`,
+  table: 'authstrap_webhook_endpoint',
+  organizationColumn: 'organizationId',
+  entity: 'webhook_endpoint',
+  what: 'webhook_endpoint',
+  thing: 'webhook endpoint',
+  label: 'url',
+  set: `"enabled" = enable, "disabledReason" = CASE WHEN enable THEN NULL ELSE 'disabled by an operator' END, "failureCount" = CASE WHEN enable THEN 0 ELSE "failureCount" END`,
 });
 
 /**

@@ -1,13 +1,14 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { Router, type Request } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
-import type { AuditEvent } from '../events/events.js';
+import type { AuditEvent as AuditEventRow } from '../events/events.js';
+import { AuditEvent } from '../events/openapi.js';
 import { namesOfPage } from '../events/summaries.js';
 import { eventSentence, namesFor } from '../events/sentences.js';
 import { sendJsonData, sendJsonList } from '../http/envelope.js';
 import { notFound } from '../http/errors.js';
 import { parseBody, parseId, parseQuery } from '../http/validate.js';
-import { answerOf, listOf, operatorAction, operatorQuery, OptionalReason, pageMeta, recentSignIn, recentSignInNote, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
+import { actOn, answerOf, listOf, operatorQuery, OptionalReason, pageMeta, ReasonOnly, recentSignInNote, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
 
 /**
  * The operators' view of organizations (under /api/operator/organizations; docs/operator.md):
@@ -36,7 +37,7 @@ export function organizationRoutes(deps: OperatorDeps): Router {
   router.get('/:id/events', async (req, res) => {
     const id = parseId('Organization', req.params.id);
     const { type, page, limit } = parseQuery('organization events', OrganizationEventsQuery, req.query);
-    const found = await operatorQuery<{ total: number; rows: AuditEvent[]; directories: Record<string, string> } | null>(
+    const found = await operatorQuery<{ total: number; rows: AuditEventRow[]; directories: Record<string, string> } | null>(
       deps.db,
       'SELECT authstrap.operator_organization_events($1, $2, $3, $4, $5) AS "answer"',
       [req.operator!.userId, id, type, limit, (page - 1) * limit],
@@ -48,26 +49,17 @@ export function organizationRoutes(deps: OperatorDeps): Router {
     sendJsonList(res, { json: JSON.stringify(rows), meta: pageMeta(page, limit, found.total) });
   });
 
-  /** Runs one action in an organization with (organization id, ...args, reason); 404 for no such organization. */
-  const actInOrganization = async (req: Request, fn: string, args: unknown[], reason: string | undefined) => {
-    const id = parseId('Organization', req.params.id);
-    recentSignIn(req, deps.config);
-    const answer = await operatorAction<unknown>(deps.db, req, fn, [id, ...args, reason ?? null]);
-    if (answer === null) throw notFound('Organization', id);
-    return answer;
-  };
-
   // A member's role; never the only owner's (that is a transfer of ownership).
   router.post('/:id/members/:userId/role', async (req, res) => {
     const userId = parseId('User', req.params.userId);
     const { role, reason } = parseBody('role change', RoleChangeInput, req);
-    sendJsonData(res, JSON.stringify(await actInOrganization(req, 'operator_change_role', [userId, role], reason)));
+    sendJsonData(res, JSON.stringify(await actOn(deps, req, 'Organization', 'operator_change_role', [userId, role], reason)));
   });
 
   // Makes a member the owner; the other owners become admins.
   router.post('/:id/transfer-ownership', async (req, res) => {
     const { userId, reason } = parseBody('ownership transfer', TransferInput, req);
-    sendJsonData(res, JSON.stringify(await actInOrganization(req, 'operator_transfer_ownership', [userId], reason)));
+    sendJsonData(res, JSON.stringify(await actOn(deps, req, 'Organization', 'operator_transfer_ownership', [userId], reason)));
   });
 
   for (const [action, enable] of [['disable', false], ['enable', true]] as const) {
@@ -75,26 +67,25 @@ export function organizationRoutes(deps: OperatorDeps): Router {
     router.post(`/:id/machine-keys/:keyId/${action}`, async (req, res) => {
       const keyId = parseId('Machine key', req.params.keyId);
       const { reason } = parseBody(`machine key ${action}`, ReasonOnly, req);
-      sendJsonData(res, JSON.stringify(await actInOrganization(req, 'operator_set_key_enabled', [keyId, enable], reason)));
+      sendJsonData(res, JSON.stringify(await actOn(deps, req, 'Organization', 'operator_set_key_enabled', [keyId, enable], reason)));
     });
     // A webhook endpoint that gets nothing more, or deliveries again.
     router.post(`/:id/webhook-endpoints/:endpointId/${action}`, async (req, res) => {
       const endpointId = parseId('Webhook endpoint', req.params.endpointId);
       const { reason } = parseBody(`webhook endpoint ${action}`, ReasonOnly, req);
-      sendJsonData(res, JSON.stringify(await actInOrganization(req, 'operator_set_webhook_endpoint_enabled', [endpointId, enable], reason)));
+      sendJsonData(res, JSON.stringify(await actOn(deps, req, 'Organization', 'operator_set_webhook_endpoint_enabled', [endpointId, enable], reason)));
     });
   }
 
   // Deletes the organization with everything in it; { confirm: "<its slug>" }.
   router.delete('/:id', async (req, res) => {
     const { confirm, reason } = parseBody('organization deletion', DeleteOrganizationInput, req);
-    sendJsonData(res, JSON.stringify(await actInOrganization(req, 'operator_delete_organization', [confirm], reason)));
+    sendJsonData(res, JSON.stringify(await actOn(deps, req, 'Organization', 'operator_delete_organization', [confirm], reason)));
   });
 
   return router;
 }
 
-const ReasonOnly = z.object({ reason: OptionalReason }).strict();
 const RoleChangeInput = z.object({ role: z.enum(['owner', 'admin', 'member']), reason: OptionalReason }).strict();
 const TransferInput = z.object({ userId: z.uuid().meta({ description: 'The member who becomes the owner' }), reason: OptionalReason }).strict();
 const DeleteOrganizationInput = z.object({ confirm: z.string().min(1).max(200).meta({ description: "The organization's slug, typed: what makes a deletion deliberate" }), reason: OptionalReason }).strict();
@@ -157,24 +148,11 @@ const OperatorOrganization = z
   })
   .meta({ id: 'OperatorOrganization' });
 
-const OperatorOrganizationEvent = z
-  .object({
-    id: z.uuid(),
-    type: z.string(),
-    organizationId: z.uuid(),
-    userId: z.uuid().nullable(),
-    actorType: z.string(),
-    actorId: z.string().nullable(),
-    entity: z.string().nullable(),
-    entityId: z.string().nullable(),
-    data: z.record(z.string(), z.unknown()),
-    requestId: z.string().nullable(),
-    ipAddress: z.string().nullable(),
-    userAgent: z.string().nullable(),
-    createdAt: z.iso.datetime(),
-    summary: z.string().meta({ description: "What happened, in a sentence a person reads, as the organization's own audit log says it: plain text, never HTML" }),
-  })
-  .meta({ id: 'OperatorOrganizationEvent' });
+const OperatorOrganizationEvent = AuditEvent.extend({
+  organizationId: z.uuid(),
+  createdAt: z.iso.datetime(),
+  summary: z.string().meta({ description: "What happened, in a sentence a person reads, as the organization's own audit log says it: plain text, never HTML" }),
+}).meta({ id: 'OperatorOrganizationEvent' });
 
 export function registerOrganizationRoutes(registry: OpenAPIRegistry): void {
   const tags = ['operator'];
