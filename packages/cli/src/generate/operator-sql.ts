@@ -860,8 +860,8 @@ const operatorDeleteUser = operatorFunction({
  * Deletes an organization as its own deletion does (the rows of its tables go with it, by their
  * foreign keys: members, records, webhook endpoints, domains, directories), and what names it
  * without a foreign key: its pending invitations (in their value) and its machine keys (Better
- * Auth's `apikey.referenceId`). Its members keep their
- * accounts and their other organizations; its events stay (pruned by EVENTS_RETENTION_DAYS), and
+ * Auth's `apikey.referenceId`). Its members keep their accounts and their other organizations;
+ * its events stay (pruned by EVENTS_RETENTION_DAYS), and
  * the deletion is in the platform's log (operator.deleted_organization). `confirm` must be its
  * slug (422 otherwise). Answers `{ id, name, slug, members }`; null for no such organization.
  */
