@@ -1156,7 +1156,7 @@ BEGIN
   PERFORM set_config('authstrap.maintenance', 'on', true);
   WITH matched AS (
     SELECT m."id", m."createdAt" FROM "Organization" m
-     WHERE search = '' OR m."id" = by_id OR (by_id IS NULL AND (m."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."slug" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR EXISTS (SELECT FROM "member" mm JOIN "User" u ON u."id" = mm."userId" WHERE mm."organizationId" = m."id" AND u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%')))
+     WHERE search = '' OR m."id" = by_id OR (by_id IS NULL AND (m."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."slug" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."id" IN (SELECT mm."organizationId" FROM "member" mm JOIN "User" u ON u."id" = mm."userId" WHERE u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%')))
   ), paged AS (
     SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
