@@ -1464,24 +1464,18 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION authstrap.operator_overview(operator_id uuid, days integer, pending_invitations_max integer)
-RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+CREATE OR REPLACE FUNCTION authstrap.count_activity_days(days integer) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
-  answer jsonb;
   today date := (now() AT TIME ZONE 'UTC')::date;
-  first_day date := (now() AT TIME ZONE 'UTC')::date - (days - 1);
   first_missing date;
   last_missing date;
+  counted integer := 0;
 BEGIN
-  PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
-  <<work>>
-  BEGIN
-  SELECT min(d::date), max(d::date) INTO first_missing, last_missing FROM generate_series(first_day, today - 1, interval '1 day') d
+  SELECT min(d::date), max(d::date) INTO first_missing, last_missing FROM generate_series(today - (days - 1), today - 1, interval '1 day') d
    WHERE NOT EXISTS (SELECT FROM "authstrap_activity_day" k WHERE k."day" = d::date);
   IF first_missing IS NOT NULL THEN
-    -- One read of the span's events for every day not kept yet; a day another request kept meanwhile stays as it is.
     INSERT INTO "authstrap_activity_day" ("day", "signUps", "activeUsers", "newOrganizations")
       SELECT * FROM (SELECT d::date AS "day", COALESCE(s.n, 0)::int AS "signUps", COALESCE(a.n, 0)::int AS "activeUsers", COALESCE(o.n, 0)::int AS "newOrganizations"
       FROM generate_series(first_missing, (last_missing + 1) - 1, interval '1 day') d
@@ -1492,9 +1486,28 @@ BEGIN
                     WHERE e."createdAt" >= (first_missing)::timestamp AT TIME ZONE 'UTC' AND e."createdAt" < (last_missing + 1)::timestamp AT TIME ZONE 'UTC' AND e."actorType" = 'user') acting
                   GROUP BY "day") a ON a."day" = d::date
       LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "Organization"
-                  WHERE "createdAt" >= (first_missing)::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (last_missing + 1)::timestamp AT TIME ZONE 'UTC' GROUP BY 1) o ON o."day" = d::date) counted
+                  WHERE "createdAt" >= (first_missing)::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (last_missing + 1)::timestamp AT TIME ZONE 'UTC' GROUP BY 1) o ON o."day" = d::date) span
       ON CONFLICT ("day") DO NOTHING;
+    GET DIAGNOSTICS counted = ROW_COUNT;
   END IF;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN counted;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_overview(operator_id uuid, days integer, pending_invitations_max integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  today date := (now() AT TIME ZONE 'UTC')::date;
+  first_day date := (now() AT TIME ZONE 'UTC')::date - (days - 1);
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  PERFORM authstrap.count_activity_days(days);
   SELECT jsonb_build_object(
       'days', (SELECT jsonb_agg(jsonb_build_object('day', to_char(c."day", 'YYYY-MM-DD'), 'signUps', c."signUps", 'activeUsers', c."activeUsers", 'newOrganizations', c."newOrganizations") ORDER BY c."day")
                  FROM (SELECT "day", "signUps", "activeUsers", "newOrganizations" FROM "authstrap_activity_day" WHERE "day" >= first_day AND "day" < today

@@ -114,6 +114,10 @@ describe.each(databaseKinds)("an organization's details for operators on the %s 
   it('charts sign-ups, active users and new organizations per day, past days counted from the events once', async () => {
     // An action of Ivy's two days ago (as the event table would hold it), before any overview counted that day.
     await asOwner(`INSERT INTO "authstrap_event" ("type", "organizationId", "actorType", "actorId", "createdAt") VALUES ('project.updated', $1, 'user', $2, now() - interval '2 days')`, [owner.organizationId, ivy.user.id]);
+    // The hourly count (src/server.ts), as the backend's own role runs it: the two past days, once.
+    const countDays = async () => (await backend.running.db.query<{ counted: number }>('SELECT authstrap.count_activity_days(3) AS "counted"')).rows[0]!.counted;
+    expect(await countDays()).toBe(2);
+    expect(await countDays()).toBe(0);
     const overview = await support.api('GET', '/api/operator/overview?days=3');
     expect(overview.status, JSON.stringify(overview.body)).toBe(200);
     const days = overview.body.data.days as { day: string; signUps: number; activeUsers: number; newOrganizations: number }[];

@@ -511,30 +511,50 @@ const dayCounts = (fromDay: string, toDay: string) => `SELECT d::date AS "day", 
                   WHERE "createdAt" >= (${fromDay})::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (${toDay})::timestamp AT TIME ZONE 'UTC' GROUP BY 1) o ON o."day" = d::date`;
 
 /**
+ * Counts the past days (UTC) of the last `days` that authstrap_activity_day does not hold yet, in
+ * one read of their span's events, and keeps them (a day another caller kept meanwhile stays as
+ * it is). Answers how many days it counted. The overview calls it first; the backend also calls it
+ * hourly (src/server.ts), so that an operator's first overview after a quiet night does not count
+ * a year. It writes only the platform's counts per day and answers a number: no operator check.
+ */
+const countActivityDays = `CREATE OR REPLACE FUNCTION authstrap.count_activity_days(days integer) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  today date := (now() AT TIME ZONE 'UTC')::date;
+  first_missing date;
+  last_missing date;
+  counted integer := 0;
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT min(d::date), max(d::date) INTO first_missing, last_missing FROM generate_series(today - (days - 1), today - 1, interval '1 day') d
+   WHERE NOT EXISTS (SELECT FROM "authstrap_activity_day" k WHERE k."day" = d::date);
+  IF first_missing IS NOT NULL THEN
+    INSERT INTO "authstrap_activity_day" ("day", "signUps", "activeUsers", "newOrganizations")
+      SELECT * FROM (${dayCounts('first_missing', 'last_missing + 1')}) span
+      ON CONFLICT ("day") DO NOTHING;
+    GET DIAGNOSTICS counted = ROW_COUNT;
+  END IF;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN counted;
+END
+$$;`;
+
+/**
  * The operators' overview (docs/operator.md, "The overview") over the last `days` days, today
  * included: per day (for charts) sign-ups, active users and new organizations; the webhook
  * endpoints that are failing (failures in a row, or disabled after them), worst first; and the
  * organizations near a limit they have: pending invitations at 80 % or more of
  * INVITATIONS_PENDING_MAX (`pending_invitations_max`), and machine keys whose quota is nearly used
- * (at most a tenth of their refill left, or none). Past days come from authstrap_activity_day,
- * counted there the first time an overview covers them; today is counted live.
+ * (at most a tenth of their refill left, or none). Past days come from authstrap_activity_day
+ * (count_activity_days, hourly and here for any day not counted yet); today is counted live.
  */
 const operatorOverview = operatorFunction({
   name: 'operator_overview',
   parameters: 'days integer, pending_invitations_max integer',
   declare: `  today date := (now() AT TIME ZONE 'UTC')::date;
   first_day date := (now() AT TIME ZONE 'UTC')::date - (days - 1);
-  first_missing date;
-  last_missing date;
 `,
-  body: `  SELECT min(d::date), max(d::date) INTO first_missing, last_missing FROM generate_series(first_day, today - 1, interval '1 day') d
-   WHERE NOT EXISTS (SELECT FROM "authstrap_activity_day" k WHERE k."day" = d::date);
-  IF first_missing IS NOT NULL THEN
-    -- One read of the span's events for every day not kept yet; a day another request kept meanwhile stays as it is.
-    INSERT INTO "authstrap_activity_day" ("day", "signUps", "activeUsers", "newOrganizations")
-      SELECT * FROM (${dayCounts('first_missing', 'last_missing + 1')}) counted
-      ON CONFLICT ("day") DO NOTHING;
-  END IF;
+  body: `  PERFORM authstrap.count_activity_days(days);
   SELECT jsonb_build_object(
       'days', (SELECT jsonb_agg(jsonb_build_object('day', to_char(c."day", 'YYYY-MM-DD'), 'signUps', c."signUps", 'activeUsers', c."activeUsers", 'newOrganizations', c."newOrganizations") ORDER BY c."day")
                  FROM (SELECT "day", "signUps", "activeUsers", "newOrganizations" FROM "authstrap_activity_day" WHERE "day" >= first_day AND "day" < today
@@ -900,6 +920,7 @@ export const operatorFunctions = [
   { name: 'key_permissions', definition: keyPermissions },
   { name: 'operator_organization', definition: operatorOrganization },
   { name: 'operator_organization_events', definition: operatorOrganizationEvents },
+  { name: 'count_activity_days', definition: countActivityDays },
   { name: 'operator_overview', definition: operatorOverview },
   { name: 'operator_operators', definition: operatorOperators },
   { name: 'operator_grant', definition: operatorGrant },
