@@ -1688,11 +1688,21 @@ export type EventType =
   | 'member.deleted'
   | 'member.updated'
   | 'operator.banned_user'
+  | 'operator.changed_role'
+  | 'operator.deleted_organization'
+  | 'operator.deleted_user'
+  | 'operator.disabled_key'
+  | 'operator.disabled_webhook_endpoint'
+  | 'operator.enabled_key'
+  | 'operator.enabled_webhook_endpoint'
   | 'operator.granted'
   | 'operator.impersonation_ended'
   | 'operator.impersonation_started'
   | 'operator.revoked'
   | 'operator.revoked_sessions'
+  | 'operator.sent_password_reset'
+  | 'operator.sent_verification_mail'
+  | 'operator.transferred_ownership'
   | 'operator.unbanned_user'
   | 'organization.created'
   | 'organization.deleted'
@@ -1758,11 +1768,21 @@ export const eventCatalogue: Record<EventType, string> = {
   'member.deleted': "member deleted",
   'member.updated': "member changed (changedFields names what)",
   'operator.banned_user': "An operator banned a user: every sign-in refused and the machine keys they made stopped until data.expiresAt (null: until lifted), their sessions ended (data.sessions); data.reason in the platform's log and the user's own events, data.email in each of their organizations' audit logs",
+  'operator.changed_role': "An operator changed a member's role (data.email, data.from, data.to); in the platform's log (data.organization, data.reason) and the organization's audit log",
+  'operator.deleted_organization': "An operator deleted an organization with everything in it (data.name, data.slug, data.members): in the platform's log",
+  'operator.deleted_user': "An operator deleted a user's account (data.email), with the organizations where they were the only member",
+  'operator.disabled_key': "An operator disabled one of the organization's machine keys (data.name): refused from its next request",
+  'operator.disabled_webhook_endpoint': "An operator disabled one of the organization's webhook endpoints (data.url): nothing more is delivered to it",
+  'operator.enabled_key': "An operator enabled one of the organization's machine keys again (data.name)",
+  'operator.enabled_webhook_endpoint': "An operator enabled one of the organization's webhook endpoints again (data.url); its count of failures starts over",
   'operator.granted': "A user was made an operator of the platform (data.by: 'command line', or the operator who granted it)",
   'operator.impersonation_ended': "An operator's session as a user ended before its bound (data.sessionId, data.impersonatedBy; data.endedBy: 'operator' or 'sign-out')",
   'operator.impersonation_started': "An operator signed in as a user until data.expiresAt (data.sessionId); data.reason in the platform's log and the user's own events, data.email in each of their organizations' audit logs. Every event the session makes carries data.impersonatedBy",
   'operator.revoked': "A user is no longer an operator of the platform",
   'operator.revoked_sessions': "An operator signed a user out everywhere (data.sessions: how many; data.reason)",
+  'operator.sent_password_reset': "An operator had the backend mail a user a link to reset their password (data.email; data.reason when given); the operator never sees the link or the password",
+  'operator.sent_verification_mail': "An operator had the backend mail a user a new link to verify their address (data.email; data.reason when given); the operator never sees the link",
+  'operator.transferred_ownership': "An operator made a member the organization's owner; the other owners (data.previousOwners) became admins",
   'operator.unbanned_user': "An operator lifted a user's ban (data.bannedAt, data.expiresAt: the ban lifted; data.reason when given): they may sign in again and their machine keys work again",
   'organization.created': "Organization created",
   'organization.deleted': "Organization deleted",

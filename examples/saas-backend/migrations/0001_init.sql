@@ -259,6 +259,14 @@ CREATE TABLE "authstrap_user_ban" (
   CONSTRAINT "authstrap_user_ban_bannedBy_fkey" FOREIGN KEY ("bannedBy") REFERENCES "User" ("id") ON DELETE SET NULL
 );
 
+CREATE TABLE "authstrap_activity_day" (
+  "day" date PRIMARY KEY,
+  "signUps" integer NOT NULL,
+  "activeUsers" integer NOT NULL,
+  "newOrganizations" integer NOT NULL,
+  "countedAt" timestamptz NOT NULL DEFAULT now()
+);
+
 CREATE TABLE "authstrap_sso_connection" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   "organizationId" uuid NOT NULL,
@@ -1171,7 +1179,7 @@ BEGIN
   PERFORM set_config('authstrap.maintenance', 'on', true);
   WITH matched AS (
     SELECT m."id", m."createdAt" FROM "Organization" m
-     WHERE search = '' OR m."id" = by_id OR (by_id IS NULL AND (m."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."slug" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR EXISTS (SELECT FROM "member" mm JOIN "User" u ON u."id" = mm."userId" WHERE mm."organizationId" = m."id" AND u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%')))
+     WHERE search = '' OR m."id" = by_id OR (by_id IS NULL AND (m."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."slug" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."id" IN (SELECT mm."organizationId" FROM "member" mm JOIN "User" u ON u."id" = mm."userId" WHERE u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%')))
   ), paged AS (
     SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
@@ -1394,7 +1402,550 @@ BEGIN
 END
 $$;
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator", "authstrap_user_ban", "authstrap_sso_connection", "authstrap_sso_certificate", "authstrap_sso_policy", "authstrap_domain", "authstrap_sso_identity", "authstrap_sso_flow", "authstrap_sso_code", "authstrap_saml_assertion", "authstrap_scim_directory", "authstrap_scim_token", "authstrap_scim_user", "authstrap_scim_group", "authstrap_scim_group_member", "authstrap_scim_role_mapping", "authstrap_scim_request", "authstrap_member_suspension" TO "authstrap_app";
+CREATE OR REPLACE FUNCTION authstrap.key_permissions(permissions text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  RETURN COALESCE(permissions::jsonb, '{}'::jsonb);
+EXCEPTION WHEN invalid_text_representation THEN
+  RETURN '{}'::jsonb;
+END $$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_organization(operator_id uuid, organization_id uuid)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT jsonb_build_object(
+      'id', o."id", 'name', o."name", 'slug', o."slug", 'createdAt', to_char(o."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+      'members', COALESCE((SELECT jsonb_agg(jsonb_build_object('userId', u."id", 'email', u."email", 'name', u."name", 'role', m."role", 'joinedAt', to_char(m."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                 'banned', EXISTS (SELECT FROM "authstrap_user_ban" b WHERE b."userId" = u."id" AND (b."expiresAt" IS NULL OR b."expiresAt" > now())))
+                               ORDER BY CASE m."role" WHEN 'owner' THEN 1 WHEN 'admin' THEN 2 ELSE 3 END, m."createdAt", u."id")
+                             FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = o."id"), '[]'::jsonb),
+      'invitations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', v."id", 'email', substr(v."identifier", length('invitation:') + 1), 'role', split_part(v."value", ':', 3),
+                                     'invitedBy', jsonb_build_object('id', split_part(v."value", ':', 4), 'email', inviter."email"), 'createdAt', to_char(v."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expiresAt', to_char(v."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                                   ORDER BY v."createdAt", v."id")
+                                 FROM "verification" v LEFT JOIN "User" inviter ON inviter."id"::text = split_part(v."value", ':', 4)
+                                WHERE v."identifier" LIKE 'invitation:%' AND split_part(v."value", ':', 2) = o."id"::text AND v."expiresAt" > now()), '[]'::jsonb),
+      'machineKeys', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', k."id", 'name', k."name", 'start', k."start", 'role', k."role", 'permissions', authstrap.key_permissions(k."permissions"),
+                                     'enabled', k."enabled", 'expiresAt', to_char(k."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'lastRequest', to_char(k."lastRequest" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'requestCount', k."requestCount", 'remaining', k."remaining",
+                                     'createdBy', CASE WHEN k."createdBy" IS NULL THEN NULL ELSE jsonb_build_object('id', k."createdBy", 'email', maker."email") END, 'createdAt', to_char(k."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                                   ORDER BY k."createdAt" DESC, k."id")
+                                 FROM "apikey" k LEFT JOIN "User" maker ON maker."id" = k."createdBy" WHERE k."referenceId" = o."id"), '[]'::jsonb),
+      'webhookEndpoints', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', w."id", 'url', w."url", 'description', w."description", 'eventTypes', to_jsonb(w."eventTypes"),
+                                          'enabled', w."enabled", 'disabledReason', w."disabledReason", 'failureCount', w."failureCount", 'createdAt', to_char(w."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                          'deliveries', health.deliveries)
+                                        ORDER BY w."createdAt", w."id")
+                                      FROM "authstrap_webhook_endpoint" w
+                                      -- The outbox keeps a webhook message 7 days after it is sent (src/outbox/outbox.ts): health is that recent.
+                                      CROSS JOIN LATERAL (SELECT jsonb_build_object(
+                                          'failedLast7Days', count(*) FILTER (WHERE d."status" = 'failed' AND d."createdAt" > now() - interval '7 days'),
+                                          'retrying', count(*) FILTER (WHERE d."status" = 'pending' AND d."attempts" > 0),
+                                          'lastSuccessAt', to_char(max(d."sentAt") FILTER (WHERE d."status" = 'sent') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                          'lastError', (array_agg(d."lastError" ORDER BY d."createdAt" DESC) FILTER (WHERE d."lastError" IS NOT NULL))[1]) AS deliveries
+                                         FROM "authstrap_outbox" d WHERE d."channel" = 'webhook' AND d."payload"->>'endpointId' = w."id"::text) health
+                                     WHERE w."organizationId" = o."id"), '[]'::jsonb))
+    INTO answer
+    FROM "Organization" o WHERE o."id" = organization_id;
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_organization_events(operator_id uuid, organization_id uuid, only_type text, page_limit integer, page_offset integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  IF NOT EXISTS (SELECT FROM "Organization" o WHERE o."id" = organization_id) THEN
+    EXIT work;
+  END IF;
+  WITH matched AS (
+    SELECT e.* FROM "authstrap_event" e WHERE e."organizationId" = organization_id AND (only_type = '' OR e."type" = only_type)
+  ), paged AS (
+    SELECT * FROM matched ORDER BY "createdAt" DESC, "id" DESC LIMIT page_limit OFFSET page_offset
+  )
+  SELECT jsonb_build_object('total', (SELECT count(*) FROM matched),
+      'rows', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', p."id", 'type', p."type", 'organizationId', p."organizationId", 'userId', p."userId",
+                 'actorType', p."actorType", 'actorId', p."actorId", 'entity', p."entity", 'entityId', p."entityId", 'data', p."data",
+                 'requestId', p."requestId", 'ipAddress', p."ipAddress", 'userAgent', p."userAgent", 'createdAt', to_char(p."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY p."createdAt" DESC, p."id" DESC)
+               FROM paged p), '[]'::jsonb),
+      'directories', COALESCE((SELECT jsonb_object_agg(d."id", d."name") FROM "authstrap_scim_directory" d WHERE d."organizationId" = organization_id), '{}'::jsonb))
+    INTO answer;
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.count_activity_days(days integer) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  today date := (now() AT TIME ZONE 'UTC')::date;
+  first_missing date;
+  last_missing date;
+  counted integer := 0;
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  SELECT min(d::date), max(d::date) INTO first_missing, last_missing FROM generate_series(today - (days - 1), today - 1, interval '1 day') d
+   WHERE NOT EXISTS (SELECT FROM "authstrap_activity_day" k WHERE k."day" = d::date);
+  IF first_missing IS NOT NULL THEN
+    INSERT INTO "authstrap_activity_day" ("day", "signUps", "activeUsers", "newOrganizations")
+      SELECT * FROM (SELECT d::date AS "day", COALESCE(s.n, 0)::int AS "signUps", COALESCE(a.n, 0)::int AS "activeUsers", COALESCE(o.n, 0)::int AS "newOrganizations"
+      FROM generate_series(first_missing, (last_missing + 1) - 1, interval '1 day') d
+      LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "User"
+                  WHERE "createdAt" >= (first_missing)::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (last_missing + 1)::timestamp AT TIME ZONE 'UTC' GROUP BY 1) s ON s."day" = d::date
+      LEFT JOIN (SELECT "day", count(*) AS n FROM (
+                   SELECT DISTINCT (e."createdAt" AT TIME ZONE 'UTC')::date AS "day", e."actorId" FROM "authstrap_event" e
+                    WHERE e."createdAt" >= (first_missing)::timestamp AT TIME ZONE 'UTC' AND e."createdAt" < (last_missing + 1)::timestamp AT TIME ZONE 'UTC' AND e."actorType" = 'user') acting
+                  GROUP BY "day") a ON a."day" = d::date
+      LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "Organization"
+                  WHERE "createdAt" >= (first_missing)::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (last_missing + 1)::timestamp AT TIME ZONE 'UTC' GROUP BY 1) o ON o."day" = d::date) span
+      ON CONFLICT ("day") DO NOTHING;
+    GET DIAGNOSTICS counted = ROW_COUNT;
+  END IF;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN counted;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_overview(operator_id uuid, days integer, pending_invitations_max integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  today date := (now() AT TIME ZONE 'UTC')::date;
+  first_day date := (now() AT TIME ZONE 'UTC')::date - (days - 1);
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  PERFORM authstrap.count_activity_days(days);
+  SELECT jsonb_build_object(
+      'days', (SELECT jsonb_agg(jsonb_build_object('day', to_char(c."day", 'YYYY-MM-DD'), 'signUps', c."signUps", 'activeUsers', c."activeUsers", 'newOrganizations', c."newOrganizations") ORDER BY c."day")
+                 FROM (SELECT "day", "signUps", "activeUsers", "newOrganizations" FROM "authstrap_activity_day" WHERE "day" >= first_day AND "day" < today
+                       UNION ALL SELECT d::date AS "day", COALESCE(s.n, 0)::int AS "signUps", COALESCE(a.n, 0)::int AS "activeUsers", COALESCE(o.n, 0)::int AS "newOrganizations"
+      FROM generate_series(today, (today + 1) - 1, interval '1 day') d
+      LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "User"
+                  WHERE "createdAt" >= (today)::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (today + 1)::timestamp AT TIME ZONE 'UTC' GROUP BY 1) s ON s."day" = d::date
+      LEFT JOIN (SELECT "day", count(*) AS n FROM (
+                   SELECT DISTINCT (e."createdAt" AT TIME ZONE 'UTC')::date AS "day", e."actorId" FROM "authstrap_event" e
+                    WHERE e."createdAt" >= (today)::timestamp AT TIME ZONE 'UTC' AND e."createdAt" < (today + 1)::timestamp AT TIME ZONE 'UTC' AND e."actorType" = 'user') acting
+                  GROUP BY "day") a ON a."day" = d::date
+      LEFT JOIN (SELECT ("createdAt" AT TIME ZONE 'UTC')::date AS "day", count(*) AS n FROM "Organization"
+                  WHERE "createdAt" >= (today)::timestamp AT TIME ZONE 'UTC' AND "createdAt" < (today + 1)::timestamp AT TIME ZONE 'UTC' GROUP BY 1) o ON o."day" = d::date) c),
+      'failingWebhookEndpoints', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', w."id", 'url', w."url", 'enabled', w."enabled", 'disabledReason', w."disabledReason", 'failureCount', w."failureCount",
+                                                'organization', jsonb_build_object('id', o."id", 'name', o."name", 'slug', o."slug")) ORDER BY w."enabled", w."failureCount" DESC, w."id")
+                                              FROM (SELECT * FROM "authstrap_webhook_endpoint" WHERE "failureCount" > 0 ORDER BY "enabled", "failureCount" DESC, "id" LIMIT 50) w
+                                              JOIN "Organization" o ON o."id" = w."organizationId"), '[]'::jsonb),
+      'organizationsNearLimits', COALESCE((SELECT jsonb_agg(near ORDER BY near->>'limit', (near->>'current')::int DESC) FROM (
+          SELECT jsonb_build_object('organization', jsonb_build_object('id', o."id", 'name', o."name", 'slug', o."slug"), 'limit', 'pendingInvitations',
+                                    'current', p.pending, 'maximum', pending_invitations_max, 'keyId', NULL) AS near
+            FROM (SELECT split_part(v."value", ':', 2) AS "organizationId", count(*)::int AS pending FROM "verification" v
+                   WHERE v."identifier" LIKE 'invitation:%' AND v."expiresAt" > now() GROUP BY 1
+                  HAVING count(*) >= ceil(pending_invitations_max * 0.8)) p
+            JOIN "Organization" o ON o."id"::text = p."organizationId"
+          UNION ALL
+          SELECT jsonb_build_object('organization', jsonb_build_object('id', o."id", 'name', o."name", 'slug', o."slug"), 'limit', 'machineKeyQuota',
+                                    'current', k."remaining", 'maximum', k."refillAmount", 'keyId', k."id")
+            FROM "apikey" k JOIN "Organization" o ON o."id" = k."referenceId"
+           WHERE k."enabled" AND k."remaining" IS NOT NULL AND k."remaining" <= COALESCE(k."refillAmount", 0) / 10
+           LIMIT 100) nearing), '[]'::jsonb))
+    INTO answer;
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_operators(operator_id uuid)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT COALESCE(jsonb_agg(jsonb_build_object('userId', o."userId", 'email', u."email", 'name', u."name", 'grantedAt', to_char(o."grantedAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+             'grantedBy', CASE WHEN o."grantedBy" = 'command line' THEN jsonb_build_object('commandLine', true, 'id', NULL, 'email', NULL)
+                               ELSE jsonb_build_object('commandLine', false, 'id', o."grantedBy", 'email', granter."email") END)
+           ORDER BY o."grantedAt", u."email"), '[]'::jsonb)
+    INTO answer
+    FROM "authstrap_operator" o JOIN "User" u ON u."id" = o."userId"
+    LEFT JOIN "User" granter ON o."grantedBy" <> 'command line' AND granter."id"::text = o."grantedBy";
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_grant(operator_id uuid, address text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  user_id uuid;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT u."id" INTO user_id FROM "User" u WHERE lower(u."email") = lower(address);
+  IF user_id IS NULL THEN
+    EXIT work;
+  END IF;
+  IF EXISTS (SELECT FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND (b."expiresAt" IS NULL OR b."expiresAt" > now())) THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This user is banned: lift the ban before making them an operator';
+  END IF;
+  INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES (user_id, operator_id::text) ON CONFLICT ("userId") DO NOTHING;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This user is an operator already';
+  END IF;
+  PERFORM authstrap.record_event('operator.granted', NULL, user_id, 'User', user_id::text, jsonb_build_object('by', operator_id),
+    context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('userId', user_id, 'email', (SELECT u."email" FROM "User" u WHERE u."id" = user_id));
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_revoke(operator_id uuid, user_id uuid, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  address text;
+  operators integer;
+  ended integer;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    EXIT work;
+  END IF;
+  SELECT count(*) INTO operators FROM (SELECT FROM "authstrap_operator" FOR UPDATE) every_operator;
+  IF NOT EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This user is not an operator';
+  END IF;
+  IF operators <= 1 THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This is the last operator: grant the role to someone else first';
+  END IF;
+  DELETE FROM "authstrap_operator" WHERE "userId" = user_id;
+  DELETE FROM "session" WHERE "impersonatedBy" = user_id;
+  GET DIAGNOSTICS ended = ROW_COUNT;
+  PERFORM authstrap.record_event('operator.revoked', NULL, user_id, 'User', user_id::text, jsonb_build_object('by', operator_id, 'impersonationsEnded', ended),
+    context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('userId', user_id, 'email', address, 'impersonationsEnded', ended);
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_send_verification(operator_id uuid, user_id uuid, reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  address text;
+  verified boolean;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT u."email", u."email_verified" INTO address, verified FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    EXIT work;
+  END IF;
+  IF verified THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This address is verified already';
+  END IF;
+  INSERT INTO "authstrap_outbox" ("channel", "payload") VALUES ('account-mail', jsonb_build_object('kind', 'verify-email', 'email', address));
+  PERFORM pg_notify('authstrap_outbox', '');
+  PERFORM authstrap.record_event('operator.sent_verification_mail', NULL, user_id, 'User', user_id::text, jsonb_build_object('email', address) || jsonb_strip_nulls(jsonb_build_object('reason', reason)), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('userId', user_id, 'email', address, 'queued', true);
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_send_password_reset(operator_id uuid, user_id uuid, reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  address text;
+  verified boolean;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT u."email", u."email_verified" INTO address, verified FROM "User" u WHERE u."id" = user_id;
+  IF address IS NULL THEN
+    EXIT work;
+  END IF;
+  IF EXISTS (SELECT FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND (b."expiresAt" IS NULL OR b."expiresAt" > now())) THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This user is banned: no reset link is sent until the ban is lifted';
+  END IF;
+  INSERT INTO "authstrap_outbox" ("channel", "payload") VALUES ('account-mail', jsonb_build_object('kind', 'reset-password', 'email', address));
+  PERFORM pg_notify('authstrap_outbox', '');
+  PERFORM authstrap.record_event('operator.sent_password_reset', NULL, user_id, 'User', user_id::text, jsonb_build_object('email', address) || jsonb_strip_nulls(jsonb_build_object('reason', reason)), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('userId', user_id, 'email', address, 'queued', true);
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_change_role(operator_id uuid, organization_id uuid, user_id uuid, new_role text, reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  org "Organization"%ROWTYPE;
+  old_role text;
+  address text;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT * INTO org FROM "Organization" o WHERE o."id" = organization_id FOR UPDATE;
+  IF NOT FOUND THEN
+    EXIT work;
+  END IF;
+  PERFORM FROM "member" m WHERE m."organizationId" = organization_id AND m."role" = 'owner' ORDER BY m."id" FOR UPDATE;
+  SELECT m."role", u."email" INTO old_role, address FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = organization_id AND m."userId" = user_id FOR UPDATE OF m;
+  IF old_role IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS404', MESSAGE = 'This user is not a member of this organization';
+  END IF;
+  IF old_role = new_role THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This member has that role already';
+  END IF;
+  IF old_role = 'owner' AND NOT EXISTS (SELECT FROM "member" m WHERE m."organizationId" = organization_id AND m."role" = 'owner' AND m."userId" <> user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This is the only owner: transfer the ownership to another member instead';
+  END IF;
+  UPDATE "member" SET "role" = new_role, "updatedAt" = now() WHERE "organizationId" = organization_id AND "userId" = user_id;
+  PERFORM authstrap.record_event('operator.changed_role', NULL, user_id, 'User', user_id::text,
+    jsonb_build_object('email', address, 'from', old_role, 'to', new_role) || jsonb_strip_nulls(jsonb_build_object('reason', reason)) || jsonb_build_object('organization', jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug")), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('operator.changed_role', org."id", NULL, 'User', user_id::text, jsonb_build_object('email', address, 'from', old_role, 'to', new_role), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('userId', user_id, 'from', old_role, 'to', new_role);
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_transfer_ownership(operator_id uuid, organization_id uuid, user_id uuid, reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  org "Organization"%ROWTYPE;
+  old_role text;
+  address text;
+  previous jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT * INTO org FROM "Organization" o WHERE o."id" = organization_id FOR UPDATE;
+  IF NOT FOUND THEN
+    EXIT work;
+  END IF;
+  PERFORM FROM "member" m WHERE m."organizationId" = organization_id ORDER BY m."id" FOR UPDATE;
+  SELECT m."role", u."email" INTO old_role, address FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = organization_id AND m."userId" = user_id;
+  IF old_role IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS404', MESSAGE = 'This user is not a member of this organization: they join it first';
+  END IF;
+  SELECT COALESCE(jsonb_agg(jsonb_build_object('userId', m."userId", 'email', u."email") ORDER BY u."email"), '[]'::jsonb) INTO previous
+    FROM "member" m JOIN "User" u ON u."id" = m."userId" WHERE m."organizationId" = organization_id AND m."role" = 'owner' AND m."userId" <> user_id;
+  IF old_role = 'owner' AND previous = '[]'::jsonb THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'This member is the owner already';
+  END IF;
+  UPDATE "member" SET "role" = 'admin', "updatedAt" = now() WHERE "organizationId" = organization_id AND "role" = 'owner' AND "userId" <> user_id;
+  UPDATE "member" SET "role" = 'owner', "updatedAt" = now() WHERE "organizationId" = organization_id AND "userId" = user_id;
+  PERFORM authstrap.record_event('operator.transferred_ownership', NULL, user_id, 'User', user_id::text,
+    jsonb_build_object('email', address, 'from', old_role, 'previousOwners', previous) || jsonb_strip_nulls(jsonb_build_object('reason', reason)) || jsonb_build_object('organization', jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug")), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('operator.transferred_ownership', org."id", NULL, 'User', user_id::text, jsonb_build_object('email', address, 'from', old_role, 'previousOwners', previous), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('owner', jsonb_build_object('userId', user_id, 'email', address), 'previousOwners', previous);
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_set_key_enabled(operator_id uuid, organization_id uuid, thing_id uuid, enable boolean, reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  org "Organization"%ROWTYPE;
+  was_enabled boolean;
+  shown text;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT * INTO org FROM "Organization" o WHERE o."id" = organization_id FOR UPDATE;
+  IF NOT FOUND THEN
+    EXIT work;
+  END IF;
+  SELECT t."enabled", t."name" INTO was_enabled, shown FROM "apikey" t WHERE t."id" = thing_id AND t."referenceId" = organization_id FOR UPDATE;
+  IF was_enabled IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS404', MESSAGE = 'This organization has no machine key with that id';
+  END IF;
+  IF was_enabled = enable THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = CASE WHEN enable THEN 'This machine key is enabled already' ELSE 'This machine key is disabled already' END;
+  END IF;
+  UPDATE "apikey" SET "enabled" = enable, "updatedAt" = now() WHERE "id" = thing_id;
+  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_key' ELSE 'operator.disabled_key' END, NULL, NULL, 'apikey', thing_id::text,
+    jsonb_build_object('name', shown) || jsonb_strip_nulls(jsonb_build_object('reason', reason)) || jsonb_build_object('organization', jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug")), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_key' ELSE 'operator.disabled_key' END, org."id", NULL, 'apikey', thing_id::text, jsonb_build_object('name', shown), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('id', thing_id, 'name', shown, 'enabled', enable);
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_set_webhook_endpoint_enabled(operator_id uuid, organization_id uuid, thing_id uuid, enable boolean, reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  org "Organization"%ROWTYPE;
+  was_enabled boolean;
+  shown text;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT * INTO org FROM "Organization" o WHERE o."id" = organization_id FOR UPDATE;
+  IF NOT FOUND THEN
+    EXIT work;
+  END IF;
+  SELECT t."enabled", t."url" INTO was_enabled, shown FROM "authstrap_webhook_endpoint" t WHERE t."id" = thing_id AND t."organizationId" = organization_id FOR UPDATE;
+  IF was_enabled IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS404', MESSAGE = 'This organization has no webhook endpoint with that id';
+  END IF;
+  IF was_enabled = enable THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = CASE WHEN enable THEN 'This webhook endpoint is enabled already' ELSE 'This webhook endpoint is disabled already' END;
+  END IF;
+  UPDATE "authstrap_webhook_endpoint" SET "enabled" = enable, "disabledReason" = CASE WHEN enable THEN NULL ELSE 'disabled by an operator' END, "failureCount" = CASE WHEN enable THEN 0 ELSE "failureCount" END, "updatedAt" = now() WHERE "id" = thing_id;
+  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_webhook_endpoint' ELSE 'operator.disabled_webhook_endpoint' END, NULL, NULL, 'webhook_endpoint', thing_id::text,
+    jsonb_build_object('url', shown) || jsonb_strip_nulls(jsonb_build_object('reason', reason)) || jsonb_build_object('organization', jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug")), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event(CASE WHEN enable THEN 'operator.enabled_webhook_endpoint' ELSE 'operator.disabled_webhook_endpoint' END, org."id", NULL, 'webhook_endpoint', thing_id::text, jsonb_build_object('url', shown), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  answer := jsonb_build_object('id', thing_id, 'url', shown, 'enabled', enable);
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_delete_user(operator_id uuid, user_id uuid, confirm text, reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  address text;
+  stranded text;
+  deleted integer;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT u."email" INTO address FROM "User" u WHERE u."id" = user_id FOR UPDATE;
+  IF address IS NULL THEN
+    EXIT work;
+  END IF;
+  IF lower(confirm) IS DISTINCT FROM lower(address) THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS422', MESSAGE = 'must be the address of the user to delete';
+  END IF;
+  IF EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = user_id) THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409', MESSAGE = 'An operator cannot be deleted: revoke their operator role first';
+  END IF;
+  PERFORM FROM "member" m WHERE m."role" = 'owner' AND m."organizationId" IN (SELECT "organizationId" FROM "member" WHERE "userId" = user_id) ORDER BY m."id" FOR UPDATE;
+  SELECT string_agg(format('"%s" (%s)', o."name", o."id"), ', ' ORDER BY o."name") INTO stranded
+    FROM "member" m JOIN "Organization" o ON o."id" = m."organizationId"
+   WHERE m."userId" = user_id AND m."role" = 'owner'
+     AND NOT EXISTS (SELECT FROM "member" other WHERE other."organizationId" = m."organizationId" AND other."role" = 'owner' AND other."userId" <> user_id)
+     AND EXISTS (SELECT FROM "member" other WHERE other."organizationId" = m."organizationId" AND other."userId" <> user_id);
+  IF stranded IS NOT NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS409',
+      MESSAGE = format('The only owner of %s cannot be deleted while others are members there: transfer the ownership first', stranded);
+  END IF;
+  PERFORM authstrap.record_event('operator.deleted_user', NULL, NULL, 'User', user_id::text, jsonb_build_object('email', address) || jsonb_strip_nulls(jsonb_build_object('reason', reason)), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  PERFORM authstrap.record_event('operator.deleted_user', m."organizationId", NULL, 'User', user_id::text, jsonb_build_object('email', address), (context - 'ipAddress' - 'userAgent') || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text))
+     FROM "member" m WHERE m."userId" = user_id AND EXISTS (SELECT FROM "member" other WHERE other."organizationId" = m."organizationId" AND other."userId" <> user_id);
+  DELETE FROM "Organization" o WHERE o."id" IN (SELECT "organizationId" FROM "member" WHERE "userId" = user_id)
+     AND NOT EXISTS (SELECT FROM "member" other WHERE other."organizationId" = o."id" AND other."userId" <> user_id);
+  GET DIAGNOSTICS deleted = ROW_COUNT;
+  DELETE FROM "User" WHERE "id" = user_id;
+  answer := jsonb_build_object('userId', user_id, 'email', address, 'organizationsDeleted', deleted);
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_delete_organization(operator_id uuid, organization_id uuid, confirm text, reason text, context jsonb)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+  org "Organization"%ROWTYPE;
+  members integer;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  SELECT * INTO org FROM "Organization" o WHERE o."id" = organization_id FOR UPDATE;
+  IF NOT FOUND THEN
+    EXIT work;
+  END IF;
+  IF confirm IS DISTINCT FROM org."slug" THEN
+    RAISE EXCEPTION USING ERRCODE = 'AS422', MESSAGE = 'must be the slug of the organization to delete';
+  END IF;
+  SELECT count(*) INTO members FROM "member" m WHERE m."organizationId" = organization_id;
+  PERFORM authstrap.record_event('operator.deleted_organization', NULL, NULL, 'Organization', organization_id::text,
+    jsonb_build_object('name', org."name", 'slug', org."slug", 'members', members) || jsonb_strip_nulls(jsonb_build_object('reason', reason)), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
+  DELETE FROM "verification" v WHERE v."identifier" LIKE 'invitation:%' AND split_part(v."value", ':', 2) = organization_id::text;
+  -- Better Auth's key table names its organization without a foreign key: its keys go by hand.
+  DELETE FROM "apikey" k WHERE k."referenceId" = organization_id;
+  DELETE FROM "Organization" WHERE "id" = organization_id;
+  answer := jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'members', members);
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator", "authstrap_user_ban", "authstrap_activity_day", "authstrap_sso_connection", "authstrap_sso_certificate", "authstrap_sso_policy", "authstrap_domain", "authstrap_sso_identity", "authstrap_sso_flow", "authstrap_sso_code", "authstrap_saml_assertion", "authstrap_scim_directory", "authstrap_scim_token", "authstrap_scim_user", "authstrap_scim_group", "authstrap_scim_group_member", "authstrap_scim_role_mapping", "authstrap_scim_request", "authstrap_member_suspension" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
 
@@ -1503,6 +2054,12 @@ ALTER TABLE "authstrap_user_ban" ENABLE ROW LEVEL SECURITY;
 ALTER TABLE "authstrap_user_ban" FORCE ROW LEVEL SECURITY;
 
 CREATE POLICY "authstrap_maintenance" ON "authstrap_user_ban" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
+
+ALTER TABLE "authstrap_activity_day" ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE "authstrap_activity_day" FORCE ROW LEVEL SECURITY;
+
+CREATE POLICY "authstrap_maintenance" ON "authstrap_activity_day" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
 
 ALTER TABLE "authstrap_sso_connection" ENABLE ROW LEVEL SECURITY;
 

@@ -181,6 +181,20 @@ describe.each(databaseKinds)('OPERATOR_RECENT_SIGN_IN_MINUTES on the %s database
         expect(refused.status, action).toBe(403);
         expect(refused.body.error.message).toContain('OPERATOR_RECENT_SIGN_IN_MINUTES');
       }
+      // So are the actions on a user or an organization, the deletions first.
+      const stalePaths: ['POST' | 'DELETE', string, unknown][] = [
+        ['DELETE', `/api/operator/users/${user.user.id}`, { confirm: 'someone@acme.example' }],
+        ['DELETE', `/api/operator/organizations/${user.organizationId}`, { confirm: 'anything' }],
+        ['POST', `/api/operator/users/${user.user.id}/send-password-reset`, {}],
+        ['POST', `/api/operator/organizations/${user.organizationId}/transfer-ownership`, { userId: user.user.id }],
+        ['POST', '/api/operator/operators', { email: 'someone@acme.example' }],
+      ];
+      for (const [method, path, body] of stalePaths) {
+        const refused = await support.api(method, path, { body });
+        expect(refused.status, `${method} ${path}`).toBe(403);
+        expect(refused.body.error.message).toContain('OPERATOR_RECENT_SIGN_IN_MINUTES');
+      }
+      expect((await backend.running.db.asOwner((tx) => tx.query(`SELECT count(*)::int AS n FROM "Organization" WHERE "id" = $1`, [user.organizationId]))).rows[0]!.n).toBe(1);
       expect((await user.api('GET', '/api/auth/get-session')).status).toBe(200);
       // Looking needs no fresh sign-in.
       expect((await support.api('GET', '/api/operator/users')).status).toBe(200);

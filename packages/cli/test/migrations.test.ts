@@ -66,7 +66,7 @@ describe('the first migration', () => {
   it('creates every table, each after the tables it references', () => {
     const order = createdTables(initSql(schema));
     expect([...order].sort()).toEqual([
-      'Organization', 'Project', 'Task', 'User', 'account', 'apikey', 'authstrap_domain', 'authstrap_event', 'authstrap_idempotency_key', 'authstrap_member_suspension', 'authstrap_operator',
+      'Organization', 'Project', 'Task', 'User', 'account', 'apikey', 'authstrap_activity_day', 'authstrap_domain', 'authstrap_event', 'authstrap_idempotency_key', 'authstrap_member_suspension', 'authstrap_operator',
       'authstrap_outbox', 'authstrap_saml_assertion', 'authstrap_scim_directory', 'authstrap_scim_group', 'authstrap_scim_group_member', 'authstrap_scim_request',
       'authstrap_scim_role_mapping', 'authstrap_scim_token', 'authstrap_scim_user', 'authstrap_sso_certificate', 'authstrap_sso_code', 'authstrap_sso_connection',
       'authstrap_sso_flow', 'authstrap_sso_identity', 'authstrap_sso_policy', 'authstrap_user_ban', 'authstrap_webhook_endpoint', 'member', 'session', 'verification',

@@ -80,6 +80,16 @@ export const authEventTypes: Record<string, string> = {
   'operator.impersonation_started':
     "An operator signed in as a user until data.expiresAt (data.sessionId); data.reason in the platform's log and the user's own events, data.email in each of their organizations' audit logs. Every event the session makes carries data.impersonatedBy",
   'operator.impersonation_ended': "An operator's session as a user ended before its bound (data.sessionId, data.impersonatedBy; data.endedBy: 'operator' or 'sign-out')",
+  'operator.sent_verification_mail': "An operator had the backend mail a user a new link to verify their address (data.email; data.reason when given); the operator never sees the link",
+  'operator.sent_password_reset': "An operator had the backend mail a user a link to reset their password (data.email; data.reason when given); the operator never sees the link or the password",
+  'operator.changed_role': "An operator changed a member's role (data.email, data.from, data.to); in the platform's log (data.organization, data.reason) and the organization's audit log",
+  'operator.transferred_ownership': "An operator made a member the organization's owner; the other owners (data.previousOwners) became admins",
+  'operator.disabled_key': "An operator disabled one of the organization's machine keys (data.name): refused from its next request",
+  'operator.enabled_key': "An operator enabled one of the organization's machine keys again (data.name)",
+  'operator.disabled_webhook_endpoint': "An operator disabled one of the organization's webhook endpoints (data.url): nothing more is delivered to it",
+  'operator.enabled_webhook_endpoint': "An operator enabled one of the organization's webhook endpoints again (data.url); its count of failures starts over",
+  'operator.deleted_user': "An operator deleted a user's account (data.email), with the organizations where they were the only member",
+  'operator.deleted_organization': "An operator deleted an organization with everything in it (data.name, data.slug, data.members): in the platform's log",
 };
 
 /**

@@ -243,5 +243,30 @@ export const userBanTable: Table = {
   },
 };
 
+/**
+ * The platform's activity per day (UTC) for the operators' overview (src/operator/overview.ts):
+ * sign-ups, active users (who acted or signed in: a distinct acting user of an event) and new
+ * organizations. Counting active users reads every event of a day, too slow for a year's chart on
+ * each request; a day that is over no longer changes, so `authstrap.operator_overview` counts each
+ * past day once, the first time an overview covers it, and keeps it here (today is counted live).
+ * No request reads or writes it: only that function, as the tables' owner.
+ */
+export const activityDayTable: Table = {
+  name: 'authstrap_activity_day',
+  columns: [
+    { name: 'day', type: 'date', nullable: false, primaryKey: true },
+    { name: 'signUps', type: 'integer', nullable: false },
+    { name: 'activeUsers', type: 'integer', nullable: false },
+    { name: 'newOrganizations', type: 'integer', nullable: false },
+    { name: 'countedAt', type: 'timestamptz', nullable: false, default: 'now()' },
+  ],
+  constraints: [],
+  indexes: [],
+  dependsOn: [],
+  rowSecurity: {
+    policies: [{ name: 'authstrap_maintenance', command: 'ALL', to: 'CURRENT_USER', using: 'authstrap.maintenance()', withCheck: 'authstrap.maintenance()' }],
+  },
+};
+
 // Enterprise identity's tables (single sign-on, domains, SCIM, suspensions) follow the engine's own.
-export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable, operatorTable, userBanTable, ...identityTables];
+export const systemTables: Table[] = [outboxTable, eventTable, webhookEndpointTable, idempotencyKeyTable, operatorTable, userBanTable, activityDayTable, ...identityTables];

@@ -9,6 +9,7 @@ import { appPrototypes } from './http/app-prototypes.js';
 import { loadConfig, maskUrlPassword, type Config } from './config.js';
 import { DatabaseUnavailableError, openDatabase, type Database } from './db/database.js';
 import { EmbeddedDatabaseLockedError } from './db/embedded-lock.js';
+import { startHourlyPrune } from './db/hourly.js';
 import { migrate } from './db/migrate.js';
 import { actAsAppRole } from './db/scope.js';
 import { createRateLimits, type RateLimits } from './http/rate-limit.js';
@@ -80,11 +81,11 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     // Taken since the check at the start (another process was quicker).
     return start.abort(error);
   }
-  const { wakeUps, hourlyPrunes, domainChecks } = await startWorkers(config, logger, db, outbox);
+  const { wakeUps, hourlyJobs, domainChecks } = await startWorkers(config, logger, db, outbox);
   const url = addressOf(server, config);
   logger.info({ url, database: db.kind }, `listening on ${url}`);
 
-  const stop = createStop({ config, logger, server, gate, streams, hourlyPrunes, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing });
+  const stop = createStop({ config, logger, server, gate, streams, hourlyJobs, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing });
   return { url, config, db, server, outbox, streams, stop };
 }
 
@@ -225,7 +226,7 @@ async function startObservability(config: Config, db: Database, rateLimits: Rate
   return { metrics, tracing };
 }
 
-/** Once the server listens: the outbox's worker, what wakes it, the hourly prunes (events past their retention, idempotency keys, single sign-on's expired rows) and the domains' checks. */
+/** Once the server listens: the outbox's worker, what wakes it, the hourly jobs (events past their retention, idempotency keys and single sign-on's expired rows deleted; the operators' past days counted) and the domains' checks. */
 async function startWorkers(config: Config, logger: Logger, db: Database, outbox: Outbox) {
   outbox.start();
   // Deliveries written by SQL (the events' webhooks) wake the worker at their commit, on every
@@ -233,11 +234,17 @@ async function startWorkers(config: Config, logger: Logger, db: Database, outbox
   const wakeUps = config.databaseUrl
     ? listenForOutboxWakeUps({ url: config.databaseDirectUrl ?? config.databaseUrl, logger, wake: () => outbox.wake() })
     : await listenInProcess(db, () => outbox.wake());
-  const hourlyPrunes = [startEventRetention({ db, logger, retentionDays: config.events.retentionDays }), startIdempotencyKeyPrune({ db, logger }), startIdentityPrune({ db, logger })];
+  const hourlyJobs = [
+    startEventRetention({ db, logger, retentionDays: config.events.retentionDays }),
+    startIdempotencyKeyPrune({ db, logger }),
+    startIdentityPrune({ db, logger }),
+    // The operators' overview reads a year of days: each past day counted once, ahead of the first overview (src/operator/overview.ts).
+    startHourlyPrune({ db, logger, statement: 'SELECT authstrap.count_activity_days(366) AS "pruned"', what: "the platform's past days (the operators' overview)", done: 'counted', verb: 'count' }),
+  ];
   // Verified domains are checked again on a schedule (src/domains/), by whichever instance claims each first.
   const domainChecks = createDomainChecks({ db, logger, lookup: txtLookup(config.domains), schedule: checkScheduleOf(config.domains), pollMs: config.domains.checkPollMs });
   domainChecks.start();
-  return { wakeUps, hourlyPrunes, domainChecks };
+  return { wakeUps, hourlyJobs, domainChecks };
 }
 
 /** The URL the server answers on: localhost when it listens on every address. */
@@ -253,7 +260,7 @@ interface RunningParts {
   server: Server;
   gate: RequestGate;
   streams: Streams;
-  hourlyPrunes: { stop(): void }[];
+  hourlyJobs: { stop(): void }[];
   domainChecks: DomainChecks;
   wakeUps: OutboxWakeUps | undefined;
   outbox: Outbox;
@@ -264,7 +271,7 @@ interface RunningParts {
 }
 
 /** RunningServer.stop: its steps run once, however often it is called. */
-function createStop({ config, logger, server, gate, streams, hourlyPrunes, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
+function createStop({ config, logger, server, gate, streams, hourlyJobs, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
   let stopping: Promise<void> | undefined;
   return () =>
     (stopping ??= (async () => {
@@ -295,7 +302,7 @@ function createStop({ config, logger, server, gate, streams, hourlyPrunes, domai
       clearTimeout(idleGrace);
       clearTimeout(deadline);
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
-      for (const prune of hourlyPrunes) prune.stop();
+      for (const job of hourlyJobs) job.stop();
       await domainChecks.stop();
       await wakeUps?.close();
       await outbox.stop();

@@ -56,6 +56,25 @@ export function registerEntityWebhooks(registry: OpenAPIRegistry, { prefix, enti
   registerEvent(registry, `${prefix}.deleted`, `${entity} deleted`, z.object({ ...common, record: record.meta({ description: 'The row as it was (secret fields left out)' }) }));
 }
 
+/** An event as the audit logs answer it (the organization's, a user's own, an operator's view of an organization's). */
+export const AuditEvent = z
+  .object({
+    id: z.uuid(),
+    type: z.string(),
+    organizationId: z.uuid().nullable(),
+    userId: z.uuid().nullable(),
+    actorType: z.enum(['user', 'machine_key', 'service', 'system', 'directory']),
+    actorId: z.string().nullable(),
+    entity: z.string().nullable(),
+    entityId: z.string().nullable(),
+    data: z.record(z.string(), z.unknown()),
+    requestId: z.string().nullable(),
+    ipAddress: z.string().nullable(),
+    userAgent: z.string().nullable(),
+    createdAt: z.date(),
+    summary: z.string().meta({ description: 'What happened, in a sentence a person reads ("Olivia Oakes changed Ivy Invitee\'s role from member to admin"), with the names of the users, keys and directories it names as they are now: plain text, never HTML' }),
+  });
+
 /** The auth events, and the routes of the audit log, the security events and the webhook endpoints. */
 export function registerEventRoutes(registry: OpenAPIRegistry): void {
   // The tables' events are registered with their records' schemas by the generated openapi.ts.
@@ -64,23 +83,6 @@ export function registerEventRoutes(registry: OpenAPIRegistry): void {
   }
   registerEvent(registry, webhookTestEventType, 'A test event, sent to one endpoint by POST /webhook-endpoints/{id}/test (never to others, not in the audit log)', z.object({ ...common, message: z.string() }));
 
-  const AuditEvent = z
-    .object({
-      id: z.uuid(),
-      type: z.string(),
-      organizationId: z.uuid().nullable(),
-      userId: z.uuid().nullable(),
-      actorType: z.enum(['user', 'machine_key', 'service', 'system', 'directory']),
-      actorId: z.string().nullable(),
-      entity: z.string().nullable(),
-      entityId: z.string().nullable(),
-      data: z.record(z.string(), z.unknown()),
-      requestId: z.string().nullable(),
-      ipAddress: z.string().nullable(),
-      userAgent: z.string().nullable(),
-      createdAt: z.date(),
-      summary: z.string().meta({ description: 'What happened, in a sentence a person reads ("Olivia Oakes changed Ivy Invitee\'s role from member to admin"), with the names of the users, keys and directories it names as they are now: plain text, never HTML' }),
-    });
   // Unnamed, as the webhook endpoints' (webhooks.router.ts): not a generated collection for `authstrap verify`.
   const meta = z.object({ page: z.int(), limit: z.int(), total: z.int(), totalPages: z.int() });
   const list = (item: z.ZodType) => ({ content: { 'application/json': { schema: z.object({ success: z.literal(true), data: z.array(item), meta }) } } });

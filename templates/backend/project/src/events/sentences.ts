@@ -182,6 +182,16 @@ const upperFirst = (text: string) => (/^(the|a|an) /.test(text) ? text[0]!.toUpp
 /** A person by name, or their address when they have no name. */
 const byName = (person: Person) => textOf(person.name) ?? plain(person.email);
 
+/** ` (reason: ...)`: why an operator acted, when they said (the platform's copy and the user's own events hold it; an organization's copy does not). */
+const because = (data: Record<string, unknown>) => (textOf(data.reason) ? ` (reason: ${textOf(data.reason)})` : '');
+
+/** ` in "Acme"`: the organization an operator acted in, named in the platform's copy of the event (its own copy needs no name). */
+function inOrganization(data: Record<string, unknown>): string {
+  const organization = data.organization;
+  const name = organization !== null && typeof organization === 'object' ? textOf((organization as { name?: unknown }).name) : undefined;
+  return name ? ` in "${name}"` : '';
+}
+
 /** A webhook endpoint's URL up to its host ("https://hooks.example.com/…"): its path and query may hold a token. */
 export function urlShown(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
@@ -508,6 +518,44 @@ function authEventSentence(event: SentenceEvent, names: SentenceNames, actor: st
       return said(actor, `made ${account} an operator of the platform`, `${upperFirst(account)} was made an operator of the platform${data.by === 'command line' ? ' from the command line' : ''}`);
     case 'operator.revoked':
       return said(actor, `took the operator role from ${account}`, `${upperFirst(account)} is no longer an operator of the platform${data.by === 'command line' ? ' (from the command line)' : ''}`);
+    case 'operator.sent_verification_mail':
+      return said(actor, `sent ${account} a new link to verify their address${because(data)}`, `${upperFirst(account)} was sent a new link to verify their address`);
+    case 'operator.sent_password_reset':
+      return said(actor, `sent ${account} a link to reset their password${because(data)}`, `${upperFirst(account)} was sent a link to reset their password`);
+    case 'operator.changed_role': {
+      const from = textOf(data.from);
+      const to = textOf(data.to);
+      const change = from && to ? ` from ${from} to ${to}` : '';
+      return said(actor, `changed ${subject}'s role${change}${inOrganization(data)}${because(data)}`, `${upperFirst(subject)}'s role was changed${change}`);
+    }
+    case 'operator.transferred_ownership': {
+      const previous = Array.isArray(data.previousOwners) ? data.previousOwners.map((owner) => addressShown((owner as { email?: unknown } | null)?.email)).filter((shown): shown is string => shown !== undefined) : [];
+      const tail = previous.length ? ` (${list(previous)} ${previous.length === 1 ? 'is' : 'are'} now ${previous.length === 1 ? 'an admin' : 'admins'})` : '';
+      return said(actor, `made ${subject} the owner of the organization${inOrganization(data)}${tail}${because(data)}`, `${upperFirst(subject)} was made the owner of the organization${tail}`);
+    }
+    case 'operator.disabled_key':
+    case 'operator.enabled_key': {
+      const name = names.keyName ? plain(names.keyName) : textOf(data.name);
+      const key = name ? `the machine key ${name}` : 'a machine key';
+      const verb = event.type === 'operator.disabled_key' ? 'disabled' : 'enabled';
+      return said(actor, `${verb} ${key}${inOrganization(data)}${because(data)}`, `${upperFirst(key)} was ${verb}`);
+    }
+    case 'operator.disabled_webhook_endpoint':
+    case 'operator.enabled_webhook_endpoint': {
+      const url = urlShown(data.url);
+      const endpoint = `the webhook endpoint${url ? ` ${url}` : ''}`;
+      const verb = event.type === 'operator.disabled_webhook_endpoint' ? 'disabled' : 'enabled';
+      return said(actor, `${verb} ${endpoint}${inOrganization(data)}${because(data)}`, `${upperFirst(endpoint)} was ${verb}`);
+    }
+    case 'operator.deleted_user': {
+      const who = email ?? 'a user';
+      return said(actor, `deleted the account of ${who}${because(data)}`, `The account of ${who} was deleted`);
+    }
+    case 'operator.deleted_organization': {
+      const name = textOf(data.name);
+      const what = `the organization${name ? ` "${name}"` : ''}`;
+      return said(actor, `deleted ${what}${because(data)}`, `${upperFirst(what)} was deleted`);
+    }
     case 'operator.revoked_sessions': {
       const sessions = number(data.sessions);
       const reason = textOf(data.reason);

@@ -3,15 +3,19 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { refusedVerdictOf } from '../auth/sign-in-policy.js';
-import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { requestContext } from '../events/events.js';
 import { actedAsOperator, eventSentence, subjectUserId, type Person, type SentenceEvent, type SentenceNames } from '../events/sentences.js';
 import { resolveCaller, type CallerDeps } from '../generated/guards/auth.guard.js';
 import { sendData, sendJsonData, sendJsonList } from '../http/envelope.js';
-import { forbidden, HttpError, notFound } from '../http/errors.js';
+import { forbidden, notFound } from '../http/errors.js';
 import { hashToken } from '../http/session-token.js';
 import { parseBody, parseId, parseQuery } from '../http/validate.js';
+import { listOf, operatorQuery, pageMeta, recentSignIn, recentSignInNote, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
+import { organizationRoutes, registerOrganizationRoutes } from './organizations.js';
+import { operatorsRoutes, registerOperatorsRoutes } from './operators.js';
+import { overviewRoutes, registerOverviewRoutes } from './overview.js';
+import { registerUserActionRoutes, userActionRoutes } from './user-actions.js';
 
 /**
  * The platform's operators: the people who run the product built on this backend, above every
@@ -65,22 +69,7 @@ export function operatorsOnly(deps: CallerDeps & { db: Database }): RequestHandl
   };
 }
 
-/** What the operator's routes need: who is calling, the database, OPERATOR_RECENT_SIGN_IN_MINUTES and OPERATOR_IMPERSONATION_MAX_MINUTES. */
-export type OperatorDeps = CallerDeps & { db: Database; config: Pick<Config, 'operators'> };
 
-/**
- * A destructive action's guard: with OPERATOR_RECENT_SIGN_IN_MINUTES set, the operator's session
- * must have begun within that many minutes (a laptop left signed in for a week cannot end a
- * customer's sessions); a 403 that says to sign in again otherwise.
- */
-function recentSignIn(req: Request, config: Pick<Config, 'operators'>): void {
-  const minutes = config.operators.recentSignInMinutes;
-  if (minutes === undefined || req.caller?.kind !== 'user') return;
-  const signedInAt = new Date(req.caller.session.createdAt).getTime();
-  if (Date.now() - signedInAt > minutes * 60_000) {
-    throw forbidden(`This action needs a sign-in from the last ${minutes} minutes (OPERATOR_RECENT_SIGN_IN_MINUTES): sign in again, then repeat it`);
-  }
-}
 
 export function operatorRouter(deps: OperatorDeps): Router {
   const router = Router();
@@ -175,25 +164,14 @@ export function operatorRouter(deps: OperatorDeps): Router {
     sendJsonList(res, { json: JSON.stringify(found.rows.map(withSummary)), meta: pageMeta(page, limit, found.total) });
   });
 
-  // Every organization, or those whose name or slug contains ?search=, whose id it is, or with a member whose address contains it.
-  router.get('/organizations', async (req, res) => {
-    const { search, page, limit } = parseQuery('operator organizations', SearchQuery, req.query);
-    const found = await operatorQuery<{ total: number; rows: unknown[] }>(deps.db, 'SELECT authstrap.operator_organizations($1, $2, $3, $4) AS "answer"', [req.operator!.userId, search, limit, (page - 1) * limit]);
-    sendJsonList(res, { json: JSON.stringify(found.rows), meta: pageMeta(page, limit, found.total) });
-  });
+  router.use('/organizations', organizationRoutes(deps));
+  router.use('/overview', overviewRoutes(deps));
+  router.use('/operators', operatorsRoutes(deps));
+  router.use('/users', userActionRoutes(deps));
 
   return router;
 }
 
-/** ?search=, ?page=, ?limit= of the operators' lists; anything else is a 400 naming it. */
-const SearchQuery = z
-  .object({
-    search: z.string().max(200).default(''),
-    page: z.coerce.number().int().min(1).default(1),
-    // As every list: 1 to 100, 20 by default.
-    limit: z.coerce.number().int().default(20).transform((limit) => Math.min(100, Math.max(1, limit))),
-  })
-  .strict();
 
 const RevokeSessionsInput = z.object({ reason: z.string().trim().min(1).max(500).meta({ description: 'Why: kept in the event, which the user sees among their security events' }) }).strict();
 
@@ -260,36 +238,10 @@ function withSummary(row: PlatformEventRow): PlatformEventRow & { summary: strin
   return { ...row, summary: eventSentence(row, names).sentence };
 }
 
-const pageMeta = (page: number, limit: number, total: number) => ({ page, limit, total, totalPages: Math.ceil(total / limit) });
 
-/**
- * One of the operators' functions (packages/cli's operator-sql.ts, in the migrations): the one
- * way an operator's request reaches other organizations' rows. Each checks the operator again
- * itself (42501 when they are none since operatorsOnly asked: a 403). An action the target's state
- * refuses (an operator to ban, a user who is not banned) is SQLSTATE AS409, its message written
- * for people: a 409.
- */
-async function operatorQuery<Answer>(db: Database, text: string, params: unknown[]): Promise<Answer> {
-  try {
-    const { rows } = await db.query<{ answer: Answer }>(text, params);
-    return rows[0]!.answer;
-  } catch (error) {
-    const { code, message } = error as { code?: string; message?: string };
-    if (code === '42501') throw forbidden('Operators only: `authstrap operator grant <email>` makes one');
-    if (code === 'AS409') throw new HttpError(409, 'CONFLICT', message ?? 'Refused: the user is not in a state that allows it');
-    throw error;
-  }
-}
 
 const OperatorMe = z.object({ userId: z.uuid(), email: z.string(), grantedAt: z.date() }).meta({ id: 'Operator' });
 
-const listOf = (item: z.ZodType) => ({
-  content: {
-    'application/json': {
-      schema: z.object({ success: z.literal(true), data: z.array(item), meta: z.object({ page: z.int(), limit: z.int(), total: z.int(), totalPages: z.int() }) }),
-    },
-  },
-});
 const OperatorUserRow = z
   .object({ id: z.uuid(), email: z.string(), name: z.string(), email_verified: z.boolean(), createdAt: z.iso.datetime(), organizations: z.int(), lastSeenAt: z.iso.datetime().nullable(), banned: z.boolean() })
   .meta({ id: 'OperatorUserRow' });
@@ -333,9 +285,6 @@ const OperatorUser = z
     ),
   })
   .meta({ id: 'OperatorUser' });
-const OperatorOrganizationRow = z
-  .object({ id: z.uuid(), name: z.string(), slug: z.string(), createdAt: z.iso.datetime(), members: z.int() })
-  .meta({ id: 'OperatorOrganizationRow' });
 const OperatorEvent = z
   .object({
     id: z.uuid(),
@@ -355,15 +304,10 @@ const OperatorEvent = z
     createdAt: z.iso.datetime(),
   })
   .meta({ id: 'OperatorEvent' });
-const searchParameters = z.object({
-  search: z.string().max(200).optional().meta({ description: 'Part of an address or name (any case), or an id' }),
-  page: z.int().min(1).optional().meta({ description: 'The page, from 1' }),
-  limit: z.int().optional().meta({ description: 'Rows per page, 1 to 100 (default 20)' }),
-});
 
 export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
   const tags = ['operator'];
-  const refused = { 403: { description: 'FORBIDDEN: not an operator (or a machine key, or the service key)' } };
+  const refused = refusedToNonOperators;
   registry.registerPath({
     method: 'get', path: '/api/operator/users', operationId: 'listOperatorUsers', tags,
     summary: "Every user of the platform, or those whose address or name contains ?search= (or whose id it is), newest first (operators only)",
@@ -387,7 +331,6 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
       404: { description: 'NOT_FOUND: no such user' },
     },
   });
-  const recentSignInNote = 'With OPERATOR_RECENT_SIGN_IN_MINUTES set, the operator must have signed in within that many minutes (403 otherwise).';
   registry.registerPath({
     method: 'post', path: '/api/operator/users/{id}/ban', operationId: 'banUser', tags,
     summary: 'Ban a user: every sign-in refused (BANNED, on both sign-in paths), their sessions and live streams ended, the machine keys they made stopped, until expiresAt or an unban (operators only; recorded as operator.banned_user)',
@@ -453,12 +396,10 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
     request: { query: z.object({ type: z.string().optional().meta({ description: 'One type, like operator.revoked_sessions' }), page: z.int().min(1).optional(), limit: z.int().optional() }) },
     responses: { 200: { description: 'A page of events', ...listOf(OperatorEvent) }, ...refused },
   });
-  registry.registerPath({
-    method: 'get', path: '/api/operator/organizations', operationId: 'listOperatorOrganizations', tags,
-    summary: 'Every organization, or those whose name or slug contains ?search=, whose id it is, or with a member whose address contains it, newest first (operators only)',
-    request: { query: searchParameters },
-    responses: { 200: { description: 'A page of organizations', ...listOf(OperatorOrganizationRow) }, ...refused },
-  });
+  registerOrganizationRoutes(registry);
+  registerOverviewRoutes(registry);
+  registerOperatorsRoutes(registry);
+  registerUserActionRoutes(registry);
   registry.registerPath({
     method: 'get',
     path: '/api/operator/me',
