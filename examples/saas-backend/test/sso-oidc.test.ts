@@ -1,4 +1,4 @@
-import { createHash, createPublicKey, randomBytes, type JsonWebKey } from 'node:crypto';
+import { createHash, createPublicKey, randomBytes, randomUUID, type JsonWebKey } from 'node:crypto';
 import { decodeJwt, importJWK, SignJWT, UnsecuredJWT, type JWK, type JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
@@ -117,6 +117,21 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
     // Another organization sees nothing of it.
     const stranger = await signUp(backend.url, `stranger-${kind}@elsewhere.example`);
     expect((await stranger.api('GET', `/sso-connections/${connection.id}`)).status).toBe(404);
+  });
+
+  it("reads the issuer's discovery again when refreshed (owners and admins only), on the record", async () => {
+    const connection = await createConnection(owner);
+    const before = (await asOwner(`SELECT "oidcMetadataFetchedAt" FROM "authstrap_sso_connection" WHERE "id" = $1`, [connection.id])).rows[0]!.oidcMetadataFetchedAt as Date;
+    const member = await addMember(backend.url, owner, `refresher-${kind}@members.example`, 'member');
+    expect((await member.api('POST', `/sso-connections/${connection.id}/refresh`)).status).toBe(403);
+    const refreshed = await owner.api('POST', `/sso-connections/${connection.id}/refresh`);
+    expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+    expect(refreshed.body.data.id).toBe(connection.id);
+    const after = (await asOwner(`SELECT "oidcMetadataFetchedAt" FROM "authstrap_sso_connection" WHERE "id" = $1`, [connection.id])).rows[0]!.oidcMetadataFetchedAt as Date;
+    expect(after.getTime()).toBeGreaterThan(before.getTime());
+    const recorded = (await owner.api('GET', '/audit-events?type=sso_connection.updated&limit=100')).body.data as { entityId: string; data: { changedFields: string[] } }[];
+    expect(recorded.find((event) => event.entityId === connection.id)?.data.changedFields).toEqual(['oidc.metadata']);
+    expect((await owner.api('POST', `/sso-connections/${randomUUID()}/refresh`)).status).toBe(404);
   });
 
   it('refuses an issuer whose discovery fails, naming the field', async () => {

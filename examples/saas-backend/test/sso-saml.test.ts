@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { DOMParser, XMLSerializer } from '@xmldom/xmldom';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { certificateColumns, connectionColumns, connectionSeal, samlSettingsOf, type CertificateRow, type ConnectionRow } from '../src/sso/connections.js';
@@ -272,6 +274,39 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
     const late = await signIn(connection, { user, key: 'a' });
     expectRefused(late.answer, late.session);
     expect((await userOfSession((await signIn(connection, { user, key: 'b' })).session)).email).toBe(email);
+  });
+
+  it("reads the IdP's metadata again from its URL (a key rollover at the same address) when refreshed; an uploaded IdP has nothing to refresh from", async () => {
+    // The IdP publishes its metadata at one address whose content it changes: a loopback server
+    // that serves the real IdP's metadata for the keys the test says.
+    let keys: ('a' | 'b')[] = ['a'];
+    const publisher = http.createServer((_req, res) => {
+      void fetch(idp.metadataUrl(keys)).then(async (answer) => res.writeHead(200, { 'content-type': 'application/samlmetadata+xml' }).end(await answer.text()));
+    });
+    await new Promise<void>((resolve) => publisher.listen(0, '127.0.0.1', resolve));
+    try {
+      const connection = await enabledConnection({ metadataUrl: `http://127.0.0.1:${(publisher.address() as AddressInfo).port}/idp/metadata` });
+      const email = address('refresh');
+      const user = { nameId: email, email };
+      const early = await signIn(connection, { user, key: 'b' });
+      expectRefused(early.answer, early.session);
+
+      keys = ['a', 'b'];
+      const refreshed = await owner.api('POST', `/sso-connections/${connection.id}/refresh`);
+      expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+      expect(refreshed.body.data).toMatchObject({ enabled: true });
+      expect(refreshed.body.data.certificates).toHaveLength(2);
+      expect((await userOfSession((await signIn(connection, { user, key: 'b' })).session)).email).toBe(email);
+      const recorded = (await owner.api('GET', '/audit-events?type=sso_connection.updated&limit=100')).body.data as { entityId: string; data: { changedFields: string[] } }[];
+      expect(recorded.find((event) => event.entityId === connection.id)?.data.changedFields).toEqual(['saml.metadata']);
+
+      const uploaded = await createConnection({ metadataXml: await (await fetch(idp.metadataUrl(['a']))).text() });
+      const nothingToRead = await owner.api('POST', `/sso-connections/${uploaded.id}/refresh`);
+      expect(nothingToRead.status).toBe(409);
+      expect(nothingToRead.body.error.code).toBe('NO_METADATA_URL');
+    } finally {
+      await new Promise((resolve) => publisher.close(resolve));
+    }
   });
 
   it('decrypts an encrypted assertion with the SP key', async () => {

@@ -27,6 +27,7 @@ import { certificateFacts, fetchIdpMetadata, makeServiceProviderKeys, metadataLi
  *   PATCH  /sso-connections/:id          change it (a change of what sign-in reads needs a new test)
  *   DELETE /sso-connections/:id          remove it; the sessions it made end
  *   POST   /sso-connections/:id/test     a test sign-in: the IdP's URL; the result lands in lastTest
+ *   POST   /sso-connections/:id/refresh  read the OIDC discovery or SAML metadata (and certificates) again from its URL
  *   POST   /sso-connections/:id/enable   turn it on (409 NOT_TESTED without a pass since the last change)
  *   POST   /sso-connections/:id/disable  turn it off; the sessions it made end
  */
@@ -231,11 +232,13 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     sendData(res, await present(caller, await findOne(caller, parseId('sso-connection', req.params.id))));
   });
 
-  router.patch('/:id', async (req, res) => {
-    const caller = await asAdmin(req);
-    const id = parseId('sso-connection', req.params.id);
-    const change = parseBody('sso-connection', SsoConnectionChange, req);
-    const current = await findOne(caller, id);
+  /**
+   * A change to a connection, as PATCH has it: what the IdP's discovery or metadata says is read
+   * first (outside the transaction), then the row, its certificates and the event in one.
+   * `changedFields` says what the event records, when not the change's own fields.
+   */
+  const applyChange = async (req: Request, caller: ReturnType<typeof asCaller>, current: ConnectionRow, change: z.output<typeof SsoConnectionChange>, recorded?: string[]): Promise<ConnectionRow> => {
+    const id = current.id;
     const other = current.protocol === 'oidc' ? ['saml', 'signAuthnRequests', 'allowIdpInitiated'].find((key) => key in change) : change.oidc !== undefined ? 'oidc' : undefined;
     if (other) throw validationFailed('Invalid sso-connection', { [other]: `not a field of ${current.protocol === 'oidc' ? 'an OIDC' : 'a SAML'} connection` });
     const metadata = change.oidc?.issuer !== undefined ? await discovered(change.oidc.issuer) : undefined;
@@ -274,12 +277,11 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     // is such a change too, but the connection stays enabled while it waits for a new test.
     const signInChanged = [change.oidc, change.saml, change.signAuthnRequests, change.allowIdpInitiated, change.attributeMapping, change.preset].some((value) => value !== undefined);
     if (signInChanged) sets.push(`"configChangedAt" = clock_timestamp()`);
-    if (sets.length === 0) return sendData(res, await present(caller, current));
+    if (sets.length === 0) return current;
     sets.push(`"updatedAt" = now()`);
-    const changedFields = [...Object.keys(change).filter((key) => key !== 'oidc'), ...Object.keys(change.oidc ?? {}).map((key) => `oidc.${key}`)];
-    let updated: ConnectionRow;
+    const changedFields = recorded ?? [...Object.keys(change).filter((key) => key !== 'oidc'), ...Object.keys(change.oidc ?? {}).map((key) => `oidc.${key}`)];
     try {
-      updated = await caller.transaction(async (tx) => {
+      return await caller.transaction(async (tx) => {
         const { rows } = await tx.query<ConnectionRow>(`UPDATE "authstrap_sso_connection" SET ${sets.join(', ')} WHERE "id" = $1 AND "organizationId" = authstrap.organization_id() RETURNING ${connectionColumns}`, params);
         if (!rows[0]) throw notFound('sso-connection', id);
         if (saml) await storeCertificates(tx, rows[0], { pems: saml.idp.certificates, source: saml.source });
@@ -290,7 +292,32 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
       if (hasSqlState(error) && error.code === '23505') throw new HttpError(409, 'CONFLICT', `This organization has a connection named ${change.name} already`);
       throw error;
     }
-    sendData(res, await present(caller, updated));
+  };
+
+  router.patch('/:id', async (req, res) => {
+    const caller = await asAdmin(req);
+    const id = parseId('sso-connection', req.params.id);
+    const change = parseBody('sso-connection', SsoConnectionChange, req);
+    sendData(res, await present(caller, await applyChange(req, caller, await findOne(caller, id), change)));
+  });
+
+  /**
+   * Reads the IdP's description again from where it came from: an OIDC issuer's discovery, or a
+   * SAML IdP's metadata URL (its signing certificates with it: an IdP's key rollover). A SAML IdP
+   * uploaded or typed has nowhere to read from: 409, PATCH its new metadata instead. As any change
+   * of what sign-in reads, it needs a new test before the connection is enabled again, and an
+   * enabled one stays enabled meanwhile.
+   */
+  router.post('/:id/refresh', async (req, res) => {
+    const caller = await asAdmin(req);
+    const current = await findOne(caller, parseId('sso-connection', req.params.id));
+    if (current.protocol === 'oidc') {
+      return sendData(res, await present(caller, await applyChange(req, caller, current, { oidc: { issuer: current.oidcIssuer! } }, ['oidc.metadata'])));
+    }
+    if (!current.samlIdpMetadataUrl) {
+      throw new HttpError(409, 'NO_METADATA_URL', "This connection's IdP was uploaded or typed, not read from a metadata URL: send its new metadata with PATCH /sso-connections/{id}");
+    }
+    sendData(res, await present(caller, await applyChange(req, caller, current, { saml: { metadataUrl: current.samlIdpMetadataUrl } }, ['saml.metadata'])));
   });
 
   /** Turns a connection off (or removes it), ending the sessions it made; refused while it is the last enabled one of an organization that requires SSO. */
