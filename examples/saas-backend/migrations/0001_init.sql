@@ -1010,6 +1010,21 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.directory_manages_profile(user_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  managed boolean;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  managed := EXISTS (SELECT 1 FROM "authstrap_scim_user" su JOIN "User" u ON u."id" = su."userId"
+                      JOIN "authstrap_domain" d ON d."organizationId" = su."organizationId" AND d."domain" = lower(substring(u."email" from '@([^@]*)$')) AND d."state" IN ('verified', 'failing')
+                     WHERE su."userId" = user_id AND su."deletedAt" IS NULL);
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN managed;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.key_creator_refusal(creator uuid, organization_id uuid) RETURNS text LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text;

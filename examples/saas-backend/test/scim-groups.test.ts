@@ -143,6 +143,11 @@ describe.each(databaseKinds)('SCIM groups and roles on the %s database', (kind) 
     expect(byHand.status).toBe(409);
     expect(byHand.body.error.code).toBe('DIRECTORY_MANAGED');
     expect(await roleOf(at('erin'))).toBe('admin');
+    // Nor is the member removed by hand: unassigned in the identity provider, they are suspended instead.
+    const removed = await owner.api('DELETE', `/members/${erinsMembership.id}`);
+    expect(removed.status).toBe(409);
+    expect(removed.body.error.code).toBe('DIRECTORY_MANAGED');
+    expect(await roleOf(at('erin'))).toBe('admin');
     await mapRoles(owner, []);
     // Without mappings, the owners set roles by hand again.
     expect((await owner.api('PATCH', `/members/${erinsMembership.id}`, { body: { role: 'member' } })).status).toBe(200);

@@ -312,6 +312,31 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
     expect((await withKey()).status).toBe(200);
   });
 
+  it("leaves a provisioned person's name and address to the directory (in a verified domain): changed by hand, 409 DIRECTORY_MANAGED; their picture stays theirs", async () => {
+    const person = await addMember(backend.url, owner, at('profiled'), 'member');
+    let names = 0;
+    const byHand = () => person.api('PATCH', `/Users/${person.user.id}`, { body: { name: `Another Name ${++names}` } });
+    // Before the directory provisions them, the profile is theirs.
+    expect((await byHand()).status).toBe(200);
+    const created = await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: person.user.email, displayName: 'Directory Name', emails: [{ value: person.user.email, primary: true }] });
+    expect(created.status).toBe(201);
+    const renamed = await byHand();
+    expect(renamed.status).toBe(409);
+    expect(renamed.body.error.code).toBe('DIRECTORY_MANAGED');
+    const readdressed = await person.api('POST', '/api/auth/change-email', { body: { newEmail: `elsewhere-${kind}@example.org` } });
+    expect(readdressed.status).toBe(409);
+    expect(readdressed.body.error.code).toBe('DIRECTORY_MANAGED');
+    expect((await asOwner(`SELECT "name", "email" FROM "User" WHERE "id" = $1`, [person.user.id])).rows[0]).toEqual({ name: 'Another Name 1', email: person.user.email });
+    expect((await person.api('PATCH', `/Users/${person.user.id}`, { body: { image: 'https://images.example/me.png' } })).status).toBe(200);
+    // The owner, whom no directory provisioned, still changes their own.
+    expect((await owner.api('PATCH', `/Users/${owner.user.id}`, { body: { name: 'Owner Renamed' } })).status).toBe(200);
+    // Once the directory deletes the resource (which suspends them), it owns the profile no longer.
+    const managed = async () => (await asOwner(`SELECT authstrap.directory_manages_profile($1) AS "managed"`, [person.user.id])).rows[0]!.managed;
+    expect(await managed()).toBe(true);
+    expect((await scim('DELETE', `${directory.path}/Users/${created.body.id}`)).status).toBe(204);
+    expect(await managed()).toBe(false);
+  });
+
   it('never lets the directory deactivate the last owner: a SCIM error, an event, and nothing changed', async () => {
     const linked = await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: owner.user.email, emails: [{ value: owner.user.email, primary: true }] });
     expect(linked.status).toBe(201);

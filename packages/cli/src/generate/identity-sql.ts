@@ -386,6 +386,25 @@ END
 $$;`;
 
 /**
+ * Whether a directory owns the profile of `user_id`: a directory provisioned them (a live
+ * resource) in an organization that has verified the domain of their address
+ * (docs/enterprise-identity.md, 6.3). Their name and address then change only from the directory:
+ * the routes that change them by hand answer 409 DIRECTORY_MANAGED. SECURITY DEFINER, as
+ * directory_manages_role: the user's own request cannot read the directory's rows.
+ */
+const directoryManagesProfile = `CREATE OR REPLACE FUNCTION authstrap.directory_manages_profile(user_id uuid) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  managed boolean;
+BEGIN
+${withMaintenance(`  managed := EXISTS (SELECT 1 FROM "authstrap_scim_user" su JOIN "User" u ON u."id" = su."userId"
+                      JOIN "authstrap_domain" d ON d."organizationId" = su."organizationId" AND d."domain" = lower(substring(u."email" from '@([^@]*)$')) AND d."state" IN ('verified', 'failing')
+                     WHERE su."userId" = user_id AND su."deletedAt" IS NULL);`)}
+  RETURN managed;
+END
+$$;`;
+
+/**
  * Where an address (its domain) or an organization (its slug) signs in with single sign-on: the
  * organization, whether it requires SSO, and its enabled connections, as jsonb
  * (`{ organizationId, slug, ssoRequired, connections: [{ id, name, protocol }] }`), or null. Only
@@ -455,6 +474,7 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'member_suspended', definition: memberSuspended },
   { name: 'record_scim_requests', definition: recordScimRequests },
   { name: 'directory_manages_role', definition: directoryManagesRole },
+  { name: 'directory_manages_profile', definition: directoryManagesProfile },
   { name: 'key_creator_refusal', definition: keyCreatorRefusal },
   { name: 'due_domain_checks', definition: dueDomainChecks },
   { name: 'sso_route', definition: ssoRoute },

@@ -10,6 +10,7 @@ import { listRows, parseListQuery, type ParamCondition } from '../../http/list-q
 import { parseBody, parseId } from '../../http/validate.js';
 import type { GeneratedDeps } from '../deps.js';
 import { scopeOf } from '../guards/scope.guard.js';
+import { refuseIfDirectoryManaged } from '../../scim/memberships.js';
 import { serviceKeyOnly } from '../service-api.js';
 import { userListSpec, userRepository } from './user.repository.js';
 
@@ -63,7 +64,9 @@ export function userRouter({ db, auth }: GeneratedDeps): Router {
   const updateSelf: RequestHandler = async (req, res) => {
     const id = parseId('User', req.params.id);
     if (userOf(req).id !== id) throw forbidden('You can only change your own user');
-    const user = await userRepository.update(db, id, parseBody('User', UserSelfUpdateInput, req));
+    const change = parseBody('User', UserSelfUpdateInput, req);
+    if (change.name !== undefined && change.name !== userOf(req).name) await refuseIfDirectoryManaged(db, id, 'name');
+    const user = await userRepository.update(db, id, change);
     if (!user) throw notFound('User', id);
     sendData(res, user);
   };

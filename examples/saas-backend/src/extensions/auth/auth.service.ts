@@ -338,8 +338,8 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
     },
 
     /**
-     * Removes a user from an organization (their account stays). Never its last owner, and an
-     * admin never removes an owner. The owner rows are locked so that two concurrent removals
+     * Removes a user from an organization (their account stays). Never its last owner, an admin
+     * never removes an owner, and nobody but the member removes one its directory manages. The owner rows are locked so that two concurrent removals
      * cannot both pass the check.
      */
     /** `context`: the request and who made it, for the member.deleted event the removal records. */
@@ -358,6 +358,14 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
         }
         if (target.role === 'owner' && owners.length === 1) {
           throw new HttpError(409, 'CONFLICT', 'An organization keeps at least one owner; make someone else owner first');
+        }
+        // A member the organization's directory provisioned and gives a role is the directory's to
+        // remove: removed here, the identity provider would still count them in. They may leave.
+        if (actingRole !== 'self') {
+          const { rows: managed } = await tx.query<{ managed: boolean }>(`SELECT authstrap.directory_manages_role($1, $2) AS "managed"`, [userId, organizationId]);
+          if (managed[0]?.managed) {
+            throw new HttpError(409, 'DIRECTORY_MANAGED', "This member comes from the organization's directory: unassign them in the identity provider (which suspends them here), then remove the suspended member");
+          }
         }
         await tx.query('DELETE FROM "member" WHERE "organizationId" = $1 AND "userId" = $2', [organizationId, userId]);
       });

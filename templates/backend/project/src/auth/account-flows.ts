@@ -8,6 +8,7 @@ import { messages } from '../extensions/mail/messages.js';
 import type { AuthInternals, PublicUser } from './types.js';
 import { passwordSchema } from './password.js';
 import { decideSignIn, refusal } from './sign-in-policy.js';
+import { refuseIfDirectoryManaged } from '../scim/memberships.js';
 import { consumeToken, issueToken, revokeTokens } from './tokens.js';
 
 /**
@@ -298,6 +299,7 @@ export function createAccountFlows(auth: AuthInternals) {
      */
     async requestEmailChange(user: PublicUser, newEmail: string): Promise<void> {
       if (newEmail === user.email) throw new HttpError(400, 'BAD_REQUEST', 'That is your address already');
+      await refuseIfDirectoryManaged(db, user.id, 'address');
       await requestMail({ kind: 'change-email', userId: user.id, newEmail });
     },
 

@@ -2,6 +2,7 @@ import type { Queryable } from '../db/database.js';
 import { lockUntilCommit } from '../db/locks.js';
 import { endRefusedSessions } from '../auth/sign-in-policy.js';
 import { recordEvent } from '../events/events.js';
+import { HttpError } from '../http/errors.js';
 import { ScimError } from './errors.js';
 import type { UserColumns } from './user-resource.js';
 
@@ -144,3 +145,16 @@ export async function updateAccount(tx: Queryable, directory: Directory, userId:
 /** Records a directory event in the transaction (the directory is its actor: the transaction's context). */
 export const directoryEvent = (tx: Queryable, directory: Directory, type: string, userId: string | null, entityId: string, data: Record<string, unknown>) =>
   recordEvent(tx, { type, organizationId: directory.organizationId, userId, entity: 'scim_user', entityId, data });
+
+/**
+ * A person's name or address is the directory's to change when it provisioned them in a domain
+ * their organization verified (docs/enterprise-identity.md, 6.3): by hand, 409 DIRECTORY_MANAGED,
+ * saying where to change it. Asked by the routes that change them (the user's own update, the
+ * address change).
+ */
+export async function refuseIfDirectoryManaged(db: Queryable, userId: string, what: 'name' | 'address'): Promise<void> {
+  const { rows } = await db.query<{ managed: boolean }>(`SELECT authstrap.directory_manages_profile($1) AS "managed"`, [userId]);
+  if (rows[0]?.managed) {
+    throw new HttpError(409, 'DIRECTORY_MANAGED', `Your ${what} comes from your organization's directory: ask its administrators to change it in the identity provider`);
+  }
+}
