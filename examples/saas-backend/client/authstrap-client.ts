@@ -846,6 +846,10 @@ export interface OperatorUser {
   /** Operators cannot be banned or impersonated. */
   operator: boolean;
   ban: UserBan | null;
+  /** Memberships the organization's directory (SCIM) suspended: deprovisioned there. */
+  suspensions: { organizationId: string; name: string; slug: string; reason: 'directory-inactive' | 'directory-deleted'; since: string }[];
+  /** The organization whose verified domain holds their address and requires single sign-on; null when none. */
+  ssoRequiredBy: { organizationId: string; name: string; slug: string } | null;
   organizations: { id: string; name: string; slug: string; role: Role; joinedAt: string }[];
   sessions: { id: string; ipAddress: string | null; userAgent: string | null; createdAt: string; lastSeenAt: string; expiresAt: string; impersonatedBy: string | null }[];
   /** `method`: how ('password', 'password:break-glass', 'sso'); null for a failure. */

@@ -1169,6 +1169,14 @@ BEGIN
       'operator', EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = u."id"),
       'ban', (SELECT jsonb_build_object('reason', b."reason", 'expiresAt', to_char(b."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'bannedAt', to_char(b."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
         'bannedBy', CASE WHEN b."bannedBy" IS NULL THEN NULL ELSE jsonb_build_object('id', b."bannedBy", 'email', (SELECT bu."email" FROM "User" bu WHERE bu."id" = b."bannedBy")) END) FROM "authstrap_user_ban" b WHERE b."userId" = u."id" AND (b."expiresAt" IS NULL OR b."expiresAt" > now())),
+      -- Enterprise identity's hold on them: where a directory suspended their membership, and the
+      -- organization whose verified domain holds their address and requires single sign-on.
+      'suspensions', COALESCE((SELECT jsonb_agg(jsonb_build_object('organizationId', org."id", 'name', org."name", 'slug', org."slug", 'reason', sus."reason", 'since', to_char(sus."suspendedAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY sus."suspendedAt")
+                                 FROM "authstrap_member_suspension" sus JOIN "Organization" org ON org."id" = sus."organizationId" WHERE sus."userId" = u."id"), '[]'::jsonb),
+      'ssoRequiredBy', (SELECT jsonb_build_object('organizationId', org."id", 'name', org."name", 'slug', org."slug")
+                          FROM "authstrap_domain" d JOIN "Organization" org ON org."id" = d."organizationId"
+                          JOIN "authstrap_sso_policy" p ON p."organizationId" = d."organizationId" AND p."ssoRequired"
+                         WHERE d."domain" = lower(substring(u."email" from '@([^@]*)$')) AND d."state" IN ('verified', 'failing')),
       'organizations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'role', m."role", 'joinedAt', to_char(m."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY m."createdAt")
                                    FROM "member" m JOIN "Organization" org ON org."id" = m."organizationId" WHERE m."userId" = u."id"), '[]'::jsonb),
       'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', to_char(s."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'lastSeenAt', to_char(s."updatedAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expiresAt', to_char(s."expiresAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'impersonatedBy', s."impersonatedBy") ORDER BY s."updatedAt" DESC)

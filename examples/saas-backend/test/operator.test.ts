@@ -95,6 +95,29 @@ describe.each(databaseKinds)('operator routes on the %s database', (kind) => {
         ['session.sign_in_failed', null],
       ]);
       expect((await support.api('GET', '/api/operator/users/00000000-0000-4000-8000-00000000abcd')).status).toBe(404);
+      expect(user.body.data).toMatchObject({ suspensions: [], ssoRequiredBy: null });
+    });
+
+    it("says where a directory suspended a user and which organization makes them sign in with SSO", async () => {
+      const organizationId = jane.organizationId;
+      await asOwner(`INSERT INTO "authstrap_domain" ("organizationId", "domain", "state", "txtToken", "verifiedAt") VALUES ($1, 'acme.example', 'verified', 'token', now())`, [organizationId]);
+      await asOwner(`INSERT INTO "authstrap_sso_policy" ("organizationId", "ssoRequired", "requiredSince", "breakGlass") VALUES ($1, true, now(), 'owners')`, [organizationId]);
+      const ivysOrganization = (await asOwner(`SELECT "id", "name", "slug" FROM "Organization" WHERE "slug" = 'acme-widgets'`, [])).rows[0]!;
+      await asOwner(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, 'member')`, [ivysOrganization.id, jane.user.id]);
+      await asOwner(
+        `WITH gone AS (DELETE FROM "member" WHERE "organizationId" = $1 AND "userId" = $2 RETURNING "id", "role", "createdAt")
+         INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason") SELECT "id", $1, $2, "role", "createdAt", 'directory-inactive' FROM gone`,
+        [ivysOrganization.id, jane.user.id],
+      );
+      try {
+        const user = (await support.api('GET', `/api/operator/users/${jane.user.id}`)).body.data;
+        expect(user.suspensions).toEqual([{ organizationId: ivysOrganization.id, name: ivysOrganization.name, slug: 'acme-widgets', reason: 'directory-inactive', since: expect.stringMatching(/Z$/) }]);
+        expect(user.ssoRequiredBy).toEqual({ organizationId, name: expect.any(String), slug: expect.any(String) });
+      } finally {
+        await asOwner(`DELETE FROM "authstrap_member_suspension" WHERE "userId" = $1`, [jane.user.id]);
+        await asOwner(`DELETE FROM "authstrap_sso_policy" WHERE "organizationId" = $1`, [organizationId]);
+        await asOwner(`DELETE FROM "authstrap_domain" WHERE "organizationId" = $1`, [organizationId]);
+      }
     });
 
     it('finds organizations by name, slug or a member\'s address', async () => {

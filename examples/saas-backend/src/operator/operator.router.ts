@@ -262,6 +262,13 @@ const OperatorUser = z
     createdAt: z.iso.datetime(),
     operator: z.boolean(),
     ban: UserBan.nullable().meta({ description: 'The ban in force; null when the user is not banned (never, lifted, or ended)' }),
+    suspensions: z
+      .array(z.object({ organizationId: z.uuid(), name: z.string(), slug: z.string(), reason: z.string(), since: z.iso.datetime() }))
+      .meta({ description: "Memberships the organization's directory (SCIM) suspended: the user is deprovisioned there" }),
+    ssoRequiredBy: z
+      .object({ organizationId: z.uuid(), name: z.string(), slug: z.string() })
+      .nullable()
+      .meta({ description: 'The organization whose verified domain holds their address and requires single sign-on: they sign in only through its identity provider' }),
     organizations: z.array(z.object({ id: z.uuid(), name: z.string(), slug: z.string(), role: z.enum(['owner', 'admin', 'member']), joinedAt: z.iso.datetime() })),
     sessions: z.array(
       z.object({

@@ -84,8 +84,9 @@ const operatorUsers = pagedSearch({
 
 /**
  * One user as support needs them: their organizations and roles, their sessions (device, address,
- * last use), their last 50 sign-ins and failed ones, the ban in force (null when none); null for
- * no such user.
+ * last use), their last 50 sign-ins and failed ones, the ban in force (null when none), the
+ * memberships a directory suspended, and the organization that requires them to sign in with
+ * single sign-on (null when none); null for no such user.
  */
 const operatorUser = `CREATE OR REPLACE FUNCTION authstrap.operator_user(operator_id uuid, user_id uuid)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
@@ -99,6 +100,14 @@ BEGIN
       'id', u."id", 'email', u."email", 'name', u."name", 'email_verified', u."email_verified", 'createdAt', ${iso('u."createdAt"')},
       'operator', EXISTS (SELECT FROM "authstrap_operator" o WHERE o."userId" = u."id"),
       'ban', (SELECT ${banJson('b')} FROM "authstrap_user_ban" b WHERE b."userId" = u."id" AND ${banInForce('b')}),
+      -- Enterprise identity's hold on them: where a directory suspended their membership, and the
+      -- organization whose verified domain holds their address and requires single sign-on.
+      'suspensions', COALESCE((SELECT jsonb_agg(jsonb_build_object('organizationId', org."id", 'name', org."name", 'slug', org."slug", 'reason', sus."reason", 'since', ${iso('sus."suspendedAt"')}) ORDER BY sus."suspendedAt")
+                                 FROM "authstrap_member_suspension" sus JOIN "Organization" org ON org."id" = sus."organizationId" WHERE sus."userId" = u."id"), '[]'::jsonb),
+      'ssoRequiredBy', (SELECT jsonb_build_object('organizationId', org."id", 'name', org."name", 'slug', org."slug")
+                          FROM "authstrap_domain" d JOIN "Organization" org ON org."id" = d."organizationId"
+                          JOIN "authstrap_sso_policy" p ON p."organizationId" = d."organizationId" AND p."ssoRequired"
+                         WHERE d."domain" = lower(substring(u."email" from '@([^@]*)$')) AND d."state" IN ('verified', 'failing')),
       'organizations', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'role', m."role", 'joinedAt', ${iso('m."createdAt"')}) ORDER BY m."createdAt")
                                    FROM "member" m JOIN "Organization" org ON org."id" = m."organizationId" WHERE m."userId" = u."id"), '[]'::jsonb),
       'sessions', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', s."id", 'ipAddress', s."ipAddress", 'userAgent', s."userAgent", 'createdAt', ${iso('s."createdAt"')}, 'lastSeenAt', ${iso('s."updatedAt"')}, 'expiresAt', ${iso('s."expiresAt"')}, 'impersonatedBy', s."impersonatedBy") ORDER BY s."updatedAt" DESC)
