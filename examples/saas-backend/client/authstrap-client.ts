@@ -900,6 +900,69 @@ export interface OperatorSearchParams {
   limit?: number;
 }
 
+/** An organization as its name, for the overview's lists. */
+export interface OperatorOrganizationName {
+  id: string;
+  name: string;
+  slug: string;
+}
+
+/** The platform's days and what needs someone's attention (GET /api/operator/overview). */
+export interface OperatorOverview {
+  /** One per day (UTC, YYYY-MM-DD), oldest first; `activeUsers`: users who acted that day. */
+  days: { day: string; signUps: number; activeUsers: number; newOrganizations: number }[];
+  /** Endpoints whose last deliveries failed for good, disabled ones first; at most 50. */
+  failingWebhookEndpoints: { id: string; url: string; enabled: boolean; disabledReason: string | null; failureCount: number; organization: OperatorOrganizationName }[];
+  /** Pending invitations near INVITATIONS_PENDING_MAX, machine keys with a tenth or less of their quota left; at most 100. */
+  organizationsNearLimits: { organization: OperatorOrganizationName; limit: 'pendingInvitations' | 'machineKeyQuota'; current: number; maximum: number | null; keyId: string | null }[];
+}
+
+/** One organization as an operator sees it: members and roles, pending invitations, machine keys (never a secret), webhook endpoints and how their deliveries fare. */
+export interface OperatorOrganization {
+  id: string;
+  name: string;
+  slug: string;
+  createdAt: string;
+  members: { userId: string; email: string; name: string; role: Role; joinedAt: string; banned: boolean }[];
+  invitations: { id: string; email: string; role: string; invitedBy: { id: string; email: string | null }; createdAt: string; expiresAt: string }[];
+  machineKeys: {
+    id: string;
+    name: string | null;
+    /** The few characters kept in the clear: never the key. */
+    start: string | null;
+    role: Role;
+    permissions: Record<string, string[]>;
+    enabled: boolean;
+    expiresAt: string | null;
+    lastRequest: string | null;
+    requestCount: number;
+    /** Requests left of its quota (null: no quota). */
+    remaining: number | null;
+    createdBy: { id: string; email: string | null } | null;
+    createdAt: string;
+  }[];
+  webhookEndpoints: {
+    id: string;
+    url: string;
+    description: string | null;
+    eventTypes: string[];
+    enabled: boolean;
+    disabledReason: string | null;
+    failureCount: number;
+    createdAt: string;
+    deliveries: { failedLast7Days: number; retrying: number; lastSuccessAt: string | null; lastError: string | null };
+  }[];
+}
+
+/** A platform operator: granted when, and by the command line or by which operator. */
+export interface PlatformOperator {
+  userId: string;
+  email: string;
+  name: string;
+  grantedAt: string;
+  grantedBy: { commandLine: boolean; id: string | null; email: string | null };
+}
+
 /**
  * /api/operator: the platform's operators (docs/operator.md), above every organization. Everyone
  * else, machine keys and the service key included, is refused ('FORBIDDEN'). An action refused by
@@ -923,6 +986,31 @@ export interface OperatorApi {
   events(params?: { type?: string; page?: number; limit?: number }): Promise<ListResult<OperatorEvent>>;
   /** Every organization, newest first, or those whose name, slug or id, or a member's address, `search` matches. */
   organizations(params?: OperatorSearchParams): Promise<ListResult<OperatorOrganizationRow>>;
+  /** Sign-ups, active users and new organizations per day over the last `days` (30 by default, at most 366), failing webhook endpoints, organizations near their limits. */
+  overview(days?: number): Promise<OperatorOverview>;
+  organization(id: string): Promise<OperatorOrganization>;
+  /** The organization's audit log, newest first, each event with its sentence. */
+  organizationEvents(id: string, params?: { type?: string; page?: number; limit?: number }): Promise<ListResult<AuditEvent>>;
+  /** 'CONFLICT' when the member has that role already or is the only owner (that is a transfer of ownership). */
+  changeRole(id: string, userId: string, role: Role, reason?: string): Promise<{ userId: string; from: string; to: string }>;
+  /** The member becomes the owner; the other owners become admins. */
+  transferOwnership(id: string, userId: string, reason?: string): Promise<{ owner: { userId: string; email: string }; previousOwners: { userId: string; email: string }[] }>;
+  /** A machine key refused from its next request (`enabled` false), or taken again. */
+  setMachineKeyEnabled(id: string, keyId: string, enabled: boolean, reason?: string): Promise<{ id: string; name: string | null; enabled: boolean }>;
+  /** A webhook endpoint that gets nothing more (`enabled` false), or deliveries again. */
+  setWebhookEndpointEnabled(id: string, endpointId: string, enabled: boolean, reason?: string): Promise<{ id: string; url: string; enabled: boolean }>;
+  /** Deletes the organization with everything in it; `confirm` is its slug, typed. */
+  deleteOrganization(id: string, confirm: string, reason?: string): Promise<{ id: string; name: string; slug: string; members: number }>;
+  sendVerificationMail(id: string, reason?: string): Promise<{ userId: string; email: string; queued: true }>;
+  sendPasswordReset(id: string, reason?: string): Promise<{ userId: string; email: string; queued: true }>;
+  /** Deletes the user's account as their own deletion does; `confirm` is their address, typed. */
+  deleteUser(id: string, confirm: string, reason?: string): Promise<{ userId: string; email: string; organizationsDeleted: number }>;
+  /** The platform's operators. */
+  operators(): Promise<PlatformOperator[]>;
+  /** Makes a user (signed up already) an operator, by address. */
+  grantOperator(email: string): Promise<{ userId: string; email: string }>;
+  /** Never the last operator: 'CONFLICT'. */
+  revokeOperator(userId: string): Promise<{ userId: string; email: string; impersonationsEnded: number }>;
 }
 
 /** An organization's webhook endpoint, as listed: never its secret. */
@@ -1639,6 +1727,22 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       endImpersonation: (sessionId) => data('POST', `/api/operator/impersonations/${encodeURIComponent(sessionId)}/end`),
       events: (params = {}) => list<OperatorEvent>(`/api/operator/events${listQuery(params)}`),
       organizations: (params = {}) => list<OperatorOrganizationRow>(`/api/operator/organizations${listQuery(params)}`),
+      overview: (days) => data('GET', `/api/operator/overview${days === undefined ? '' : `?days=${days}`}`),
+      organization: (id) => data('GET', `/api/operator/organizations/${encodeURIComponent(id)}`),
+      organizationEvents: (id, params = {}) => list<AuditEvent>(`/api/operator/organizations/${encodeURIComponent(id)}/events${listQuery(params)}`),
+      changeRole: (id, userId, role, reason) => data('POST', `/api/operator/organizations/${encodeURIComponent(id)}/members/${encodeURIComponent(userId)}/role`, { role, ...(reason && { reason }) }),
+      transferOwnership: (id, userId, reason) => data('POST', `/api/operator/organizations/${encodeURIComponent(id)}/transfer-ownership`, { userId, ...(reason && { reason }) }),
+      setMachineKeyEnabled: (id, keyId, enabled, reason) =>
+        data('POST', `/api/operator/organizations/${encodeURIComponent(id)}/machine-keys/${encodeURIComponent(keyId)}/${enabled ? 'enable' : 'disable'}`, reason ? { reason } : {}),
+      setWebhookEndpointEnabled: (id, endpointId, enabled, reason) =>
+        data('POST', `/api/operator/organizations/${encodeURIComponent(id)}/webhook-endpoints/${encodeURIComponent(endpointId)}/${enabled ? 'enable' : 'disable'}`, reason ? { reason } : {}),
+      deleteOrganization: (id, confirm, reason) => data('DELETE', `/api/operator/organizations/${encodeURIComponent(id)}`, { confirm, ...(reason && { reason }) }),
+      sendVerificationMail: (id, reason) => data('POST', `/api/operator/users/${encodeURIComponent(id)}/send-verification-mail`, reason ? { reason } : {}),
+      sendPasswordReset: (id, reason) => data('POST', `/api/operator/users/${encodeURIComponent(id)}/send-password-reset`, reason ? { reason } : {}),
+      deleteUser: (id, confirm, reason) => data('DELETE', `/api/operator/users/${encodeURIComponent(id)}`, { confirm, ...(reason && { reason }) }),
+      operators: () => data('GET', '/api/operator/operators'),
+      grantOperator: (email) => data('POST', '/api/operator/operators', { email }),
+      revokeOperator: (userId) => data('DELETE', `/api/operator/operators/${encodeURIComponent(userId)}`),
     },
     User: { ...users, create: (input) => data<SentInvitation>('POST', '/Users', input) },
     account: { list: accounts.list, get: accounts.get },

@@ -1,5 +1,5 @@
 import { redirect } from 'next/navigation';
 
 export default function OperatorPage() {
-  redirect('/operator/users');
+  redirect('/operator/overview');
 }

@@ -6,8 +6,9 @@ import { SectionNavigation } from '@/components/ui/section-navigation';
 import { AuthstrapError } from '@/lib/authstrap-client';
 import { operatorApi } from '@/lib/api';
 
-/** The operator's pages. An overview (sign-ups, active users per day) comes with the backend's routes for it. */
+/** The operator's pages; /operator opens on the overview. */
 const pages = [
+  { href: '/operator/overview', label: 'Overview' },
   { href: '/operator/users', label: 'Users' },
   { href: '/operator/organizations', label: 'Organizations' },
   { href: '/operator/audit-log', label: 'Audit log' },

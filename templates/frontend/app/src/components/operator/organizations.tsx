@@ -1,5 +1,6 @@
 'use client';
 
+import Link from 'next/link';
 import { CardTable } from '@/components/ui/card-table';
 import { LoadError } from '@/components/ui/load';
 import { Pager } from '@/components/ui/pager';
@@ -35,7 +36,7 @@ export function OperatorOrganizations() {
               {organizations.data.map((organization) => (
                 <tr key={organization.id} className="align-top">
                   <td data-label="Organization" className="break-words">
-                    {organization.name}
+                    <Link href={`/operator/organizations/${organization.id}`}>{organization.name}</Link>
                     <div className="muted font-mono text-xs">{organization.id}</div>
                   </td>
                   <td data-label="Slug" className="break-words">

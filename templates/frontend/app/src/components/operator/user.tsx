@@ -1,6 +1,7 @@
 'use client';
 
 import Link from 'next/link';
+import { useRouter } from 'next/navigation';
 import { useCallback, useState, type ReactNode } from 'react';
 import { OutcomeMessage, useAction } from '@/components/ui/action';
 import { CardTable } from '@/components/ui/card-table';
@@ -148,6 +149,7 @@ export function OperatorUserDetail({ id }: { id: string }) {
 
 /** What an operator does about a user who is no operator: each with its reason, asked for before it is done. */
 function UserActions({ user, onChanged }: { user: OperatorUser; onChanged(): Promise<void> }) {
+  const router = useRouter();
   const name = user.name || user.email;
   const [banUntil, setBanUntil] = useState('');
   const [minutes, setMinutes] = useState(15);
@@ -227,6 +229,43 @@ function UserActions({ user, onChanged }: { user: OperatorUser; onChanged(): Pro
           </label>
         </ReasonedAction>
       )}
+
+      <ReasonedAction
+        title="Send a verification mail"
+        explanation={user.email_verified ? 'Their address is confirmed already; a new link confirms it again.' : 'A new link to confirm their address goes to it.'}
+        reasonOptional
+        buttonLabel="Send verification mail"
+        confirm={{ title: `Send a verification mail to ${user.email}?`, description: 'A new link to confirm the address goes to it.', confirmLabel: 'Send' }}
+        onConfirm={async (reason) => {
+          const sent = await operatorApi.sendVerificationMail(user.id, reason || undefined);
+          return `A verification mail is on its way to ${sent.email}.`;
+        }}
+      />
+
+      <ReasonedAction
+        title="Send a password reset"
+        explanation="A link to choose a new password goes to their address. Nobody, operators included, sees or sets their password."
+        reasonOptional
+        buttonLabel="Send password reset"
+        confirm={{ title: `Send a password reset to ${user.email}?`, description: 'A link to choose a new password goes to their address.', confirmLabel: 'Send' }}
+        onConfirm={async (reason) => {
+          const sent = await operatorApi.sendPasswordReset(user.id, reason || undefined);
+          return `A password reset mail is on its way to ${sent.email}.`;
+        }}
+      />
+
+      <ReasonedAction
+        title="Delete the account"
+        explanation="Deletes their account as their own deletion does: an organization they alone are in goes with it; no organization is left without an owner."
+        reasonOptional
+        buttonLabel={`Delete ${name}`}
+        confirm={{ title: `Delete ${name}?`, description: `The account of ${user.email} is deleted; this cannot be undone.`, confirmLabel: 'Delete', typeToConfirm: user.email }}
+        onConfirm={async (reason) => {
+          await operatorApi.deleteUser(user.id, user.email, reason || undefined);
+          router.push('/operator/users');
+          return `${name} is deleted.`;
+        }}
+      />
     </div>
   );
 }
@@ -235,7 +274,7 @@ function UserActions({ user, onChanged }: { user: OperatorUser; onChanged(): Pro
  * One operator action in a card: what it does, its reason (kept in the platform's log and the
  * user's security events), any settings of its own, and a button that asks before it acts.
  */
-function ReasonedAction({
+export function ReasonedAction({
   title,
   explanation,
   buttonLabel,
