@@ -139,7 +139,7 @@ describe('rate limits', () => {
     }
   });
 
-  it('never limits /health and /ready; the data routes have a budget of their own, not the /api/ ones', async () => {
+  it("never limits /health and /ready; the data routes and the operators' have a budget of their own, not the /api/ ones", async () => {
     const { url } = await backend({ RATE_LIMIT_AUTH_MAX: '1', RATE_LIMIT_API_MAX: '1', RATE_LIMIT_DATA_MAX: '' });
     const owner = await signUp(url, 'busy@example.com'); // spends both limits
     expect((await wrongSignIn(url)).body).toEqual(tooManyLogins);
@@ -154,6 +154,10 @@ describe('rate limits', () => {
       const list = await owner.api('GET', i % 2 ? '/Projects' : '/projects');
       expect(list.status).toBe(200);
       expect(list.headers.get('ratelimit-policy')).toMatch(/q=1000; w=60\b/);
+      // The operators' routes too: page after page of a signed-in person, counted per session (a non-operator's 403, not a 429).
+      const operatorRoute = await owner.api('GET', i % 2 ? '/api/operator/me' : '/api/Operator/users');
+      expect(operatorRoute.status).toBe(403);
+      expect(operatorRoute.headers.get('ratelimit-policy')).toMatch(/q=1000; w=60\b/);
     }
     expect((await owner.api('POST', '/Projects', { body: { name: 'Still possible' } })).status).toBe(201);
   });

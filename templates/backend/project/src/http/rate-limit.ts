@@ -19,7 +19,7 @@ export interface RateLimits {
    * provider, which has already authenticated each person. The code exchange stays the strict one's.
    */
   sso: RequestHandler;
-  /** Mounted at /api: everything else there, including the signed-in reads of /api/auth (100 per 15 minutes); not the docs page. */
+  /** Mounted at /api: everything else there, including the signed-in reads of /api/auth (100 per 15 minutes); not the docs page, nor the operators' routes. */
   api: RequestHandler;
   /**
    * The generated data routes and your own ones outside /api, and the docs page: a generous
@@ -76,10 +76,22 @@ const isDocs = (pathUnderApi: string) => {
   const path = normalise(pathUnderApi);
   return path === '/docs' || path.startsWith('/docs/');
 };
-/** Paths outside /api, and the docs page: the data limiter's. */
+/**
+ * The operators' routes (/api/operator): a signed-in person's work, page after page (an operator's
+ * page asks several of them), counted per session as the data routes are, not from the /api
+ * budget of an address (100 per 15 minutes), which an operator used up in minutes.
+ */
+const isOperator = (pathUnderApi: string) => {
+  const path = normalise(pathUnderApi);
+  return path === '/operator' || path.startsWith('/operator/');
+};
+/** Paths outside /api, the docs page and the operators' routes: the data limiter's. */
 const isDataPath = (path: string) => {
   const normalised = normalise(path);
-  if (normalised === '/api' || normalised.startsWith('/api/')) return isDocs(normalised.slice('/api'.length));
+  if (normalised === '/api' || normalised.startsWith('/api/')) {
+    const underApi = normalised.slice('/api'.length);
+    return isDocs(underApi) || isOperator(underApi);
+  }
   return true;
 };
 
@@ -239,7 +251,7 @@ export async function createRateLimits(config: Config, logger: Logger, db: Datab
       // Requests to /api/auth are the stricter limiter's, except the signed-in reads; `/api/auth` itself
       // (no trailing part) is mounted there too, so it must not be counted twice. The docs page
       // loads about eight files: they are the data limiter's, not the API budget of the app.
-      skip: (req) => (isUnderAuth(req.path) && !isSignedInRead(req.method, req.path)) || isDocs(req.path),
+      skip: (req) => (isUnderAuth(req.path) && !isSignedInRead(req.method, req.path)) || isDocs(req.path) || isOperator(req.path),
     }),
     data: limiter({
       name: 'data',
