@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { betterAuthMethodOf, betterAuthPathHeader } from '../auth/sign-in-policy.js';
 import { callerOf } from '../extensions/auth/auth.decorator.js';
 import type { Queryable } from '../db/database.js';
-import { byUser, recordAuthEvent, requestContext, setEventContext } from '../events/events.js';
+import { byUser, currentRequestContext, recordEvent, requestContext, setEventContext } from '../events/events.js';
 import { sendData, sendList } from '../http/envelope.js';
 import { forbidden, notFound, validationFailed } from '../http/errors.js';
 import type { ListSpec } from '../http/list-fields.js';
@@ -232,10 +232,16 @@ const madeByBetterAuth = <Input extends { authMethod?: string | null; ssoConnect
  * A session Better Auth made is a sign-in as the backend's own are: `session.signed_in`, with the
  * method the row records (`better-auth:password`, `better-auth:magic-link`, ...:break-glass), in
  * the session's transaction, so that a user's sign-in history (their security page, the
- * operators' pages) shows the sign-ins of both paths.
+ * operators' pages) shows the sign-ins of both paths. The user is its actor, and its only: the
+ * transaction's own context (the service key, for a sign-up's organization and membership in the
+ * same transaction) is left as it is.
  */
 const signedInByBetterAuth = (tx: Queryable, session: { id: string; userId: string; authMethod?: string | null }) =>
-  recordAuthEvent(tx, { type: 'session.signed_in', userId: session.userId, entity: 'session', entityId: session.id, data: { method: session.authMethod ?? 'better-auth' } }, byUser(session.userId));
+  recordEvent(
+    tx,
+    { type: 'session.signed_in', userId: session.userId, entity: 'session', entityId: session.id, data: { method: session.authMethod ?? 'better-auth' } },
+    { ...currentRequestContext(), ...byUser(session.userId) },
+  );
 
 /** The entities a trusted-server list may embed in its rows (`join`): the ones it manages. */
 const joinTargets: Readonly<Record<string, JoinTarget>> = {
