@@ -63,6 +63,26 @@ export function OperatorUserDetail({ id }: { id: string }) {
         </div>
       )}
 
+      {(user.ssoRequiredBy || user.suspensions.length > 0) && (
+        <div className="card grid gap-2" role="region" aria-label="Their organizations' identity providers">
+          <h2>Identity provider</h2>
+          {user.ssoRequiredBy && (
+            <p>
+              Signs in only through the identity provider of{' '}
+              <Link href={`/operator/organizations/${user.ssoRequiredBy.organizationId}`}>{user.ssoRequiredBy.name}</Link>, which requires single sign-on for
+              their address: a password reset or sign-in is refused (its owners keep a password if it allows break-glass).
+            </p>
+          )}
+          {user.suspensions.map((suspension) => (
+            <p key={suspension.organizationId}>
+              Deprovisioned in <Link href={`/operator/organizations/${suspension.organizationId}`}>{suspension.name}</Link> by its directory since{' '}
+              {dateTimeFormat.format(new Date(suspension.since))} ({suspension.reason === 'directory-deleted' ? 'deleted there' : 'deactivated there'}): their
+              membership comes back when the directory reactivates them.
+            </p>
+          ))}
+        </div>
+      )}
+
       {user.operator ? (
         <p className="card">
           Operators act as themselves: nobody bans an operator or signs in as one. Revoke the role first: <code>authstrap operator revoke {user.email}</code>.
