@@ -814,6 +814,140 @@ export interface ScimDirectoriesApi {
   setRoleMappings(id: string, mappings: { groupId: string; role: Role }[]): Promise<ScimRoleMapping[]>;
 }
 
+/** The identity provider a connection is set up for: its defaults (docs/sso.md, the table of providers). */
+export type SsoPreset = 'okta' | 'entra' | 'google' | 'generic';
+
+/** The claim or attribute names sign-in reads; one left out takes the protocol's default (sub or the NameID, email, name, ...). */
+export interface SsoAttributeMapping {
+  subject?: string;
+  email?: string;
+  name?: string;
+  givenName?: string;
+  familyName?: string;
+  groups?: string;
+}
+
+/** A SAML identity provider's signing certificate; `expiresSoon`: within 30 days. */
+export interface SsoCertificate {
+  id: string;
+  fingerprintSha256: string;
+  subject: string | null;
+  notBefore: string;
+  notAfter: string;
+  source: 'metadata' | 'upload';
+  expiresSoon: boolean;
+}
+
+/** A single sign-on connection of the organization (docs/sso.md): never its client secret (`clientSecretSet`) nor its SP key. */
+export interface SsoConnection {
+  id: string;
+  organizationId: string;
+  name: string;
+  protocol: 'oidc' | 'saml';
+  preset: SsoPreset;
+  enabled: boolean;
+  /** Passed a test since the last change of what sign-in reads: it may be enabled. */
+  tested: boolean;
+  configChangedAt: string;
+  testedAt: string | null;
+  /** What the last test sign-in found: the profile the provider sent, or why it failed. */
+  lastTest: { at: string; ok: boolean; error?: string; profile?: Record<string, unknown> } | null;
+  defaultRole: 'member' | 'admin';
+  jitProvisioning: boolean;
+  attributeMapping: SsoAttributeMapping;
+  oidcIssuer: string | null;
+  oidcClientId: string | null;
+  clientSecretSet: boolean;
+  oidcScopes: string;
+  oidcTokenAuthMethod: 'client_secret_basic' | 'client_secret_post';
+  oidcTenant: string | null;
+  oidcMetadataFetchedAt: string | null;
+  allowIdpInitiated: boolean;
+  samlIdpEntityId: string | null;
+  samlIdpSsoUrl: string | null;
+  samlIdpMetadataUrl: string | null;
+  samlMetadataFetchedAt: string | null;
+  samlSignAuthnRequests: boolean;
+  samlSpCertificate: string | null;
+  createdBy: string | null;
+  createdAt: string;
+  updatedAt: string;
+  /** What the identity provider's admin copies: OIDC's redirect URI, SAML's entity ID, ACS URL and metadata URL; the link that starts a sign-in. */
+  serviceProvider: { redirectUri?: string; entityId?: string; acsUrl?: string; metadataUrl?: string; loginUrl: string };
+  /** A SAML connection's IdP signing certificates. */
+  certificates?: SsoCertificate[];
+}
+
+/** Where a SAML identity provider is described: its metadata's URL, the metadata itself, or its values typed. */
+export type SsoSamlSource = { metadataUrl: string } | { metadataXml: string } | { entityId: string; ssoUrl: string; certificates: string[] };
+
+interface SsoConnectionCommon {
+  name: string;
+  preset?: SsoPreset;
+  defaultRole?: 'member' | 'admin';
+  jitProvisioning?: boolean;
+  attributeMapping?: SsoAttributeMapping;
+}
+
+export interface SsoOidcSettings {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  scopes?: string;
+  tokenEndpointAuthMethod?: 'client_secret_basic' | 'client_secret_post';
+  /** Entra ID's tenant id (tid), Google Workspace's domain (hd). */
+  tenant?: string | null;
+}
+
+export type SsoConnectionInput =
+  | (SsoConnectionCommon & { protocol: 'oidc'; oidc: SsoOidcSettings })
+  | (SsoConnectionCommon & { protocol: 'saml'; saml: SsoSamlSource; signAuthnRequests?: boolean; allowIdpInitiated?: boolean });
+
+/** A change of a connection; one of what sign-in reads (issuer, client, metadata, preset, mapping) needs a new test. */
+export type SsoConnectionChange = Partial<SsoConnectionCommon & { oidc: Partial<SsoOidcSettings>; saml: SsoSamlSource; signAuthnRequests: boolean; allowIdpInitiated: boolean }>;
+
+/**
+ * The organization's single sign-on connections (/sso-connections), for its owners and admins.
+ * test() answers the provider's URL (and sets a cookie in this browser): open it here, and the
+ * browser comes back to <APP_URL>/settings/sso/<id>?test=done with `lastTest` filled in.
+ * enable() is refused ('NOT_TESTED') without a pass since the last change.
+ */
+export interface SsoConnectionsApi {
+  list(): Promise<SsoConnection[]>;
+  get(id: string): Promise<SsoConnection>;
+  create(input: SsoConnectionInput): Promise<SsoConnection>;
+  update(id: string, change: SsoConnectionChange): Promise<SsoConnection>;
+  /** Removes it; the sessions it made end. Refused ('LAST_CONNECTION') for the last enabled one while SSO is required. */
+  delete(id: string): Promise<void>;
+  test(id: string): Promise<{ url: string }>;
+  enable(id: string): Promise<SsoConnection>;
+  disable(id: string): Promise<SsoConnection>;
+  /** Reads the OIDC discovery or the SAML metadata (certificates included) again from its URL ('NO_METADATA_URL' for an upload). */
+  refresh(id: string): Promise<SsoConnection>;
+}
+
+/** The organization's single sign-on policy; `sessionsEnded` in the answer that turned it on. */
+export interface SsoPolicy {
+  ssoRequired: boolean;
+  /** owners: the organization's owners keep a password path (audited); none: nobody does. */
+  breakGlass: 'owners' | 'none';
+  requiredSince: string | null;
+  updatedAt: string | null;
+  sessionsEnded?: number;
+}
+
+/** /sso-policy: any member reads it, only owners set it ('NO_ENABLED_CONNECTION', 'NO_VERIFIED_DOMAIN' when requiring is not possible yet). */
+export interface SsoPolicyApi {
+  get(): Promise<SsoPolicy>;
+  set(input: { ssoRequired: boolean; breakGlass?: 'owners' | 'none' }): Promise<SsoPolicy>;
+}
+
+/** Where a single sign-on starts: one of an address (its verified domain), an organization's slug, or a connection. */
+export type SsoStartInput = ({ email: string } | { organization: string } | { connectionId: string }) & {
+  /** A path of the app, or a URL on APP_URL or ALLOWED_ORIGINS, where the browser lands signed in. */
+  returnTo?: string;
+};
+
 /** A user as the operators' search lists them. */
 export interface OperatorUserRow {
   id: string;
@@ -1123,6 +1257,13 @@ export interface AuthApi {
   revokeInvitation(id: string): Promise<void>;
   /** The organization's machine keys (/api/auth/api-keys). */
   apiKeys: MachineKeysApi;
+  /**
+   * Single sign-on in a browser: start() answers the identity provider's URL (and sets the cookie
+   * that binds the flow to this browser); open it here. No verified domain or enabled connection is
+   * 'SSO_NOT_CONFIGURED'. Back from the provider the browser lands on `returnTo`, signed in (the
+   * session cookie), or on /sign-in?error=<CODE>.
+   */
+  sso: { start(input: SsoStartInput): Promise<{ url: string }> };
 }
 
 export interface AuthstrapClientOptions {
@@ -1173,6 +1314,8 @@ export interface AuthstrapClient {
   auditEvents: AuditEventsApi;
   webhookEndpoints: WebhookEndpointsApi;
   domains: DomainsApi;
+  ssoConnections: SsoConnectionsApi;
+  ssoPolicy: SsoPolicyApi;
   scimDirectories: ScimDirectoriesApi;
   operator: OperatorApi;
   User: UserApi;
@@ -1662,6 +1805,9 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
         list: () => data<MachineKey[]>('GET', '/api/auth/api-keys'),
         revoke: (id) => data<void>('DELETE', `/api/auth/api-keys/${encodeURIComponent(id)}`),
       },
+      sso: {
+        start: (input) => data('POST', '/api/auth/sso/start', input),
+      },
     },
     webhookEndpoints: {
       list: () => data('GET', '/webhook-endpoints'),
@@ -1681,6 +1827,21 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       claim: (domain) => data('POST', '/domains', { domain }),
       verify: (id) => data('POST', `/domains/${encodeURIComponent(id)}/verify`),
       remove: (id) => data<void>('DELETE', `/domains/${encodeURIComponent(id)}`),
+    },
+    ssoConnections: {
+      list: () => data('GET', '/sso-connections'),
+      get: (id) => data('GET', `/sso-connections/${encodeURIComponent(id)}`),
+      create: (input) => data('POST', '/sso-connections', input),
+      update: (id, change) => data('PATCH', `/sso-connections/${encodeURIComponent(id)}`, change),
+      delete: (id) => data<void>('DELETE', `/sso-connections/${encodeURIComponent(id)}`),
+      test: (id) => data('POST', `/sso-connections/${encodeURIComponent(id)}/test`),
+      enable: (id) => data('POST', `/sso-connections/${encodeURIComponent(id)}/enable`),
+      disable: (id) => data('POST', `/sso-connections/${encodeURIComponent(id)}/disable`),
+      refresh: (id) => data('POST', `/sso-connections/${encodeURIComponent(id)}/refresh`),
+    },
+    ssoPolicy: {
+      get: () => data('GET', '/sso-policy'),
+      set: (input) => data('PUT', '/sso-policy', input),
     },
     scimDirectories: {
       list: () => data('GET', '/scim-directories'),
