@@ -55,7 +55,11 @@ function OwnOrganizationProvider({ signedIn, children }: { signedIn: boolean; ch
     setUserId(session?.user.id);
     setOrganizations(organizations);
     const wanted = prefer ?? localStorage.getItem(storageKey) ?? undefined;
-    const active = organizations.find((organization) => organization.id === wanted) ?? organizations[0];
+    // This browser's last choice; else the session's own (a single sign-on lands in its organization).
+    const active =
+      organizations.find((organization) => organization.id === wanted) ??
+      organizations.find((organization) => organization.id === session?.session.activeOrganizationId) ??
+      organizations[0];
     choose(active?.id);
     setLoaded(true);
   }, []);

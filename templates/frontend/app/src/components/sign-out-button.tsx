@@ -1,7 +1,7 @@
 'use client';
 
 import { useRouter } from 'next/navigation';
-import { operatorApi } from '@/lib/api';
+import { api, operatorApi } from '@/lib/api';
 import { authClient } from '@/lib/auth-client';
 import { forgetImpersonation, heldImpersonation } from '@/lib/impersonation';
 
@@ -17,7 +17,10 @@ export function SignOutButton() {
           forgetImpersonation();
           await operatorApi.endImpersonation(held.sessionId).catch(() => undefined);
         }
-        await authClient.signOut();
+        // A single sign-on's session is the backend's own cookie: the backend ends it. A password
+        // sign-in's is Better Auth's: this app's /api/auth ends it. Either may be absent.
+        await api.auth.signOut().catch(() => undefined);
+        await authClient.signOut().catch(() => undefined);
         router.push('/sign-in');
         router.refresh();
       }}

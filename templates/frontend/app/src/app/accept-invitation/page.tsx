@@ -1,10 +1,9 @@
-import { headers } from 'next/headers';
 import { AcceptInvitation } from '@/components/account-forms';
-import { auth } from '@/lib/auth';
+import { currentSession } from '@/lib/session';
 
 /** Where an invitation's link ends (the backend mailed it): `?token=...&email=...`. */
 export default async function AcceptInvitationPage({ searchParams }: { searchParams: Promise<{ token?: string; email?: string }> }) {
   const { token = '', email = '' } = await searchParams;
-  const session = await auth.api.getSession({ headers: await headers() });
+  const session = await currentSession();
   return <AcceptInvitation token={token} email={email} signedInAs={session?.user.email} />;
 }

@@ -1,12 +1,11 @@
-import { headers } from 'next/headers';
 import { redirect } from 'next/navigation';
 import type { ReactNode } from 'react';
 import { OperatorSection } from '@/components/operator/operator-section';
-import { auth } from '@/lib/auth';
+import { currentSession } from '@/lib/session';
 
 /** The operator's pages (docs/operator.md in authstrap): signed in only; the backend decides who is an operator. */
 export default async function OperatorLayout({ children }: { children: ReactNode }) {
-  const session = await auth.api.getSession({ headers: await headers() });
+  const session = await currentSession();
   if (!session) redirect('/sign-in');
   return <OperatorSection>{children}</OperatorSection>;
 }

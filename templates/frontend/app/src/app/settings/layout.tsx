@@ -1,13 +1,12 @@
-import { headers } from 'next/headers';
 import { redirect } from 'next/navigation';
 import type { ReactNode } from 'react';
 import { OrganizationProvider } from '@/components/organization-provider';
 import { SettingsNavigation } from '@/components/settings/settings-navigation';
-import { auth } from '@/lib/auth';
+import { currentSession } from '@/lib/session';
 
 /** The organization's settings: signed in only; the navigation shows the pages the user's role may use. */
 export default async function SettingsLayout({ children }: { children: ReactNode }) {
-  const session = await auth.api.getSession({ headers: await headers() });
+  const session = await currentSession();
   if (!session) redirect('/sign-in');
   return (
     <OrganizationProvider signedIn>

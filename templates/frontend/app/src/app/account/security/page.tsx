@@ -1,12 +1,11 @@
-import { headers } from 'next/headers';
 import Link from 'next/link';
 import { redirect } from 'next/navigation';
 import { SecurityEvents, Sessions } from '@/components/account-security';
-import { auth } from '@/lib/auth';
+import { currentSession } from '@/lib/session';
 
 /** The signed-in user's own security: where they are signed in, and what happened to their account. */
 export default async function SecurityPage() {
-  const session = await auth.api.getSession({ headers: await headers() });
+  const session = await currentSession();
   if (!session) redirect('/sign-in');
   return (
     <div className="grid gap-6">
