@@ -156,6 +156,7 @@ describe('the team console in Chromium', () => {
       ['/settings/api-keys', 'API keys'],
       ['/settings/webhooks', 'webhooks'],
       ['/settings/domains', 'domains'],
+      ['/settings/sso', 'single sign-on'],
       ['/settings/directory', 'the directory'],
       ['/settings/audit-log', 'the audit log'],
     ]) {
@@ -171,7 +172,7 @@ describe('the team console in Chromium', () => {
     await expect.poll(() => status(owner).textContent()).toBe('Ivan Invitee is now an admin.');
     await shootAndCheck(owner, 'members');
     await invitee.goto(app('/settings/members'));
-    await expect.poll(() => navigation.getByRole('link').allTextContents()).toEqual(['General', 'Members', 'Invitations', 'API keys', 'Webhooks', 'Domains', 'Directory', 'Audit log']);
+    await expect.poll(() => navigation.getByRole('link').allTextContents()).toEqual(['General', 'Members', 'Invitations', 'API keys', 'Webhooks', 'Domains', 'Single sign-on', 'Directory', 'Audit log']);
     await invitee.goto(app('/settings/invitations'));
     await expect.poll(() => invitee.getByRole('heading', { name: 'Invitations' }).count()).toBe(1);
 

@@ -27,6 +27,8 @@ const consoleFiles = [
   'app/settings/layout.tsx',
   'app/settings/members/page.tsx',
   'app/settings/page.tsx',
+  'app/settings/sso/[id]/page.tsx',
+  'app/settings/sso/page.tsx',
   'app/settings/webhooks/page.tsx',
   'components/account-security.tsx',
   'components/organization-provider.tsx',
@@ -41,6 +43,8 @@ const consoleFiles = [
   'components/settings/members.tsx',
   'components/settings/refusal.tsx',
   'components/settings/settings-navigation.tsx',
+  'components/settings/sso-setup-steps.tsx',
+  'components/settings/sso.tsx',
   'components/settings/webhooks.tsx',
   'components/ui/action.tsx',
   'components/ui/card-table.tsx',
@@ -63,6 +67,7 @@ const connectFiles = (root: string) =>
     `${root}lib/auth.ts`,
     `${root}lib/authstrap-client.ts`,
     `${root}lib/impersonation.ts`,
+    `${root}lib/session.ts`,
     `${root}app/api/auth/[...all]/route.ts`,
     ...consoleFiles.map((file) => `${root}${file}`),
   ].sort();
@@ -98,7 +103,7 @@ describe('setup --frontend on an existing Next.js app', () => {
     expect(result.output).toContain('+ ../web/src/lib/authstrap-client.ts (the typed client');
     expect(result.output).toContain('+ALLOWED_ORIGINS=http://localhost:5173,http://localhost:3001');
     expect(result.output).toContain('"../web/src/lib/authstrap-client.ts"');
-    expect(result.output).toMatch(new RegExp(`dry run: ${9 + consoleFiles.length} changes not written`));
+    expect(result.output).toMatch(new RegExp(`dry run: ${10 + consoleFiles.length} changes not written`));
     expect(changedPaths(web, readTree(webDir))).toEqual([]);
     expect(changedPaths(backend, readTree(backendDir))).toEqual([]);
   });

@@ -3,12 +3,23 @@
 import Link from 'next/link';
 import { useRouter } from 'next/navigation';
 import { useState, type FormEvent } from 'react';
+import { ssoRefusalMessage } from '@/components/sso-sign-in';
 import { authClient } from '@/lib/auth-client';
 
-/** Sign-in and sign-up: one form, Better Auth's client, then a full reload into the app. */
-export function AuthForm({ mode }: { mode: 'sign-in' | 'sign-up' }) {
+/** A refusal to show: its words, and where single sign-on starts for it when that is the way in. */
+interface Refusal {
+  message: string;
+  ssoHref?: string;
+}
+
+/**
+ * Sign-in and sign-up: one form, Better Auth's client, then a full reload into the app. An address
+ * whose organization requires single sign-on is refused with the way there (SSO_REQUIRED, on Better
+ * Auth's path as on the backend's); `ssoError` is a single sign-on the backend sent back refused.
+ */
+export function AuthForm({ mode, ssoError }: { mode: 'sign-in' | 'sign-up'; ssoError?: string }) {
   const router = useRouter();
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<Refusal | undefined>(ssoError ? { message: ssoRefusalMessage(ssoError), ssoHref: '/sign-in/sso' } : undefined);
   const [pending, setPending] = useState(false);
   const signUp = mode === 'sign-up';
 
@@ -24,7 +35,8 @@ export function AuthForm({ mode }: { mode: 'sign-in' | 'sign-up' }) {
         await authClient.signUp.email({ email, password, name: String(form.get('name')), callbackURL: '/verify-email' })
       : await authClient.signIn.email({ email, password });
     setPending(false);
-    if (error) return setError(error.message ?? 'Something went wrong; try again.');
+    if (error?.code === 'SSO_REQUIRED') return setError({ message: error.message ?? ssoRefusalMessage('SSO_REQUIRED'), ssoHref: `/sign-in/sso?${new URLSearchParams({ email })}` });
+    if (error) return setError({ message: error.message ?? 'Something went wrong; try again.' });
     // The header and the organizations are read on the server: reload them with the new session.
     router.push('/');
     router.refresh();
@@ -48,7 +60,12 @@ export function AuthForm({ mode }: { mode: 'sign-in' | 'sign-up' }) {
           Password
           <input name="password" type="password" autoComplete={signUp ? 'new-password' : 'current-password'} minLength={8} required />
         </label>
-        {error && <p className="error" role="alert">{error}</p>}
+        {error && (
+          <div className="error" role="alert">
+            <p>{error.message}</p>
+            {error.ssoHref && <Link href={error.ssoHref}>Sign in with SSO instead</Link>}
+          </div>
+        )}
         <button type="submit" disabled={pending}>
           {signUp ? 'Sign up' : 'Sign in'}
         </button>
@@ -57,9 +74,14 @@ export function AuthForm({ mode }: { mode: 'sign-in' | 'sign-up' }) {
         {signUp ? <>Have an account? <Link href="/sign-in">Sign in</Link></> : <>New here? <Link href="/sign-up">Create an account</Link></>}
       </p>
       {!signUp && (
-        <p className="muted">
-          <Link href="/forgot-password">Forgot your password?</Link>
-        </p>
+        <>
+          <p className="muted">
+            <Link href="/forgot-password">Forgot your password?</Link>
+          </p>
+          <p className="muted">
+            <Link href="/sign-in/sso">Sign in with SSO</Link>
+          </p>
+        </>
       )}
     </section>
   );

@@ -11,6 +11,7 @@ const pages = [
   { href: '/settings/api-keys', label: 'API keys', managersOnly: true },
   { href: '/settings/webhooks', label: 'Webhooks', managersOnly: true },
   { href: '/settings/domains', label: 'Domains', managersOnly: true },
+  { href: '/settings/sso', label: 'Single sign-on', managersOnly: true },
   { href: '/settings/directory', label: 'Directory', managersOnly: true },
   { href: '/settings/audit-log', label: 'Audit log', managersOnly: true },
 ];
