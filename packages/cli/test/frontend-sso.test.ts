@@ -17,7 +17,9 @@ import { expectAccessible, shootAndCheck as shootAndCheckInto, signUpThroughPage
  * signs in with "Sign in with SSO" and lands in the organization as a member; a password sign-in
  * for an address of the domain is refused with the way to SSO (on Better Auth's path, the page's,
  * and on the backend's own); the owner's break-glass password sign-in works and their security
- * events say so; the audit log shows the domain, the connections, the policy and the SSO sign-in. axe on each page, a phone's width without sideways scrolling. The screenshots go to
+ * events say so; the audit log shows the domain, the connections, the policy and the SSO sign-in;
+ * a connection is refreshed, one deleted after the dialog asks, and the last one SSO needs cannot
+ * be. axe on each page, a phone's width without sideways scrolling. The screenshots go to
  * docs/images/sso/, where docs/sso.md shows them.
  */
 
@@ -263,13 +265,39 @@ describe('single sign-on in the console, in Chromium', () => {
       await expect.poll(() => table.getByText(type, { exact: true }).count(), { message: type, timeout: 15_000 }).toBeGreaterThan(0);
     }
     await expect.poll(() => table.getByText(/^(Erin Employee|erin@acme-sso\.example) signed in with single sign-on$/).count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    // The actors by name, once the members are read.
+    await expect.poll(() => table.getByRole('cell', { name: 'Olivia Owner', exact: true }).count(), { timeout: 15_000 }).toBeGreaterThan(0);
     await shootAndCheck(owner, 'sso-audit-log');
+  }, 120_000);
+
+  it('the owner refreshes a connection, deletes one after confirming, and cannot delete the last one SSO needs', async () => {
+    await owner.goto(app('/settings/sso'));
+    const oidc = owner.getByRole('article', { name: 'Acme Okta' });
+    await oidc.getByRole('button', { name: 'Refresh metadata: Acme Okta' }).click();
+    await expect.poll(() => status(owner).filter({ hasText: "Acme Okta's discovery document was read again." }).count(), { timeout: 15_000 }).toBe(1);
+    await expect.poll(() => oidc.textContent()).toContain('enabled');
+
+    // Deleting asks first; Cancel keeps it.
+    await owner.getByRole('button', { name: 'Delete Acme SAML' }).click();
+    const dialog = owner.getByRole('alertdialog');
+    await expect.poll(() => dialog.getByRole('heading', { name: 'Delete Acme SAML?' }).count()).toBe(1);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(await owner.getByRole('article', { name: 'Acme SAML' }).count()).toBe(1);
+    await owner.getByRole('button', { name: 'Delete Acme SAML' }).click();
+    await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+    await expect.poll(() => status(owner).filter({ hasText: 'Acme SAML is deleted.' }).count(), { timeout: 15_000 }).toBe(1);
+    await expect.poll(() => owner.getByRole('article', { name: 'Acme SAML' }).count()).toBe(0);
+
+    // The only enabled connection of an organization that requires SSO stays: the backend's reason, in words.
+    await owner.getByRole('button', { name: 'Delete Acme Okta' }).click();
+    await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+    await expect.poll(() => alert(owner).textContent(), { timeout: 15_000 }).toMatch(/last enabled connection of an organization that requires single sign-on/);
+    expect(await owner.getByRole('article', { name: 'Acme Okta' }).count()).toBe(1);
   }, 120_000);
 
   it("at a phone's width the SSO pages fit without sideways scrolling", async () => {
     await owner.setViewportSize({ width: 390, height: 844 });
     await owner.goto(app('/settings/sso'));
-    await owner.getByRole('article', { name: 'Acme SAML' }).waitFor();
     await owner.getByRole('article', { name: 'Acme Okta' }).locator('summary').click();
     expect(await sidewaysOverflow(owner)).toEqual({ page: false, elements: [] });
     await shootAndCheck(owner, 'sso-phone');
