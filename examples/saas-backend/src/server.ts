@@ -168,6 +168,8 @@ async function openReachableDatabase(config: Config, logger: Logger, start: Star
       await openDatabase(config, {
         onOlderTimeline: (seen, newest) =>
           logger.error({ timeline: seen, newestTimeline: newest }, 'the database is a primary on an older timeline than this instance has written on (a rewound or returning old primary): its connection was ended and the request answered 503'),
+        onUnconfirmedCommit: () =>
+          logger.error('a commit was not confirmed by the synchronous standby within DATABASE_QUERY_TIMEOUT_MS: it is on the primary, maybe not on the standby; the request was answered 503 (check the standby: patronictl list, pg_stat_replication)'),
       }),
     );
     // On a connection of its own: the pool is first used once the migrations are applied (actAsAppRole).
