@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, apiClient, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, databaseKinds, invitationTokenFor, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { scimClient } from './support/scim.js';
 import { openStream } from './support/sse.js';
 
@@ -280,6 +280,56 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
     const fresh = `fresh-${kind}@elsewhere.example`;
     expect((await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: fresh })).status).toBe(201);
     expect((await asOwner(`SELECT "email_verified" FROM "User" WHERE "email" = $1`, [fresh])).rows[0]!.email_verified).toBe(false);
+  });
+
+  it('mails an invitation to a person with an account outside the domains, once; its link joins them, and the resource becomes a member', async () => {
+    const invitee = await signUp(backend.url, `invitee-${kind}@elsewhere.example`);
+    const email = invitee.user.email;
+    const accept = (token: string) => invitee.api('POST', '/api/auth/invitations/accept', { body: { token }, organizationId: '' });
+    /** The invitations written for the address (the outbox keeps every mail, sent or not). */
+    const invitationsWritten = async () =>
+      (await asOwner(`SELECT count(*)::int AS "n" FROM "authstrap_outbox" WHERE "channel" = 'mail' AND "payload"->>'kind' = 'invitation' AND "payload"->>'to' = $1`, [email])).rows[0]!.n;
+    const membershipOf = async (id: string) => (await asOwner(`SELECT "membership" FROM "authstrap_scim_user" WHERE "id" = $1`, [id])).rows[0]!.membership;
+    const setActive = (id: string, value: string) => scim('PATCH', `${directory.path}/Users/${id}`, { schemas: [patchOp], Operations: [{ op: 'Replace', path: 'active', value }] });
+
+    const created = await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: email, displayName: 'Ivy Invitee', emails: [{ value: email, primary: true }] });
+    expect(created.status).toBe(201);
+    const id = created.body.id;
+    expect(await membershipOf(id)).toBe('invited');
+    const mail = await backend.mailbox.next(email, /invited to join/);
+    expect(mail.text).toContain('The directory "Okta" invited you to join the organization');
+    expect(mail.text).toContain('Hello Ivy Invitee');
+    expect(mail.link?.pathname).toBe('/accept-invitation');
+    const firstToken = await invitationTokenFor(backend.url, email, 0);
+    // The directory is the actor of the invitation.
+    const sent = await asOwner(`SELECT "actorType", "actorId" FROM "authstrap_event" WHERE "type" = 'invitation.sent' AND "organizationId" = $1 AND "data"->>'email' = $2`, [owner.organizationId, email]);
+    expect(sent.rows).toEqual([{ actorType: 'directory', actorId: directory.id }]);
+
+    // The same create again, a change, the same PATCH twice, off and on again while it stands: no second mail.
+    expect((await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: email })).status).toBe(409);
+    expect((await scim('PATCH', `${directory.path}/Users/${id}`, { schemas: [patchOp], Operations: [{ op: 'Replace', path: 'title', value: 'Engineer' }] })).status).toBe(200);
+    expect((await setActive(id, 'True')).status).toBe(200);
+    expect((await setActive(id, 'False')).status).toBe(200);
+    expect((await setActive(id, 'True')).status).toBe(200);
+    expect(await invitationsWritten()).toBe(1);
+
+    // Unassigned in the identity provider, the invitation no longer stands (and is used up by the try).
+    await setActive(id, 'False');
+    expect((await accept(firstToken)).status).toBe(404);
+    expect((await asOwner(`SELECT 1 FROM "member" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rowCount).toBe(0);
+    // Assigned again: a new invitation, and its link joins them with the directory's default role.
+    const mailedBefore = backend.mailbox.to(email).length;
+    await setActive(id, 'True');
+    expect(await invitationsWritten()).toBe(2);
+    const accepted = await accept(await invitationTokenFor(backend.url, email, mailedBefore));
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+    expect((await asOwner(`SELECT "role" FROM "member" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rows).toEqual([{ role: 'member' }]);
+    expect(await membershipOf(id)).toBe('member');
+    // A member now: deactivation suspends them as any other, and nothing more is mailed.
+    expect((await setActive(id, 'False')).body.active).toBe(false);
+    expect((await asOwner(`SELECT "reason" FROM "authstrap_member_suspension" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rows).toEqual([{ reason: 'directory-inactive' }]);
+    await setActive(id, 'True');
+    expect(await invitationsWritten()).toBe(2);
   });
 
   it('deprovisions within seconds: the session, the machine key they made and their live stream stop, and a new sign-in is refused; reactivation lets them back in', async () => {
