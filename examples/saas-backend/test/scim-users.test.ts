@@ -399,6 +399,37 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
     expect(events.length).toBeGreaterThan(0);
   });
 
+  it('tells the members page whom a directory provisioned and what it owns, and streams the memberships it changes', async () => {
+    const member = await addMember(backend.url, owner, at('page-reader'), 'member');
+    const stream = await openStream(backend.url, '/realtime?entity=member', { authorization: `Bearer ${member.token}`, 'x-organization-id': owner.organizationId });
+    expect(stream.status).toBe(200);
+    const created = await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: at('shown'), emails: [{ value: at('shown'), primary: true }] });
+    expect(created.status).toBe(201);
+    const userId = (await asOwner(`SELECT "userId" FROM "authstrap_scim_user" WHERE "id" = $1`, [created.body.id])).rows[0]!.userId;
+    // Every member hears of the membership the directory made, with the directory as its actor.
+    const joined = JSON.parse((await stream.next((message) => message.event === 'member.created' && JSON.parse(message.data).data.record.userId === userId)).data);
+    expect(joined).toMatchObject({ actorType: 'directory', actorId: directory.id, data: { record: { userId, role: 'member', organizationId: owner.organizationId } } });
+
+    const managed = (query: string, caller = owner) => caller.api('GET', `/scim-directories/managed-members${query}`);
+    const answer = await managed(`?userId=${userId}&userId=${member.user.id}`);
+    expect(answer.status).toBe(200);
+    // Only the provisioned one; no mappings in this directory yet, and the address is in the verified domain.
+    expect(answer.body.data).toEqual([{ userId, directoryId: directory.id, directoryName: 'Okta', rolesFromGroups: false, profileFromDirectory: true }]);
+    expect((await managed('')).body.data).toEqual([]);
+    expect((await managed(`?userId=${userId}`, member)).status).toBe(403);
+    expect((await managed('?userId=not-a-uuid')).status).toBe(422);
+    expect((await managed(`?userId=${Array.from({ length: 101 }, () => userId).join(',')}`)).status).toBe(422);
+    // Another organization's owner asking for this one's person: nothing.
+    const other = await signUp(backend.url, `managed-other-${kind}@elsewhere.example`);
+    expect((await managed(`?userId=${userId}`, other)).body.data).toEqual([]);
+
+    // Deactivated: the membership's deletion is streamed, and the page no longer lists them as managed members.
+    await scim('PATCH', `${directory.path}/Users/${created.body.id}`, { schemas: [patchOp], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] });
+    await stream.next((message) => message.event === 'member.deleted' && JSON.parse(message.data).data.record.userId === userId);
+    expect((await managed(`?userId=${userId}`)).body.data).toEqual([]);
+    stream.close();
+  });
+
   it("keeps organizations apart: another organization's token, ids and filters reach nothing of this one", async () => {
     const otherOwner = await signUp(backend.url, `other-owner-${kind}@beta.example`);
     const theirs = await newDirectory(otherOwner, 'Beta');
