@@ -1040,18 +1040,20 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION authstrap.directory_invitation_accepted(user_id uuid, organization_id uuid) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+CREATE OR REPLACE FUNCTION authstrap.directory_invitation_accepted(user_id uuid, organization_id uuid)
+  RETURNS TABLE ("scimUserId" uuid, "directoryId" uuid, "defaultRole" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text;
-  changed integer;
 BEGIN
   was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
   PERFORM set_config('authstrap.maintenance', 'on', true);
-  UPDATE "authstrap_scim_user" SET "membership" = 'member'
-   WHERE "userId" = user_id AND "organizationId" = organization_id AND "membership" = 'invited' AND "deletedAt" IS NULL AND "active";
-  GET DIAGNOSTICS changed = ROW_COUNT;
+  RETURN QUERY
+    WITH accepted AS (
+      UPDATE "authstrap_scim_user" su SET "membership" = 'member'
+       WHERE su."userId" = user_id AND su."organizationId" = organization_id AND su."membership" = 'invited' AND su."deletedAt" IS NULL AND su."active"
+      RETURNING su."id", su."directoryId")
+    SELECT a."id", a."directoryId", d."defaultRole" FROM accepted a JOIN "authstrap_scim_directory" d ON d."id" = a."directoryId";
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
-  RETURN changed;
 END
 $$;
 

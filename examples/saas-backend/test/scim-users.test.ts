@@ -283,6 +283,9 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
   });
 
   it('mails an invitation to a person with an account outside the domains, once; its link joins them, and the resource becomes a member', async () => {
+    // A directory of its own: its role mappings recompute the roles of everyone it provisioned.
+    const invites = await newDirectory(owner, 'Okta invites');
+    const call = scimClient(backend.url, invites.token);
     const invitee = await signUp(backend.url, `invitee-${kind}@elsewhere.example`);
     const email = invitee.user.email;
     const accept = (token: string) => invitee.api('POST', '/api/auth/invitations/accept', { body: { token }, organizationId: '' });
@@ -290,24 +293,29 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
     const invitationsWritten = async () =>
       (await asOwner(`SELECT count(*)::int AS "n" FROM "authstrap_outbox" WHERE "channel" = 'mail' AND "payload"->>'kind' = 'invitation' AND "payload"->>'to' = $1`, [email])).rows[0]!.n;
     const membershipOf = async (id: string) => (await asOwner(`SELECT "membership" FROM "authstrap_scim_user" WHERE "id" = $1`, [id])).rows[0]!.membership;
-    const setActive = (id: string, value: string) => scim('PATCH', `${directory.path}/Users/${id}`, { schemas: [patchOp], Operations: [{ op: 'Replace', path: 'active', value }] });
+    const setActive = (id: string, value: string) => call('PATCH', `${invites.path}/Users/${id}`, { schemas: [patchOp], Operations: [{ op: 'Replace', path: 'active', value }] });
 
-    const created = await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: email, displayName: 'Ivy Invitee', emails: [{ value: email, primary: true }] });
+    const created = await call('POST', `${invites.path}/Users`, { schemas: [coreUser], userName: email, displayName: 'Ivy Invitee', emails: [{ value: email, primary: true }] });
     expect(created.status).toBe(201);
     const id = created.body.id;
     expect(await membershipOf(id)).toBe('invited');
     const mail = await backend.mailbox.next(email, /invited to join/);
-    expect(mail.text).toContain('The directory "Okta" invited you to join the organization');
+    expect(mail.text).toContain('The directory "Okta invites" invited you to join the organization');
     expect(mail.text).toContain('Hello Ivy Invitee');
     expect(mail.link?.pathname).toBe('/accept-invitation');
     const firstToken = await invitationTokenFor(backend.url, email, 0);
     // The directory is the actor of the invitation.
     const sent = await asOwner(`SELECT "actorType", "actorId" FROM "authstrap_event" WHERE "type" = 'invitation.sent' AND "organizationId" = $1 AND "data"->>'email' = $2`, [owner.organizationId, email]);
-    expect(sent.rows).toEqual([{ actorType: 'directory', actorId: directory.id }]);
+    expect(sent.rows).toEqual([{ actorType: 'directory', actorId: invites.id }]);
+
+    // Not among the organization's pending invitations: the directory's page shows them as invited.
+    const pending = await owner.api('GET', '/api/auth/organization/invitations');
+    expect(pending.status).toBe(200);
+    expect(pending.body.data.map((row: { email: string }) => row.email)).not.toContain(email);
 
     // The same create again, a change, the same PATCH twice, off and on again while it stands: no second mail.
-    expect((await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: email })).status).toBe(409);
-    expect((await scim('PATCH', `${directory.path}/Users/${id}`, { schemas: [patchOp], Operations: [{ op: 'Replace', path: 'title', value: 'Engineer' }] })).status).toBe(200);
+    expect((await call('POST', `${invites.path}/Users`, { schemas: [coreUser], userName: email })).status).toBe(409);
+    expect((await call('PATCH', `${invites.path}/Users/${id}`, { schemas: [patchOp], Operations: [{ op: 'Replace', path: 'title', value: 'Engineer' }] })).status).toBe(200);
     expect((await setActive(id, 'True')).status).toBe(200);
     expect((await setActive(id, 'False')).status).toBe(200);
     expect((await setActive(id, 'True')).status).toBe(200);
@@ -317,14 +325,22 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
     await setActive(id, 'False');
     expect((await accept(firstToken)).status).toBe(404);
     expect((await asOwner(`SELECT 1 FROM "member" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rowCount).toBe(0);
-    // Assigned again: a new invitation, and its link joins them with the directory's default role.
+    // Assigned again: a new invitation. Pushed meanwhile in a group mapped to admin (which gives
+    // nothing before they join), they join with the role the group gives.
     const mailedBefore = backend.mailbox.to(email).length;
     await setActive(id, 'True');
     expect(await invitationsWritten()).toBe(2);
+    const group = await call('POST', `${invites.path}/Groups`, { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'Invited admins', members: [{ value: id }] });
+    expect(group.status).toBe(201);
+    expect((await owner.api('PUT', `/scim-directories/${invites.id}/role-mappings`, { body: [{ groupId: group.body.id, role: 'admin' }] })).status).toBe(200);
     const accepted = await accept(await invitationTokenFor(backend.url, email, mailedBefore));
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
-    expect((await asOwner(`SELECT "role" FROM "member" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rows).toEqual([{ role: 'member' }]);
+    expect((await asOwner(`SELECT "role" FROM "member" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rows).toEqual([{ role: 'admin' }]);
     expect(await membershipOf(id)).toBe('member');
+    const roleChanged = await asOwner(`SELECT "data" FROM "authstrap_event" WHERE "type" = 'directory.role_changed' AND "userId" = $1`, [invitee.user.id]);
+    expect(roleChanged.rows).toEqual([{ data: { from: 'member', to: 'admin' } }]);
+    // The acceptance's transaction ended unscoped: the person's own requests are theirs.
+    expect((await invitee.api('GET', '/Projects', { organizationId: owner.organizationId })).status).toBe(200);
     // A member now: deactivation suspends them as any other, and nothing more is mailed.
     expect((await setActive(id, 'False')).body.active).toBe(false);
     expect((await asOwner(`SELECT "reason" FROM "authstrap_member_suspension" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rows).toEqual([{ reason: 'directory-inactive' }]);

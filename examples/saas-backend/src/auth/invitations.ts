@@ -6,6 +6,7 @@ import { forbidden, HttpError, tooManyRequests } from '../http/errors.js';
 import { hashToken } from '../http/session-token.js';
 import { byUser, recordAuthEvent, recordEvent } from '../events/events.js';
 import { messages } from '../extensions/mail/messages.js';
+import { acceptDirectoryInvitation } from '../scim/accepted-invitations.js';
 import { passwordSchema } from './password.js';
 import { decideSignIn, refuseSignIn } from './sign-in-policy.js';
 import { RoleSchema, type AuthInternals, type PublicUser, type RequestMeta, type Role } from './types.js';
@@ -114,10 +115,12 @@ const part = (n: 1 | 2 | 3 | 4, alias = '') => `split_part(${alias}"value", ':',
  * SQL: the invitation row `v` still stands: its organization exists and its inviter is a member
  * there with a role that may invite with its role.
  */
-const stillValid = `(EXISTS (
+const standsByPerson = `EXISTS (
   SELECT 1 FROM "member" inviter
   WHERE inviter."organizationId"::text = ${part(2, 'v.')} AND inviter."userId"::text = ${part(4, 'v.')}
-    AND (inviter."role" = 'owner' OR (inviter."role" = 'admin' AND ${part(3, 'v.')} <> 'owner')))
+    AND (inviter."role" = 'owner' OR (inviter."role" = 'admin' AND ${part(3, 'v.')} <> 'owner')))`;
+/** The same, or: a directory's invitation that still stands (the directory's to withdraw, by unassigning the person). */
+const stillValid = `(${standsByPerson}
   OR authstrap.directory_invitation_stands(${part(4, 'v.')}, ${part(2, 'v.')}, substr(v."identifier", length('invitation:') + 1)))`;
 
 const noLongerValid = () =>
@@ -323,7 +326,8 @@ export function createInvitations(auth: AuthInternals) {
      * oldest first, with the id DELETE /api/auth/organization/invitations/:id takes.
      */
     async pendingOf(organizationId: string, { page, limit }: z.output<typeof InvitationPageQuery>) {
-      const standing = `v."identifier" LIKE 'invitation:%' AND ${part(2, 'v.')} = $1 AND v."expiresAt" > now() AND ${stillValid}`;
+      // A directory's invitations are not listed: Settings > Directory shows those people as invited.
+      const standing = `v."identifier" LIKE 'invitation:%' AND ${part(2, 'v.')} = $1 AND v."expiresAt" > now() AND ${standsByPerson}`;
       const { rows } = await db.query<{ id: string; email: string; role: Role; inviterId: string; inviterName: string | null; createdAt: Date; expiresAt: Date; total: number }>(
         `SELECT v."id", substr(v."identifier", length('invitation:') + 1) AS "email", ${part(3, 'v.')} AS "role",
                 ${part(4, 'v.')} AS "inviterId", u."name" AS "inviterName", v."createdAt", v."expiresAt", count(*) OVER ()::int AS "total"
@@ -357,8 +361,8 @@ export function createInvitations(auth: AuthInternals) {
         if (!accept) return { declined: true as const, organizationId: invitation.organizationId };
         await tx.query(`UPDATE "User" SET "email_verified" = true, "updatedAt" = now() WHERE "id" = $1 AND NOT "email_verified"`, [user.id]);
         const joined = await join(tx, user.id, invitation);
-        // Invited by the organization's directory: its resource for them is a member now.
-        await tx.query(`SELECT authstrap.directory_invitation_accepted($1, $2::uuid)`, [user.id, invitation.organizationId]);
+        // Invited by the organization's directory: its resource for them is a member now, with the role its groups give.
+        await acceptDirectoryInvitation(tx, user.id, invitation.organizationId);
         return joined;
       });
     },

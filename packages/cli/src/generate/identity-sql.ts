@@ -424,17 +424,20 @@ $$;`;
 
 /**
  * The directory's resources of a person who accepted its invitation become members (the
- * acceptance runs scoped to no organization, and the resources are the directory's to write).
+ * acceptance runs scoped to no organization, and the resources are the directory's to write);
+ * answers each, with its directory and default role, for the roles its mappings give.
  */
-const directoryInvitationAccepted = `CREATE OR REPLACE FUNCTION authstrap.directory_invitation_accepted(user_id uuid, organization_id uuid) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+const directoryInvitationAccepted = `CREATE OR REPLACE FUNCTION authstrap.directory_invitation_accepted(user_id uuid, organization_id uuid)
+  RETURNS TABLE ("scimUserId" uuid, "directoryId" uuid, "defaultRole" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text;
-  changed integer;
 BEGIN
-${withMaintenance(`  UPDATE "authstrap_scim_user" SET "membership" = 'member'
-   WHERE "userId" = user_id AND "organizationId" = organization_id AND "membership" = 'invited' AND "deletedAt" IS NULL AND "active";
-  GET DIAGNOSTICS changed = ROW_COUNT;`)}
-  RETURN changed;
+${withMaintenance(`  RETURN QUERY
+    WITH accepted AS (
+      UPDATE "authstrap_scim_user" su SET "membership" = 'member'
+       WHERE su."userId" = user_id AND su."organizationId" = organization_id AND su."membership" = 'invited' AND su."deletedAt" IS NULL AND su."active"
+      RETURNING su."id", su."directoryId")
+    SELECT a."id", a."directoryId", d."defaultRole" FROM accepted a JOIN "authstrap_scim_directory" d ON d."id" = a."directoryId";`)}
 END
 $$;`;
 
