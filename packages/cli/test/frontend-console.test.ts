@@ -608,7 +608,7 @@ describe('the team console in Chromium', () => {
       expect(await samRow.getByRole('combobox', { name: 'Role of Sam Scim' }).isDisabled()).toBe(true);
       expect(await samRow.getByRole('button', { name: 'Remove Sam Scim' }).isDisabled()).toBe(true);
       expect(await samRow.getByRole('cell').first().textContent()).toContain('Name and address come from Okta. Role and removal follow their groups in Okta.');
-      await expectAccessible(admin, 'members managed by a directory');
+      await shootAndCheck(admin, 'members-directory');
       // Live: a person the directory provisions appears without a reload, and goes when it deprovisions them.
       await expect.poll(() => admin.getByRole('status', { name: 'Live updates: on' }).count()).toBe(1);
       const lee = await scim('POST', '/Users', user('Lee Live', true));
@@ -642,6 +642,10 @@ describe('the team console in Chromium', () => {
       await expect.poll(() => users.getByRole('row', { name: /Sam Scim/ }).count()).toBe(1);
       expect(await tooWide()).toEqual([]);
       await shootAndCheck(admin, 'directory-phone');
+      await admin.goto(app('/settings/members'));
+      await expect.poll(() => admin.getByRole('row', { name: /Sam Scim/ }).locator('.badge').textContent()).toBe('Managed by Okta');
+      expect(await tooWide()).toEqual([]);
+      await shootAndCheck(admin, 'members-directory-phone');
       await admin.goto(app('/settings/domains'));
       await expect.poll(() => claim.locator('.badge').textContent()).toBe('verified');
       expect(await tooWide()).toEqual([]);
