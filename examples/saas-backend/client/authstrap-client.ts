@@ -57,7 +57,7 @@ export interface StreamEvent<Type extends string, Row> {
   id: string;
   type: Type;
   organizationId: string;
-  actorType: 'user' | 'machine_key' | 'service' | 'system';
+  actorType: 'user' | 'machine_key' | 'directory' | 'service' | 'system';
   actorId: string | null;
   entity: string;
   entityId: string | null;
@@ -362,7 +362,12 @@ export interface MemberApi {
   replace(id: string, input: { role: Role }): Promise<Member>;
   update(id: string, patch: { role: Role }): Promise<Member>;
   delete(id: string): Promise<void>;
+  /** The changes to the organization's memberships, live (GET /realtime?entity=member): someone joined, changed role, left, or was deprovisioned by a directory. */
+  subscribe(options: SubscribeOptions<MemberStreamEvent, Record<string, never>, string>): Promise<LiveSubscription>;
 }
+
+/** A change to a membership, as a live stream delivers it. */
+export type MemberStreamEvent = StreamEvent<'member.created' | 'member.updated' | 'member.deleted', Member>;
 
 /** One Project record as the API returns it (dates are ISO 8601 strings, as JSON carries them). */
 export interface Project {
@@ -784,6 +789,17 @@ export interface ScimRoleMapping {
   role: Role;
 }
 
+/** A member a directory provisioned, and what the directory owns of them (the members page disables those controls). */
+export interface ScimManagedMember {
+  userId: string;
+  directoryId: string;
+  directoryName: string;
+  /** The directory maps groups to roles: their role, and their removal, are the directory's. */
+  rolesFromGroups: boolean;
+  /** Their address is in a verified domain: their name and address are the directory's. */
+  profileFromDirectory: boolean;
+}
+
 /**
  * The organization's SCIM directories (/scim-directories), for its owners and admins. A token
  * (`scim_...`) is in the answer that makes the directory or rotates its token, and never again.
@@ -802,6 +818,8 @@ export interface ScimDirectoriesApi {
   /** Revokes one token: its next request is a 401. */
   revokeToken(id: string, tokenId: string): Promise<void>;
   users(id: string): Promise<ScimDirectoryUser[]>;
+  /** Which of these users (up to 100) a directory provisioned as members, and what it owns of them. */
+  managedMembers(userIds: string[]): Promise<ScimManagedMember[]>;
   groups(id: string): Promise<ScimDirectoryGroup[]>;
   /** The last 200 requests the directory made and what they were answered, newest first. */
   requests(id: string): Promise<ScimRequest[]>;
@@ -1691,6 +1709,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       rotateToken: (id, options = {}) => data('POST', `/scim-directories/${encodeURIComponent(id)}/tokens`, options),
       revokeToken: (id, tokenId) => data<void>('DELETE', `/scim-directories/${encodeURIComponent(id)}/tokens/${encodeURIComponent(tokenId)}`),
       users: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/users`),
+      managedMembers: (userIds) => data('GET', `/scim-directories/managed-members?${new URLSearchParams(userIds.map((userId) => ['userId', userId]))}`),
       groups: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/groups`),
       requests: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/requests`),
       roleMappings: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/role-mappings`),
@@ -1747,7 +1766,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     User: { ...users, create: (input) => data<SentInvitation>('POST', '/Users', input) },
     account: { list: accounts.list, get: accounts.get },
     session: { list: sessions.list, get: sessions.get, delete: sessions.delete },
-    member: { ...members, create: (input) => data<SentInvitation>('POST', '/members', input) },
+    member: { ...members, create: (input) => data<SentInvitation>('POST', '/members', input), subscribe: (subscription) => subscribe<MemberStreamEvent>('member', subscription) },
     Organization: records<Organization>('/Organizations'),
     Project: {
       ...records<Project>('/Projects', true),

@@ -1025,6 +1025,38 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.directory_invitation_stands(directory_id text, organization_id text, address text) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  stands boolean;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  stands := EXISTS (SELECT 1 FROM "authstrap_scim_user" su JOIN "authstrap_scim_directory" d ON d."id" = su."directoryId" JOIN "User" u ON u."id" = su."userId"
+                     WHERE su."directoryId"::text = directory_id AND su."organizationId"::text = organization_id AND d."enabled"
+                       AND su."deletedAt" IS NULL AND su."active" AND su."membership" = 'invited' AND lower(u."email") = lower(address));
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN stands;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.directory_invitation_accepted(user_id uuid, organization_id uuid)
+  RETURNS TABLE ("scimUserId" uuid, "directoryId" uuid, "defaultRole" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  RETURN QUERY
+    WITH accepted AS (
+      UPDATE "authstrap_scim_user" su SET "membership" = 'member'
+       WHERE su."userId" = user_id AND su."organizationId" = organization_id AND su."membership" = 'invited' AND su."deletedAt" IS NULL AND su."active"
+      RETURNING su."id", su."directoryId")
+    SELECT a."id", a."directoryId", d."defaultRole" FROM accepted a JOIN "authstrap_scim_directory" d ON d."id" = a."directoryId";
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.key_creator_refusal(creator uuid, organization_id uuid) RETURNS text LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text;

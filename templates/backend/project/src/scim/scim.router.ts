@@ -1,5 +1,6 @@
 import express, { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
+import type { Invitations } from '../auth/invitations.js';
 import type { Config } from '../config.js';
 import type { Database, PoolStats, Queryable } from '../db/database.js';
 import { recordEvent, requestContext } from '../events/events.js';
@@ -35,7 +36,11 @@ export interface ScimDeps {
   db: Database;
   config: Config;
   logger: Logger;
+  /** A person with an account outside the organization's domains is invited by mail (auth/invitations.ts). */
+  invitations: DirectoryInvitations;
 }
+
+export type DirectoryInvitations = Pick<Invitations, 'inviteFromDirectory' | 'mailCommitted'>;
 
 /** The work of one SCIM request, in its transaction, as its directory. */
 export type AsDirectory = <T>(req: Request, work: (tx: Queryable, directory: Directory) => Promise<T>) => Promise<T>;
@@ -67,7 +72,7 @@ export function directoryAllowance(
   return others > 0 ? Math.min(limits.maxConcurrentWhileBusy, limits.maxConcurrentPerDirectory) : limits.maxConcurrentPerDirectory;
 }
 
-export function scimRouter({ db, config, logger }: ScimDeps): Router {
+export function scimRouter({ db, config, logger, invitations }: ScimDeps): Router {
   const router = Router();
   const { bodyLimit, rateLimitMax } = config.scim;
 
@@ -186,7 +191,7 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
 
   const directory = Router({ mergeParams: true });
   discoveryRoutes(directory, config);
-  userRoutes(directory, { asDirectory, config });
+  userRoutes(directory, { asDirectory, config, invitations });
   groupRoutes(directory, { asDirectory, config });
   // Bulk, /Me and POST /.search: not offered (ServiceProviderConfig says so).
   directory.all(['/Bulk', '/Me', '/.search', '/Users/.search', '/Groups/.search'], () => {
