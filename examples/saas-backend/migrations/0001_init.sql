@@ -1238,7 +1238,8 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION authstrap.operator_ban_user(operator_id uuid, user_id uuid, ban_reason text, ban_expires_at timestamptz, context jsonb)
+DROP FUNCTION IF EXISTS authstrap.operator_ban_user(uuid, uuid, text, timestamptz, jsonb);
+CREATE OR REPLACE FUNCTION authstrap.operator_ban_user(operator_id uuid, user_id uuid, ban_expires_at timestamptz, ban_reason text, context jsonb)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');

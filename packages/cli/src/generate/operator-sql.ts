@@ -210,9 +210,12 @@ const operatorConflictState = 'AS409';
  * takes the exclusive lock a sign-in takes shared (identity-sql.ts, takeSignInLocks), so that a
  * session made meanwhile is either deleted here or waits and then meets the ban. An operator is
  * never banned (themselves included): SQLSTATE AS409. Answers `{ ban, sessions }`; null for no
- * such user.
+ * such user. Its arguments come in the order of every operator action (the subject, what the
+ * action takes, the reason, the context: operator-query.ts's actOn); the first version took the
+ * reason before the end, and is dropped so that no call can reach it.
  */
-const operatorBanUser = `CREATE OR REPLACE FUNCTION authstrap.operator_ban_user(operator_id uuid, user_id uuid, ban_reason text, ban_expires_at timestamptz, context jsonb)
+const operatorBanUser = `DROP FUNCTION IF EXISTS authstrap.operator_ban_user(uuid, uuid, text, timestamptz, jsonb);
+CREATE OR REPLACE FUNCTION authstrap.operator_ban_user(operator_id uuid, user_id uuid, ban_expires_at timestamptz, ban_reason text, context jsonb)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
