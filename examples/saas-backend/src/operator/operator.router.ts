@@ -6,6 +6,7 @@ import { refusedVerdictOf } from '../auth/sign-in-policy.js';
 import type { Database } from '../db/database.js';
 import { actedAsOperator, eventSentence, subjectUserId, type Person, type SentenceEvent, type SentenceNames } from '../events/sentences.js';
 import { resolveCaller, type CallerDeps } from '../generated/guards/auth.guard.js';
+import { streamCsv, type CsvCursor, type CsvRow } from '../events/csv.js';
 import { sendData, sendJsonData, sendJsonList } from '../http/envelope.js';
 import { forbidden, notFound } from '../http/errors.js';
 import { hashToken } from '../http/session-token.js';
@@ -140,6 +141,22 @@ export function operatorRouter(deps: OperatorDeps): Router {
     sendJsonList(res, { json: JSON.stringify(found.rows.map(withSummary)), meta: pageMeta(page, limit, found.total) });
   });
 
+  // The platform's log as CSV, with the page's filter (?type=): every event, newest first, streamed a batch at a time.
+  router.get('/events/export.csv', async (req, res) => {
+    const { type } = parseQuery('operator events export', EventsExportQuery, req.query);
+    const batchAfter = async (after: CsvCursor | undefined) => {
+      const rows = await operatorQuery<(PlatformEventRow & CsvRow)[]>(deps.db, 'SELECT authstrap.operator_events_batch($1, $2, $3, $4, $5) AS "answer"', [
+        req.operator!.userId,
+        type,
+        after?.at ?? null,
+        after?.id ?? null,
+        platformCsvBatch,
+      ]);
+      return rows.map(withSummary);
+    };
+    await streamCsv(res, { filename: `platform-log-${new Date().toISOString().slice(0, 10)}.csv`, columns: platformCsvColumns, batch: platformCsvBatch, next: batchAfter });
+  });
+
   router.use('/organizations', organizationRoutes(deps));
   router.use('/overview', overviewRoutes(deps));
   router.use('/operators', operatorsRoutes(deps));
@@ -197,8 +214,20 @@ const EventsQuery = z
   })
   .strict();
 
+/** The page's filter, without its paging: what the CSV export takes. */
+const EventsExportQuery = EventsQuery.pick({ type: true }).strict();
+
+/** The export's columns, in order: the event as the page answers it, its data as JSON, and its sentence. */
+const platformCsvColumns = ['id', 'createdAt', 'type', 'actorType', 'actorId', 'actorEmail', 'actorName', 'userId', 'userEmail', 'userName', 'entity', 'entityId', 'ipAddress', 'data', 'summary'] as const;
+
+/** Events per statement of the export: the backend holds one batch of the file at a time. */
+const platformCsvBatch = 1000;
+
 /** A row of the platform's log as authstrap.operator_events answers it: the event, and the names of its user and its actor (read in the same statement). */
 interface PlatformEventRow extends SentenceEvent {
+  id: string;
+  createdAt: string;
+  ipAddress: string | null;
   userEmail: string | null;
   userName: string | null;
   actorEmail: string | null;
@@ -206,7 +235,7 @@ interface PlatformEventRow extends SentenceEvent {
 }
 
 /** The row with its sentence ("Support (operator) revoked 3 sessions of jane@acme.com"), from the names the statement read. */
-function withSummary(row: PlatformEventRow): PlatformEventRow & { summary: string } {
+function withSummary<Row extends PlatformEventRow>(row: Row): Row & { summary: string } {
   const person = (email: string | null, name: string | null): Person | null => (email === null ? null : { email, name });
   const names: SentenceNames = { actorIsOperator: actedAsOperator(row) };
   if (row.actorType === 'user') names.actor = person(row.actorEmail, row.actorName);
@@ -378,6 +407,18 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
     summary: "The platform's log: what operators did (operator.* events), newest first, each with its sentence (summary) (operators only)",
     request: { query: z.object({ type: z.string().optional().meta({ description: 'One type, like operator.revoked_sessions' }), page: z.int().min(1).optional(), limit: z.int().optional() }) },
     responses: { 200: { description: 'A page of events', ...listOf(OperatorEvent) }, ...refused },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/operator/events/export.csv', operationId: 'exportOperatorEvents', tags,
+    summary: "The platform's log as CSV: every event of the filter, newest first, streamed (operators only)",
+    description:
+      "All pages at once, read a batch at a time. Fields are quoted as RFC 4180 says; one that starts with =, +, -, @, a tab or a carriage return gets a leading apostrophe, so that a spreadsheet does not run it as a formula (names and addresses are what users typed). `data` is the event's JSON.",
+    request: { query: z.object({ type: z.string().optional().meta({ description: 'One type, like operator.revoked_sessions' }) }) },
+    responses: {
+      200: { description: `The events: ${platformCsvColumns.join(', ')} (summary: the sentence the page shows)`, content: { 'text/csv': { schema: z.string() } } },
+      400: { description: 'A filter the platform log does not have, or a type that is no operator event' },
+      ...refused,
+    },
   });
   registerOrganizationRoutes(registry);
   registerOverviewRoutes(registry);
