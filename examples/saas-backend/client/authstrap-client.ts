@@ -1002,6 +1002,8 @@ export interface OperatorApi {
   endImpersonation(sessionId: string): Promise<{ ended: true; sessionId: string; userId: string }>;
   /** The platform's log, newest first; `type` one operator event type. */
   events(params?: { type?: string; page?: number; limit?: number }): Promise<ListResult<OperatorEvent>>;
+  /** Every event of the platform's log of `type` (or every type) as CSV, newest first, streamed by the backend into a Blob. */
+  exportEvents(params?: { type?: string }): Promise<Blob>;
   /** Every organization, newest first, or those whose name, slug or id, or a member's address, `search` matches. */
   organizations(params?: OperatorSearchParams): Promise<ListResult<OperatorOrganizationRow>>;
   /** Sign-ups, active users and new organizations per day over the last `days` (30 by default, at most 366), failing webhook endpoints, organizations near their limits. */
@@ -1613,6 +1615,18 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     const { data: rows, meta } = await send<Row[]>('GET', path);
     return { data: rows, meta: meta! };
   };
+  /** A CSV export (the audit logs'), streamed by the backend into a Blob; a refusal is the API's JSON error, thrown as an AuthstrapError like any other. */
+  const csv = async (path: string): Promise<Blob> => {
+    const url = baseUrl + path;
+    try {
+      const response = await fetchFn(url, { method: 'GET', headers: headersFor('text/csv'), credentials });
+      if (!response.ok) envelopeOf('GET', url, response, await response.text());
+      return await response.blob();
+    } catch (cause) {
+      if (cause instanceof AuthstrapError) throw cause;
+      throw new AuthstrapError({ status: 0, code: 'NETWORK_ERROR', message: `GET ${url} failed: ${reasonOf(cause)}`, cause });
+    }
+  };
   const users = records<User>('/Users');
   const accounts = records<Account>('/accounts');
   const sessions = records<Session>('/sessions');
@@ -1721,19 +1735,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
         return { data: rows, meta: meta! };
       },
       perDay: (filter = {}) => data('GET', `/audit-events/per-day${listQuery({ filter })}`),
-      async exportCsv(filter = {}) {
-        const url = `${baseUrl}/audit-events/export.csv${listQuery({ filter })}`;
-        let response: Response;
-        try {
-          response = await fetchFn(url, { method: 'GET', headers: headersFor('text/csv'), credentials });
-          // A refusal is the API's JSON error envelope: thrown as an AuthstrapError like any other.
-          if (!response.ok) envelopeOf('GET', url, response, await response.text());
-          return await response.blob();
-        } catch (cause) {
-          if (cause instanceof AuthstrapError) throw cause;
-          throw new AuthstrapError({ status: 0, code: 'NETWORK_ERROR', message: `GET ${url} failed: ${reasonOf(cause)}`, cause });
-        }
-      },
+      exportCsv: (filter = {}) => csv(`/audit-events/export.csv${listQuery({ filter })}`),
     },
     operator: {
       me: () => data('GET', '/api/operator/me'),
@@ -1745,6 +1747,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       impersonate: (id, input) => data('POST', `/api/operator/users/${encodeURIComponent(id)}/impersonate`, input),
       endImpersonation: (sessionId) => data('POST', `/api/operator/impersonations/${encodeURIComponent(sessionId)}/end`),
       events: (params = {}) => list<OperatorEvent>(`/api/operator/events${listQuery(params)}`),
+      exportEvents: ({ type } = {}) => csv(`/api/operator/events/export.csv${type ? `?type=${encodeURIComponent(type)}` : ''}`),
       organizations: (params = {}) => list<OperatorOrganizationRow>(`/api/operator/organizations${listQuery(params)}`),
       overview: (days) => data('GET', `/api/operator/overview${days === undefined ? '' : `?days=${days}`}`),
       organization: (id) => data('GET', `/api/operator/organizations/${encodeURIComponent(id)}`),

@@ -28,6 +28,7 @@ import { startIdentityPrune } from './sso/prune.js';
 import { createDomainChecks, type DomainChecks } from './domains/domain-checks.js';
 import { checkScheduleOf } from './domains/domain-states.js';
 import { txtLookup } from './domains/txt-lookup.js';
+import { warnWithoutSearchIndexes } from './operator/search-indexes.js';
 
 export interface RunningServer {
   url: string;
@@ -155,6 +156,9 @@ async function openAndMigrate(config: Config, logger: Logger, start: StartSteps)
   // Webhook secrets stored in plain text by an earlier version are sealed (events/webhook-secrets.ts).
   await sealStoredWebhookSecrets(db, webhookSecretSeal(config.webhooks.authSecret), logger).catch((error) => {
     logger.warn({ err: (error as Error).message }, 'webhook secrets: could not seal the stored ones now; each is sealed at its next delivery');
+  });
+  await warnWithoutSearchIndexes(db, logger).catch((error) => {
+    logger.warn({ err: (error as Error).message }, "operators' searches: could not check their indexes");
   });
   // Through the pool, so once requests' role is set: what their statements would see.
   if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger).catch((error) => start.abort(error));

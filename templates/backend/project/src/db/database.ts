@@ -725,7 +725,11 @@ const embeddedParsers = Object.fromEntries(
  * otherwise leaves that copy behind for the next (embedded-template.ts).
  */
 async function createEmbedded(PGlite: typeof import('@electric-sql/pglite').PGlite, dataDir: string) {
-  const options = { parsers: embeddedParsers };
+  // pg_trgm, for the operators' searches (their indexes: src/operator/search-indexes.ts). PGlite
+  // loads an extension's code only when asked, on every open: a database whose indexes use it
+  // cannot be read without it.
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+  const options = { parsers: embeddedParsers, extensions: { pg_trgm } };
   if (!createsNewDatabase(dataDir)) return PGlite.create(dataDir, options);
   const onDisk = dataDir !== 'memory://';
   if (onDisk) fs.mkdirSync(dataDir, { recursive: true });
