@@ -193,22 +193,43 @@ async function replicationCost(cluster, primary) {
 
 /**
  * Waits until the cluster is whole again: a leader behind HAProxy, a synchronous standby, and
- * every node running; false if it is not within `timeoutMs`.
+ * every node running. A node whose Patroni reports `start failed`, or that is not running after
+ * stuckMs (an old primary not rewound onto the new timeline), is reinitialized from the leader
+ * (Patroni's POST /reinitialize: a new base backup), as an operator would, and that is recorded. Resolves what
+ * was needed, or `settled: false` if the cluster is not whole within `timeoutMs`.
  */
-async function settled(cluster, timeoutMs = 90_000) {
+async function settle(cluster, timeoutMs = 180_000, stuckMs = 40_000) {
   const deadline = Date.now() + timeoutMs;
-  try {
-    await cluster.waitForLeader(timeoutMs);
-    await cluster.waitForSyncStandby(Math.max(1000, deadline - Date.now()));
-    while (Date.now() < deadline) {
-      const members = (await cluster.members()) ?? [];
-      if (members.length === cluster.nodes.length && members.every((member) => member.state === 'running' || member.state === 'streaming')) return true;
-      await sleep(500);
+  const reinitialized = [];
+  const reinitializedLogs = [];
+  const startedAt = Date.now();
+  while (Date.now() < deadline) {
+    const members = (await cluster.members()) ?? [];
+    const whole =
+      members.length === cluster.nodes.length &&
+      members.some((member) => member.role === 'leader') &&
+      members.some((member) => member.role === 'sync_standby' && member.state === 'running') &&
+      members.every((member) => member.state === 'running' || member.state === 'streaming');
+    if (whole) {
+      await cluster.waitForLeader(Math.max(1000, deadline - Date.now())).catch(() => {});
+      return { settled: true, settleMs: Date.now() - startedAt, reinitialized, reinitializedLogs };
     }
-  } catch {
-    return false;
+    // Given up on: `start failed`, or not running after stuckMs (seen: an old primary resumed from
+    // a freeze that stays `starting` as a standby on its old timeline, "unexpected timeline ID" in
+    // its log, never rewound).
+    const stuck = (member) => member.state === 'start failed' || (Date.now() - startedAt > stuckMs && member.role !== 'leader' && member.state !== 'running' && member.state !== 'streaming');
+    for (const member of members.filter((candidate) => stuck(candidate) && !reinitialized.includes(candidate.name))) {
+      const node = cluster.nodes.find((candidate) => candidate.name === member.name);
+      const response = await fetch(`http://127.0.0.1:${node.restPort}/reinitialize`, { method: 'POST', body: JSON.stringify({ force: true }), signal: AbortSignal.timeout(10_000) }).catch((error) => ({ status: String(error) }));
+      console.log(`  ${member.name}: ${member.state} after ${Math.round((Date.now() - startedAt) / 1000)} s; reinitialized from the leader (${response.status})`);
+      reinitialized.push(member.name);
+      // Why, for the record: the end of its Patroni's log.
+      const log = cluster.logs().split(/^== /m).find((part) => part.startsWith(`${member.name} `));
+      reinitializedLogs.push({ node: member.name, state: member.state, log: log?.split('\n').slice(-12) });
+    }
+    await sleep(500);
   }
-  return false;
+  return { settled: false, settleMs: Date.now() - startedAt, reinitialized, members: await cluster.members() };
 }
 
 /**
@@ -350,6 +371,7 @@ function summary(runs) {
       servedAgainMs: spread(served.map((run) => run.servedAgainMs)),
       withinGoal: served.filter((run) => run.servedAgainMs < goalMs[kind]).length,
       notServedAgain: ofKind.length - served.length,
+      reinitializedAfter: results.reinitialized.filter((entry) => entry.after === kind).length,
       acknowledged: ofKind.reduce((sum, run) => sum + run.acknowledged, 0),
       lost: ofKind.reduce((sum, run) => sum + run.lost.length, 0),
       resent: ofKind.reduce((sum, run) => sum + run.resent, 0),
@@ -369,6 +391,8 @@ const results = {
   settings: { runsPerKind, kinds, instances: 2, loopsPerInstance, steadyMs, maxFaultMs, retryPauseMs, frozenMs, goalMs, patroni: clusterSettings },
   replicationCost: null,
   runs: [],
+  /** Nodes that did not rejoin by themselves after a run (Patroni's `start failed`) and were reinitialized. */
+  reinitialized: [],
   summary: null,
   stoppedEarly: null,
 };
@@ -408,8 +432,10 @@ try {
       results.stoppedEarly = `${stopping ? 'stopped by a signal' : `--until ${new Date(until).toISOString()} reached`} after ${index} of ${order.length} runs`;
       break;
     }
-    if (!(await settled(cluster))) {
-      results.stoppedEarly = `the cluster did not settle (a leader, a synchronous standby, every node running) within 90 s before run ${index + 1}: ${JSON.stringify(await cluster.members())}`;
+    const settling = await settle(cluster);
+    if (settling.reinitialized.length) results.reinitialized.push({ beforeRun: index + 1, after: order[index - 1], nodes: settling.reinitialized, settleMs: settling.settleMs, logs: settling.reinitializedLogs });
+    if (!settling.settled) {
+      results.stoppedEarly = `the cluster was not whole again (a leader, a synchronous standby, every node running) within 180 s before run ${index + 1}: ${JSON.stringify(settling.members)}\n${cluster.logs()}`;
       break;
     }
     const leaderBefore = await cluster.waitForLeader();
