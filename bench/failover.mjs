@@ -371,7 +371,8 @@ function summary(runs) {
       servedAgainMs: spread(served.map((run) => run.servedAgainMs)),
       withinGoal: served.filter((run) => run.servedAgainMs < goalMs[kind]).length,
       notServedAgain: ofKind.length - served.length,
-      reinitializedAfter: results.reinitialized.filter((entry) => entry.after === kind).length,
+      // Old primaries of this kind's runs that did not rejoin by themselves (reinitialized later).
+      oldPrimaryReinitialized: results.reinitialized.filter((entry) => entry.lostLeadTo === kind).length,
       acknowledged: ofKind.reduce((sum, run) => sum + run.acknowledged, 0),
       lost: ofKind.reduce((sum, run) => sum + run.lost.length, 0),
       resent: ofKind.reduce((sum, run) => sum + run.resent, 0),
@@ -391,7 +392,7 @@ const results = {
   settings: { runsPerKind, kinds, instances: 2, loopsPerInstance, steadyMs, maxFaultMs, retryPauseMs, frozenMs, goalMs, patroni: clusterSettings },
   replicationCost: null,
   runs: [],
-  /** Nodes that did not rejoin by themselves after a run (Patroni's `start failed`) and were reinitialized. */
+  /** Nodes that were not running again before a run (Patroni's `start failed`, or stuck `starting`) and were reinitialized; with the run that took the lead from each. */
   reinitialized: [],
   summary: null,
   stoppedEarly: null,
@@ -433,7 +434,11 @@ try {
       break;
     }
     const settling = await settle(cluster);
-    if (settling.reinitialized.length) results.reinitialized.push({ beforeRun: index + 1, after: order[index - 1], nodes: settling.reinitialized, settleMs: settling.settleMs, logs: settling.reinitializedLogs });
+    for (const node of settling.reinitialized) {
+      // Which run took the lead from it: the fault it did not come back from by itself.
+      const lostLead = results.runs.findLast((run) => run.leaderBefore === node && run.leaderAfter !== node);
+      results.reinitialized.push({ beforeRun: index + 1, node, lostLeadInRun: lostLead?.run, lostLeadTo: lostLead?.kind, settleMs: settling.settleMs, log: settling.reinitializedLogs.find((entry) => entry.node === node) });
+    }
     if (!settling.settled) {
       results.stoppedEarly = `the cluster was not whole again (a leader, a synchronous standby, every node running) within 180 s before run ${index + 1}: ${JSON.stringify(settling.members)}\n${cluster.logs()}`;
       break;
