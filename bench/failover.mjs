@@ -192,47 +192,6 @@ async function replicationCost(cluster, primary) {
 // ---- failovers under load -----------------------------------------------------------------------
 
 /**
- * Waits until the cluster is whole again: a leader behind HAProxy, a synchronous standby, and
- * every node running. A node whose Patroni reports `start failed`, or that is not running after
- * stuckMs (an old primary not rewound onto the new timeline), is reinitialized from the leader
- * (Patroni's POST /reinitialize: a new base backup), as an operator would, and that is recorded. Resolves what
- * was needed, or `settled: false` if the cluster is not whole within `timeoutMs`.
- */
-async function settle(cluster, timeoutMs = 180_000, stuckMs = 40_000) {
-  const deadline = Date.now() + timeoutMs;
-  const reinitialized = [];
-  const reinitializedLogs = [];
-  const startedAt = Date.now();
-  while (Date.now() < deadline) {
-    const members = (await cluster.members()) ?? [];
-    const whole =
-      members.length === cluster.nodes.length &&
-      members.some((member) => member.role === 'leader') &&
-      members.some((member) => member.role === 'sync_standby' && member.state === 'running') &&
-      members.every((member) => member.state === 'running' || member.state === 'streaming');
-    if (whole) {
-      await cluster.waitForLeader(Math.max(1000, deadline - Date.now())).catch(() => {});
-      return { settled: true, settleMs: Date.now() - startedAt, reinitialized, reinitializedLogs };
-    }
-    // Given up on: `start failed`, or not running after stuckMs (seen: an old primary resumed from
-    // a freeze that stays `starting` as a standby on its old timeline, "unexpected timeline ID" in
-    // its log, never rewound).
-    const stuck = (member) => member.state === 'start failed' || (Date.now() - startedAt > stuckMs && member.role !== 'leader' && member.state !== 'running' && member.state !== 'streaming');
-    for (const member of members.filter((candidate) => stuck(candidate) && !reinitialized.includes(candidate.name))) {
-      const node = cluster.nodes.find((candidate) => candidate.name === member.name);
-      const response = await fetch(`http://127.0.0.1:${node.restPort}/reinitialize`, { method: 'POST', body: JSON.stringify({ force: true }), signal: AbortSignal.timeout(10_000) }).catch((error) => ({ status: String(error) }));
-      console.log(`  ${member.name}: ${member.state} after ${Math.round((Date.now() - startedAt) / 1000)} s; reinitialized from the leader (${response.status})`);
-      reinitialized.push(member.name);
-      // Why, for the record: the end of its Patroni's log.
-      const log = cluster.logs().split(/^== /m).find((part) => part.startsWith(`${member.name} `));
-      reinitializedLogs.push({ node: member.name, state: member.state, log: log?.split('\n').slice(-12) });
-    }
-    await sleep(500);
-  }
-  return { settled: false, settleMs: Date.now() - startedAt, reinitialized, members: await cluster.members() };
-}
-
-/**
  * Writers send keyed writes through both instances; after steadyMs `fault` is done; the run
  * ends once writes have been served for steadyMs after the last failure (or maxFaultMs after the
  * fault). Every request's outcome is kept with its time from the fault.
@@ -433,15 +392,18 @@ try {
       results.stoppedEarly = `${stopping ? 'stopped by a signal' : `--until ${new Date(until).toISOString()} reached`} after ${index} of ${order.length} runs`;
       break;
     }
-    const settling = await settle(cluster);
-    for (const node of settling.reinitialized) {
+    let settling;
+    try {
+      settling = await cluster.settle();
+    } catch (error) {
+      results.stoppedEarly = `before run ${index + 1}: ${error.message}\n${cluster.logs()}`;
+      break;
+    }
+    for (const { node, state, afterMs, log } of settling.reinitialized) {
+      console.log(`  ${node}: ${state} after ${Math.round(afterMs / 1000)} s; reinitialized from the leader`);
       // Which run took the lead from it: the fault it did not come back from by itself.
       const lostLead = results.runs.findLast((run) => run.leaderBefore === node && run.leaderAfter !== node);
-      results.reinitialized.push({ beforeRun: index + 1, node, lostLeadInRun: lostLead?.run, lostLeadTo: lostLead?.kind, settleMs: settling.settleMs, log: settling.reinitializedLogs.find((entry) => entry.node === node) });
-    }
-    if (!settling.settled) {
-      results.stoppedEarly = `the cluster was not whole again (a leader, a synchronous standby, every node running) within 180 s before run ${index + 1}: ${JSON.stringify(settling.members)}\n${cluster.logs()}`;
-      break;
+      results.reinitialized.push({ beforeRun: index + 1, node, lostLeadInRun: lostLead?.run, lostLeadTo: lostLead?.kind, settleMs: settling.settleMs, log: { node, state, log } });
     }
     const leaderBefore = await cluster.waitForLeader();
     const fault = faults[kind];
