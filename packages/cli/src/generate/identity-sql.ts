@@ -344,6 +344,36 @@ END
 $$;`;
 
 /**
+ * Claims up to `max_rows` single sign-on connections whose metadata refresh is due (the daily
+ * refresh, src/sso/metadata-refresh.ts), moving their `metadataNextRefreshAt` a lease ahead in the
+ * same statement: as due_domain_checks, two instances never refresh the same connection at once,
+ * and one stopped mid-refresh leaves it to another once the lease is over. The worker sets the
+ * next day's time when it has refreshed. As the tables' owner with the maintenance setting on.
+ */
+const dueSsoRefreshes = `CREATE OR REPLACE FUNCTION authstrap.due_sso_refreshes(max_rows integer, refreshed_at timestamptz, lease_seconds integer)
+RETURNS TABLE ("id" uuid, "organizationId" uuid)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+BEGIN
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  RETURN QUERY
+  WITH due AS (
+    SELECT c."id" FROM "authstrap_sso_connection" c
+     WHERE c."metadataNextRefreshAt" <= refreshed_at
+     ORDER BY c."metadataNextRefreshAt", c."id"
+     LIMIT max_rows
+     FOR UPDATE SKIP LOCKED
+  )
+  UPDATE "authstrap_sso_connection" c SET "metadataNextRefreshAt" = refreshed_at + make_interval(secs => lease_seconds)
+    FROM due WHERE c."id" = due."id"
+  RETURNING c."id", c."organizationId";
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;`;
+
+/**
  * Keeps a batch of SCIM requests (src/scim/request-log.ts) in each directory's request log, and
  * trims it: seven days, and at most 1,000 rows a directory. `requests` is a JSON array of rows.
  * SECURITY DEFINER with the maintenance setting: one statement for a second of every directory's
@@ -477,6 +507,7 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'directory_manages_profile', definition: directoryManagesProfile },
   { name: 'key_creator_refusal', definition: keyCreatorRefusal },
   { name: 'due_domain_checks', definition: dueDomainChecks },
+  { name: 'due_sso_refreshes', definition: dueSsoRefreshes },
   { name: 'sso_route', definition: ssoRoute },
   { name: 'sso_connection_owner', definition: ssoConnectionOwner },
   { name: 'prune_identity', definition: pruneIdentity },
