@@ -190,6 +190,12 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     sendData(res, await present(caller, created), 201);
   });
 
+  /** Read now (or nothing to read from): the daily refresh (metadata-refresh.ts) comes a day on. */
+  const firstRefresh = (read: boolean) => ({
+    metadataRefreshedAt: read ? new Date() : null,
+    metadataNextRefreshAt: new Date(Date.now() + config.sso.refreshIntervalHours * 60 * 60 * 1000),
+  });
+
   /** An OIDC connection's columns: the discovery document fetched now, the secret sealed. */
   const oidcColumns = async (oidc: z.output<typeof OidcInput>): Promise<{ values: Record<string, unknown>; certificates?: undefined }> => {
     const metadata = await discovered(oidc.issuer);
@@ -203,6 +209,7 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
         oidcTenant: oidc.tenant ?? null,
         oidcMetadata: JSON.stringify(metadata),
         oidcMetadataFetchedAt: new Date(),
+        ...firstRefresh(true),
       },
     };
   };
@@ -222,6 +229,7 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
         allowIdpInitiated: flags.allowIdpInitiated,
         samlSpPrivateKey: seal.seal(keys.privateKey),
         samlSpCertificate: keys.certificate,
+        ...firstRefresh(metadataUrl !== null),
       },
       certificates: { pems: idp.certificates, source },
     };
