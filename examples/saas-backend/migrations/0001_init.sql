@@ -1077,19 +1077,14 @@ RETURNS TABLE ("id" uuid, "organizationId" uuid)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 #variable_conflict use_column
 DECLARE
-  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  was_maintenance text;
 BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
   PERFORM set_config('authstrap.maintenance', 'on', true);
   RETURN QUERY
-  WITH due AS (
-    SELECT c."id" FROM "authstrap_sso_connection" c
-     WHERE c."metadataNextRefreshAt" <= refreshed_at
-     ORDER BY c."metadataNextRefreshAt", c."id"
-     LIMIT max_rows
-     FOR UPDATE SKIP LOCKED
-  )
   UPDATE "authstrap_sso_connection" c SET "metadataNextRefreshAt" = refreshed_at + make_interval(secs => lease_seconds)
-    FROM due WHERE c."id" = due."id"
+   WHERE c."id" IN (SELECT due."id" FROM "authstrap_sso_connection" due WHERE due."metadataNextRefreshAt" <= refreshed_at
+                     ORDER BY due."metadataNextRefreshAt", due."id" LIMIT max_rows FOR UPDATE SKIP LOCKED)
   RETURNING c."id", c."organizationId";
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
 END

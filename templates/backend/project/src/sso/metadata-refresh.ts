@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
+import { pollingWorker, type PollingWorker } from '../db/polling-worker.js';
 import { withScope, type ScopedQueryable } from '../db/scope.js';
 import { recordEvent, type EventContext } from '../events/events.js';
 import { certificateColumns, connectionColumns, expiryWarningMs, storeCertificates, type CertificateRow, type ConnectionRow } from './connections.js';
@@ -161,21 +162,11 @@ export async function refreshConnection(db: Database, { connectionId, organizati
   });
 }
 
-export interface MetadataRefresh {
-  /** Refreshes every connection due now (by the clock), a batch at a time; answers what each found. */
-  runOnce(): Promise<RefreshDone[]>;
-  /** Every `pollMs` from now on (nothing when it is 0). */
-  start(): void;
-  /** No new round; the one under way finishes. */
-  stop(): Promise<void>;
-}
+/** Refreshes every connection due now (by the clock), a batch at a time; `runOnce` answers what each found. */
+export type MetadataRefresh = PollingWorker<RefreshDone[]>;
 
 /** The worker every instance runs; `clock` is the time a round acts at (tests set it). */
 export function createMetadataRefresh({ db, logger, settings, clock = () => new Date() }: { db: Database; logger: Logger; settings: RefreshSettings; clock?: () => Date }): MetadataRefresh {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<RefreshDone[]> | undefined;
-  let stopped = false;
-
   const refreshClaimed = async (claimed: { id: string; organizationId: string }, now: Date): Promise<RefreshDone | undefined> => {
     try {
       const done = await refreshConnection(db, { connectionId: claimed.id, organizationId: claimed.organizationId, now, settings });
@@ -188,7 +179,7 @@ export function createMetadataRefresh({ db, logger, settings, clock = () => new 
     }
   };
 
-  const round = async () => {
+  const round = async (stopped: () => boolean) => {
     const done: RefreshDone[] = [];
     for (;;) {
       const now = clock();
@@ -197,39 +188,9 @@ export function createMetadataRefresh({ db, logger, settings, clock = () => new 
         const results = await Promise.all(rows.slice(start, start + refreshesAtOnce).map((claimed) => refreshClaimed(claimed, now)));
         done.push(...results.filter((result): result is RefreshDone => result !== undefined));
       }
-      if (rows.length < batchSize || stopped) return done;
+      if (rows.length < batchSize || stopped()) return done;
     }
   };
 
-  const runOnce = () => {
-    const run = round().finally(() => {
-      if (running === run) running = undefined;
-    });
-    running = run;
-    return run;
-  };
-
-  const tick = () => {
-    timer = setTimeout(async () => {
-      try {
-        if (!running) await runOnce();
-      } catch (error) {
-        logger.warn({ err: (error as Error)?.message }, 'could not look for single sign-on connections due a refresh; trying again later');
-      }
-      if (!stopped) tick();
-    }, settings.pollMs);
-    timer.unref();
-  };
-
-  return {
-    runOnce,
-    start() {
-      if (settings.pollMs > 0) tick();
-    },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running?.catch(() => {});
-    },
-  };
+  return pollingWorker({ round, pollMs: settings.pollMs, logger, what: 'single sign-on connections due a refresh' });
 }
