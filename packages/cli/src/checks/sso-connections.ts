@@ -29,7 +29,7 @@ export interface SsoConnectionFacts {
   readFrom: string | null;
   refreshedAt: Date | null;
   refreshError: string | null;
-  /** A refresh is due (queued by fix, or the worker's next round): the outcome above is not the last word. */
+  /** A refresh is queued (by fix), under way, or due within ten minutes: the outcome above is not the last word. */
   refreshDue: boolean;
   certificates: { subject: string | null; notAfter: Date }[];
 }
@@ -59,7 +59,8 @@ export async function readSsoFacts(db: DatabaseProbe): Promise<SsoFacts | undefi
   );
   // A backend from before the daily refresh has no outcome to read: the certificates and domains are still judged.
   const refresh = hasRefresh?.exists
-    ? `c."metadataRefreshedAt" AS "refreshedAt", c."metadataRefreshError" AS "refreshError", c."metadataNextRefreshAt" <= now() AS "refreshDue"`
+    ? // Due within the ten minutes of the worker's lease: queued (by fix), under way (a claim moves it ten minutes on), or about to be.
+      `c."metadataRefreshedAt" AS "refreshedAt", c."metadataRefreshError" AS "refreshError", c."metadataNextRefreshAt" <= now() + interval '10 minutes' AS "refreshDue"`
     : `NULL::timestamptz AS "refreshedAt", NULL::text AS "refreshError", false AS "refreshDue"`;
   const [clock] = await db.query<{ now: Date }>('SELECT now() AS "now"');
   const connections = await db.query<Omit<SsoConnectionFacts, 'certificates'>>(
@@ -102,7 +103,7 @@ interface Judged {
 /** One connection's refresh and certificates, judged at `now`. */
 function judgeConnection(connection: SsoConnectionFacts, now: Date): Judged[] {
   const judged: Judged[] = [];
-  const queued = connection.refreshDue ? ' (a refresh is queued: the backend reads its IdP again within SSO_REFRESH_POLL_MS)' : '';
+  const queued = connection.refreshDue ? ' (a refresh is queued or under way: the backend reads its IdP again within minutes)' : '';
   if (connection.refreshError) {
     const what = connection.protocol === 'oidc' ? `its issuer ${connection.readFrom}` : `its metadata URL ${connection.readFrom}`;
     judged.push({
