@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +13,7 @@ import { createResources, fixJson, healthyEnv, query, type Backend } from '../su
 /**
  * The `sso-connections` check against a copy of the example, running on PostgreSQL with real SAML
  * connections whose IdP metadata a loopback server publishes (SSO_ALLOW_PRIVATE_ADDRESSES), each
- * breakage made as it happens: the IdP's certificate expires (fix asks the backend to read the
+ * breakage made as it happens (an OIDC connection beside them, its discovery served there too): the IdP's certificate expires (fix asks the backend to read the
  * metadata again, where the IdP now publishes its next one), a verified domain's TXT record is
  * gone, the backend's AUTH_URL is not where it answers. Verified, repaired where fix can, verified again.
  */
@@ -48,10 +49,21 @@ describe.runIf(adminUrl)('sso-connections: single sign-on connections on a runni
   let dir: string;
   let backend: Backend;
   let published = '';
-  const publisher = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/samlmetadata+xml' }).end(published));
+  // The SAML IdP's metadata at /idp/metadata; an OIDC issuer's discovery and keys at /oidc (what a connection reads when it is made).
+  const signingKey = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'jwk' }), kid: 'k1', use: 'sig', alg: 'RS256' };
+  const publisher = http.createServer((req, res) => {
+    const issuer = `http://127.0.0.1:${(publisher.address() as AddressInfo).port}/oidc`;
+    if (req.url === '/oidc/.well-known/openid-configuration') {
+      const discovery = { issuer, authorization_endpoint: `${issuer}/auth`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/jwks`, response_types_supported: ['code'], subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['RS256'] };
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(discovery));
+    }
+    if (req.url === '/oidc/jwks') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [signingKey] }));
+    res.writeHead(200, { 'content-type': 'application/samlmetadata+xml' }).end(published);
+  });
   let metadataUrl: string;
   let owner: { token: string; organizationId: string };
   let connectionId: string;
+  let oidcConnectionId: string;
 
   const api = async (method: string, path: string, body?: unknown, to = backend) => {
     const response = await fetch(new URL(path, to.url), {
@@ -101,9 +113,13 @@ describe.runIf(adminUrl)('sso-connections: single sign-on connections on a runni
     await query(backend.databaseUrl, `UPDATE "authstrap_sso_connection" SET "enabled" = true WHERE "id" = $1`, [connectionId]);
     // Verified, its next DNS check a month away (this machine's resolver has no such record: the backend's own check would find it gone).
     await query(backend.databaseUrl, `INSERT INTO "authstrap_domain" ("organizationId", "domain", "state", "txtToken", "verifiedAt", "nextCheckAt") VALUES ($1, 'corp.example', 'verified', 'token123', now(), now() + interval '30 days')`, [owner.organizationId]);
+    const oidc = await api('POST', '/sso-connections', { name: 'Corp OIDC', protocol: 'oidc', oidc: { issuer: metadataUrl.replace('/idp/metadata', '/oidc'), clientId: 'client', clientSecret: 'secret' } });
+    expect(oidc.status, JSON.stringify(oidc.body)).toBe(201);
+    oidcConnectionId = oidc.body.data.id;
+    await query(backend.databaseUrl, `UPDATE "authstrap_sso_connection" SET "enabled" = true WHERE "id" = ANY($1::uuid[])`, [[connectionId, oidcConnectionId]]);
     const outcome = await probe();
     expect(outcome.status, outcome.message).toBe('pass');
-    expect(outcome.message).toContain('1 enabled connection: IdP read at the last refresh, certificates in date');
+    expect(outcome.message).toContain('2 enabled connections: IdP read at the last refresh, certificates in date');
   });
 
   it("fails an expired IdP certificate; fix asks the backend to read the metadata again, where the IdP publishes its next one; then passes", async () => {
@@ -157,6 +173,7 @@ describe.runIf(adminUrl)('sso-connections: single sign-on connections on a runni
       const outcome = await probe(wrong);
       expect(outcome.status).toBe('fail');
       expect(outcome.message).toContain(`the IdP posts to the ACS URL http://127.0.0.1:9/api/auth/sso/${connectionId}/saml/acs, which does not reach this backend; set AUTH_URL to this backend's public address (${new URL(wrong.url).origin})`);
+      expect(outcome.message).toContain(`the IdP sends browsers back to http://127.0.0.1:9/api/auth/sso/${oidcConnectionId}/oidc/callback, which does not reach this backend; set AUTH_URL to this backend's public address (${new URL(wrong.url).origin}) and give the IdP the new redirect URI`);
       // fix reads no running backend: nothing for it to repair here, and it says nothing failed.
       expect(verdictOf((await fixJson(['--dry-run', '--database-url', backend.databaseUrl], dir)).report).status).toBe('pass');
       await wrong.stop();
