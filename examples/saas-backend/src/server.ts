@@ -29,6 +29,7 @@ import { createDomainChecks, type DomainChecks } from './domains/domain-checks.j
 import { createMetadataRefresh, type MetadataRefresh } from './sso/metadata-refresh.js';
 import { checkScheduleOf } from './domains/domain-states.js';
 import { txtLookup } from './domains/txt-lookup.js';
+import { warnWithoutSearchIndexes } from './operator/search-indexes.js';
 
 export interface RunningServer {
   url: string;
@@ -157,6 +158,9 @@ async function openAndMigrate(config: Config, logger: Logger, start: StartSteps)
   await sealStoredWebhookSecrets(db, webhookSecretSeal(config.webhooks.authSecret), logger).catch((error) => {
     logger.warn({ err: (error as Error).message }, 'webhook secrets: could not seal the stored ones now; each is sealed at its next delivery');
   });
+  await warnWithoutSearchIndexes(db, logger).catch((error) => {
+    logger.warn({ err: (error as Error).message }, "operators' searches: could not check their indexes");
+  });
   // Through the pool, so once requests' role is set: what their statements would see.
   if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger).catch((error) => start.abort(error));
   return db;
@@ -169,6 +173,8 @@ async function openReachableDatabase(config: Config, logger: Logger, start: Star
       await openDatabase(config, {
         onOlderTimeline: (seen, newest) =>
           logger.error({ timeline: seen, newestTimeline: newest }, 'the database is a primary on an older timeline than this instance has written on (a rewound or returning old primary): its connection was ended and the request answered 503'),
+        onUnconfirmedCommit: () =>
+          logger.error('a commit was not confirmed by the synchronous standby within DATABASE_QUERY_TIMEOUT_MS: it is on the primary, maybe not on the standby; the request was answered 503 (check the standby: patronictl list, pg_stat_replication)'),
       }),
     );
     // On a connection of its own: the pool is first used once the migrations are applied (actAsAppRole).

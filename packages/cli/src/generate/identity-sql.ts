@@ -427,6 +427,43 @@ END
 $$;`;
 
 /**
+ * Whether an invitation a directory mailed (its inviter part is the directory's id; invitations.ts)
+ * still stands: the directory is enabled, and its resource for the invited address is live, active
+ * and still `invited`. Asked by the invitation's routes, which are scoped to no organization:
+ * SECURITY DEFINER, and it answers that one boolean.
+ */
+const directoryInvitationStands = `CREATE OR REPLACE FUNCTION authstrap.directory_invitation_stands(directory_id text, organization_id text, address text) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  stands boolean;
+BEGIN
+${withMaintenance(`  stands := EXISTS (SELECT 1 FROM "authstrap_scim_user" su JOIN "authstrap_scim_directory" d ON d."id" = su."directoryId" JOIN "User" u ON u."id" = su."userId"
+                     WHERE su."directoryId"::text = directory_id AND su."organizationId"::text = organization_id AND d."enabled"
+                       AND su."deletedAt" IS NULL AND su."active" AND su."membership" = 'invited' AND lower(u."email") = lower(address));`)}
+  RETURN stands;
+END
+$$;`;
+
+/**
+ * The directory's resources of a person who accepted its invitation become members (the
+ * acceptance runs scoped to no organization, and the resources are the directory's to write);
+ * answers each, with its directory and default role, for the roles its mappings give.
+ */
+const directoryInvitationAccepted = `CREATE OR REPLACE FUNCTION authstrap.directory_invitation_accepted(user_id uuid, organization_id uuid)
+  RETURNS TABLE ("scimUserId" uuid, "directoryId" uuid, "defaultRole" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+BEGIN
+${withMaintenance(`  RETURN QUERY
+    WITH accepted AS (
+      UPDATE "authstrap_scim_user" su SET "membership" = 'member'
+       WHERE su."userId" = user_id AND su."organizationId" = organization_id AND su."membership" = 'invited' AND su."deletedAt" IS NULL AND su."active"
+      RETURNING su."id", su."directoryId")
+    SELECT a."id", a."directoryId", d."defaultRole" FROM accepted a JOIN "authstrap_scim_directory" d ON d."id" = a."directoryId";`)}
+END
+$$;`;
+
+/**
  * Where an address (its domain) or an organization (its slug) signs in with single sign-on: the
  * organization, whether it requires SSO, and its enabled connections, as jsonb
  * (`{ organizationId, slug, ssoRequired, connections: [{ id, name, protocol }] }`), or null. Only
@@ -497,6 +534,8 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'record_scim_requests', definition: recordScimRequests },
   { name: 'directory_manages_role', definition: directoryManagesRole },
   { name: 'directory_manages_profile', definition: directoryManagesProfile },
+  { name: 'directory_invitation_stands', definition: directoryInvitationStands },
+  { name: 'directory_invitation_accepted', definition: directoryInvitationAccepted },
   { name: 'key_creator_refusal', definition: keyCreatorRefusal },
   { name: 'due_domain_checks', definition: dueDomainChecks },
   { name: 'due_sso_refreshes', definition: dueSsoRefreshes },
