@@ -1846,10 +1846,12 @@ export type EventType =
   | 'session.signed_in'
   | 'session.signed_out'
   | 'sso.break_glass_used'
+  | 'sso_connection.certificate_expiring'
   | 'sso_connection.created'
   | 'sso_connection.deleted'
   | 'sso_connection.disabled'
   | 'sso_connection.enabled'
+  | 'sso_connection.refresh_failed'
   | 'sso_connection.tested'
   | 'sso_connection.updated'
   | 'sso_policy.updated'
@@ -1926,10 +1928,12 @@ export const eventCatalogue: Record<EventType, string> = {
   'session.signed_in': "A user signed in (data.method: how, as the session stores it)",
   'session.signed_out': "A user signed out",
   'sso.break_glass_used': "An owner signed in with a password while the organization requires single sign-on (break-glass)",
+  'sso_connection.certificate_expiring': "The daily refresh found an IdP signing certificate of a connection that ends within 30 days or has ended (data.certificates: fingerprintSha256, subject, notAfter, expired); at most once a day per connection",
   'sso_connection.created': "An owner or admin added a single sign-on connection (disabled until tested and enabled)",
   'sso_connection.deleted': "A single sign-on connection was removed (data.sessionsEnded: the sessions it made)",
   'sso_connection.disabled': "A single sign-on connection was turned off (data.sessionsEnded: the sessions it made)",
   'sso_connection.enabled': "A single sign-on connection was turned on: it signs people in",
+  'sso_connection.refresh_failed': "The daily refresh could not read a connection's identity provider (data.from, data.error); the connection keeps what was read before; at most once a day per connection",
   'sso_connection.tested': "A test sign-in through a connection ended (data.ok; data.error when it failed)",
   'sso_connection.updated': "A single sign-on connection's settings changed (data.changedFields; a change of what sign-in reads needs a new test)",
   'sso_policy.updated': "The organization's single sign-on policy changed (data.ssoRequired, data.breakGlass, data.sessionsEnded)",

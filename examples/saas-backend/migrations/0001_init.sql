@@ -297,6 +297,11 @@ CREATE TABLE "authstrap_sso_connection" (
   "samlSignAuthnRequests" boolean NOT NULL DEFAULT false,
   "samlSpPrivateKey" text,
   "samlSpCertificate" text,
+  "metadataRefreshedAt" timestamptz,
+  "metadataRefreshError" text,
+  "metadataNextRefreshAt" timestamptz NOT NULL DEFAULT now(),
+  "certificateWarnedAt" timestamptz,
+  "refreshFailureWarnedAt" timestamptz,
   "createdBy" uuid,
   "createdAt" timestamptz NOT NULL DEFAULT now(),
   "updatedAt" timestamptz NOT NULL DEFAULT now(),
@@ -312,6 +317,8 @@ CREATE TABLE "authstrap_sso_connection" (
   CONSTRAINT "authstrap_sso_connection_id_organizationId_key" UNIQUE ("id", "organizationId"),
   CONSTRAINT "authstrap_sso_connection_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE
 );
+
+CREATE INDEX "authstrap_sso_connection_metadataNextRefreshAt_idx" ON "authstrap_sso_connection" ("metadataNextRefreshAt");
 
 CREATE TABLE "authstrap_sso_certificate" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -1093,6 +1100,24 @@ BEGIN
   UPDATE "authstrap_domain" d SET "nextCheckAt" = checked_at + make_interval(secs => lease_seconds)
     FROM due WHERE d."id" = due."id"
   RETURNING d."id", d."organizationId", d."domain", d."state", d."txtToken", d."failingSince";
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.due_sso_refreshes(max_rows integer, refreshed_at timestamptz, lease_seconds integer)
+RETURNS TABLE ("id" uuid, "organizationId" uuid)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  was_maintenance text;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  RETURN QUERY
+  UPDATE "authstrap_sso_connection" c SET "metadataNextRefreshAt" = refreshed_at + make_interval(secs => lease_seconds)
+   WHERE c."id" IN (SELECT due."id" FROM "authstrap_sso_connection" due WHERE due."metadataNextRefreshAt" <= refreshed_at
+                     ORDER BY due."metadataNextRefreshAt", due."id" LIMIT max_rows FOR UPDATE SKIP LOCKED)
+  RETURNING c."id", c."organizationId";
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
 END
 $$;
@@ -2202,11 +2227,11 @@ ALTER TABLE "authstrap_sso_certificate" FORCE ROW LEVEL SECURITY;
 
 CREATE POLICY "authstrap_select" ON "authstrap_sso_certificate" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
 
-CREATE POLICY "authstrap_insert" ON "authstrap_sso_certificate" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+CREATE POLICY "authstrap_insert" ON "authstrap_sso_certificate" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
 
 CREATE POLICY "authstrap_update" ON "authstrap_sso_certificate" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
 
-CREATE POLICY "authstrap_delete" ON "authstrap_sso_certificate" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+CREATE POLICY "authstrap_delete" ON "authstrap_sso_certificate" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
 
 CREATE POLICY "authstrap_maintenance" ON "authstrap_sso_certificate" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
 

@@ -344,6 +344,28 @@ END
 $$;`;
 
 /**
+ * Claims up to `max_rows` single sign-on connections whose metadata refresh is due (the daily
+ * refresh, src/sso/metadata-refresh.ts), moving their `metadataNextRefreshAt` a lease ahead in the
+ * same statement: as due_domain_checks, two instances never refresh the same connection at once,
+ * and one stopped mid-refresh leaves it to another once the lease is over. The worker sets the
+ * next day's time when it has refreshed. As the tables' owner with the maintenance setting on.
+ */
+const dueSsoRefreshes = `CREATE OR REPLACE FUNCTION authstrap.due_sso_refreshes(max_rows integer, refreshed_at timestamptz, lease_seconds integer)
+RETURNS TABLE ("id" uuid, "organizationId" uuid)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  was_maintenance text;
+BEGIN
+${withMaintenance(`  RETURN QUERY
+  UPDATE "authstrap_sso_connection" c SET "metadataNextRefreshAt" = refreshed_at + make_interval(secs => lease_seconds)
+   WHERE c."id" IN (SELECT due."id" FROM "authstrap_sso_connection" due WHERE due."metadataNextRefreshAt" <= refreshed_at
+                     ORDER BY due."metadataNextRefreshAt", due."id" LIMIT max_rows FOR UPDATE SKIP LOCKED)
+  RETURNING c."id", c."organizationId";`)}
+END
+$$;`;
+
+/**
  * Keeps a batch of SCIM requests (src/scim/request-log.ts) in each directory's request log, and
  * trims it: seven days, and at most 1,000 rows a directory. `requests` is a JSON array of rows.
  * SECURITY DEFINER with the maintenance setting: one statement for a second of every directory's
@@ -516,6 +538,7 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'directory_invitation_accepted', definition: directoryInvitationAccepted },
   { name: 'key_creator_refusal', definition: keyCreatorRefusal },
   { name: 'due_domain_checks', definition: dueDomainChecks },
+  { name: 'due_sso_refreshes', definition: dueSsoRefreshes },
   { name: 'sso_route', definition: ssoRoute },
   { name: 'sso_connection_owner', definition: ssoConnectionOwner },
   { name: 'prune_identity', definition: pruneIdentity },

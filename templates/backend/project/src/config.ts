@@ -113,6 +113,10 @@ export interface SsoSettings {
   clockSkewSeconds: number;
   /** SSO_APP_REDIRECTS: where an app (`client=app`) may be sent back with its one-time code: custom schemes, loopback URLs. */
   appRedirects: string[];
+  /** SSO_REFRESH_INTERVAL_HOURS: how often each connection's IdP metadata is read again (src/sso/metadata-refresh.ts). */
+  refreshIntervalHours: number;
+  /** SSO_REFRESH_POLL_MS: how often an instance looks for connections due a refresh; 0 never. */
+  refreshPollMs: number;
 }
 
 /** Verified domains (src/domains/): where their DNS TXT records are asked for, and how often. */
@@ -275,6 +279,8 @@ const environmentSchema = z.object({
   SSO_ALLOW_PRIVATE_ADDRESSES: optional(z.enum(['true', 'false'], { error: 'must be true or false' })),
   SSO_CLOCK_SKEW_SECONDS: count(0, 600),
   SSO_APP_REDIRECTS: optional(z.string()),
+  SSO_REFRESH_INTERVAL_HOURS: count(1, 8760),
+  SSO_REFRESH_POLL_MS: count(0, 3_600_000),
   DNS_TIMEOUT_MS: count(10, 60_000),
   DOMAIN_CHECK_INTERVAL_HOURS: count(1, 8760),
   DOMAIN_FAILING_GRACE_DAYS: count(1, 365),
@@ -487,6 +493,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       allowPrivateAddresses: values.SSO_ALLOW_PRIVATE_ADDRESSES === 'true',
       clockSkewSeconds: values.SSO_CLOCK_SKEW_SECONDS ?? 180,
       appRedirects: (values.SSO_APP_REDIRECTS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean),
+      refreshIntervalHours: values.SSO_REFRESH_INTERVAL_HOURS ?? 24,
+      refreshPollMs: values.SSO_REFRESH_POLL_MS ?? 60_000,
     },
   };
 }
