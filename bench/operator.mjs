@@ -22,6 +22,7 @@
 //
 // Settings: BENCH_PG_URL, USERS, ORGANIZATIONS, EVENTS, REQUESTS. Writes bench/results/operator.json.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { api, expectStatus, queryAsOwner, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
@@ -35,6 +36,8 @@ const requests = Number(process.env.REQUESTS ?? 50);
 const percentile = (values, p) => values.slice().sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
 const round = (value) => Math.round(value * 10) / 10;
 
+// The machine's load (1, 5 and 15 minutes) before and after: on a shared machine, what the numbers were measured under.
+const loadBefore = os.loadavg().map(round);
 const database = await throwawayDatabase('operator');
 let backend;
 try {
@@ -100,7 +103,7 @@ try {
   rows.push(await measure('orgs-member', `/api/operator/organizations?search=${encodeURIComponent('user-4242@')}`));
 
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
-  fs.writeFileSync(resultsFile, `${JSON.stringify({ at: new Date().toISOString(), users: userCount, organizations: organizationCount, events: eventCount, seededMs, rows }, null, 2)}\n`);
+  fs.writeFileSync(resultsFile, `${JSON.stringify({ at: new Date().toISOString(), users: userCount, organizations: organizationCount, events: eventCount, seededMs, loadAverage: { before: loadBefore, after: os.loadavg().map(round) }, rows }, null, 2)}\n`);
 } finally {
   if (backend) await stopChild(backend.child);
   await database.drop();

@@ -60,6 +60,12 @@ export interface ReplicatedPostgres {
   resume(name: string): void;
   /** A planned switchover from the leader (to `to`, or the synchronous standby); resolves the new leader once the old one runs again as a replica. */
   switchover(to?: string): Promise<string>;
+  /**
+   * Resolves once the cluster is whole (a leader behind HAProxy, a running synchronous standby,
+   * every started node running), reinitializing a node left `start failed` or not running after
+   * stuckMs (40 s); throws after timeoutMs (180 s).
+   */
+  settle(options?: { timeoutMs?: number; stuckMs?: number }): Promise<{ settleMs: number; reinitialized: { node: string; state: string; afterMs: number; answer?: number; log?: string[] }[] }>;
   /** The end of every process's log. */
   logs(): string;
   /** Stops everything it started and removes its folder. */

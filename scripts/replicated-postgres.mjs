@@ -111,6 +111,7 @@ export async function startReplicatedPostgres({ nodes: nodeCount = 3 } = {}) {
     freeze: (name) => freeze(nodeNamed(nodes, name)),
     resume: (name) => resume(nodeNamed(nodes, name)),
     switchover: (to) => switchover(nodes, haproxy, to),
+    settle: (options) => settle(nodes, haproxy, processes, options),
     logs: () => processes.logs(),
     stop: () => stop(nodes, processes),
   };
@@ -320,8 +321,47 @@ async function switchover(nodes, haproxy, to) {
   if (response?.status !== 200) throw new Error(`switchover from ${leader}${to ? ` to ${to}` : ''} refused: ${response ? `${response.status} ${response.body}` : 'no answer'}`);
   const newLeader = await waitForLeader(nodes, haproxy, patience.leaderMs);
   if (newLeader === leader || (to && newLeader !== to)) throw new Error(`switchover from ${leader}${to ? ` to ${to}` : ''}: ${newLeader} leads (${response.body})`);
-  await waitForEveryNode(nodes, patience.startMs);
+  // The old leader only: a third node that cannot follow the new timeline is settle()'s business.
+  await waitForEveryNode([nodeNamed(nodes, leader)], patience.startMs);
   return newLeader;
+}
+
+/**
+ * Waits until the cluster is whole again: a leader behind HAProxy, a running synchronous standby,
+ * and every started node running. A node whose Patroni reports `start failed`, or that is still
+ * not running after `stuckMs`, is reinitialized from the leader (Patroni's POST /reinitialize: a
+ * new base backup), as an operator would: seen with Patroni 3.0.2, an old primary resumed from a
+ * freeze rejoins without pg_rewind while holding WAL past the fork, and cannot follow the next
+ * timeline switch ("unexpected timeline ID", or "requested timeline ... does not contain minimum
+ * recovery point"). Resolves how long it took and what was reinitialized (with the end of its
+ * log); throws, naming the members, if the cluster is not whole within `timeoutMs`.
+ */
+async function settle(nodes, haproxy, processes, { timeoutMs = 180_000, stuckMs = 40_000 } = {}) {
+  const startedAt = Date.now();
+  const reinitialized = [];
+  const started = nodes.filter((node) => node.patroni).map((node) => node.name);
+  let current = [];
+  while (Date.now() - startedAt < timeoutMs) {
+    current = (await members(nodes)) ?? [];
+    const running = (member) => member.state === 'running' || member.state === 'streaming';
+    const whole =
+      current.some((member) => member.role === 'leader' && running(member)) &&
+      current.some((member) => member.role === 'sync_standby' && running(member)) &&
+      started.every((name) => current.some((member) => member.name === name && running(member)));
+    if (whole) {
+      await waitForLeader(nodes, haproxy, Math.max(1000, timeoutMs - (Date.now() - startedAt)));
+      return { settleMs: Date.now() - startedAt, reinitialized };
+    }
+    const stuck = (member) => member.role !== 'leader' && (member.state === 'start failed' || (Date.now() - startedAt > stuckMs && !running(member)));
+    for (const member of current.filter((candidate) => stuck(candidate) && !reinitialized.some((entry) => entry.node === candidate.name))) {
+      const response = await httpRequest('POST', `http://127.0.0.1:${nodeNamed(nodes, member.name).restPort}/reinitialize`, JSON.stringify({ force: true }), 10_000);
+      // Why, for the record: the end of its Patroni's log.
+      const log = processes.logs(12).split(/^== /m).find((part) => part.startsWith(`${member.name} `));
+      reinitialized.push({ node: member.name, state: member.state, afterMs: Date.now() - startedAt, answer: response?.status, log: log?.trimEnd().split('\n') });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  throw new Error(`the cluster was not whole again (a leader, a synchronous standby, every node running) within ${timeoutMs / 1000} s: ${JSON.stringify(current)}`);
 }
 
 // ---- faults -------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ export interface StreamEvent<Type extends string, Row> {
   id: string;
   type: Type;
   organizationId: string;
-  actorType: 'user' | 'machine_key' | 'service' | 'system';
+  actorType: 'user' | 'machine_key' | 'directory' | 'service' | 'system';
   actorId: string | null;
   entity: string;
   entityId: string | null;
@@ -362,7 +362,12 @@ export interface MemberApi {
   replace(id: string, input: { role: Role }): Promise<Member>;
   update(id: string, patch: { role: Role }): Promise<Member>;
   delete(id: string): Promise<void>;
+  /** The changes to the organization's memberships, live (GET /realtime?entity=member): someone joined, changed role, left, or was deprovisioned by a directory. */
+  subscribe(options: SubscribeOptions<MemberStreamEvent, Record<string, never>, string>): Promise<LiveSubscription>;
 }
+
+/** A change to a membership, as a live stream delivers it. */
+export type MemberStreamEvent = StreamEvent<'member.created' | 'member.updated' | 'member.deleted', Member>;
 
 /** One Project record as the API returns it (dates are ISO 8601 strings, as JSON carries them). */
 export interface Project {
@@ -784,6 +789,17 @@ export interface ScimRoleMapping {
   role: Role;
 }
 
+/** A member a directory provisioned, and what the directory owns of them (the members page disables those controls). */
+export interface ScimManagedMember {
+  userId: string;
+  directoryId: string;
+  directoryName: string;
+  /** The directory maps groups to roles: their role, and their removal, are the directory's. */
+  rolesFromGroups: boolean;
+  /** Their address is in a verified domain: their name and address are the directory's. */
+  profileFromDirectory: boolean;
+}
+
 /**
  * The organization's SCIM directories (/scim-directories), for its owners and admins. A token
  * (`scim_...`) is in the answer that makes the directory or rotates its token, and never again.
@@ -802,6 +818,8 @@ export interface ScimDirectoriesApi {
   /** Revokes one token: its next request is a 401. */
   revokeToken(id: string, tokenId: string): Promise<void>;
   users(id: string): Promise<ScimDirectoryUser[]>;
+  /** Which of these users (up to 100) a directory provisioned as members, and what it owns of them. */
+  managedMembers(userIds: string[]): Promise<ScimManagedMember[]>;
   groups(id: string): Promise<ScimDirectoryGroup[]>;
   /** The last 200 requests the directory made and what they were answered, newest first. */
   requests(id: string): Promise<ScimRequest[]>;
@@ -1118,6 +1136,8 @@ export interface OperatorApi {
   endImpersonation(sessionId: string): Promise<{ ended: true; sessionId: string; userId: string }>;
   /** The platform's log, newest first; `type` one operator event type. */
   events(params?: { type?: string; page?: number; limit?: number }): Promise<ListResult<OperatorEvent>>;
+  /** Every event of the platform's log of `type` (or every type) as CSV, newest first, streamed by the backend into a Blob. */
+  exportEvents(params?: { type?: string }): Promise<Blob>;
   /** Every organization, newest first, or those whose name, slug or id, or a member's address, `search` matches. */
   organizations(params?: OperatorSearchParams): Promise<ListResult<OperatorOrganizationRow>>;
   /** Sign-ups, active users and new organizations per day over the last `days` (30 by default, at most 366), failing webhook endpoints, organizations near their limits. */
@@ -1738,6 +1758,18 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     const { data: rows, meta } = await send<Row[]>('GET', path);
     return { data: rows, meta: meta! };
   };
+  /** A CSV export (the audit logs'), streamed by the backend into a Blob; a refusal is the API's JSON error, thrown as an AuthstrapError like any other. */
+  const csv = async (path: string): Promise<Blob> => {
+    const url = baseUrl + path;
+    try {
+      const response = await fetchFn(url, { method: 'GET', headers: headersFor('text/csv'), credentials });
+      if (!response.ok) envelopeOf('GET', url, response, await response.text());
+      return await response.blob();
+    } catch (cause) {
+      if (cause instanceof AuthstrapError) throw cause;
+      throw new AuthstrapError({ status: 0, code: 'NETWORK_ERROR', message: `GET ${url} failed: ${reasonOf(cause)}`, cause });
+    }
+  };
   const users = records<User>('/Users');
   const accounts = records<Account>('/accounts');
   const sessions = records<Session>('/sessions');
@@ -1852,6 +1884,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       rotateToken: (id, options = {}) => data('POST', `/scim-directories/${encodeURIComponent(id)}/tokens`, options),
       revokeToken: (id, tokenId) => data<void>('DELETE', `/scim-directories/${encodeURIComponent(id)}/tokens/${encodeURIComponent(tokenId)}`),
       users: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/users`),
+      managedMembers: (userIds) => data('GET', `/scim-directories/managed-members?${new URLSearchParams(userIds.map((userId) => ['userId', userId]))}`),
       groups: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/groups`),
       requests: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/requests`),
       roleMappings: (id) => data('GET', `/scim-directories/${encodeURIComponent(id)}/role-mappings`),
@@ -1863,19 +1896,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
         return { data: rows, meta: meta! };
       },
       perDay: (filter = {}) => data('GET', `/audit-events/per-day${listQuery({ filter })}`),
-      async exportCsv(filter = {}) {
-        const url = `${baseUrl}/audit-events/export.csv${listQuery({ filter })}`;
-        let response: Response;
-        try {
-          response = await fetchFn(url, { method: 'GET', headers: headersFor('text/csv'), credentials });
-          // A refusal is the API's JSON error envelope: thrown as an AuthstrapError like any other.
-          if (!response.ok) envelopeOf('GET', url, response, await response.text());
-          return await response.blob();
-        } catch (cause) {
-          if (cause instanceof AuthstrapError) throw cause;
-          throw new AuthstrapError({ status: 0, code: 'NETWORK_ERROR', message: `GET ${url} failed: ${reasonOf(cause)}`, cause });
-        }
-      },
+      exportCsv: (filter = {}) => csv(`/audit-events/export.csv${listQuery({ filter })}`),
     },
     operator: {
       me: () => data('GET', '/api/operator/me'),
@@ -1887,6 +1908,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       impersonate: (id, input) => data('POST', `/api/operator/users/${encodeURIComponent(id)}/impersonate`, input),
       endImpersonation: (sessionId) => data('POST', `/api/operator/impersonations/${encodeURIComponent(sessionId)}/end`),
       events: (params = {}) => list<OperatorEvent>(`/api/operator/events${listQuery(params)}`),
+      exportEvents: ({ type } = {}) => csv(`/api/operator/events/export.csv${type ? `?type=${encodeURIComponent(type)}` : ''}`),
       organizations: (params = {}) => list<OperatorOrganizationRow>(`/api/operator/organizations${listQuery(params)}`),
       overview: (days) => data('GET', `/api/operator/overview${days === undefined ? '' : `?days=${days}`}`),
       organization: (id) => data('GET', `/api/operator/organizations/${encodeURIComponent(id)}`),
@@ -1908,7 +1930,7 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
     User: { ...users, create: (input) => data<SentInvitation>('POST', '/Users', input) },
     account: { list: accounts.list, get: accounts.get },
     session: { list: sessions.list, get: sessions.get, delete: sessions.delete },
-    member: { ...members, create: (input) => data<SentInvitation>('POST', '/members', input) },
+    member: { ...members, create: (input) => data<SentInvitation>('POST', '/members', input), subscribe: (subscription) => subscribe<MemberStreamEvent>('member', subscription) },
     Organization: records<Organization>('/Organizations'),
     Project: {
       ...records<Project>('/Projects', true),
@@ -1985,10 +2007,12 @@ export type EventType =
   | 'session.signed_in'
   | 'session.signed_out'
   | 'sso.break_glass_used'
+  | 'sso_connection.certificate_expiring'
   | 'sso_connection.created'
   | 'sso_connection.deleted'
   | 'sso_connection.disabled'
   | 'sso_connection.enabled'
+  | 'sso_connection.refresh_failed'
   | 'sso_connection.tested'
   | 'sso_connection.updated'
   | 'sso_policy.updated'
@@ -2065,10 +2089,12 @@ export const eventCatalogue: Record<EventType, string> = {
   'session.signed_in': "A user signed in (data.method: how, as the session stores it)",
   'session.signed_out': "A user signed out",
   'sso.break_glass_used': "An owner signed in with a password while the organization requires single sign-on (break-glass)",
+  'sso_connection.certificate_expiring': "The daily refresh found an IdP signing certificate of a connection that ends within 30 days or has ended (data.certificates: fingerprintSha256, subject, notAfter, expired); at most once a day per connection",
   'sso_connection.created': "An owner or admin added a single sign-on connection (disabled until tested and enabled)",
   'sso_connection.deleted': "A single sign-on connection was removed (data.sessionsEnded: the sessions it made)",
   'sso_connection.disabled': "A single sign-on connection was turned off (data.sessionsEnded: the sessions it made)",
   'sso_connection.enabled': "A single sign-on connection was turned on: it signs people in",
+  'sso_connection.refresh_failed': "The daily refresh could not read a connection's identity provider (data.from, data.error); the connection keeps what was read before; at most once a day per connection",
   'sso_connection.tested': "A test sign-in through a connection ended (data.ok; data.error when it failed)",
   'sso_connection.updated': "A single sign-on connection's settings changed (data.changedFields; a change of what sign-in reads needs a new test)",
   'sso_policy.updated': "The organization's single sign-on policy changed (data.ssoRequired, data.breakGlass, data.sessionsEnded)",

@@ -297,6 +297,11 @@ CREATE TABLE "authstrap_sso_connection" (
   "samlSignAuthnRequests" boolean NOT NULL DEFAULT false,
   "samlSpPrivateKey" text,
   "samlSpCertificate" text,
+  "metadataRefreshedAt" timestamptz,
+  "metadataRefreshError" text,
+  "metadataNextRefreshAt" timestamptz NOT NULL DEFAULT now(),
+  "certificateWarnedAt" timestamptz,
+  "refreshFailureWarnedAt" timestamptz,
   "createdBy" uuid,
   "createdAt" timestamptz NOT NULL DEFAULT now(),
   "updatedAt" timestamptz NOT NULL DEFAULT now(),
@@ -312,6 +317,8 @@ CREATE TABLE "authstrap_sso_connection" (
   CONSTRAINT "authstrap_sso_connection_id_organizationId_key" UNIQUE ("id", "organizationId"),
   CONSTRAINT "authstrap_sso_connection_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE CASCADE
 );
+
+CREATE INDEX "authstrap_sso_connection_metadataNextRefreshAt_idx" ON "authstrap_sso_connection" ("metadataNextRefreshAt");
 
 CREATE TABLE "authstrap_sso_certificate" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -1025,6 +1032,38 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.directory_invitation_stands(directory_id text, organization_id text, address text) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  stands boolean;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  stands := EXISTS (SELECT 1 FROM "authstrap_scim_user" su JOIN "authstrap_scim_directory" d ON d."id" = su."directoryId" JOIN "User" u ON u."id" = su."userId"
+                     WHERE su."directoryId"::text = directory_id AND su."organizationId"::text = organization_id AND d."enabled"
+                       AND su."deletedAt" IS NULL AND su."active" AND su."membership" = 'invited' AND lower(u."email") = lower(address));
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN stands;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.directory_invitation_accepted(user_id uuid, organization_id uuid)
+  RETURNS TABLE ("scimUserId" uuid, "directoryId" uuid, "defaultRole" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  RETURN QUERY
+    WITH accepted AS (
+      UPDATE "authstrap_scim_user" su SET "membership" = 'member'
+       WHERE su."userId" = user_id AND su."organizationId" = organization_id AND su."membership" = 'invited' AND su."deletedAt" IS NULL AND su."active"
+      RETURNING su."id", su."directoryId")
+    SELECT a."id", a."directoryId", d."defaultRole" FROM accepted a JOIN "authstrap_scim_directory" d ON d."id" = a."directoryId";
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.key_creator_refusal(creator uuid, organization_id uuid) RETURNS text LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text;
@@ -1061,6 +1100,24 @@ BEGIN
   UPDATE "authstrap_domain" d SET "nextCheckAt" = checked_at + make_interval(secs => lease_seconds)
     FROM due WHERE d."id" = due."id"
   RETURNING d."id", d."organizationId", d."domain", d."state", d."txtToken", d."failingSince";
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.due_sso_refreshes(max_rows integer, refreshed_at timestamptz, lease_seconds integer)
+RETURNS TABLE ("id" uuid, "organizationId" uuid)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  was_maintenance text;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  RETURN QUERY
+  UPDATE "authstrap_sso_connection" c SET "metadataNextRefreshAt" = refreshed_at + make_interval(secs => lease_seconds)
+   WHERE c."id" IN (SELECT due."id" FROM "authstrap_sso_connection" due WHERE due."metadataNextRefreshAt" <= refreshed_at
+                     ORDER BY due."metadataNextRefreshAt", due."id" LIMIT max_rows FOR UPDATE SKIP LOCKED)
+  RETURNING c."id", c."organizationId";
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
 END
 $$;
@@ -1142,9 +1199,15 @@ DECLARE
 BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
+  -- One branch for each kind of search (every row, an id, a substring), exactly one of which holds: PL/pgSQL soon
+  -- plans this statement once for any search (a generic plan), where an OR of the three would read every row; each
+  -- branch keeps its own index (the primary key; pg_trgm's, operator-search-sql.ts) and the others are skipped.
   WITH matched AS (
-    SELECT m."id", m."createdAt" FROM "User" m
-     WHERE search = '' OR m."id" = by_id OR (by_id IS NULL AND (m."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%'))
+    SELECT m."id", m."createdAt" FROM "User" m WHERE search = ''
+    UNION ALL
+    SELECT m."id", m."createdAt" FROM "User" m WHERE m."id" = by_id
+    UNION ALL
+    SELECT m."id", m."createdAt" FROM "User" m WHERE by_id IS NULL AND search <> '' AND (m."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%')
   ), paged AS (
     SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
@@ -1200,9 +1263,16 @@ DECLARE
 BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
+  -- One branch for each kind of search (every row, an id, a substring), exactly one of which holds: PL/pgSQL soon
+  -- plans this statement once for any search (a generic plan), where an OR of the three would read every row; each
+  -- branch keeps its own index (the primary key; pg_trgm's, operator-search-sql.ts) and the others are skipped.
   WITH matched AS (
-    SELECT m."id", m."createdAt" FROM "Organization" m
-     WHERE search = '' OR m."id" = by_id OR (by_id IS NULL AND (m."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."slug" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR m."id" IN (SELECT mm."organizationId" FROM "member" mm JOIN "User" u ON u."id" = mm."userId" WHERE u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%')))
+    SELECT m."id", m."createdAt" FROM "Organization" m WHERE search = ''
+    UNION ALL
+    SELECT m."id", m."createdAt" FROM "Organization" m WHERE m."id" = by_id
+    UNION ALL
+    SELECT m."id", m."createdAt" FROM "Organization" m WHERE by_id IS NULL AND search <> '' AND (m."id" IN (SELECT o."id" FROM "Organization" o WHERE o."name" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' OR o."slug" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%'
+                 UNION ALL SELECT mm."organizationId" FROM "member" mm JOIN "User" u ON u."id" = mm."userId" WHERE u."email" ILIKE '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%'))
   ), paged AS (
     SELECT * FROM matched ORDER BY "createdAt" DESC, "id" LIMIT page_limit OFFSET page_offset
   )
@@ -1238,7 +1308,8 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION authstrap.operator_ban_user(operator_id uuid, user_id uuid, ban_reason text, ban_expires_at timestamptz, context jsonb)
+DROP FUNCTION IF EXISTS authstrap.operator_ban_user(uuid, uuid, text, timestamptz, jsonb);
+CREATE OR REPLACE FUNCTION authstrap.operator_ban_user(operator_id uuid, user_id uuid, ban_expires_at timestamptz, ban_reason text, context jsonb)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
@@ -1405,6 +1476,8 @@ DECLARE
 BEGIN
   PERFORM authstrap.operator_check(operator_id);
   PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
   WITH matched AS (
     SELECT e.* FROM "authstrap_event" e WHERE e."type" LIKE 'operator.%' AND e."organizationId" IS NULL AND (only_type = '' OR e."type" = only_type)
   ), paged AS (
@@ -1420,6 +1493,38 @@ BEGIN
            -- The actor's id is text (a key's or a directory's too): compared as a uuid only when a user acted, so the index finds them.
            LEFT JOIN "User" actor ON p."actorType" = 'user' AND actor."id" = (CASE WHEN p."actorType" = 'user' THEN p."actorId" END)::uuid), '[]'::jsonb))
     INTO answer;
+  END work;
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN answer;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION authstrap.operator_events_batch(operator_id uuid, only_type text, after_at timestamptz, after_id uuid, batch integer)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
+  answer jsonb;
+BEGIN
+  PERFORM authstrap.operator_check(operator_id);
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  <<work>>
+  BEGIN
+  WITH paged AS (
+    SELECT * FROM (SELECT e.* FROM "authstrap_event" e WHERE e."type" LIKE 'operator.%' AND e."organizationId" IS NULL AND (only_type = '' OR e."type" = only_type)) e
+     WHERE after_at IS NULL OR (e."createdAt", e."id") < (after_at, after_id)
+     ORDER BY e."createdAt" DESC, e."id" DESC LIMIT batch
+  )
+  SELECT COALESCE(jsonb_agg(jsonb_build_object(
+           'id', p."id", 'type', p."type", 'userId', p."userId", 'userEmail', subject."email", 'userName', subject."name",
+           'actorType', p."actorType", 'actorId', p."actorId", 'actorEmail', actor."email", 'actorName', actor."name",
+           'entity', p."entity", 'entityId', p."entityId",
+           'data', p."data", 'ipAddress', p."ipAddress", 'createdAt', to_char(p."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'cursorAt', p."createdAt"::text) ORDER BY p."createdAt" DESC, p."id" DESC), '[]'::jsonb)
+    INTO answer
+    FROM paged p
+    LEFT JOIN "User" subject ON subject."id" = p."userId"
+           -- The actor's id is text (a key's or a directory's too): compared as a uuid only when a user acted, so the index finds them.
+           LEFT JOIN "User" actor ON p."actorType" = 'user' AND actor."id" = (CASE WHEN p."actorType" = 'user' THEN p."actorId" END)::uuid;
+  END work;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);
   RETURN answer;
 END
@@ -1968,6 +2073,24 @@ BEGIN
 END
 $$;
 
+DO $$
+DECLARE
+  trgm_schema text;
+BEGIN
+  BEGIN
+    CREATE EXTENSION IF NOT EXISTS pg_trgm;
+  EXCEPTION WHEN insufficient_privilege OR undefined_file OR undefined_object OR feature_not_supported THEN
+    RAISE NOTICE 'pg_trgm could not be created (%): the operators'' searches read every row (docs/operator.md, "Search")', SQLERRM;
+    RETURN;
+  END;
+  SELECT n.nspname INTO trgm_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I USING gin (%I %I.gin_trgm_ops)', 'User_email_trgm_idx', 'User', 'email', trgm_schema);
+  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I USING gin (%I %I.gin_trgm_ops)', 'User_name_trgm_idx', 'User', 'name', trgm_schema);
+  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I USING gin (%I %I.gin_trgm_ops)', 'Organization_name_trgm_idx', 'Organization', 'name', trgm_schema);
+  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I USING gin (%I %I.gin_trgm_ops)', 'Organization_slug_trgm_idx', 'Organization', 'slug', trgm_schema);
+END
+$$;
+
 GRANT SELECT, INSERT, UPDATE, DELETE ON "User", "account", "session", "verification", "Organization", "member", "apikey", "Project", "Task", "authstrap_outbox", "authstrap_event", "authstrap_webhook_endpoint", "authstrap_idempotency_key", "authstrap_operator", "authstrap_user_ban", "authstrap_activity_day", "authstrap_sso_connection", "authstrap_sso_certificate", "authstrap_sso_policy", "authstrap_domain", "authstrap_sso_identity", "authstrap_sso_flow", "authstrap_sso_code", "authstrap_saml_assertion", "authstrap_scim_directory", "authstrap_scim_token", "authstrap_scim_user", "authstrap_scim_group", "authstrap_scim_group_member", "authstrap_scim_role_mapping", "authstrap_scim_request", "authstrap_member_suspension" TO "authstrap_app";
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "authstrap_app";
@@ -2104,11 +2227,11 @@ ALTER TABLE "authstrap_sso_certificate" FORCE ROW LEVEL SECURITY;
 
 CREATE POLICY "authstrap_select" ON "authstrap_sso_certificate" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
 
-CREATE POLICY "authstrap_insert" ON "authstrap_sso_certificate" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+CREATE POLICY "authstrap_insert" ON "authstrap_sso_certificate" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
 
 CREATE POLICY "authstrap_update" ON "authstrap_sso_certificate" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system')) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
 
-CREATE POLICY "authstrap_delete" ON "authstrap_sso_certificate" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin'));
+CREATE POLICY "authstrap_delete" ON "authstrap_sso_certificate" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND (SELECT authstrap.role()) IN ('owner', 'admin', 'system'));
 
 CREATE POLICY "authstrap_maintenance" ON "authstrap_sso_certificate" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
 

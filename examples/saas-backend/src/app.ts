@@ -120,7 +120,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   // SCIM (src/scim): an identity provider with its directory's token, counted per directory, with
   // its own body limit and SCIM's media type and errors; before the per-IP limits, which a sync
   // from one address would exhaust for everyone behind it.
-  app.use('/scim/v2', scimRouter({ db, config, logger }));
+  app.use('/scim/v2', scimRouter({ db, config, logger, invitations: auth.invitations }));
   // Three budgets: sign-up/sign-in (strict), the rest of /api, and the data routes with the docs
   // page (generous, per session). The service key's requests are counted by none of them.
   app.use('/api/auth/sso', rateLimits.sso);

@@ -93,7 +93,7 @@ export interface Config {
   /** Idempotency-Key (src/idempotency/): how long a write's answer is kept for its repeats. */
   idempotency: { keyHours: number };
   /** SCIM (src/scim/): its body limit, and each directory's share of an instance (requests a minute, in flight). */
-  scim: { bodyLimit: string; rateLimitMax: number; maxConcurrentPerDirectory: number };
+  scim: { bodyLimit: string; rateLimitMax: number; maxConcurrentPerDirectory: number; maxConcurrentWhileBusy: number };
   /**
    * Operators (src/operator/): a destructive action needs a sign-in this recent (minutes; undefined:
    * any session); an impersonation lasts at most `impersonationMaxMinutes`.
@@ -113,6 +113,10 @@ export interface SsoSettings {
   clockSkewSeconds: number;
   /** SSO_APP_REDIRECTS: where an app (`client=app`) may be sent back with its one-time code: custom schemes, loopback URLs. */
   appRedirects: string[];
+  /** SSO_REFRESH_INTERVAL_HOURS: how often each connection's IdP metadata is read again (src/sso/metadata-refresh.ts). */
+  refreshIntervalHours: number;
+  /** SSO_REFRESH_POLL_MS: how often an instance looks for connections due a refresh; 0 never. */
+  refreshPollMs: number;
 }
 
 /** Verified domains (src/domains/): where their DNS TXT records are asked for, and how often. */
@@ -255,6 +259,7 @@ const environmentSchema = z.object({
   SCIM_BODY_LIMIT: optional(z.string().regex(/^\d+(b|kb|mb)?$/i, 'must be a size like 100kb or 1mb')),
   SCIM_RATE_LIMIT_MAX: count(1),
   SCIM_MAX_CONCURRENT_PER_DIRECTORY: count(1, 1000),
+  SCIM_MAX_CONCURRENT_WHILE_BUSY: count(1, 1000),
   OPERATOR_RECENT_SIGN_IN_MINUTES: count(1, 525_600),
   OPERATOR_IMPERSONATION_MAX_MINUTES: count(1, 1440),
   REALTIME_POLL_MS: count(5, 60_000),
@@ -274,6 +279,8 @@ const environmentSchema = z.object({
   SSO_ALLOW_PRIVATE_ADDRESSES: optional(z.enum(['true', 'false'], { error: 'must be true or false' })),
   SSO_CLOCK_SKEW_SECONDS: count(0, 600),
   SSO_APP_REDIRECTS: optional(z.string()),
+  SSO_REFRESH_INTERVAL_HOURS: count(1, 8760),
+  SSO_REFRESH_POLL_MS: count(0, 3_600_000),
   DNS_TIMEOUT_MS: count(10, 60_000),
   DOMAIN_CHECK_INTERVAL_HOURS: count(1, 8760),
   DOMAIN_FAILING_GRACE_DAYS: count(1, 365),
@@ -454,7 +461,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     events: { retentionDays: values.EVENTS_RETENTION_DAYS ?? 365 },
     idempotency: { keyHours: values.IDEMPOTENCY_KEY_HOURS ?? 24 },
     // A 10,000-user initial sync at 4 requests at a time needs about 90 a second.
-    scim: { bodyLimit: values.SCIM_BODY_LIMIT ?? '1mb', rateLimitMax: values.SCIM_RATE_LIMIT_MAX ?? 12_000, maxConcurrentPerDirectory: values.SCIM_MAX_CONCURRENT_PER_DIRECTORY ?? 4 },
+    scim: { bodyLimit: values.SCIM_BODY_LIMIT ?? '1mb', rateLimitMax: values.SCIM_RATE_LIMIT_MAX ?? 12_000, maxConcurrentPerDirectory: values.SCIM_MAX_CONCURRENT_PER_DIRECTORY ?? 4, maxConcurrentWhileBusy: values.SCIM_MAX_CONCURRENT_WHILE_BUSY ?? 1 },
     operators: { recentSignInMinutes: values.OPERATOR_RECENT_SIGN_IN_MINUTES, impersonationMaxMinutes: values.OPERATOR_IMPERSONATION_MAX_MINUTES ?? 60 },
     realtime: {
       pollMs: values.REALTIME_POLL_MS ?? 25,
@@ -486,6 +493,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       allowPrivateAddresses: values.SSO_ALLOW_PRIVATE_ADDRESSES === 'true',
       clockSkewSeconds: values.SSO_CLOCK_SKEW_SECONDS ?? 180,
       appRedirects: (values.SSO_APP_REDIRECTS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean),
+      refreshIntervalHours: values.SSO_REFRESH_INTERVAL_HOURS ?? 24,
+      refreshPollMs: values.SSO_REFRESH_POLL_MS ?? 60_000,
     },
   };
 }

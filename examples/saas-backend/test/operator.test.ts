@@ -1,5 +1,11 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, databaseKinds, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { AuthstrapError, createAuthstrapClient } from '../client/authstrap-client.js';
+import { missingSearchIndexes, searchIndexNames, warnWithoutSearchIndexes } from '../src/operator/search-indexes.js';
+import { parseCsv } from './support/csv.js';
+import { apiClient, databaseKinds, projectDir, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
  * The platform's operators (src/operator/): /api/operator answers only a signed-in user who is an
@@ -130,6 +136,46 @@ describe.each(databaseKinds)('operator routes on the %s database', (kind) => {
       expect(widgets).toMatchObject({ slug: 'acme-widgets', members: 1 });
     });
 
+    it("serves the searches from pg_trgm's indexes; without the extension they give the same answers and the start says so once", async () => {
+      const db = backend.running.db;
+      expect(await missingSearchIndexes(db)).toEqual([]);
+      const found = async () => [
+        (await support.api('GET', '/api/operator/users?search=acme')).body.data.map((user: { id: string }) => user.id),
+        (await support.api('GET', '/api/operator/organizations?search=jane@acme')).body.data.map((org: { id: string }) => org.id),
+        (await support.api('GET', '/api/operator/organizations?search=widgets')).body.data.map((org: { id: string }) => org.id),
+      ];
+      const withIndexes = await found();
+      expect(withIndexes.map((ids) => ids.length)).toEqual([1, 1, 1]);
+      // The migration's statement as the shipped migration has it: the extension, then the indexes.
+      const statement = /DO \$\$\nDECLARE\n {2}trgm_schema text;[\s\S]*?\nEND\n\$\$;/.exec(fs.readFileSync(path.join(projectDir, 'migrations/0001_init.sql'), 'utf8'))?.[0];
+      expect(statement).toContain('gin_trgm_ops');
+      try {
+        // What a database without pg_trgm has.
+        await asOwner('DROP EXTENSION pg_trgm CASCADE', []);
+        expect(await missingSearchIndexes(db)).toEqual(searchIndexNames);
+        expect(await found()).toEqual(withIndexes);
+        const lines: string[] = [];
+        await warnWithoutSearchIndexes(db, pino({ level: 'info' }, { write: (line: string) => lines.push(line) }));
+        expect(lines).toHaveLength(1);
+        expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, missing: searchIndexNames, msg: expect.stringContaining('pg_trgm') });
+        // A role that may not create the extension: the statement is a notice, and the migration's other statements stand.
+        await db.asOwner(async (tx) => {
+          await tx.query('SET LOCAL ROLE "authstrap_app"');
+          await tx.query(statement!);
+          await tx.query('RESET ROLE');
+          await tx.query('SELECT 1 FROM "User" LIMIT 1');
+        });
+        expect(await missingSearchIndexes(db)).toEqual(searchIndexNames);
+      } finally {
+        await asOwner(statement!, []);
+      }
+      expect(await missingSearchIndexes(db)).toEqual([]);
+      const quiet: string[] = [];
+      await warnWithoutSearchIndexes(db, pino({ level: 'info' }, { write: (line: string) => quiet.push(line) }));
+      expect(quiet).toEqual([]);
+      expect(await found()).toEqual(withIndexes);
+    });
+
     it("signs a user out everywhere, with a reason, on the record: the platform's log and the user's own security events", async () => {
       const victim = await signUp(backend.url, 'spammer@bad.example');
       expect((await victim.api('GET', '/api/auth/get-session')).status).toBe(200);
@@ -173,6 +219,70 @@ describe.each(databaseKinds)('operator routes on the %s database', (kind) => {
       // Another organization's owner sees nothing of it.
       expect((await ivy.api('GET', '/audit-events?type=operator.revoked_sessions')).body.data).toEqual([]);
       expect((await support.api('POST', '/api/operator/users/00000000-0000-4000-8000-00000000abcd/revoke-sessions', { body: { reason: 'x' } })).status).toBe(404);
+    });
+
+    it("exports the platform's log as CSV: every event of the page's filter, across batches, hostile names defused", async () => {
+      const exportCsv = async (query: string, who = support) => {
+        const response = await fetch(new URL(`/api/operator/events/export.csv${query}`, backend.url), { headers: { authorization: `Bearer ${who.token}` } });
+        expect(response.status).toBe(200);
+        expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+        expect(response.headers.get('content-disposition')).toMatch(/^attachment; filename="platform-log-\d{4}-\d{2}-\d{2}\.csv"$/);
+        const [header, ...rows] = parseCsv(await response.text());
+        expect(header).toEqual(['id', 'createdAt', 'type', 'actorType', 'actorId', 'actorEmail', 'actorName', 'userId', 'userEmail', 'userName', 'entity', 'entityId', 'ipAddress', 'data', 'summary']);
+        return rows.map((row) => Object.fromEntries(header!.map((column, index) => [column, row[index]!])));
+      };
+      // An operator and a user whose names a spreadsheet would run as formulas.
+      const formula = '=HYPERLINK("http://evil.example","open me")';
+      const prankster = await signUp(backend.url, 'prankster@platform.example', undefined, formula);
+      await asOwner(`INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ($1, 'command line')`, [prankster.user.id]);
+      const target = await signUp(backend.url, 'target@acme.example', undefined, '@SUM(1+1)');
+      expect((await prankster.api('POST', `/api/operator/users/${target.user.id}/revoke-sessions`, { body: { reason: '-1+2 spam, "quoted", and a comma' } })).status).toBe(200);
+
+      const rows = await exportCsv('?type=operator.revoked_sessions');
+      const row = rows.find((candidate) => candidate.actorId === prankster.user.id)!;
+      expect(row).toMatchObject({ type: 'operator.revoked_sessions', actorEmail: 'prankster@platform.example', userId: target.user.id, userEmail: 'target@acme.example' });
+      // A leading apostrophe: shown as text, never run; the value is otherwise whole (quotes and commas through RFC 4180's quoting).
+      expect(row.actorName).toBe(`'${formula}`);
+      expect(row.userName).toBe("'@SUM(1+1)");
+      expect(row.summary).toBe(`'${formula} (operator) revoked 1 session of target@acme.example (reason: -1+2 spam, "quoted", and a comma)`);
+      expect(JSON.parse(row.data!)).toEqual({ sessions: 1, reason: '-1+2 spam, "quoted", and a comma' });
+      for (const cells of rows) for (const cell of Object.values(cells)) expect(cell).not.toMatch(/^[=+\-@\t\r]/);
+      // The same events as the page's filter, every one of them.
+      const listed = await support.api('GET', '/api/operator/events?type=operator.revoked_sessions&limit=100');
+      expect(rows.map((event) => event.id).sort()).toEqual(listed.body.data.map((event: { id: string }) => event.id).sort());
+      expect(rows.every((event) => event.type === 'operator.revoked_sessions')).toBe(true);
+
+      // Past one batch (1,000): 1,100 events of an old day, two at each instant, so that the keyset's ties are met at the seam.
+      await asOwner(
+        `INSERT INTO "authstrap_event" ("type", "organizationId", "userId", "actorType", "actorId", "entity", "entityId", "data", "createdAt")
+         SELECT 'operator.sent_password_reset', NULL, $1::uuid, 'user', $2::text, 'User', $1::text, '{}'::jsonb, timestamptz '2026-01-01T00:00:00Z' + (n / 2) * interval '1 millisecond'
+           FROM generate_series(1, 1100) n`,
+        [target.user.id, support.user.id],
+      );
+      const many = await exportCsv('?type=operator.sent_password_reset');
+      const total = (await support.api('GET', '/api/operator/events?type=operator.sent_password_reset&limit=1')).body.meta.total;
+      expect(total).toBeGreaterThanOrEqual(1100);
+      expect(many).toHaveLength(total);
+      expect(new Set(many.map((event) => event.id)).size).toBe(total);
+      const times = many.map((event) => event.createdAt!);
+      expect([...times].sort().reverse()).toEqual(times);
+      // Every type: at least both of the above.
+      expect((await exportCsv('')).length).toBeGreaterThanOrEqual(total + rows.length);
+
+      // Refusals come as the API's JSON: a bad filter, paging the export does not take, anyone who is not an operator.
+      const badType = await support.api('GET', '/api/operator/events/export.csv?type=user.signed_up');
+      expect(badType.status).toBe(400);
+      expect(badType.body.error.details).toHaveProperty('type');
+      expect((await support.api('GET', '/api/operator/events/export.csv?page=2')).body.error.details).toEqual({ page: 'Unknown query parameter' });
+      expect((await jane.api('GET', '/api/operator/events/export.csv')).status).toBe(403);
+      expect((await apiClient(backend.url)('GET', '/api/operator/events/export.csv')).status).toBe(401);
+      // And through the typed client, as the app downloads it.
+      const client = createAuthstrapClient({ baseUrl: backend.url, token: support.token });
+      const [, ...typed] = parseCsv(await (await client.operator.exportEvents({ type: 'operator.revoked_sessions' })).text());
+      expect(typed.map((cells) => cells[0]).sort()).toEqual(rows.map((event) => event.id).sort());
+      const refused = await createAuthstrapClient({ baseUrl: backend.url, token: jane.token }).operator.exportEvents().catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(AuthstrapError);
+      expect((refused as AuthstrapError).status).toBe(403);
     });
 
     it('refuses the searches to a non-operator and a bad query with a 400 naming the parameter', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, apiClient, databaseKinds, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, databaseKinds, invitationTokenFor, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { scimClient } from './support/scim.js';
 import { openStream } from './support/sse.js';
 
@@ -282,6 +282,72 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
     expect((await asOwner(`SELECT "email_verified" FROM "User" WHERE "email" = $1`, [fresh])).rows[0]!.email_verified).toBe(false);
   });
 
+  it('mails an invitation to a person with an account outside the domains, once; its link joins them, and the resource becomes a member', async () => {
+    // A directory of its own: its role mappings recompute the roles of everyone it provisioned.
+    const invites = await newDirectory(owner, 'Okta invites');
+    const call = scimClient(backend.url, invites.token);
+    const invitee = await signUp(backend.url, `invitee-${kind}@elsewhere.example`);
+    const email = invitee.user.email;
+    const accept = (token: string) => invitee.api('POST', '/api/auth/invitations/accept', { body: { token }, organizationId: '' });
+    /** The invitations written for the address (the outbox keeps every mail, sent or not). */
+    const invitationsWritten = async () =>
+      (await asOwner(`SELECT count(*)::int AS "n" FROM "authstrap_outbox" WHERE "channel" = 'mail' AND "payload"->>'kind' = 'invitation' AND "payload"->>'to' = $1`, [email])).rows[0]!.n;
+    const membershipOf = async (id: string) => (await asOwner(`SELECT "membership" FROM "authstrap_scim_user" WHERE "id" = $1`, [id])).rows[0]!.membership;
+    const setActive = (id: string, value: string) => call('PATCH', `${invites.path}/Users/${id}`, { schemas: [patchOp], Operations: [{ op: 'Replace', path: 'active', value }] });
+
+    const created = await call('POST', `${invites.path}/Users`, { schemas: [coreUser], userName: email, displayName: 'Ivy Invitee', emails: [{ value: email, primary: true }] });
+    expect(created.status).toBe(201);
+    const id = created.body.id;
+    expect(await membershipOf(id)).toBe('invited');
+    const mail = await backend.mailbox.next(email, /invited to join/);
+    expect(mail.text).toContain('The directory "Okta invites" invited you to join the organization');
+    expect(mail.text).toContain('Hello Ivy Invitee');
+    expect(mail.link?.pathname).toBe('/accept-invitation');
+    const firstToken = await invitationTokenFor(backend.url, email, 0);
+    // The directory is the actor of the invitation.
+    const sent = await asOwner(`SELECT "actorType", "actorId" FROM "authstrap_event" WHERE "type" = 'invitation.sent' AND "organizationId" = $1 AND "data"->>'email' = $2`, [owner.organizationId, email]);
+    expect(sent.rows).toEqual([{ actorType: 'directory', actorId: invites.id }]);
+
+    // Not among the organization's pending invitations: the directory's page shows them as invited.
+    const pending = await owner.api('GET', '/api/auth/organization/invitations');
+    expect(pending.status).toBe(200);
+    expect(pending.body.data.map((row: { email: string }) => row.email)).not.toContain(email);
+
+    // The same create again, a change, the same PATCH twice, off and on again while it stands: no second mail.
+    expect((await call('POST', `${invites.path}/Users`, { schemas: [coreUser], userName: email })).status).toBe(409);
+    expect((await call('PATCH', `${invites.path}/Users/${id}`, { schemas: [patchOp], Operations: [{ op: 'Replace', path: 'title', value: 'Engineer' }] })).status).toBe(200);
+    expect((await setActive(id, 'True')).status).toBe(200);
+    expect((await setActive(id, 'False')).status).toBe(200);
+    expect((await setActive(id, 'True')).status).toBe(200);
+    expect(await invitationsWritten()).toBe(1);
+
+    // Unassigned in the identity provider, the invitation no longer stands (and is used up by the try).
+    await setActive(id, 'False');
+    expect((await accept(firstToken)).status).toBe(404);
+    expect((await asOwner(`SELECT 1 FROM "member" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rowCount).toBe(0);
+    // Assigned again: a new invitation. Pushed meanwhile in a group mapped to admin (which gives
+    // nothing before they join), they join with the role the group gives.
+    const mailedBefore = backend.mailbox.to(email).length;
+    await setActive(id, 'True');
+    expect(await invitationsWritten()).toBe(2);
+    const group = await call('POST', `${invites.path}/Groups`, { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'Invited admins', members: [{ value: id }] });
+    expect(group.status).toBe(201);
+    expect((await owner.api('PUT', `/scim-directories/${invites.id}/role-mappings`, { body: [{ groupId: group.body.id, role: 'admin' }] })).status).toBe(200);
+    const accepted = await accept(await invitationTokenFor(backend.url, email, mailedBefore));
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+    expect((await asOwner(`SELECT "role" FROM "member" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rows).toEqual([{ role: 'admin' }]);
+    expect(await membershipOf(id)).toBe('member');
+    const roleChanged = await asOwner(`SELECT "data" FROM "authstrap_event" WHERE "type" = 'directory.role_changed' AND "userId" = $1`, [invitee.user.id]);
+    expect(roleChanged.rows).toEqual([{ data: { from: 'member', to: 'admin' } }]);
+    // The acceptance's transaction ended unscoped: the person's own requests are theirs.
+    expect((await invitee.api('GET', '/Projects', { organizationId: owner.organizationId })).status).toBe(200);
+    // A member now: deactivation suspends them as any other, and nothing more is mailed.
+    expect((await setActive(id, 'False')).body.active).toBe(false);
+    expect((await asOwner(`SELECT "reason" FROM "authstrap_member_suspension" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rows).toEqual([{ reason: 'directory-inactive' }]);
+    await setActive(id, 'True');
+    expect(await invitationsWritten()).toBe(2);
+  });
+
   it('deprovisions within seconds: the session, the machine key they made and their live stream stop, and a new sign-in is refused; reactivation lets them back in', async () => {
     const leaver = await addMember(backend.url, owner, at('leaver'), 'admin');
     const created = await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: leaver.user.email, emails: [{ value: leaver.user.email, primary: true }] });
@@ -347,6 +413,37 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
     expect((await scim('GET', `${directory.path}/Users/${linked.body.id}`)).body.active).toBe(true);
     const events = (await owner.api('GET', '/audit-events?limit=100&type=directory.request_refused')).body.data;
     expect(events.length).toBeGreaterThan(0);
+  });
+
+  it('tells the members page whom a directory provisioned and what it owns, and streams the memberships it changes', async () => {
+    const member = await addMember(backend.url, owner, at('page-reader'), 'member');
+    const stream = await openStream(backend.url, '/realtime?entity=member', { authorization: `Bearer ${member.token}`, 'x-organization-id': owner.organizationId });
+    expect(stream.status).toBe(200);
+    const created = await scim('POST', `${directory.path}/Users`, { schemas: [coreUser], userName: at('shown'), emails: [{ value: at('shown'), primary: true }] });
+    expect(created.status).toBe(201);
+    const userId = (await asOwner(`SELECT "userId" FROM "authstrap_scim_user" WHERE "id" = $1`, [created.body.id])).rows[0]!.userId;
+    // Every member hears of the membership the directory made, with the directory as its actor.
+    const joined = JSON.parse((await stream.next((message) => message.event === 'member.created' && JSON.parse(message.data).data.record.userId === userId)).data);
+    expect(joined).toMatchObject({ actorType: 'directory', actorId: directory.id, data: { record: { userId, role: 'member', organizationId: owner.organizationId } } });
+
+    const managed = (query: string, caller = owner) => caller.api('GET', `/scim-directories/managed-members${query}`);
+    const answer = await managed(`?userId=${userId}&userId=${member.user.id}`);
+    expect(answer.status).toBe(200);
+    // Only the provisioned one; no mappings in this directory yet, and the address is in the verified domain.
+    expect(answer.body.data).toEqual([{ userId, directoryId: directory.id, directoryName: 'Okta', rolesFromGroups: false, profileFromDirectory: true }]);
+    expect((await managed('')).body.data).toEqual([]);
+    expect((await managed(`?userId=${userId}`, member)).status).toBe(403);
+    expect((await managed('?userId=not-a-uuid')).status).toBe(422);
+    expect((await managed(`?userId=${Array.from({ length: 101 }, () => userId).join(',')}`)).status).toBe(422);
+    // Another organization's owner asking for this one's person: nothing.
+    const other = await signUp(backend.url, `managed-other-${kind}@elsewhere.example`);
+    expect((await managed(`?userId=${userId}`, other)).body.data).toEqual([]);
+
+    // Deactivated: the membership's deletion is streamed, and the page no longer lists them as managed members.
+    await scim('PATCH', `${directory.path}/Users/${created.body.id}`, { schemas: [patchOp], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] });
+    await stream.next((message) => message.event === 'member.deleted' && JSON.parse(message.data).data.record.userId === userId);
+    expect((await managed(`?userId=${userId}`)).body.data).toEqual([]);
+    stream.close();
   });
 
   it("keeps organizations apart: another organization's token, ids and filters reach nothing of this one", async () => {

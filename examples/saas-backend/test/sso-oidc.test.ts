@@ -207,6 +207,33 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
       expect((await sessionOf(again.session!)).body.data.user.id).toBe(current.body.data.user.id);
     });
 
+    it("a known identity's new address follows on the account only in a verified domain, and never onto another account's", async () => {
+      const subject = `renamed-${++counter}`;
+      const first = address('maiden');
+      idp.setAccount(subject, { email: first });
+      const signedIn = async () => (await sessionOf((await signInThroughIdp({ connectionId: connection.id }, subject)).session!)).body.data.user as { id: string; email: string; email_verified: boolean };
+      const user = await signedIn();
+      expect(user.email).toBe(first);
+
+      // Renamed in the identity provider, in the organization's domain: the address follows, proven.
+      const renamed = address('married');
+      idp.setAccount(subject, { email: renamed });
+      expect(await signedIn()).toMatchObject({ id: user.id, email: renamed, email_verified: true });
+      // On the person's own record (their security page), not the organization's log.
+      const changes = await asOwner(`SELECT "data" FROM "authstrap_event" WHERE "type" = 'user.email_changed' AND "userId" = $1`, [user.id]);
+      expect(changes.rows.map((row) => row.data)).toEqual([{ method: 'sso' }]);
+
+      // An address outside the verified domains signs the same person in, and changes nothing.
+      idp.setAccount(subject, { email: `elsewhere-${counter}-${kind}@gmail.example` });
+      expect(await signedIn()).toMatchObject({ id: user.id, email: renamed });
+
+      // Another account's address: neither is merged, nor taken over.
+      const other = await signUp(backend.url, address('namesake'));
+      idp.setAccount(subject, { email: other.user.email });
+      expect(await signedIn()).toMatchObject({ id: user.id, email: renamed });
+      expect((await sessionOf(other.token)).body.data.user.email).toBe(other.user.email);
+    });
+
     it('a returnTo outside APP_URL and ALLOWED_ORIGINS lands on APP_URL', async () => {
       const subject = `wanderer-${++counter}`;
       idp.setAccount(subject, { email: address('wanderer') });

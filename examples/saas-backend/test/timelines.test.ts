@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { postgresAdminUrl, signUp, startBackend } from './support/backend.js';
 import { faultProxy } from './support/fault-proxy.js';
-import { postgresBin, startSecondPostgres } from './support/second-postgres.js';
+import { createDatabase, postgresBin, startSecondPostgres, withDatabase } from './support/second-postgres.js';
 
 /**
  * A primary on an older timeline than the instance has written on (src/db/timelines.ts): what a
@@ -19,25 +19,6 @@ afterEach(async () => {
 });
 
 const metricsToken = 'test-metrics-token-0123456789abcdef0123';
-
-async function createDatabase(serverUrl: string, name: string): Promise<() => Promise<void>> {
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  return async () => {
-    const dropper = new pg.Client({ connectionString: serverUrl });
-    await dropper.connect();
-    await dropper.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    await dropper.end();
-  };
-}
-
-const withDatabase = (serverUrl: string, name: string) => {
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-};
 
 describe.runIf(postgresAdminUrl && fs.existsSync(`${postgresBin}/initdb`))('a primary on an older timeline', () => {
   it('has its connections ended before their first statement: 503s with Retry-After, counted, while the newer one serves', async () => {

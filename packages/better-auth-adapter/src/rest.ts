@@ -40,6 +40,13 @@ const transactionsPath = '/api/service/transactions';
 const signInRefusals = new Set(['SSO_REQUIRED', 'DEPROVISIONED', 'BANNED']);
 
 /**
+ * The backend's refusals of a change Better Auth makes on a person's behalf, answered as Better
+ * Auth's own 409 with the backend's code and words: a name or address their organization's
+ * directory owns (its docs/scim.md), changed by `updateUser` or an address change.
+ */
+const changeRefusals = new Set(['DIRECTORY_MANAGED']);
+
+/**
  * `transaction`: every request of this client runs in that transaction of the backend.
  * `headersOfWrites`: headers each write (any method but GET) sends besides the key's.
  */
@@ -68,6 +75,7 @@ export function restClient({ baseUrl, serviceKey, fetch: fetchImpl = fetch }: Re
         // What the browser is told: the code, the backend's words, and where to sign in instead.
         throw new APIError('FORBIDDEN', { code: error.code, message: error.message, ...error.details });
       }
+      if (response.status === 409 && error && changeRefusals.has(error.code)) throw new APIError('CONFLICT', { code: error.code, message: error.message });
       // The details name the fields the backend refused: part of the message, where logs show it.
       const details = error?.details ? ` (${Object.entries(error.details).map(([field, problem]) => `${field}: ${problem}`).join('; ')})` : '';
       throw new AuthstrapRequestError(response.status, error?.code ?? 'UNKNOWN', `${method} ${url.pathname}: ${error?.message ?? response.statusText}${details}`, error?.details);

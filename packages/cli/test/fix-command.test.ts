@@ -24,8 +24,8 @@ function project(): string {
   return dir;
 }
 
-const databaseChecks = ['credential-provider', 'nullability', 'not-null-rows', 'row-level-security'];
-const titles = { 'credential-provider': "Password accounts have providerId 'credential'", nullability: 'Auth columns have the right nullability', 'not-null-rows': 'Tenant-scoped rows all have an organization', 'row-level-security': 'Row-level security holds on every tenant table' } as Record<string, string>;
+const databaseChecks = ['sso-connections', 'credential-provider', 'nullability', 'not-null-rows', 'row-level-security'];
+const titles = { 'sso-connections': 'Single sign-on connections can sign people in', 'credential-provider': "Password accounts have providerId 'credential'", nullability: 'Auth columns have the right nullability', 'not-null-rows': 'Tenant-scoped rows all have an organization', 'row-level-security': 'Row-level security holds on every tenant table' } as Record<string, string>;
 const lineOf = (stdout: string, title: string) => stdout.split('\n').find((line) => line.includes(` ${title} — `)) ?? '';
 
 describe('authstrap fix: what it prints', () => {
@@ -46,7 +46,7 @@ describe('authstrap fix: what it prints', () => {
       }
       expect(text.stdout).not.toMatch(/✔ (Password accounts|Auth columns|Tenant-scoped rows)/);
       // One last line, said once.
-      expect(text.stdout.trimEnd().split('\n').at(-1)).toBe('Nothing to repair (4 checks skipped, see above)');
+      expect(text.stdout.trimEnd().split('\n').at(-1)).toBe('Nothing to repair (5 checks skipped, see above)');
       expect(text.stdout.match(/[Nn]othing (left )?to repair/g)).toHaveLength(1);
       expect(text.status).toBe(0);
     }
@@ -59,13 +59,13 @@ describe('authstrap fix: what it prints', () => {
     const dryRun = runCli(['fix', dir, '--dry-run']);
     expect(dryRun.stdout).toMatch(/^Plan \(nothing changed, --dry-run\):\n\n# module-wiring: write 1 file \(src\/app\.ts\)\n/);
     expect(dryRun.stdout).toMatch(/✘ Every generated router is mounted and up to date — src\/app\.ts does not mount generatedRouter\n/);
-    expect(dryRun.stdout.trimEnd().split('\n').at(-1)).toBe('1 problem found (dry run: nothing changed; run without --dry-run to repair) (4 checks skipped, see above)');
+    expect(dryRun.stdout.trimEnd().split('\n').at(-1)).toBe('1 problem found (dry run: nothing changed; run without --dry-run to repair) (5 checks skipped, see above)');
     expect(dryRun.stdout).not.toMatch(/[Nn]othing (left )?to repair/);
     expect(dryRun.status).toBe(1);
 
     const fixed = runCli(['fix', dir]);
     expect(fixed.stdout).toMatch(/✔ Every generated router is mounted and up to date — repaired: write 1 file \(src\/app\.ts\)\n/);
-    expect(fixed.stdout.trimEnd().split('\n').at(-1)).toBe('Repaired 1; nothing left to repair (4 checks skipped, see above)');
+    expect(fixed.stdout.trimEnd().split('\n').at(-1)).toBe('Repaired 1; nothing left to repair (5 checks skipped, see above)');
     expect(fixed.stdout.match(/[Nn]othing (left )?to repair/g)).toHaveLength(1);
     expect(fixed.status).toBe(0);
   });

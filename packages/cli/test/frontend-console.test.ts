@@ -69,7 +69,8 @@ describe('the team console in Chromium', () => {
     );
 
   // In <main>: Next's route announcer, outside it, is an alert too.
-  const status = (page: Page) => page.locator('main').getByRole('status').filter({ hasText: /\S/ });
+  // An action's outcome, not a live list's indicator (also a status).
+  const status = (page: Page) => page.locator('main [role="status"]:not([aria-label^="Live updates"])').filter({ hasText: /\S/ });
   const alert = (page: Page) => page.locator('main').getByRole('alert').filter({ hasText: /\S/ });
 
   it('the owner invites by mail; the invitee joins, changes with their role, meets the refusals, and is removed', async () => {
@@ -601,6 +602,22 @@ describe('the team console in Chromium', () => {
       await admin.goto(app('/settings/members'));
       await expect.poll(() => admin.getByRole('row', { name: /Ines IT/ }).getByRole('cell').nth(1).textContent()).toBe('owner');
 
+      // The members page marks whom the directory provisioned, and leaves what it owns to it: Sam's
+      // role and removal (a group maps roles), his name and address (a verified domain).
+      const samRow = admin.getByRole('row', { name: /Sam Scim/ });
+      expect(await samRow.locator('.badge').textContent()).toBe('Managed by Okta');
+      expect(await samRow.getByRole('combobox', { name: 'Role of Sam Scim' }).isDisabled()).toBe(true);
+      expect(await samRow.getByRole('button', { name: 'Remove Sam Scim' }).isDisabled()).toBe(true);
+      expect(await samRow.getByRole('cell').first().textContent()).toContain('Name and address come from Okta. Role and removal follow their groups in Okta.');
+      await shootAndCheck(admin, 'members-directory');
+      // Live: a person the directory provisions appears without a reload, and goes when it deprovisions them.
+      await expect.poll(() => admin.getByRole('status', { name: 'Live updates: on' }).count()).toBe(1);
+      const lee = await scim('POST', '/Users', user('Lee Live', true));
+      expect(lee.status).toBe(201);
+      await expect.poll(() => admin.getByRole('row', { name: /Lee Live/ }).locator('.badge').textContent()).toBe('Managed by Okta');
+      expect(await scim('PATCH', `/Users/${lee.body.id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'active', value: false }] })).toMatchObject({ status: 200 });
+      await expect.poll(() => admin.getByRole('row', { name: /Lee Live/ }).count()).toBe(0);
+
       // Rotated with no overlap: the new token is shown once and works; the first one is refused at once.
       await admin.goto(app('/settings/directory'));
       await directory.getByLabel('When rotating, the current token').selectOption({ label: 'stops at once' });
@@ -626,6 +643,10 @@ describe('the team console in Chromium', () => {
       await expect.poll(() => users.getByRole('row', { name: /Sam Scim/ }).count()).toBe(1);
       expect(await tooWide()).toEqual([]);
       await shootAndCheck(admin, 'directory-phone');
+      await admin.goto(app('/settings/members'));
+      await expect.poll(() => admin.getByRole('row', { name: /Sam Scim/ }).locator('.badge').textContent()).toBe('Managed by Okta');
+      expect(await tooWide()).toEqual([]);
+      await shootAndCheck(admin, 'members-directory-phone');
       await admin.goto(app('/settings/domains'));
       await expect.poll(() => claim.locator('.badge').textContent()).toBe('verified');
       expect(await tooWide()).toEqual([]);

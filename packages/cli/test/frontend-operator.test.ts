@@ -17,7 +17,11 @@ import { runCliProcess } from './support/setup.js';
  * change as made by an operator signed in as that member. The overview (where /operator opens)
  * charts the day's sign-ups; an organization opened from the list has its member's role changed
  * (the only owner's refused, in the backend's words; the change still there after a reload) and a
- * machine key disabled (the backend refuses it) and enabled again. Every operator page passes axe-core (no
+ * machine key disabled (the backend refuses it) and enabled again. The remaining buttons, last: a
+ * verification and a password-reset mail (read from the loopback SMTP server), the operator role
+ * granted and revoked, Make owner, the platform's log downloaded as CSV, and an organization and a
+ * user deleted with their slug and address typed (the other organization, its members and its
+ * record still there). Every operator page passes axe-core (no
  * serious or critical violation), at a laptop's and a phone's width. The screenshots go to
  * docs/images/operator/, where docs/operator.md shows them.
  */
@@ -84,6 +88,15 @@ describe("the operator's pages in Chromium", () => {
     await operator.waitForURL(/\/operator\/users\/[0-9a-f-]{36}$/);
     await expect.poll(() => operator.getByRole('heading', { level: 1 }).count()).toBe(1);
     return operator.url().split('/').pop()!;
+  }
+
+  /** From the Organizations page: the one organization the search finds (by a member's address, say), opened. */
+  async function openOrganizationFound(search: string): Promise<void> {
+    await operator.getByRole('searchbox', { name: 'Search organizations' }).fill(search);
+    await operator.getByRole('button', { name: 'Search' }).click();
+    await expect.poll(() => operator.getByRole('table', { name: 'Organizations' }).getByRole('row').count()).toBe(2);
+    await operator.getByRole('table', { name: 'Organizations' }).getByRole('link').click();
+    await operator.waitForURL(/\/operator\/organizations\/[0-9a-f-]{36}$/);
   }
 
   it('a user who is no operator sees no Operator entry, and /operator says it is for operators', async () => {
@@ -289,11 +302,7 @@ describe("the operator's pages in Chromium", () => {
 
     // Mia's organization, found by her address.
     await operator.getByRole('navigation', { name: 'Operator' }).getByRole('link', { name: 'Organizations' }).click();
-    await operator.getByRole('searchbox', { name: 'Search organizations' }).fill('mia@example.com');
-    await operator.getByRole('button', { name: 'Search' }).click();
-    await expect.poll(() => operator.getByRole('table', { name: 'Organizations' }).getByRole('row').count()).toBe(2);
-    await operator.getByRole('table', { name: 'Organizations' }).getByRole('link').click();
-    await operator.waitForURL(/\/operator\/organizations\/[0-9a-f-]{36}$/);
+    await openOrganizationFound('mia@example.com');
     const members = operator.getByRole('table', { name: 'Members' });
     await expect.poll(() => members.getByRole('row').count()).toBe(3);
 
@@ -330,5 +339,102 @@ describe("the operator's pages in Chromium", () => {
     await expect.poll(() => signUps.getByRole('img').count()).toBe(1);
     await shootAndCheck(operator, 'overview-phone');
     expect(await operator.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  }, 300_000);
+
+  it("the remaining buttons: mails sent, the operator role granted and revoked, ownership handed over, the platform's log downloaded, an organization and a user deleted (the others' rows kept)", async () => {
+    await operator.setViewportSize({ width: 1280, height: 720 });
+    const confirmWith = async (button: string, typed?: string) => {
+      const dialog = operator.getByRole('alertdialog');
+      if (typed !== undefined) {
+        expect(await dialog.getByRole('button', { name: button }).isDisabled()).toBe(true);
+        await dialog.getByLabel(`Type ${typed} to confirm`).fill(typed);
+      }
+      await dialog.getByRole('button', { name: button }).click();
+    };
+    /** The mail that arrives at `address` after `before` others, with the subject and a link. */
+    const newMail = async (address: string, before: number, subject: RegExp) => {
+      await expect.poll(() => generated!.mailbox.to(address).length, { timeout: 30_000 }).toBeGreaterThan(before);
+      const mail = generated!.mailbox.to(address).at(-1)!;
+      expect(mail.subject).toMatch(subject);
+      expect(mail.link?.href).toMatch(/^http/);
+      return mail;
+    };
+
+    // Sam's mails, through the backend's own account flows: the operator never sees the links.
+    await openUser('sam@example.com');
+    let before = generated!.mailbox.to('sam@example.com').length;
+    await operator.getByRole('region', { name: 'Send a verification mail' }).getByRole('button', { name: 'Send verification mail' }).click();
+    await confirmWith('Send');
+    await expect.poll(() => status(operator).filter({ hasText: 'A verification mail is on its way to sam@example.com.' }).count()).toBe(1);
+    await newMail('sam@example.com', before, /Confirm your e-mail address/);
+    before = generated!.mailbox.to('sam@example.com').length;
+    const reset = operator.getByRole('region', { name: 'Send a password reset' });
+    await reset.getByLabel(/^Reason/).fill('ticket 4712: locked out');
+    await reset.getByRole('button', { name: 'Send password reset' }).click();
+    await confirmWith('Send');
+    await expect.poll(() => status(operator).filter({ hasText: 'A password reset mail is on its way to sam@example.com.' }).count()).toBe(1);
+    const resetMail = await newMail('sam@example.com', before, /Reset your password/);
+    expect(resetMail.text).not.toContain('ticket 4712');
+
+    // The operator role: Ivy granted, then revoked; the table is the backend's list, read again each time.
+    await operator.goto(app('/operator/overview'));
+    const operators = operator.getByRole('table', { name: 'Operators' });
+    await operator.getByRole('form', { name: 'Grant the operator role' }).getByLabel('Address of a user to make an operator').fill('ivy@example.com');
+    await operator.getByRole('form', { name: 'Grant the operator role' }).getByRole('button', { name: 'Grant' }).click();
+    await expect.poll(() => status(operator).filter({ hasText: 'ivy@example.com is an operator.' }).count()).toBe(1);
+    await expect.poll(() => operators.getByRole('row').filter({ hasText: 'ivy@example.com' }).count()).toBe(1);
+    expect(await operators.getByRole('row').filter({ hasText: 'ivy@example.com' }).textContent()).toContain('olga@example.com');
+    await operator.getByRole('button', { name: "Revoke ivy@example.com's operator role" }).click();
+    await confirmWith('Revoke');
+    await expect.poll(() => status(operator).filter({ hasText: 'ivy@example.com is no longer an operator.' }).count()).toBe(1);
+    await operator.reload();
+    await expect.poll(() => operators.getByRole('row').filter({ hasText: 'olga@example.com' }).count()).toBe(1);
+    expect(await operators.getByRole('row').filter({ hasText: 'ivy@example.com' }).count()).toBe(0);
+
+    // Make owner: Ivy owns Mia's organization, Mia becomes an admin (so after a reload).
+    await operator.getByRole('navigation', { name: 'Operator' }).getByRole('link', { name: 'Organizations' }).click();
+    await openOrganizationFound('mia@example.com');
+    const miasOrganization = operator.url();
+    await operator.getByRole('button', { name: 'Make owner: Ivy Invitee' }).click();
+    await confirmWith('Make owner');
+    await expect.poll(() => status(operator).filter({ hasText: 'Ivy Invitee owns the organization now.' }).count()).toBe(1);
+    await operator.reload();
+    await expect.poll(() => operator.getByLabel('Role of Ivy Invitee').inputValue()).toBe('owner');
+    expect(await operator.getByLabel('Role of Mia Member').inputValue()).toBe('admin');
+
+    // The platform's log as a CSV file, downloaded by the page's button: the events the page lists.
+    await operator.goto(app('/operator/audit-log'));
+    await expect.poll(() => operator.getByRole('table', { name: 'Operator events' }).getByRole('row').count()).toBeGreaterThan(1);
+    const [download] = await Promise.all([operator.waitForEvent('download'), operator.getByRole('button', { name: 'Export CSV' }).click()]);
+    expect(download.suggestedFilename()).toMatch(/^platform-log-\d{4}-\d{2}-\d{2}\.csv$/);
+    const csv = fs.readFileSync((await download.path())!, 'utf8');
+    expect(csv.split('\r\n')[0]).toBe('id,createdAt,type,actorType,actorId,actorEmail,actorName,userId,userEmail,userName,entity,entityId,ipAddress,data,summary');
+    for (const type of ['operator.granted', 'operator.revoked', 'operator.transferred_ownership', 'operator.sent_password_reset', 'operator.banned_user']) expect(csv, type).toContain(`,${type},`);
+    await expect.poll(() => status(operator).filter({ hasText: 'The CSV file of the events is downloaded.' }).count()).toBe(1);
+
+    // Sam's organization deleted (its slug typed), then Sam; Mia's organization, its members and its record stay.
+    await operator.goto(app('/operator/organizations'));
+    await openOrganizationFound('sam@example.com');
+    await operator.getByRole('region', { name: 'Delete the organization' }).getByRole('button', { name: /^Delete / }).click();
+    const typeSlug = (await operator.getByRole('alertdialog').locator('label', { hasText: /^Type / }).textContent())!;
+    const slug = /^Type (\S+) to confirm/.exec(typeSlug)![1]!;
+    await confirmWith('Delete', slug);
+    await operator.waitForURL(app('/operator/organizations'));
+    await operator.getByRole('searchbox', { name: 'Search organizations' }).fill(slug);
+    await operator.getByRole('button', { name: 'Search' }).click();
+    await expect.poll(() => operator.getByText(`0 organizations match “${slug}”.`).count()).toBe(1);
+
+    await openUser('sam@example.com');
+    await operator.getByRole('region', { name: 'Delete the account' }).getByRole('button', { name: 'Delete Sam Spammer' }).click();
+    await confirmWith('Delete', 'sam@example.com');
+    await operator.waitForURL(app('/operator/users'));
+    await expect.poll(() => operator.getByRole('table', { name: 'Users' }).getByRole('row').count()).toBe(4);
+    expect(await operator.getByRole('table', { name: 'Users' }).textContent()).not.toContain('sam@example.com');
+    expect(await backendSignIn('sam@example.com', password)).toBe(401);
+    await operator.goto(miasOrganization);
+    await expect.poll(() => operator.getByRole('table', { name: 'Members' }).getByRole('row').count()).toBe(3);
+    await member.goto(app('/projects'));
+    await expect.poll(() => member.getByRole('cell', { name: 'Apollo 11', exact: true }).count()).toBe(1);
+    await shootAndCheck(operator, 'organization-after-deletions');
   }, 300_000);
 });

@@ -154,7 +154,7 @@ describe('setup --frontend on an existing Next.js app', () => {
     const report = JSON.parse(fix.stdout) as { checks: { id: string; status: string; message: string }[] };
     // Nothing fails or warns; the database checks are skipped (the embedded database does not exist yet).
     expect(report.checks.filter((check) => check.status === 'fail' || check.status === 'warn'), fix.output).toEqual([]);
-    expect(report.checks.filter((check) => check.status === 'skip').map((check) => check.id)).toEqual(['credential-provider', 'nullability', 'not-null-rows', 'row-level-security']);
+    expect(report.checks.filter((check) => check.status === 'skip').map((check) => check.id)).toEqual(['sso-connections', 'credential-provider', 'nullability', 'not-null-rows', 'row-level-security']);
     expect(report.checks.find((check) => check.id === 'cors-origin')!.message).toContain('(frontends: ../web)');
     expect(report.checks.find((check) => check.id === 'adapter-version')!.message).toContain('2.0.2 or newer');
   });

@@ -36,7 +36,7 @@ if (process.env.CI && !adminUrl) {
 }
 
 /** What verify cannot read while the backend holds its embedded database. */
-const databaseChecks = ['tables', 'database-replication', 'operators', 'credential-provider', 'nullability', 'not-null-rows', 'row-level-security'];
+const databaseChecks = ['tables', 'database-replication', 'operators', 'sso-connections', 'credential-provider', 'nullability', 'not-null-rows', 'row-level-security'];
 const stackTrace = /\n\s+at /;
 
 const created: string[] = [];

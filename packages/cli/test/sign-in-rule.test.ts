@@ -479,7 +479,7 @@ describe.runIf(adminUrl)('the sign-in locks, two connections on PostgreSQL', () 
     try {
       await reset(banning);
       await banning.exec(`DELETE FROM "authstrap_user_ban"; INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ('${world.owner}', 'command line') ON CONFLICT DO NOTHING`);
-      const ban = () => banning.query(`SELECT authstrap.operator_ban_user($1, $2, 'spam', NULL, '{}'::jsonb)`, [world.owner, world.employee]);
+      const ban = () => banning.query(`SELECT authstrap.operator_ban_user($1, $2, NULL, 'spam', '{}'::jsonb)`, [world.owner, world.employee]);
       // First: the sign-in holds its shared lock; the ban waits for its commit, then deletes its session.
       await signing.exec('BEGIN');
       await signIn(signing);

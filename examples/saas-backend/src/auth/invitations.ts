@@ -4,8 +4,9 @@ import type { Queryable } from '../db/database.js';
 import { lockUntilCommit } from '../db/locks.js';
 import { forbidden, HttpError, tooManyRequests } from '../http/errors.js';
 import { hashToken } from '../http/session-token.js';
-import { byUser, recordAuthEvent } from '../events/events.js';
+import { byUser, recordAuthEvent, recordEvent } from '../events/events.js';
 import { messages } from '../extensions/mail/messages.js';
+import { acceptDirectoryInvitation } from '../scim/accepted-invitations.js';
 import { passwordSchema } from './password.js';
 import { decideSignIn, refuseSignIn } from './sign-in-policy.js';
 import { RoleSchema, type AuthInternals, type PublicUser, type RequestMeta, type Role } from './types.js';
@@ -22,7 +23,10 @@ import { RoleSchema, type AuthInternals, type PublicUser, type RequestMeta, type
  * An invitation is a `verification` row: `identifier` is `invitation:<email>`, `value` is
  * `<SHA-256 of the secret>:<organization id>:<role>:<inviter id>`; `expiresAt` bounds it.
  * It works only while its inviter may still invite with that role (an owner for an owner; an
- * owner or admin otherwise), and while the organization exists.
+ * owner or admin otherwise), and while the organization exists. A directory invites too (a
+ * person it provisions who has an account outside the organization's domains: docs/scim.md);
+ * then the inviter is the directory's id, and the invitation stands while the directory is
+ * enabled and its resource for the person is live, active and still `invited`.
  *
  * Limits (INVITATIONS_PENDING_MAX per organization, INVITATIONS_PER_HOUR per inviter) keep an
  * organization from being a way to mail anyone in bulk; organization names in the mail are text,
@@ -111,10 +115,13 @@ const part = (n: 1 | 2 | 3 | 4, alias = '') => `split_part(${alias}"value", ':',
  * SQL: the invitation row `v` still stands: its organization exists and its inviter is a member
  * there with a role that may invite with its role.
  */
-const stillValid = `EXISTS (
+const standsByPerson = `EXISTS (
   SELECT 1 FROM "member" inviter
   WHERE inviter."organizationId"::text = ${part(2, 'v.')} AND inviter."userId"::text = ${part(4, 'v.')}
     AND (inviter."role" = 'owner' OR (inviter."role" = 'admin' AND ${part(3, 'v.')} <> 'owner')))`;
+/** The same, or: a directory's invitation that still stands (the directory's to withdraw, by unassigning the person). */
+const stillValid = `(${standsByPerson}
+  OR authstrap.directory_invitation_stands(${part(4, 'v.')}, ${part(2, 'v.')}, substr(v."identifier", length('invitation:') + 1)))`;
 
 const noLongerValid = () =>
   new HttpError(404, 'NOT_FOUND', 'No pending invitation for your address with this token (it may have expired, been used or withdrawn)');
@@ -226,6 +233,52 @@ export function createInvitations(auth: AuthInternals) {
     },
 
     /**
+     * Invites the person a directory provisioned who has an account outside the organization's
+     * domains (their membership `invited`: nobody joins without consent), in the SCIM request's
+     * transaction, with the directory's default role; the mail says the directory invited them.
+     * Once only: while an invitation of this directory to the address stands, nothing is sent
+     * again (a repeated create, a reactivation). A directory's invitations count in no inviter's
+     * hourly limit: they go only to addresses that already have an account here. Call
+     * `mailCommitted` once the transaction has committed. Whether a mail was sent.
+     */
+    async inviteFromDirectory(tx: Queryable, invitation: { organizationId: string; directoryId: string; email: string; name: string; role: Role }): Promise<boolean> {
+      const email = invitation.email.toLowerCase();
+      const identifier = identifierOf(email);
+      await lockUntilCommit(tx, `invitations:organization:${invitation.organizationId}`);
+      const { rows: facts } = await tx.query<{ standing: boolean; directoryName: string | null; organizationName: string | null }>(
+        `SELECT EXISTS (SELECT 1 FROM "verification" v WHERE v."identifier" = $1 AND ${part(2, 'v.')} = $2 AND ${part(4, 'v.')} = $3 AND v."expiresAt" > now()) AS "standing",
+                (SELECT "name" FROM "authstrap_scim_directory" WHERE "id" = $3::uuid) AS "directoryName",
+                (SELECT "name" FROM "Organization" WHERE "id" = $2::uuid) AS "organizationName"`,
+        [identifier, invitation.organizationId, invitation.directoryId],
+      );
+      const { standing, directoryName, organizationName } = facts[0]!;
+      if (standing) return false;
+      const token = randomBytes(32).toString('base64url');
+      // An earlier invitation of the organization to the address (from a person) is replaced, as a new one from a person would.
+      await tx.query(`DELETE FROM "verification" WHERE "identifier" = $1 AND ${part(2)} = $2`, [identifier, invitation.organizationId]);
+      const { rows } = await tx.query<{ id: string }>(`INSERT INTO "verification" ("identifier", "value", "expiresAt") VALUES ($1, $2, $3) RETURNING "id"`, [
+        identifier,
+        storedValue(hashToken(token), invitation.organizationId, invitation.role, invitation.directoryId),
+        new Date(Date.now() + invitationLifetimeMs),
+      ]);
+      const link = mailer.link('accept-invitation', { token, email });
+      const organization = organizationName ?? 'an organization';
+      await mailer.send(tx, {
+        kind: 'invitation',
+        to: email,
+        message: messages.invitation({ name: invitation.name, organizationName: organization, inviterName: `The directory "${directoryName ?? 'directory'}"`, role: invitation.role, link }),
+        link,
+        sentBy: invitation.directoryId,
+      });
+      // The transaction's context names the directory as the actor.
+      await recordEvent(tx, { type: 'invitation.sent', organizationId: invitation.organizationId, entity: 'invitation', entityId: rows[0]!.id, data: { email, role: invitation.role } });
+      return true;
+    },
+
+    /** After a transaction that mailed (inviteFromDirectory) committed: the mail leaves now, not at the outbox's next look. */
+    mailCommitted: () => mailer.sendCommitted(),
+
+    /**
      * Withdraws a pending invitation of the organization before it is answered: its link stops
      * working. An admin cannot withdraw an invitation to become an owner (nor send one). 404 for
      * an id that is not a pending invitation of this organization, and nothing changes.
@@ -273,7 +326,8 @@ export function createInvitations(auth: AuthInternals) {
      * oldest first, with the id DELETE /api/auth/organization/invitations/:id takes.
      */
     async pendingOf(organizationId: string, { page, limit }: z.output<typeof InvitationPageQuery>) {
-      const standing = `v."identifier" LIKE 'invitation:%' AND ${part(2, 'v.')} = $1 AND v."expiresAt" > now() AND ${stillValid}`;
+      // A directory's invitations are not listed: Settings > Directory shows those people as invited.
+      const standing = `v."identifier" LIKE 'invitation:%' AND ${part(2, 'v.')} = $1 AND v."expiresAt" > now() AND ${standsByPerson}`;
       const { rows } = await db.query<{ id: string; email: string; role: Role; inviterId: string; inviterName: string | null; createdAt: Date; expiresAt: Date; total: number }>(
         `SELECT v."id", substr(v."identifier", length('invitation:') + 1) AS "email", ${part(3, 'v.')} AS "role",
                 ${part(4, 'v.')} AS "inviterId", u."name" AS "inviterName", v."createdAt", v."expiresAt", count(*) OVER ()::int AS "total"
@@ -306,7 +360,10 @@ export function createInvitations(auth: AuthInternals) {
         await recordAuthEvent(tx, { type: accept ? 'invitation.accepted' : 'invitation.declined', ...answered }, byUser(user.id));
         if (!accept) return { declined: true as const, organizationId: invitation.organizationId };
         await tx.query(`UPDATE "User" SET "email_verified" = true, "updatedAt" = now() WHERE "id" = $1 AND NOT "email_verified"`, [user.id]);
-        return join(tx, user.id, invitation);
+        const joined = await join(tx, user.id, invitation);
+        // Invited by the organization's directory: its resource for them is a member now, with the role its groups give.
+        await acceptDirectoryInvitation(tx, user.id, invitation.organizationId);
+        return joined;
       });
     },
 

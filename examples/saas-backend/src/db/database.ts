@@ -122,6 +122,27 @@ export class DatabaseUnavailableError extends Error {
   }
 }
 
+/**
+ * A commit PostgreSQL made on the primary but stopped waiting for the synchronous standby to
+ * confirm: its statement_timeout (or a cancel) ran out while the standby was silent, and the server
+ * said so only in a WARNING ("canceling wait for synchronous replication ... The transaction has
+ * already committed locally, but might not have been replicated to the standby") before answering
+ * success. Were it acknowledged, a failover now would lose it (docs/deploy.md, "High availability").
+ * So it is a 503 instead: a client sending it again with its Idempotency-Key gets the first answer
+ * if the primary kept it, and a write applied once if it did not.
+ */
+export class UnconfirmedCommitError extends DatabaseUnavailableError {
+  constructor() {
+    super(new Error('the commit was not confirmed by the synchronous standby in time (it may be on the primary only)'));
+  }
+}
+
+/** Commits the synchronous standby did not confirm, since the process started (UnconfirmedCommitError), for the metrics. */
+export const unconfirmedCommits = { count: 0 };
+
+/** PostgreSQL's warning for a commit whose wait for the synchronous standby was cancelled (src/backend/replication/syncrep.c). */
+const isCancelledSyncWait = (notice: { message?: string }) => notice.message?.startsWith('canceling wait for synchronous replication') === true;
+
 /** A PostgreSQL SQLSTATE: five digits or capitals, which Node's E-codes (`EPIPE`) are not. */
 export const hasSqlState = (error: unknown): error is { code: string; detail?: string } =>
   typeof (error as { code?: unknown })?.code === 'string' && /^(?!E[A-Z]{4}$)[0-9A-Z]{5}$/.test((error as { code: string }).code);
@@ -129,7 +150,7 @@ export const hasSqlState = (error: unknown): error is { code: string; detail?: s
 /** Driver errors without a SQLSTATE (timeouts, "Connection terminated unexpectedly", refused connections). */
 const asUnavailable = (error: unknown): unknown => {
   countTimeout(error);
-  return hasSqlState(error) ? error : new DatabaseUnavailableError(error);
+  return hasSqlState(error) || error instanceof DatabaseUnavailableError ? error : new DatabaseUnavailableError(error);
 };
 
 /**
@@ -154,6 +175,8 @@ export type DatabaseSettings = Pick<Config, 'databaseUrl' | 'embeddedDbDir' | 'p
 export interface DatabaseHooks {
   /** A connection reached a primary on an older timeline than this instance has written on (db/timelines.ts): it was ended. */
   onOlderTimeline?(seen: number, newest: number): void;
+  /** A commit was not confirmed by the synchronous standby (UnconfirmedCommitError): its request is answered 503. */
+  onUnconfirmedCommit?(): void;
 }
 
 export async function openDatabase(config: DatabaseSettings, hooks: DatabaseHooks = {}): Promise<Database> {
@@ -267,6 +290,15 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
   const timelines = targets.throughPooler ? undefined : guardTimelines((seen, newest) => hooks.onOlderTimeline?.(seen, newest));
   let deadlines: ReturnType<typeof readDeadlines>;
   let waits: ReturnType<typeof countWaits>;
+  /** Connections whose last commit the synchronous standby did not confirm: the WARNING comes before the commit's answer. */
+  const unconfirmed = new WeakSet<pg.ClientBase>();
+  /** Whether `client`'s commit just now went unconfirmed (forgotten as it is asked), counted and told. */
+  const commitUnconfirmed = (client: pg.ClientBase): boolean => {
+    if (!unconfirmed.delete(client)) return false;
+    unconfirmedCommits.count++;
+    hooks.onUnconfirmedCommit?.();
+    return true;
+  };
   // Made at the first statement, so that actAs (at startup, after the migrations) comes first.
   const poolOf = (): pg.Pool => {
     if (pool) return pool;
@@ -287,6 +319,7 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
     });
     // An idle client losing its connection must not crash the process; the next query reconnects.
     pool.on('error', () => {});
+    pool.on('connect', (client) => client.on('notice', (notice) => isCancelledSyncWait(notice) && unconfirmed.add(client)));
     // A little longer than the statement timeout, so that a merely slow statement is cancelled by the server first.
     deadlines = readDeadlines(pool, timeouts.queryMs + 250);
     waits = countWaits(pool);
@@ -342,6 +375,7 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
       if (first) await run(first);
       const result = await work({ query: run });
       await run('COMMIT');
+      if (commitUnconfirmed(client)) throw new UnconfirmedCommitError();
       return result;
     } catch (error) {
       if (!isBroken(failure)) await client.query('ROLLBACK').catch(() => {});
@@ -369,10 +403,12 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
         outcome = await run();
       }
       if (outcome.error !== undefined && !hasSqlState(outcome.error)) throw outcome.error;
+      // The pipeline's closing Sync committed it: confirmed by the standby, or a 503.
+      if (commitUnconfirmed(client)) throw new UnconfirmedCommitError();
       const results = switchRole ? outcome.results.slice(1) : outcome.results;
       return outcome.error !== undefined ? { results, error: outcome.error } : { results };
     } catch (error) {
-      breaks(error);
+      if (!(error instanceof UnconfirmedCommitError)) breaks(error);
       throw asUnavailable(error);
     } finally {
       release();
@@ -387,20 +423,28 @@ function openPostgres(targets: PostgresTargets, timeouts: Config['databaseTimeou
         if (outcome.error !== undefined) throw outcome.error;
         return outcome.results[0] as QueryResult<Row>;
       }
-      // pool.query drops a client that failed, so a timed-out connection is not reused.
-      const run = () => poolOf().query({ text, values: params, name: statements.nameFor(text) });
-      const result = await run()
-        .catch((error) => {
+      // A statement on its own commits as it ends: confirmed by the standby, or a 503. A connection
+      // that failed without a SQLSTATE (a timeout, a break) is dropped, not reused.
+      const { client, breaks, release } = await checkOut();
+      const run = () => client.query({ text, values: params, name: statements.nameFor(text) });
+      try {
+        const result = await run().catch((error) => {
           if (!isStalePlan(error)) throw error;
           statements.forget(text);
           return run();
-        })
-        .catch((error) => Promise.reject(asUnavailable(error)));
-      return toResult<Row>(result);
+        });
+        if (commitUnconfirmed(client)) throw new UnconfirmedCommitError();
+        return toResult<Row>(result);
+      } catch (error) {
+        if (isBroken(error) && !(error instanceof UnconfirmedCommitError)) breaks(error);
+        throw asUnavailable(error);
+      } finally {
+        release();
+      }
     },
     transaction: (work) => inTransaction(work),
     pipeline: pipelined,
-    begin: ((first?: Statement[]) => beginHeldTransaction(poolOf(), deadlines, statements, switchRole, first)) as Database['begin'],
+    begin: ((first?: Statement[]) => beginHeldTransaction(poolOf(), deadlines, statements, switchRole, commitUnconfirmed, first)) as Database['begin'],
     async withConnection(work) {
       // Migrations may run longer than a request's statement timeout: a connection of their own,
       // with the connect timeout but without the statement and read timeouts, to PostgreSQL
@@ -507,6 +551,7 @@ async function beginHeldTransaction(
   deadlines: ReturnType<typeof readDeadlines>,
   statements: StatementNames,
   switchRole: Statement | undefined,
+  commitUnconfirmed: (client: pg.ClientBase) => boolean,
   first?: Statement[],
 ): Promise<OpenTransaction & { started?: PipelineOutcome }> {
   const client = await pool.connect().catch((error) => Promise.reject(asUnavailable(error)));
@@ -584,6 +629,7 @@ async function beginHeldTransaction(
         } finally {
           release();
         }
+        if (commitUnconfirmed(client)) throw new UnconfirmedCommitError();
         return;
       }
       const outcome = await pipelined([...last, { text: 'COMMIT', params: [] }]).catch(async (error) => {
@@ -595,6 +641,7 @@ async function beginHeldTransaction(
         throw outcome.error;
       }
       release();
+      if (commitUnconfirmed(client)) throw new UnconfirmedCommitError();
     },
     rollback,
   };
@@ -678,7 +725,11 @@ const embeddedParsers = Object.fromEntries(
  * otherwise leaves that copy behind for the next (embedded-template.ts).
  */
 async function createEmbedded(PGlite: typeof import('@electric-sql/pglite').PGlite, dataDir: string) {
-  const options = { parsers: embeddedParsers };
+  // pg_trgm, for the operators' searches (their indexes: src/operator/search-indexes.ts). PGlite
+  // loads an extension's code only when asked, on every open: a database whose indexes use it
+  // cannot be read without it.
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+  const options = { parsers: embeddedParsers, extensions: { pg_trgm } };
   if (!createsNewDatabase(dataDir)) return PGlite.create(dataDir, options);
   const onDisk = dataDir !== 'memory://';
   if (onDisk) fs.mkdirSync(dataDir, { recursive: true });

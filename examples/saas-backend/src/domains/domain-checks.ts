@@ -6,6 +6,7 @@ import { recordEvent, type EventContext } from '../events/events.js';
 import { txtRecordOf } from './domain-name.js';
 import { findingOf, planCheck, type CheckPlan, type CheckSchedule, type CheckedDomain, type Finding } from './domain-states.js';
 import type { TxtLookup } from './txt-lookup.js';
+import { pollingWorker, type PollingWorker } from '../db/polling-worker.js';
 
 /**
  * Checking a domain: the DNS question (txt-lookup.ts), the plan (domain-states.ts), and applying
@@ -97,14 +98,8 @@ export async function checkDomain(
   });
 }
 
-export interface DomainChecks {
-  /** Checks every domain due now (by the clock), a batch at a time; answers how many were checked. */
-  runOnce(): Promise<number>;
-  /** Every `pollMs` from now on (nothing when it is 0). */
-  start(): void;
-  /** No new round; the one under way finishes. */
-  stop(): Promise<void>;
-}
+/** Checks every domain due now (by the clock), a batch at a time; `runOnce` answers how many were checked. */
+export type DomainChecks = PollingWorker<number>;
 
 /**
  * Rows one round claims at a time; how many of them are checked at once (each ends in a
@@ -136,9 +131,6 @@ export function createDomainChecks({
   pollMs: number;
   clock?: () => Date;
 }): DomainChecks {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<number> | undefined;
-  let stopped = false;
   const pendingHours = Math.ceil(schedule.pendingForMs / 3_600_000);
 
   const checkClaimed = async (domain: DomainToCheck & { organizationId: string }, now: Date) => {
@@ -151,7 +143,7 @@ export function createDomainChecks({
     }
   };
 
-  const round = async () => {
+  const round = async (stopped: () => boolean) => {
     let checked = 0;
     for (;;) {
       const now = clock();
@@ -160,39 +152,9 @@ export function createDomainChecks({
         await Promise.all(rows.slice(start, start + checksAtOnce).map((domain) => checkClaimed(domain, now)));
       }
       checked += rows.length;
-      if (rows.length < batchSize || stopped) return checked;
+      if (rows.length < batchSize || stopped()) return checked;
     }
   };
 
-  const runOnce = () => {
-    const run = round().finally(() => {
-      if (running === run) running = undefined;
-    });
-    running = run;
-    return run;
-  };
-
-  const tick = () => {
-    timer = setTimeout(async () => {
-      try {
-        if (!running) await runOnce();
-      } catch (error) {
-        logger.warn({ err: (error as Error)?.message }, 'could not look for domains due a check; trying again later');
-      }
-      if (!stopped) tick();
-    }, pollMs);
-    timer.unref();
-  };
-
-  return {
-    runOnce,
-    start() {
-      if (pollMs > 0) tick();
-    },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running?.catch(() => {});
-    },
-  };
+  return pollingWorker({ round, pollMs, logger, what: 'domains due a check' });
 }

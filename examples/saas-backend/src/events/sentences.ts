@@ -506,6 +506,21 @@ function authEventSentence(event: SentenceEvent, names: SentenceNames, actor: st
       };
       return said(actor, done[event.type]!, upperFirst(`${connection} ${passive[event.type]}`));
     }
+    case 'sso_connection.certificate_expiring': {
+      const name = textOf(data.name);
+      const connection = name ? `the single sign-on connection "${name}"` : 'a single sign-on connection';
+      const certificates = Array.isArray(data.certificates) ? (data.certificates as { notAfter?: unknown; expired?: unknown }[]) : [];
+      const first = certificates.map((certificate) => textOf(certificate.notAfter)).filter(Boolean).sort()[0];
+      const expired = certificates.some((certificate) => certificate.expired === true);
+      const when = first ? ` on ${plain(first)}` : '';
+      return upperFirst(`the identity provider's signing certificate of ${connection} ${expired ? `expired${when}` : `expires${when}`}: ask the identity provider for the next one and refresh or update the connection`);
+    }
+    case 'sso_connection.refresh_failed': {
+      const name = textOf(data.name);
+      const connection = name ? `the single sign-on connection "${name}"` : 'a single sign-on connection';
+      const error = textOf(data.error);
+      return upperFirst(`the identity provider of ${connection} could not be read${error ? ` (${error})` : ''}; sign-in goes on with what was read before`);
+    }
     case 'sso_policy.updated': {
       const required = data.ssoRequired === true;
       const ended = number(data.sessionsEnded);

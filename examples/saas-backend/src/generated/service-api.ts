@@ -12,6 +12,7 @@ import { parseListQuery, type ListPage, type ListQuery } from '../http/list-quer
 import { idsMatching, parseWriteFilter, type JoinTarget, type WhereClause } from '../http/service-query.js';
 import type { Runner, ServiceTransactions } from '../http/service-transactions.js';
 import { parseBody, parseId } from '../http/validate.js';
+import { refuseDirectoryManagedChanges } from '../scim/memberships.js';
 import type { GeneratedDeps } from './deps.js';
 import { userListSpec, userServiceRepository } from './User/user.repository.js';
 import { UserServiceCreateInput, UserServiceReplaceInput, UserServiceUpdateInput } from './User/user.schema.js';
@@ -55,6 +56,8 @@ interface ServiceApi<Row, Create extends z.ZodType, Replace extends z.ZodType, U
   beforeCreate?: (input: z.output<Create>, req: Request) => z.output<Create>;
   /** More work in the same transaction as a create, when the request asks for it. */
   afterCreate?: (tx: Queryable, created: Row, req: Request) => Promise<unknown>;
+  /** What a change of records must pass first, in its transaction (users: the name and address their directory owns). */
+  beforeUpdate?: (tx: Queryable, ids: string[], change: Record<string, unknown>) => Promise<void>;
   /** How records are deleted when it is more than a DELETE (users: never an organization's last owner): how many were. */
   removeMany?: (tx: Queryable, ids: string[]) => Promise<number>;
   /** Its writes record events (src/events/events.ts): each runs in a transaction that names the service key as their actor. */
@@ -90,7 +93,7 @@ function asService(db: Runner, req: Request): Runner {
 function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodType, Update extends z.ZodType>(
   transactions: ServiceTransactions,
   joinTargets: Readonly<Record<string, JoinTarget>>,
-  { entity, list, repository, createInput, replaceInput, updateInput, beforeCreate, afterCreate, removeMany, events }: ServiceApi<Row, Create, Replace, Update>,
+  { entity, list, repository, createInput, replaceInput, updateInput, beforeCreate, afterCreate, beforeUpdate, removeMany, events }: ServiceApi<Row, Create, Replace, Update>,
 ): Router {
   const router = Router();
   router.use((req, _res, next) => (callerOf(req).kind === 'service' ? next() : next('router')));
@@ -123,7 +126,14 @@ function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodTy
   // without one is refused before its body is even read.
   router.patch('/', route(async (req, res, db) => {
     const where = parseWriteFilter(req.query, list);
-    sendData(res, { count: await repository.updateMatching(db, where, parseBody(entity, updateInput, req)) });
+    const change = parseBody(entity, updateInput, req);
+    const count = beforeUpdate
+      ? await db.transaction(async (tx) => {
+          await beforeUpdate(tx, await idsMatching(tx, list, where), change as Record<string, unknown>);
+          return repository.updateMatching(tx, where, change);
+        })
+      : await repository.updateMatching(db, where, change);
+    sendData(res, { count });
   }));
 
   router.delete('/', route(async (req, res, db) => {
@@ -159,16 +169,27 @@ function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodTy
     sendData(res, record);
   }));
 
+  /** A change of one record, after what it must pass (beforeUpdate) in the same transaction. */
+  const changeOne = async (db: Runner, id: string, change: unknown, write: (tx: Queryable) => Promise<Row | null>) =>
+    beforeUpdate
+      ? db.transaction(async (tx) => {
+          await beforeUpdate(tx, [id], change as Record<string, unknown>);
+          return write(tx);
+        })
+      : write(db);
+
   router.put('/:id', route(async (req, res, db) => {
     const id = parseId(entity, req.params.id);
-    const record = await repository.replace(db, id, parseBody(entity, replaceInput, req));
+    const input = parseBody(entity, replaceInput, req);
+    const record = await changeOne(db, id, input, (tx) => repository.replace(tx, id, input));
     if (!record) throw notFound(entity, id);
     sendData(res, record);
   }));
 
   router.patch('/:id', route(async (req, res, db) => {
     const id = parseId(entity, req.params.id);
-    const record = await repository.update(db, id, parseBody(entity, updateInput, req));
+    const change = parseBody(entity, updateInput, req);
+    const record = await changeOne(db, id, change, (tx) => repository.update(tx, id, change));
     if (!record) throw notFound(entity, id);
     sendData(res, record);
   }));
@@ -267,6 +288,8 @@ export function serviceApiRouters({ auth, transactions }: GeneratedDeps) {
       // Its personal organization and membership are events.
       events: true,
       afterCreate: withPersonalOrganization(auth),
+      // Better Auth's updateUser and address change: not the name or address a directory owns.
+      beforeUpdate: refuseDirectoryManagedChanges,
       // Better Auth's deleteUser comes here: the same rule as a user deleting their own account.
       removeMany: auth.deleteUsers,
     }),

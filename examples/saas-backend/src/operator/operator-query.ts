@@ -104,10 +104,10 @@ export function operatorAction<Answer>(db: Database, req: Request, fn: string, a
  * then its function with (that id, ...args, reason); a 404 naming it when the function answers
  * null (no such one).
  */
-export async function actOn(deps: OperatorDeps, req: Request, entity: 'User' | 'Organization', fn: string, args: unknown[], reason: string | undefined): Promise<unknown> {
+export async function actOn<Answer = unknown>(deps: OperatorDeps, req: Request, entity: 'User' | 'Organization', fn: string, args: unknown[], reason: string | undefined): Promise<Answer> {
   const id = parseId(entity, req.params.id);
   recentSignIn(req, deps.config);
-  const answer = await operatorAction<unknown>(deps.db, req, fn, [id, ...args, reason ?? null]);
+  const answer = await operatorAction<Answer | null>(deps.db, req, fn, [id, ...args, reason ?? null]);
   if (answer === null) throw notFound(entity, id);
   return answer;
 }

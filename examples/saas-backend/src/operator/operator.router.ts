@@ -4,14 +4,14 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { refusedVerdictOf } from '../auth/sign-in-policy.js';
 import type { Database } from '../db/database.js';
-import { requestContext } from '../events/events.js';
 import { actedAsOperator, eventSentence, subjectUserId, type Person, type SentenceEvent, type SentenceNames } from '../events/sentences.js';
 import { resolveCaller, type CallerDeps } from '../generated/guards/auth.guard.js';
+import { streamCsv, type CsvCursor, type CsvRow } from '../events/csv.js';
 import { sendData, sendJsonData, sendJsonList } from '../http/envelope.js';
 import { forbidden, notFound } from '../http/errors.js';
 import { hashToken } from '../http/session-token.js';
 import { parseBody, parseId, parseQuery } from '../http/validate.js';
-import { listOf, operatorQuery, pageMeta, recentSignIn, recentSignInNote, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
+import { actOn, listOf, operatorAction, operatorQuery, pageMeta, recentSignInNote, refusedToNonOperators, SearchQuery, searchParameters, type OperatorDeps } from './operator-query.js';
 import { organizationRoutes, registerOrganizationRoutes } from './organizations.js';
 import { operatorsRoutes, registerOperatorsRoutes } from './operators.js';
 import { overviewRoutes, registerOverviewRoutes } from './overview.js';
@@ -98,61 +98,38 @@ export function operatorRouter(deps: OperatorDeps): Router {
 
   // Signs the user out everywhere: their sessions end, and with them their live streams at their next check.
   router.post('/users/:id/revoke-sessions', async (req, res) => {
-    const id = parseId('User', req.params.id);
     const { reason } = parseBody('session revocation', RevokeSessionsInput, req);
-    recentSignIn(req, deps.config);
-    const context = JSON.stringify(requestContext(req));
-    const ended = await operatorQuery<number | null>(deps.db, 'SELECT authstrap.operator_revoke_sessions($1, $2, $3, $4::jsonb) AS "answer"', [req.operator!.userId, id, reason, context]);
-    if (ended === null) throw notFound('User', id);
-    sendData(res, { sessions: ended });
+    sendData(res, { sessions: await actOn(deps, req, 'User', 'operator_revoke_sessions', [], reason) });
   });
 
   // Bans a user: no path signs them in, their sessions and streams end, the keys they made stop; until expiresAt or an unban.
   router.post('/users/:id/ban', async (req, res) => {
-    const id = parseId('User', req.params.id);
     const { reason, expiresAt } = parseBody('ban', BanInput, req);
-    recentSignIn(req, deps.config);
-    const context = JSON.stringify(requestContext(req));
-    const banned = await operatorQuery<unknown>(deps.db, 'SELECT authstrap.operator_ban_user($1, $2, $3, $4, $5::jsonb) AS "answer"', [req.operator!.userId, id, reason, expiresAt ?? null, context]);
-    if (banned === null) throw notFound('User', id);
-    sendJsonData(res, JSON.stringify(banned));
+    sendJsonData(res, JSON.stringify(await actOn(deps, req, 'User', 'operator_ban_user', [expiresAt ?? null], reason)));
   });
 
   // Lifts a user's ban: they may sign in again and their keys work again (their sessions stay ended).
   router.post('/users/:id/unban', async (req, res) => {
-    const id = parseId('User', req.params.id);
     const { reason } = parseBody('unban', UnbanInput, req);
-    recentSignIn(req, deps.config);
-    const context = JSON.stringify(requestContext(req));
-    const lifted = await operatorQuery<unknown>(deps.db, 'SELECT authstrap.operator_unban_user($1, $2, $3, $4::jsonb) AS "answer"', [req.operator!.userId, id, reason ?? null, context]);
-    if (lifted === null) throw notFound('User', id);
-    sendJsonData(res, JSON.stringify(lifted));
+    sendJsonData(res, JSON.stringify(await actOn(deps, req, 'User', 'operator_unban_user', [], reason)));
   });
 
   // Signs the operator in as a user for a bounded time: a session of the user, marked as the operator's (docs/operator.md, "Impersonation").
   const impersonateInput = ImpersonateInput(deps.config.operators.impersonationMaxMinutes);
   router.post('/users/:id/impersonate', async (req, res) => {
-    const id = parseId('User', req.params.id);
     const { reason, minutes } = parseBody('impersonation', impersonateInput, req);
-    recentSignIn(req, deps.config);
     // The secret goes to the operator only, in this answer; the database keeps its hash, as for every session.
     const token = randomBytes(32).toString('base64url');
     const endsAt = new Date(Date.now() + minutes * 60_000);
-    const context = JSON.stringify(requestContext(req));
-    const started = await operatorQuery<{ sessionId: string; expiresAt: string } | null>(
-      deps.db,
-      'SELECT authstrap.operator_impersonate($1, $2, $3, $4, $5, $6::jsonb) AS "answer"',
-      [req.operator!.userId, id, hashToken(token), endsAt, reason, context],
-    ).catch(refusedImpersonation);
-    if (started === null) throw notFound('User', id);
-    sendData(res, { token, sessionId: started.sessionId, userId: id, expiresAt: started.expiresAt });
+    const started = await actOn<{ sessionId: string; expiresAt: string }>(deps, req, 'User', 'operator_impersonate', [hashToken(token), endsAt], reason).catch(refusedImpersonation);
+    // actOn has checked the id by now: it is the user's.
+    sendData(res, { token, sessionId: started.sessionId, userId: req.params.id, expiresAt: started.expiresAt });
   });
 
   // Ends an impersonation before its bound (any operator's): the session is deleted, its token stops at once.
   router.post('/impersonations/:sessionId/end', async (req, res) => {
     const sessionId = parseId('Impersonation', req.params.sessionId);
-    const context = JSON.stringify(requestContext(req));
-    const ended = await operatorQuery<{ sessionId: string; userId: string } | null>(deps.db, 'SELECT authstrap.operator_end_impersonation($1, $2, $3::jsonb) AS "answer"', [req.operator!.userId, sessionId, context]);
+    const ended = await operatorAction<{ sessionId: string; userId: string } | null>(deps.db, req, 'operator_end_impersonation', [sessionId]);
     if (ended === null) throw notFound('Impersonation', sessionId);
     sendData(res, { ended: true, ...ended });
   });
@@ -162,6 +139,22 @@ export function operatorRouter(deps: OperatorDeps): Router {
     const { type, page, limit } = parseQuery('operator events', EventsQuery, req.query);
     const found = await operatorQuery<{ total: number; rows: PlatformEventRow[] }>(deps.db, 'SELECT authstrap.operator_events($1, $2, $3, $4) AS "answer"', [req.operator!.userId, type, limit, (page - 1) * limit]);
     sendJsonList(res, { json: JSON.stringify(found.rows.map(withSummary)), meta: pageMeta(page, limit, found.total) });
+  });
+
+  // The platform's log as CSV, with the page's filter (?type=): every event, newest first, streamed a batch at a time.
+  router.get('/events/export.csv', async (req, res) => {
+    const { type } = parseQuery('operator events export', EventsExportQuery, req.query);
+    const batchAfter = async (after: CsvCursor | undefined) => {
+      const rows = await operatorQuery<(PlatformEventRow & CsvRow)[]>(deps.db, 'SELECT authstrap.operator_events_batch($1, $2, $3, $4, $5) AS "answer"', [
+        req.operator!.userId,
+        type,
+        after?.at ?? null,
+        after?.id ?? null,
+        platformCsvBatch,
+      ]);
+      return rows.map(withSummary);
+    };
+    await streamCsv(res, { filename: `platform-log-${new Date().toISOString().slice(0, 10)}.csv`, columns: platformCsvColumns, batch: platformCsvBatch, next: batchAfter });
   });
 
   router.use('/organizations', organizationRoutes(deps));
@@ -221,8 +214,20 @@ const EventsQuery = z
   })
   .strict();
 
+/** The page's filter, without its paging: what the CSV export takes. */
+const EventsExportQuery = EventsQuery.pick({ type: true }).strict();
+
+/** The export's columns, in order: the event as the page answers it, its data as JSON, and its sentence. */
+const platformCsvColumns = ['id', 'createdAt', 'type', 'actorType', 'actorId', 'actorEmail', 'actorName', 'userId', 'userEmail', 'userName', 'entity', 'entityId', 'ipAddress', 'data', 'summary'] as const;
+
+/** Events per statement of the export: the backend holds one batch of the file at a time. */
+const platformCsvBatch = 1000;
+
 /** A row of the platform's log as authstrap.operator_events answers it: the event, and the names of its user and its actor (read in the same statement). */
 interface PlatformEventRow extends SentenceEvent {
+  id: string;
+  createdAt: string;
+  ipAddress: string | null;
   userEmail: string | null;
   userName: string | null;
   actorEmail: string | null;
@@ -230,7 +235,7 @@ interface PlatformEventRow extends SentenceEvent {
 }
 
 /** The row with its sentence ("Support (operator) revoked 3 sessions of jane@acme.com"), from the names the statement read. */
-function withSummary(row: PlatformEventRow): PlatformEventRow & { summary: string } {
+function withSummary<Row extends PlatformEventRow>(row: Row): Row & { summary: string } {
   const person = (email: string | null, name: string | null): Person | null => (email === null ? null : { email, name });
   const names: SentenceNames = { actorIsOperator: actedAsOperator(row) };
   if (row.actorType === 'user') names.actor = person(row.actorEmail, row.actorName);
@@ -402,6 +407,18 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
     summary: "The platform's log: what operators did (operator.* events), newest first, each with its sentence (summary) (operators only)",
     request: { query: z.object({ type: z.string().optional().meta({ description: 'One type, like operator.revoked_sessions' }), page: z.int().min(1).optional(), limit: z.int().optional() }) },
     responses: { 200: { description: 'A page of events', ...listOf(OperatorEvent) }, ...refused },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/operator/events/export.csv', operationId: 'exportOperatorEvents', tags,
+    summary: "The platform's log as CSV: every event of the filter, newest first, streamed (operators only)",
+    description:
+      "All pages at once, read a batch at a time. Fields are quoted as RFC 4180 says; one that starts with =, +, -, @, a tab or a carriage return gets a leading apostrophe, so that a spreadsheet does not run it as a formula (names and addresses are what users typed). `data` is the event's JSON.",
+    request: { query: z.object({ type: z.string().optional().meta({ description: 'One type, like operator.revoked_sessions' }) }) },
+    responses: {
+      200: { description: `The events: ${platformCsvColumns.join(', ')} (summary: the sentence the page shows)`, content: { 'text/csv': { schema: z.string() } } },
+      400: { description: 'A filter the platform log does not have, or a type that is no operator event' },
+      ...refused,
+    },
   });
   registerOrganizationRoutes(registry);
   registerOverviewRoutes(registry);

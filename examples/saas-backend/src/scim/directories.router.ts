@@ -9,7 +9,7 @@ import { assertRole } from '../extensions/auth/auth.decorator.js';
 import { asCaller, tenantScoped, type TenantDeps } from '../generated/guards/tenant.guard.js';
 import { sendData } from '../http/envelope.js';
 import { forbidden, HttpError, notFound, validationFailed } from '../http/errors.js';
-import { parseBody, parseId } from '../http/validate.js';
+import { isUuid, parseBody, parseId } from '../http/validate.js';
 import { ScimError } from './errors.js';
 import { recomputeRoles } from './roles.js';
 import { newScimToken } from './tokens.js';
@@ -21,6 +21,7 @@ import { newScimToken } from './tokens.js';
  *
  *   GET    /scim-directories                         the directories, with their tokens (never the tokens themselves)
  *   POST   /scim-directories                         a new one; its first token is in this answer only
+ *   GET    /scim-directories/managed-members         which of the given members a directory provisioned, and what it owns of them
  *   GET    /scim-directories/:id
  *   PATCH  /scim-directories/:id                     name, default role, enabled
  *   DELETE /scim-directories/:id                     memberships stay as they are; suspended ones become removable by hand
@@ -110,6 +111,30 @@ export function scimDirectoriesRouter(deps: TenantDeps & { db: Database; config:
     });
     // Shown once: the identity provider keeps it from now on.
     sendData(res, { ...created, token }, 201);
+  });
+
+  /**
+   * For the members page: which of `?userId=` (up to 100, repeated or comma-separated) a
+   * directory provisioned and keeps as members, by which directory, and what it owns of them:
+   * their role and their removal while it maps groups to roles (the member routes answer 409
+   * DIRECTORY_MANAGED), their name and address when their address is in a verified domain.
+   */
+  router.get('/managed-members', async (req, res) => {
+    const caller = await asAdmin(req);
+    const userIds = [req.query.userId].flat().filter((value) => value !== undefined).flatMap((value) => String(value).split(',')).filter(Boolean);
+    if (userIds.length > 100) throw validationFailed('At most 100 members at once', { userId: 'At most 100' });
+    const invalid = userIds.find((userId) => !isUuid(userId));
+    if (invalid !== undefined) throw validationFailed('Not a user id', { userId: `${invalid.slice(0, 50)} is not a uuid` });
+    const { rows } = await caller.query(
+      `SELECT su."userId", d."id" AS "directoryId", d."name" AS "directoryName",
+              EXISTS (SELECT 1 FROM "authstrap_scim_role_mapping" r WHERE r."directoryId" = d."id") AS "rolesFromGroups",
+              authstrap.directory_manages_profile(su."userId") AS "profileFromDirectory"
+         FROM "authstrap_scim_user" su JOIN "authstrap_scim_directory" d ON d."id" = su."directoryId"
+        WHERE su."userId" = ANY($1::uuid[]) AND su."deletedAt" IS NULL AND su."membership" = 'member'
+        ORDER BY su."userId", su."createdAt"`,
+      [userIds],
+    );
+    sendData(res, rows);
   });
 
   router.get('/:id', async (req, res) => {

@@ -154,7 +154,27 @@ export const directoryEvent = (tx: Queryable, directory: Directory, type: string
  */
 export async function refuseIfDirectoryManaged(db: Queryable, userId: string, what: 'name' | 'address'): Promise<void> {
   const { rows } = await db.query<{ managed: boolean }>(`SELECT authstrap.directory_manages_profile($1) AS "managed"`, [userId]);
-  if (rows[0]?.managed) {
-    throw new HttpError(409, 'DIRECTORY_MANAGED', `Your ${what} comes from your organization's directory: ask its administrators to change it in the identity provider`);
+  if (rows[0]?.managed) throw directoryManaged(what);
+}
+
+const directoryManaged = (what: 'name' | 'address') =>
+  new HttpError(409, 'DIRECTORY_MANAGED', `Your ${what} comes from your organization's directory: ask its administrators to change it in the identity provider`);
+
+/**
+ * The same rule on the trusted server's path: Better Auth's `updateUser` and its address change
+ * write the `User` through the service routes (PATCH /Users/:id), on the person's behalf. A change
+ * of the name or address of any of `userIds` the directory owns is refused whole (409
+ * DIRECTORY_MANAGED, which the adapter answers as Better Auth's own 409); writing the value that
+ * is already there, or any other field (the picture, `emailVerified`), goes through.
+ */
+export async function refuseDirectoryManagedChanges(db: Queryable, userIds: string[], change: { name?: unknown; email?: unknown }): Promise<void> {
+  if (userIds.length === 0 || (change.name === undefined && change.email === undefined)) return;
+  const { rows } = await db.query<{ name: string; email: string }>(
+    `SELECT "name", "email" FROM "User" WHERE "id" = ANY($1::uuid[]) AND authstrap.directory_manages_profile("id")`,
+    [userIds],
+  );
+  for (const stored of rows) {
+    if (typeof change.name === 'string' && change.name !== stored.name) throw directoryManaged('name');
+    if (typeof change.email === 'string' && change.email.toLowerCase() !== stored.email.toLowerCase()) throw directoryManaged('address');
   }
 }

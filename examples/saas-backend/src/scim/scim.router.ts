@@ -1,7 +1,8 @@
 import express, { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
+import type { Invitations } from '../auth/invitations.js';
 import type { Config } from '../config.js';
-import type { Database, Queryable } from '../db/database.js';
+import type { Database, PoolStats, Queryable } from '../db/database.js';
 import { recordEvent, requestContext } from '../events/events.js';
 import { HttpError } from '../http/errors.js';
 import { refuseInvalidUtf8 } from '../http/json-body.js';
@@ -21,7 +22,8 @@ import { userRoutes } from './users.js';
  * provisions the organization's members here with its directory's bearer token:
  *
  *   request -> SCIM JSON body (its own limit) -> the directory's slot (at most
- *   SCIM_MAX_CONCURRENT_PER_DIRECTORY in flight, SCIM_RATE_LIMIT_MAX a minute; 429 beyond) ->
+ *   SCIM_MAX_CONCURRENT_PER_DIRECTORY in flight, SCIM_MAX_CONCURRENT_WHILE_BUSY while others use
+ *   the pool, SCIM_RATE_LIMIT_MAX a minute; 429 beyond) ->
  *   a transaction scoped by the token (authstrap.scim_caller: its organization, the role
  *   `directory`) -> the resource's route -> SCIM's answer, or SCIM's error.
  *
@@ -34,7 +36,11 @@ export interface ScimDeps {
   db: Database;
   config: Config;
   logger: Logger;
+  /** A person with an account outside the organization's domains is invited by mail (auth/invitations.ts). */
+  invitations: DirectoryInvitations;
 }
+
+export type DirectoryInvitations = Pick<Invitations, 'inviteFromDirectory' | 'mailCommitted'>;
 
 /** The work of one SCIM request, in its transaction, as its directory. */
 export type AsDirectory = <T>(req: Request, work: (tx: Queryable, directory: Directory) => Promise<T>) => Promise<T>;
@@ -49,9 +55,26 @@ export function sendScim(res: Response, status: number, body: unknown): void {
 /** The directory's base URL (`<AUTH_URL>/scim/v2/<id>`): where its resources' `meta.location` point. */
 export const baseUrlOf = (config: Config, directoryId: string) => `${config.authUrl}/scim/v2/${directoryId}`;
 
-export function scimRouter({ db, config, logger }: ScimDeps): Router {
+/**
+ * How many requests one directory may have in flight on this instance now: its full share while
+ * the pool serves nobody else, `maxConcurrentWhileBusy` while someone else holds or waits for a
+ * connection. The pool's connections in use, less the directories' own requests, are the others'
+ * (a directory's request that has not reached the database yet makes that count low, never high).
+ * The embedded database has no pool to share: the full share.
+ */
+export function directoryAllowance(
+  limits: Pick<Config['scim'], 'maxConcurrentPerDirectory' | 'maxConcurrentWhileBusy'>,
+  pool: PoolStats | undefined,
+  directoriesInFlight: number,
+): number {
+  if (!pool) return limits.maxConcurrentPerDirectory;
+  const others = pool.total - pool.idle + pool.waiting - directoriesInFlight;
+  return others > 0 ? Math.min(limits.maxConcurrentWhileBusy, limits.maxConcurrentPerDirectory) : limits.maxConcurrentPerDirectory;
+}
+
+export function scimRouter({ db, config, logger, invitations }: ScimDeps): Router {
   const router = Router();
-  const { bodyLimit, rateLimitMax, maxConcurrentPerDirectory } = config.scim;
+  const { bodyLimit, rateLimitMax } = config.scim;
 
   // SCIM's media type and plain JSON (Okta sends either), bounded by SCIM's own limit: a group
   // with thousands of members is one body. Not valid UTF-8: refused, never stored altered.
@@ -63,11 +86,15 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
   const refusals = new WeakMap<Request, ScimError>();
 
   const inFlight = new Map<string, number>();
+  let directoriesInFlight = 0;
   const perMinute = new Map<string, { windowStart: number; count: number }>();
   /**
    * A directory's share of this instance: a 10,000-user initial sync sends as fast as it is
    * answered, so it gets at most `maxConcurrentPerDirectory` of the pool's connections at a time
    * and `rateLimitMax` requests a minute; beyond, 429 with Retry-After (Okta and Entra ID retry).
+   * While anyone else holds or waits for a connection (another organization's requests, the
+   * outbox), a directory gets `maxConcurrentWhileBusy`: a sync is background work, and it yields
+   * to people rather than take the cores from them (see `directoryAllowance`).
    * Counted per instance, in memory: what it protects is this instance's pool.
    */
   const directorySlot: RequestHandler = (req, res, next) => {
@@ -78,16 +105,18 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
     counted.count += 1;
     perMinute.set(directoryId, counted);
     const busy = inFlight.get(directoryId) ?? 0;
-    if (busy >= maxConcurrentPerDirectory || counted.count > rateLimitMax) {
+    if (busy >= directoryAllowance(config.scim, db.poolStats?.(), directoriesInFlight) || counted.count > rateLimitMax) {
       const seconds = counted.count > rateLimitMax ? Math.ceil((counted.windowStart + 60_000 - now) / 1000) : 1;
       res.setHeader('Retry-After', String(Math.max(1, seconds)));
       return sendScim(res, 429, scimErrorBody(new ScimError(429, 'tooMany', 'Too many requests for this directory at once; try again shortly')));
     }
     inFlight.set(directoryId, busy + 1);
+    directoriesInFlight += 1;
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
+      directoriesInFlight -= 1;
       const left = (inFlight.get(directoryId) ?? 1) - 1;
       if (left > 0) inFlight.set(directoryId, left);
       else inFlight.delete(directoryId);
@@ -162,7 +191,7 @@ export function scimRouter({ db, config, logger }: ScimDeps): Router {
 
   const directory = Router({ mergeParams: true });
   discoveryRoutes(directory, config);
-  userRoutes(directory, { asDirectory, config });
+  userRoutes(directory, { asDirectory, config, invitations });
   groupRoutes(directory, { asDirectory, config });
   // Bulk, /Me and POST /.search: not offered (ServiceProviderConfig says so).
   directory.all(['/Bulk', '/Me', '/.search', '/Users/.search', '/Groups/.search'], () => {

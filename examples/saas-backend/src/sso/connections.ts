@@ -1,7 +1,8 @@
 import type { Config } from '../config.js';
+import type { Queryable } from '../db/database.js';
 import { secretSeal, type SecretSeal } from '../events/webhook-secrets.js';
 import type { OidcSettings } from './oidc.js';
-import type { SamlSettings } from './saml.js';
+import { certificateFacts, type SamlSettings } from './saml.js';
 
 /**
  * A single sign-on connection as stored (authstrap_sso_connection) and as answered: never its
@@ -13,7 +14,8 @@ import type { SamlSettings } from './saml.js';
 export const connectionColumns = `"id", "organizationId", "name", "protocol", "preset", "enabled", "configChangedAt", "testedAt", "lastTest", "defaultRole",
   "jitProvisioning", "attributeMapping", "oidcIssuer", "oidcClientId", "oidcClientSecret", "oidcScopes", "oidcTokenAuthMethod", "oidcTenant",
   "oidcMetadata", "oidcMetadataFetchedAt", "allowIdpInitiated", "samlIdpEntityId", "samlIdpSsoUrl", "samlIdpMetadataUrl", "samlIdpMetadataXml",
-  "samlMetadataFetchedAt", "samlSignAuthnRequests", "samlSpPrivateKey", "samlSpCertificate", "createdBy", "createdAt", "updatedAt"`;
+  "samlMetadataFetchedAt", "samlSignAuthnRequests", "samlSpPrivateKey", "samlSpCertificate", "metadataRefreshedAt", "metadataRefreshError", "metadataNextRefreshAt",
+  "certificateWarnedAt", "refreshFailureWarnedAt", "createdBy", "createdAt", "updatedAt"`;
 
 export interface ConnectionRow {
   id: string;
@@ -45,6 +47,13 @@ export interface ConnectionRow {
   samlSignAuthnRequests: boolean;
   samlSpPrivateKey: string | null;
   samlSpCertificate: string | null;
+  /** The daily refresh's last run (src/sso/metadata-refresh.ts) and why it failed (null: it read the IdP). */
+  metadataRefreshedAt: Date | null;
+  metadataRefreshError: string | null;
+  metadataNextRefreshAt: Date;
+  /** When the expiry and refresh-failure events were last recorded: once a day at most. */
+  certificateWarnedAt: Date | null;
+  refreshFailureWarnedAt: Date | null;
   createdBy: string | null;
   createdAt: Date;
   updatedAt: Date;
@@ -73,11 +82,12 @@ export interface CertificateRow {
   source: 'metadata' | 'upload';
 }
 
-const expiryWarningMs = 30 * 24 * 60 * 60 * 1000;
+/** How far ahead an IdP certificate's end is reported (the console, the daily refresh's event, `verify`). */
+export const expiryWarningMs = 30 * 24 * 60 * 60 * 1000;
 
 /** A connection as answered (`certificates`: a SAML connection's, read beside it). */
 export function presentConnection(row: ConnectionRow, config: Pick<Config, 'authUrl'>, certificates: CertificateRow[] = []) {
-  const { oidcClientSecret, oidcMetadata: _metadata, samlSpPrivateKey: _key, samlIdpMetadataXml: _xml, ...rest } = row;
+  const { oidcClientSecret, oidcMetadata: _metadata, samlSpPrivateKey: _key, samlIdpMetadataXml: _xml, certificateWarnedAt: _warned, refreshFailureWarnedAt: _failureWarned, ...rest } = row;
   const base = config.authUrl.replace(/\/+$/, '');
   const saml = row.protocol === 'saml' ? samlUrlsOf(base, row.id) : undefined;
   return {
@@ -134,4 +144,24 @@ export function oidcSettingsOf(row: ConnectionRow, seal: SecretSeal): OidcSettin
     tokenAuthMethod: row.oidcTokenAuthMethod,
     metadata: row.oidcMetadata ?? {},
   };
+}
+
+/**
+ * The certificates of one source become `pems`: new ones added, the source's others removed (the
+ * other source's stay). Several at once is a rollover: every one valid now verifies.
+ */
+export async function storeCertificates(tx: Queryable, connection: ConnectionRow, given: { pems: string[]; source: 'metadata' | 'upload' }): Promise<void> {
+  const facts = given.pems.map((pem) => certificateFacts(pem));
+  await tx.query(`DELETE FROM "authstrap_sso_certificate" WHERE "connectionId" = $1 AND "source" = $2 AND NOT ("fingerprintSha256" = ANY($3::text[]))`, [
+    connection.id,
+    given.source,
+    facts.map((fact) => fact.fingerprintSha256),
+  ]);
+  for (const fact of facts) {
+    await tx.query(
+      `INSERT INTO "authstrap_sso_certificate" ("connectionId", "organizationId", "pem", "fingerprintSha256", "subject", "notBefore", "notAfter", "source")
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT ("connectionId", "fingerprintSha256") DO NOTHING`,
+      [connection.id, connection.organizationId, fact.pem, fact.fingerprintSha256, fact.subject, fact.notBefore, fact.notAfter, given.source],
+    );
+  }
 }

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { freePort } from './process.js';
 
 /**
@@ -51,3 +52,24 @@ export async function startSecondPostgres(timeline: number, options: { standby?:
 const idOf = (flag: '-u' | '-g', name: string) => Number(execFileSync('id', [flag, name], { encoding: 'utf8' }).trim());
 const uidOf = (name: string) => idOf('-u', name);
 const gidOf = (name: string) => idOf('-g', name);
+
+/** Creates database `name` on the server at `serverUrl`; resolves the function that drops it. */
+export async function createDatabase(serverUrl: string, name: string): Promise<() => Promise<void>> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  return async () => {
+    const dropper = new pg.Client({ connectionString: serverUrl });
+    await dropper.connect();
+    await dropper.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await dropper.end();
+  };
+}
+
+/** The address of database `name` on the server at `serverUrl`. */
+export const withDatabase = (serverUrl: string, name: string) => {
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+};

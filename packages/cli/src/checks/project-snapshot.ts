@@ -9,6 +9,7 @@ import { loadSchema, schemaFileName, SchemaError, validateSchema, type Schema } 
 import { readSchemaLiteral } from '../schema/read-literal.js';
 import { readAppliedMigrations, type DatabaseProbe } from '../verify/database.js';
 import { readRowSecurity, type LiveRowSecurity } from '../verify/row-security.js';
+import { readSsoFacts, type SsoFacts } from './sso-connections.js';
 
 /**
  * Everything the checks' `examine` looks at, read once from disk and the database. The checks
@@ -55,6 +56,8 @@ export interface DatabaseFacts {
   rowSecurity?: LiveRowSecurity;
   /** The project's migrations (their .sql names) and those the database records as applied. */
   migrations: { files: string[]; applied: string[] };
+  /** The enabled single sign-on connections and their organizations' lapsing domains (undefined: no SSO tables). */
+  sso?: SsoFacts;
 }
 
 export interface LiveColumn {
@@ -200,6 +203,7 @@ export async function readProjectSnapshot(
       columns: state.schema ? await readLiveColumns(options.db, state.schema) : [],
       ...(rowSecurity ? { rowSecurity } : {}),
       migrations: { files: migrationFiles(dir), applied: await readAppliedMigrations(options.db) },
+      sso: await readSsoFacts(options.db),
     };
   }
   return state;

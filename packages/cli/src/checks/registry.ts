@@ -22,6 +22,7 @@ import { serviceCredential } from './service-credential.js';
 import { session } from './session.js';
 import { signIn } from './sign-in.js';
 import { signUp } from './sign-up.js';
+import { ssoConnections } from './sso-connections.js';
 import { tables } from './tables.js';
 import { tenantIsolation } from './tenant-isolation.js';
 
@@ -53,6 +54,7 @@ export const checks: Check[] = [
   tables,
   databaseReplication,
   operators,
+  ssoConnections,
   credentialProvider,
   nullability,
   notNullRows,

@@ -44,6 +44,7 @@ function judge({ examined, probed }: CheckParts): Outcome & { rateLimited?: true
   const status = present.reduce<Status>((worst, part) => (severity[part.status] > severity[worst] ? part.status : worst), 'pass');
   // A failure or warning says what is wrong; a pass or skip says everything that was (and was not) checked.
   const shown = status === 'fail' || status === 'warn' ? present.filter((part) => part.status === status) : present;
-  const message = [...new Set(shown.map((part) => part.message))].join('; ');
+  // Parts may share sentences (a check's examine and probe judge the same facts): each is said once.
+  const message = [...new Set(shown.flatMap((part) => part.message.split('; ')))].join('; ');
   return { status, message, ...(probed?.rateLimited && status === 'skip' ? { rateLimited: true as const } : {}) };
 }

@@ -193,7 +193,8 @@ export function clientView(schema: Schema): ClientView {
     usesJson: entities.some((entity) => entity.output.some((field) => /\bJson\b/.test(field.type))),
     example: exampleEntity?.name,
     events: eventTypesOf(schema),
-    streaming: entities.some((entity) => entity.streamEvents !== undefined),
+    // With auth, the organization's memberships stream (GET /realtime?entity=member: the members page).
+    streaming: schema.auth || entities.some((entity) => entity.streamEvents !== undefined),
     streamExample: (exampleEntity?.streamEvents ? exampleEntity : entities.find((entity) => entity.streamEvents))?.name,
   };
 }

@@ -50,6 +50,8 @@ export const authEventTypes: Record<string, string> = {
   'sso_connection.enabled': 'A single sign-on connection was turned on: it signs people in',
   'sso_connection.disabled': 'A single sign-on connection was turned off (data.sessionsEnded: the sessions it made)',
   'sso_connection.tested': 'A test sign-in through a connection ended (data.ok; data.error when it failed)',
+  'sso_connection.certificate_expiring': "The daily refresh found an IdP signing certificate of a connection that ends within 30 days or has ended (data.certificates: fingerprintSha256, subject, notAfter, expired); at most once a day per connection",
+  'sso_connection.refresh_failed': "The daily refresh could not read a connection's identity provider (data.from, data.error); the connection keeps what was read before; at most once a day per connection",
   'sso_policy.updated': "The organization's single sign-on policy changed (data.ssoRequired, data.breakGlass, data.sessionsEnded)",
   'webhook_endpoint.created': 'An owner or admin added a webhook endpoint',
   'webhook_endpoint.updated': 'A webhook endpoint was changed, enabled or disabled (by a person, or by the backend after repeated failures)',

@@ -344,6 +344,28 @@ END
 $$;`;
 
 /**
+ * Claims up to `max_rows` single sign-on connections whose metadata refresh is due (the daily
+ * refresh, src/sso/metadata-refresh.ts), moving their `metadataNextRefreshAt` a lease ahead in the
+ * same statement: as due_domain_checks, two instances never refresh the same connection at once,
+ * and one stopped mid-refresh leaves it to another once the lease is over. The worker sets the
+ * next day's time when it has refreshed. As the tables' owner with the maintenance setting on.
+ */
+const dueSsoRefreshes = `CREATE OR REPLACE FUNCTION authstrap.due_sso_refreshes(max_rows integer, refreshed_at timestamptz, lease_seconds integer)
+RETURNS TABLE ("id" uuid, "organizationId" uuid)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  was_maintenance text;
+BEGIN
+${withMaintenance(`  RETURN QUERY
+  UPDATE "authstrap_sso_connection" c SET "metadataNextRefreshAt" = refreshed_at + make_interval(secs => lease_seconds)
+   WHERE c."id" IN (SELECT due."id" FROM "authstrap_sso_connection" due WHERE due."metadataNextRefreshAt" <= refreshed_at
+                     ORDER BY due."metadataNextRefreshAt", due."id" LIMIT max_rows FOR UPDATE SKIP LOCKED)
+  RETURNING c."id", c."organizationId";`)}
+END
+$$;`;
+
+/**
  * Keeps a batch of SCIM requests (src/scim/request-log.ts) in each directory's request log, and
  * trims it: seven days, and at most 1,000 rows a directory. `requests` is a JSON array of rows.
  * SECURITY DEFINER with the maintenance setting: one statement for a second of every directory's
@@ -401,6 +423,43 @@ ${withMaintenance(`  managed := EXISTS (SELECT 1 FROM "authstrap_scim_user" su J
                       JOIN "authstrap_domain" d ON d."organizationId" = su."organizationId" AND d."domain" = lower(substring(u."email" from '@([^@]*)$')) AND d."state" IN ('verified', 'failing')
                      WHERE su."userId" = user_id AND su."deletedAt" IS NULL);`)}
   RETURN managed;
+END
+$$;`;
+
+/**
+ * Whether an invitation a directory mailed (its inviter part is the directory's id; invitations.ts)
+ * still stands: the directory is enabled, and its resource for the invited address is live, active
+ * and still `invited`. Asked by the invitation's routes, which are scoped to no organization:
+ * SECURITY DEFINER, and it answers that one boolean.
+ */
+const directoryInvitationStands = `CREATE OR REPLACE FUNCTION authstrap.directory_invitation_stands(directory_id text, organization_id text, address text) RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+  stands boolean;
+BEGIN
+${withMaintenance(`  stands := EXISTS (SELECT 1 FROM "authstrap_scim_user" su JOIN "authstrap_scim_directory" d ON d."id" = su."directoryId" JOIN "User" u ON u."id" = su."userId"
+                     WHERE su."directoryId"::text = directory_id AND su."organizationId"::text = organization_id AND d."enabled"
+                       AND su."deletedAt" IS NULL AND su."active" AND su."membership" = 'invited' AND lower(u."email") = lower(address));`)}
+  RETURN stands;
+END
+$$;`;
+
+/**
+ * The directory's resources of a person who accepted its invitation become members (the
+ * acceptance runs scoped to no organization, and the resources are the directory's to write);
+ * answers each, with its directory and default role, for the roles its mappings give.
+ */
+const directoryInvitationAccepted = `CREATE OR REPLACE FUNCTION authstrap.directory_invitation_accepted(user_id uuid, organization_id uuid)
+  RETURNS TABLE ("scimUserId" uuid, "directoryId" uuid, "defaultRole" text) LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+BEGIN
+${withMaintenance(`  RETURN QUERY
+    WITH accepted AS (
+      UPDATE "authstrap_scim_user" su SET "membership" = 'member'
+       WHERE su."userId" = user_id AND su."organizationId" = organization_id AND su."membership" = 'invited' AND su."deletedAt" IS NULL AND su."active"
+      RETURNING su."id", su."directoryId")
+    SELECT a."id", a."directoryId", d."defaultRole" FROM accepted a JOIN "authstrap_scim_directory" d ON d."id" = a."directoryId";`)}
 END
 $$;`;
 
@@ -475,8 +534,11 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'record_scim_requests', definition: recordScimRequests },
   { name: 'directory_manages_role', definition: directoryManagesRole },
   { name: 'directory_manages_profile', definition: directoryManagesProfile },
+  { name: 'directory_invitation_stands', definition: directoryInvitationStands },
+  { name: 'directory_invitation_accepted', definition: directoryInvitationAccepted },
   { name: 'key_creator_refusal', definition: keyCreatorRefusal },
   { name: 'due_domain_checks', definition: dueDomainChecks },
+  { name: 'due_sso_refreshes', definition: dueSsoRefreshes },
   { name: 'sso_route', definition: ssoRoute },
   { name: 'sso_connection_owner', definition: ssoConnectionOwner },
   { name: 'prune_identity', definition: pruneIdentity },

@@ -93,6 +93,14 @@ export const ssoConnectionTable: Table = {
     boolean('samlSignAuthnRequests', false),
     text('samlSpPrivateKey', true),
     text('samlSpCertificate', true),
+    // The daily refresh (src/sso/metadata-refresh.ts): when it last ran and what failed (null: it
+    // read the IdP), when it is due next (the worker's claim moves it on), and when the expiry and
+    // failure events were last recorded (once a day at most, however often it runs).
+    time('metadataRefreshedAt'),
+    text('metadataRefreshError', true),
+    time('metadataNextRefreshAt', false),
+    time('certificateWarnedAt'),
+    time('refreshFailureWarnedAt'),
     uuid('createdBy', true),
     ...timestamps,
   ],
@@ -111,7 +119,8 @@ export const ssoConnectionTable: Table = {
     unique('authstrap_sso_connection', ['id', 'organizationId']),
     references('authstrap_sso_connection', 'organizationId', 'Organization'),
   ],
-  indexes: [],
+  // The refresh worker's claim.
+  indexes: [index('authstrap_sso_connection', ['metadataNextRefreshAt'])],
   dependsOn: ['Organization'],
   // Members never read connections: the sign-in page learns what it needs from the domain's route.
   rowSecurity: { policies: organizationPolicies({ select: ['owner', 'admin', 'system'], insert: ['owner', 'admin'], update: ['owner', 'admin', 'system'], delete: ['owner', 'admin'] }) },
@@ -140,7 +149,8 @@ export const ssoCertificateTable: Table = {
   // The expiry report.
   indexes: [index('authstrap_sso_certificate', ['notAfter'])],
   dependsOn: ['authstrap_sso_connection'],
-  rowSecurity: ssoConnectionTable.rowSecurity!,
+  // As the connections', and the daily refresh (the `system` role) also keeps a rollover's new certificates and drops those gone from the metadata.
+  rowSecurity: { policies: organizationPolicies({ select: ['owner', 'admin', 'system'], insert: ['owner', 'admin', 'system'], update: ['owner', 'admin', 'system'], delete: ['owner', 'admin', 'system'] }) },
 };
 
 /** An organization's enforcement; no row means none. */

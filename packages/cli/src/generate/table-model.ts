@@ -4,6 +4,7 @@ import { evaluatedOnce, tenantPolicies, writeGuards } from './rules-sql.js';
 import { literal, quote } from './sql-text.js';
 import { eventFunctions, hasEvents, tableEvents } from './event-sql.js';
 import { identityFunctions, identityTriggers } from './identity-sql.js';
+import { operatorSearchStatements } from './operator-search-sql.js';
 import { operatorFunctions } from './operator-sql.js';
 import { systemFunctions, systemTables } from './system-tables.js';
 import type { AccessModel, Column, Constraint, DatabaseModel, Index, Table } from './table-types.js';
@@ -187,7 +188,7 @@ export function databaseModel(schema: Schema): DatabaseModel {
   // The sign-in rule's triggers (identity-sql.ts) hold on `session` and `account` whoever writes them.
   const withTriggers = (table: Table): Table => (identityTriggers[table.name] ? { ...table, triggers: identityTriggers[table.name] } : table);
   const tables = [...entityTables.map(withTriggers), ...systemTables].map(withPoliciesEvaluatedOnce);
-  return { tables, access: { appRole, functions: [...scopeFunctions, keyAllows, ...eventFunctions, ...systemFunctions, ...identityFunctions(schema), ...operatorFunctions] } };
+  return { tables, access: { appRole, functions: [...scopeFunctions, keyAllows, ...eventFunctions, ...systemFunctions, ...identityFunctions(schema), ...operatorFunctions, ...operatorSearchStatements] } };
 }
 
 /** Every policy of a table with its scope functions read once per statement (rules-sql.ts, evaluatedOnce). */

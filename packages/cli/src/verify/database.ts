@@ -30,7 +30,10 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseProb
     };
   }
   const { PGlite } = await import('@electric-sql/pglite');
-  const db = await PGlite.create(path.resolve(target.dir));
+  // The backend's migrations create pg_trgm (its operators' search indexes): without its code a
+  // statement that reads through those indexes fails.
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+  const db = await PGlite.create(path.resolve(target.dir), { extensions: { pg_trgm } });
   await db.query(maintenance);
   return {
     kind: 'embedded',

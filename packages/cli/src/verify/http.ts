@@ -91,7 +91,7 @@ export function httpClient(baseUrl: string, options: { timeoutMs?: number; servi
     };
   }
 
-  return Object.assign(request, { stream });
+  return Object.assign(request, { stream, baseUrl });
 }
 
 export type HttpClient = ReturnType<typeof httpClient>;

@@ -242,6 +242,7 @@ export const verifyCheckIds = [
   'tables',
   'database-replication',
   'operators',
+  'sso-connections',
   'credential-provider',
   'nullability',
   'not-null-rows',
@@ -250,4 +251,4 @@ export const verifyCheckIds = [
 ];
 
 /** Every check of `authstrap fix` (those of verify that examine the project), in the order it reports them. */
-export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'cors-origin', 'loopback-hosts', 'adapter-version', 'credential-provider', 'nullability', 'not-null-rows', 'row-level-security', 'owned-upgrades'];
+export const fixCheckIds = ['name-clash', 'id-field', 'module-wiring', 'cors-origin', 'loopback-hosts', 'adapter-version', 'sso-connections', 'credential-provider', 'nullability', 'not-null-rows', 'row-level-security', 'owned-upgrades'];

@@ -26,8 +26,10 @@ import { webhookChannel } from './events/webhooks.js';
 import { startIdempotencyKeyPrune } from './idempotency/keys.js';
 import { startIdentityPrune } from './sso/prune.js';
 import { createDomainChecks, type DomainChecks } from './domains/domain-checks.js';
+import { createMetadataRefresh, type MetadataRefresh } from './sso/metadata-refresh.js';
 import { checkScheduleOf } from './domains/domain-states.js';
 import { txtLookup } from './domains/txt-lookup.js';
+import { warnWithoutSearchIndexes } from './operator/search-indexes.js';
 
 export interface RunningServer {
   url: string;
@@ -81,11 +83,11 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
     // Taken since the check at the start (another process was quicker).
     return start.abort(error);
   }
-  const { wakeUps, hourlyJobs, domainChecks } = await startWorkers(config, logger, db, outbox);
+  const { wakeUps, hourlyJobs, domainChecks, ssoRefresh } = await startWorkers(config, logger, db, outbox);
   const url = addressOf(server, config);
   logger.info({ url, database: db.kind }, `listening on ${url}`);
 
-  const stop = createStop({ config, logger, server, gate, streams, hourlyJobs, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing });
+  const stop = createStop({ config, logger, server, gate, streams, hourlyJobs, domainChecks, ssoRefresh, wakeUps, outbox, transactions, rateLimits, db, tracing });
   return { url, config, db, server, outbox, streams, stop };
 }
 
@@ -156,6 +158,9 @@ async function openAndMigrate(config: Config, logger: Logger, start: StartSteps)
   await sealStoredWebhookSecrets(db, webhookSecretSeal(config.webhooks.authSecret), logger).catch((error) => {
     logger.warn({ err: (error as Error).message }, 'webhook secrets: could not seal the stored ones now; each is sealed at its next delivery');
   });
+  await warnWithoutSearchIndexes(db, logger).catch((error) => {
+    logger.warn({ err: (error as Error).message }, "operators' searches: could not check their indexes");
+  });
   // Through the pool, so once requests' role is set: what their statements would see.
   if (config.databaseDirectUrl) await warnWithoutStatementTimeout(db, logger).catch((error) => start.abort(error));
   return db;
@@ -168,6 +173,8 @@ async function openReachableDatabase(config: Config, logger: Logger, start: Star
       await openDatabase(config, {
         onOlderTimeline: (seen, newest) =>
           logger.error({ timeline: seen, newestTimeline: newest }, 'the database is a primary on an older timeline than this instance has written on (a rewound or returning old primary): its connection was ended and the request answered 503'),
+        onUnconfirmedCommit: () =>
+          logger.error('a commit was not confirmed by the synchronous standby within DATABASE_QUERY_TIMEOUT_MS: it is on the primary, maybe not on the standby; the request was answered 503 (check the standby: patronictl list, pg_stat_replication)'),
       }),
     );
     // On a connection of its own: the pool is first used once the migrations are applied (actAsAppRole).
@@ -226,7 +233,7 @@ async function startObservability(config: Config, db: Database, rateLimits: Rate
   return { metrics, tracing };
 }
 
-/** Once the server listens: the outbox's worker, what wakes it, the hourly jobs (events past their retention, idempotency keys and single sign-on's expired rows deleted; the operators' past days counted) and the domains' checks. */
+/** Once the server listens: the outbox's worker, what wakes it, the hourly jobs (events past their retention, idempotency keys and single sign-on's expired rows deleted; the operators' past days counted), the domains' checks and the single sign-on connections' daily refresh. */
 async function startWorkers(config: Config, logger: Logger, db: Database, outbox: Outbox) {
   outbox.start();
   // Deliveries written by SQL (the events' webhooks) wake the worker at their commit, on every
@@ -244,7 +251,14 @@ async function startWorkers(config: Config, logger: Logger, db: Database, outbox
   // Verified domains are checked again on a schedule (src/domains/), by whichever instance claims each first.
   const domainChecks = createDomainChecks({ db, logger, lookup: txtLookup(config.domains), schedule: checkScheduleOf(config.domains), pollMs: config.domains.checkPollMs });
   domainChecks.start();
-  return { wakeUps, hourlyJobs, domainChecks };
+  // Each SSO connection's IdP metadata and certificates are read again daily (src/sso/metadata-refresh.ts), by whichever instance claims it first.
+  const ssoRefresh = createMetadataRefresh({
+    db,
+    logger,
+    settings: { intervalHours: config.sso.refreshIntervalHours, pollMs: config.sso.refreshPollMs, allowPrivateAddresses: config.sso.allowPrivateAddresses },
+  });
+  ssoRefresh.start();
+  return { wakeUps, hourlyJobs, domainChecks, ssoRefresh };
 }
 
 /** The URL the server answers on: localhost when it listens on every address. */
@@ -262,6 +276,7 @@ interface RunningParts {
   streams: Streams;
   hourlyJobs: { stop(): void }[];
   domainChecks: DomainChecks;
+  ssoRefresh: MetadataRefresh;
   wakeUps: OutboxWakeUps | undefined;
   outbox: Outbox;
   transactions: ServiceTransactions;
@@ -271,7 +286,7 @@ interface RunningParts {
 }
 
 /** RunningServer.stop: its steps run once, however often it is called. */
-function createStop({ config, logger, server, gate, streams, hourlyJobs, domainChecks, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
+function createStop({ config, logger, server, gate, streams, hourlyJobs, domainChecks, ssoRefresh, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
   let stopping: Promise<void> | undefined;
   return () =>
     (stopping ??= (async () => {
@@ -304,6 +319,7 @@ function createStop({ config, logger, server, gate, streams, hourlyJobs, domainC
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
       for (const job of hourlyJobs) job.stop();
       await domainChecks.stop();
+      await ssoRefresh.stop();
       await wakeUps?.close();
       await outbox.stop();
       await transactions.close();

@@ -1,12 +1,11 @@
-import { once } from 'node:events';
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request } from 'express';
 import type { Database } from '../db/database.js';
 import { assertRole } from '../extensions/auth/auth.decorator.js';
 import { asCaller, parsedAfterChecks, tenantScoped, type TenantDeps } from '../generated/guards/tenant.guard.js';
 import { sendData, sendList } from '../http/envelope.js';
 import { forbidden } from '../http/errors.js';
 import { listRows, parseListQuery, whereSql, type Condition, type ListQuery } from '../http/list-query.js';
-import { csvLine } from './csv.js';
+import { streamCsv, type CsvCursor } from './csv.js';
 import { auditEventListSpec, type AuditEvent, type StoredEvent } from './events.js';
 import { withSummaries } from './summaries.js';
 
@@ -71,7 +70,7 @@ export function auditEventsRouter(deps: TenantDeps & { db: Database }) {
 
   router.get('/export.csv', async (req, res) => {
     const { caller, query } = await filteredAsAdmin(req);
-    await streamCsv(res, (after) => nextCsvBatch(caller, query, after));
+    await streamCsv(res, { filename: `audit-log-${new Date().toISOString().slice(0, 10)}.csv`, columns: csvColumns, batch: csvBatch, next: (after: CsvCursor | undefined) => nextCsvBatch(caller, query, after) });
   });
 
   return tenantScoped(deps, router);
@@ -79,12 +78,6 @@ export function auditEventsRouter(deps: TenantDeps & { db: Database }) {
 
 /** The filter of a list query without its paging: every row it matches. */
 const filterOf = ({ filters, where, createdAfter }: ListQuery) => ({ filters, where, createdAfter });
-
-/** Where the last batch ended: its last row's time (as PostgreSQL's text, to the microsecond) and id. */
-interface CsvCursor {
-  at: string;
-  id: string;
-}
 
 /** The batch of the filtered events after `after`, newest first (keyset paging: no OFFSET to walk past). */
 async function nextCsvBatch(caller: ReturnType<typeof asCaller>, query: ListQuery, after: CsvCursor | undefined) {
@@ -100,33 +93,6 @@ async function nextCsvBatch(caller: ReturnType<typeof asCaller>, query: ListQuer
   );
   // The batch's names in one statement, as the list's page.
   return withSummaries(caller, rows);
-}
-
-/** Writes the header and every batch as CSV, waiting for the client to take each before reading the next. */
-async function streamCsv(res: Response, next: (after: CsvCursor | undefined) => Promise<(AuditEvent & { cursorAt: string })[]>) {
-  // The first batch is read before anything is sent, so that an error still gets the JSON envelope.
-  let rows = await next(undefined);
-  res.status(200);
-  res.setHeader('content-type', 'text/csv; charset=utf-8');
-  res.setHeader('content-disposition', `attachment; filename="audit-log-${new Date().toISOString().slice(0, 10)}.csv"`);
-  res.setHeader('cache-control', 'no-store');
-  res.write(csvLine(csvColumns));
-  try {
-    while (rows.length > 0) {
-      const text = rows.map((row) => csvLine(csvColumns.map((column) => row[column]))).join('');
-      // A client that went away ends the export (no 'drain' comes then, only 'close').
-      if (!res.write(text)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
-      if (res.destroyed || rows.length < csvBatch) break;
-      const last = rows[rows.length - 1]!;
-      rows = await next({ at: last.cursorAt, id: last.id });
-    }
-  } catch (error) {
-    // Past the headers no error envelope can follow: the connection is cut, so that the client
-    // sees a broken download rather than a file that looks complete. The error is still logged.
-    res.destroy();
-    throw error;
-  }
-  res.end();
 }
 
 /** The database as this request's signed-in user; the service key reads no audit log (it belongs to no organization). */

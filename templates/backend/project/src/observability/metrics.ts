@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { collectDefaultMetrics, Registry, type Metric } from 'prom-client';
-import { databaseTimeouts, type Database } from '../db/database.js';
+import { databaseTimeouts, unconfirmedCommits, type Database } from '../db/database.js';
 import { sendError } from '../http/envelope.js';
 import { unmatchedRoute } from '../http/route-template.js';
 import type { RateLimits } from '../http/rate-limit.js';
@@ -49,6 +49,9 @@ export function createMetrics({ token, db, rateLimits, outbox }: { token: string
   register(registry, scraped('authstrap_db_timeouts_total', 'Waits on PostgreSQL that ran out: connect (a connection), statement (cancelled by statement_timeout), read (no answer by the deadline)', 'counter', () =>
     (['connect', 'statement', 'read'] as const).map((kind) => ({ labels: { kind }, value: databaseTimeouts[kind] })),
   ));
+  register(registry, scraped('authstrap_db_unconfirmed_commits_total', 'Commits the synchronous standby did not confirm before the statement timeout: committed on the primary, answered 503 (a failover now would lose them)', 'counter', () => [
+    { labels: {}, value: unconfirmedCommits.count },
+  ]));
   register(registry, scraped('authstrap_db_timeline', 'The newest PostgreSQL timeline a connection of this instance has reached (it rises at each failover)', 'gauge', () => {
     const timelines = db.timelineStats?.();
     return timelines ? [{ labels: {}, value: timelines.newest }] : [];

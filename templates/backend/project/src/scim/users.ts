@@ -9,7 +9,7 @@ import { listQueryOf } from './list.js';
 import { directoryEvent, provisionUser, reactivate, suspend, updateAccount, type Directory } from './memberships.js';
 import { applyUserPatch, deepEqual } from './patch.js';
 import { recomputeRoles } from './roles.js';
-import { baseUrlOf, sendScim, type AsDirectory } from './scim.router.js';
+import { baseUrlOf, sendScim, type AsDirectory, type DirectoryInvitations } from './scim.router.js';
 import { checkIfMatch, etagOf, projectionOf, userAttributesOf, userColumnsOf, userResource, type ScimUserRow, type UserAttributes } from './user-resource.js';
 
 /**
@@ -27,7 +27,21 @@ import { checkIfMatch, etagOf, projectionOf, userAttributesOf, userColumnsOf, us
 const columnsOf = (alias: string) => ['id', 'userId', 'attributes', 'active', 'membership', 'version', 'createdAt', 'updatedAt'].map((column) => `${alias}."${column}"`).join(', ');
 const userColumns = columnsOf('su');
 
-export function userRoutes(router: Router, { asDirectory, config }: { asDirectory: AsDirectory; config: Config }): void {
+export function userRoutes(router: Router, { asDirectory, config, invitations }: { asDirectory: AsDirectory; config: Config; invitations: DirectoryInvitations }): void {
+  /**
+   * A person the directory provisioned who has an account outside the organization's domains
+   * joins only by accepting: they are mailed an invitation (once while it stands; memberships.ts).
+   */
+  const inviteIfInvited = (tx: Queryable, directory: Directory, row: ScimUserRow, columns: { email: string; personName: string }) =>
+    row.membership === 'invited' && row.active
+      ? invitations.inviteFromDirectory(tx, { organizationId: directory.organizationId, directoryId: directory.id, email: columns.email, name: columns.personName, role: directory.defaultRole })
+      : Promise.resolve(false);
+  /** Runs a change as the directory, then lets the mail it wrote leave. */
+  const asDirectoryMailing: AsDirectory = async (req, work) => {
+    const result = await asDirectory(req, work);
+    invitations.mailCommitted();
+    return result;
+  };
   const locationOf = (req: Request, id: string) => `${baseUrlOf(config, String(req.params.directoryId))}/Users/${id}`;
 
   /** The directory's live user `id`, locked for the change (404 for anything else: another directory's, a deleted one, not a uuid). */
@@ -71,7 +85,7 @@ export function userRoutes(router: Router, { asDirectory, config }: { asDirector
   router.post('/Users', async (req, res) => {
     const attributes = userAttributesOf(req.body);
     const columns = userColumnsOf(attributes);
-    const row = await asDirectory(req, async (tx, directory) => {
+    const row = await asDirectoryMailing(req, async (tx, directory) => {
       const provisioned = await provisionUser(tx, directory, columns);
       const { rows } = await tx.query<ScimUserRow>(
         `INSERT INTO "authstrap_scim_user" AS su ("directoryId", "organizationId", "userId", "userName", "externalId", "email", "emails", "displayName", "active", "membership", "attributes")
@@ -89,6 +103,7 @@ export function userRoutes(router: Router, { asDirectory, config }: { asDirector
       // A new resource is in no group yet: its role is the default (or the one the person had)
       // until the directory pushes the groups that map one.
       if (!columns.active) created = await setActive(tx, directory, created, false);
+      await inviteIfInvited(tx, directory, created, columns);
       return created;
     });
     res.setHeader('Location', locationOf(req, row.id));
@@ -105,11 +120,14 @@ export function userRoutes(router: Router, { asDirectory, config }: { asDirector
 
   /** PUT and PATCH: the new attributes, compared with the stored ones, kept when they differ. */
   const change = (compute: (stored: ScimUserRow, body: unknown) => UserAttributes) => async (req: Request, res: import('express').Response) => {
-    const row = await asDirectory(req, async (tx, directory) => {
+    const row = await asDirectoryMailing(req, async (tx, directory) => {
       const stored = await userOf(tx, directory, String(req.params.id), true);
       checkIfMatch(req.header('if-match'), stored.version, 'user');
       const attributes = userAttributesOf(compute(stored, req.body));
-      return replaceUser(tx, directory, stored, attributes);
+      const changed = await replaceUser(tx, directory, stored, attributes);
+      // Made active again while still invited: invited again, unless the invitation still stands.
+      if (changed.active && !stored.active) await inviteIfInvited(tx, directory, changed, userColumnsOf(attributes));
+      return changed;
     });
     res.setHeader('ETag', etagOf(row.version));
     sendScim(res, 200, userResource(row, locationOf(req, row.id)));

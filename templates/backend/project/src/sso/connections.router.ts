@@ -12,7 +12,7 @@ import { sendData } from '../http/envelope.js';
 import { forbidden, HttpError, notFound, validationFailed } from '../http/errors.js';
 import { parseBody, parseId } from '../http/validate.js';
 import { endRefusedSessions } from '../auth/sign-in-policy.js';
-import { certificateColumns, connectionColumns, connectionSeal, presentConnection, type CertificateRow, type ConnectionRow } from './connections.js';
+import { certificateColumns, connectionColumns, connectionSeal, presentConnection, storeCertificates, type CertificateRow, type ConnectionRow } from './connections.js';
 import { setBindingCookie, startFlow } from './flows.js';
 import { discover, OidcProblem } from './oidc.js';
 import { certificateFacts, fetchIdpMetadata, makeServiceProviderKeys, metadataLimitBytes, readIdpMetadata, SamlProblem, type IdpDescription } from './saml.js';
@@ -190,6 +190,12 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     sendData(res, await present(caller, created), 201);
   });
 
+  /** Read now (or nothing to read from): the daily refresh (metadata-refresh.ts) comes a day on. */
+  const firstRefresh = (read: boolean) => ({
+    metadataRefreshedAt: read ? new Date() : null,
+    metadataNextRefreshAt: new Date(Date.now() + config.sso.refreshIntervalHours * 60 * 60 * 1000),
+  });
+
   /** An OIDC connection's columns: the discovery document fetched now, the secret sealed. */
   const oidcColumns = async (oidc: z.output<typeof OidcInput>): Promise<{ values: Record<string, unknown>; certificates?: undefined }> => {
     const metadata = await discovered(oidc.issuer);
@@ -203,6 +209,7 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
         oidcTenant: oidc.tenant ?? null,
         oidcMetadata: JSON.stringify(metadata),
         oidcMetadataFetchedAt: new Date(),
+        ...firstRefresh(true),
       },
     };
   };
@@ -222,6 +229,7 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
         allowIdpInitiated: flags.allowIdpInitiated,
         samlSpPrivateKey: seal.seal(keys.privateKey),
         samlSpCertificate: keys.certificate,
+        ...firstRefresh(metadataUrl !== null),
       },
       certificates: { pems: idp.certificates, source },
     };
@@ -245,6 +253,8 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     const saml = change.saml !== undefined ? await described(change.saml) : undefined;
     const sets: string[] = [];
     const params: unknown[] = [id];
+    // The IdP was just read from its URL: what the daily refresh (metadata-refresh.ts) records of a read, and its next one a day on.
+    const readAgain = [`"metadataRefreshedAt" = now()`, `"metadataRefreshError" = NULL`, `"metadataNextRefreshAt" = now() + make_interval(hours => ${config.sso.refreshIntervalHours})`];
     const set = (column: string, value: unknown, cast = '') => {
       params.push(value);
       sets.push(`"${column}" = $${params.length}${cast}`);
@@ -257,7 +267,7 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     if (metadata) {
       set('oidcIssuer', metadata.issuer ?? change.oidc!.issuer);
       set('oidcMetadata', JSON.stringify(metadata), '::jsonb');
-      sets.push(`"oidcMetadataFetchedAt" = now()`);
+      sets.push(`"oidcMetadataFetchedAt" = now()`, ...readAgain);
     }
     if (change.oidc?.clientId !== undefined) set('oidcClientId', change.oidc.clientId);
     if (change.oidc?.clientSecret !== undefined) set('oidcClientSecret', seal.seal(change.oidc.clientSecret));
@@ -269,7 +279,7 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
       set('samlIdpSsoUrl', saml.idp.ssoUrl);
       set('samlIdpMetadataUrl', saml.metadataUrl);
       set('samlIdpMetadataXml', saml.metadataXml);
-      sets.push(saml.metadataUrl ? `"samlMetadataFetchedAt" = now()` : `"samlMetadataFetchedAt" = NULL`);
+      sets.push(...(saml.metadataUrl ? [`"samlMetadataFetchedAt" = now()`, ...readAgain] : [`"samlMetadataFetchedAt" = NULL`]));
     }
     if (change.signAuthnRequests !== undefined) set('samlSignAuthnRequests', change.signAuthnRequests);
     if (change.allowIdpInitiated !== undefined) set('allowIdpInitiated', change.allowIdpInitiated);
@@ -396,24 +406,4 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
 export async function certificatesOf(db: Queryable, connectionId: string): Promise<CertificateRow[]> {
   const { rows } = await db.query<CertificateRow>(`SELECT ${certificateColumns} FROM "authstrap_sso_certificate" WHERE "connectionId" = $1 ORDER BY "notAfter", "id"`, [connectionId]);
   return rows;
-}
-
-/**
- * The certificates of one source become `pems`: new ones added, the source's others removed (the
- * other source's stay). Several at once is a rollover: every one valid now verifies.
- */
-async function storeCertificates(tx: Queryable, connection: ConnectionRow, given: { pems: string[]; source: 'metadata' | 'upload' }): Promise<void> {
-  const facts = given.pems.map((pem) => certificateFacts(pem));
-  await tx.query(`DELETE FROM "authstrap_sso_certificate" WHERE "connectionId" = $1 AND "source" = $2 AND NOT ("fingerprintSha256" = ANY($3::text[]))`, [
-    connection.id,
-    given.source,
-    facts.map((fact) => fact.fingerprintSha256),
-  ]);
-  for (const fact of facts) {
-    await tx.query(
-      `INSERT INTO "authstrap_sso_certificate" ("connectionId", "organizationId", "pem", "fingerprintSha256", "subject", "notBefore", "notAfter", "source")
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT ("connectionId", "fingerprintSha256") DO NOTHING`,
-      [connection.id, connection.organizationId, fact.pem, fact.fingerprintSha256, fact.subject, fact.notBefore, fact.notAfter, given.source],
-    );
-  }
 }

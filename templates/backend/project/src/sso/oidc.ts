@@ -159,3 +159,28 @@ export async function redeemCode(
     throw problemOf(error, '');
   }
 }
+
+/**
+ * The provider's signing keys (its discovery's `jwks_uri`), fetched through the guard: the daily
+ * refresh's proof that sign-ins can still verify ID tokens. openid-client fetches them itself at
+ * each callback; this only says whether they answer. How many keys, or an OidcProblem.
+ */
+export async function fetchSigningKeys(metadata: Record<string, unknown>, allowPrivate: boolean): Promise<number> {
+  const jwksUri = metadata.jwks_uri;
+  if (typeof jwksUri !== 'string') throw new OidcProblem('the discovery document names no jwks_uri');
+  let response: Response;
+  try {
+    response = await guardedFetch(allowPrivate)(jwksUri, { method: 'GET', headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) } as never);
+  } catch (error) {
+    throw problemOf(error, 'the signing keys could not be fetched: ');
+  }
+  if (response.status !== 200) throw new OidcProblem(`the signing keys (${jwksUri}) answered ${response.status}`);
+  let keys: unknown;
+  try {
+    keys = ((await response.json()) as { keys?: unknown }).keys;
+  } catch {
+    throw new OidcProblem(`the signing keys (${jwksUri}) are not JSON`);
+  }
+  if (!Array.isArray(keys) || keys.length === 0) throw new OidcProblem(`the signing keys (${jwksUri}) list no key`);
+  return keys.length;
+}

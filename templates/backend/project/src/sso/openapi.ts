@@ -33,6 +33,9 @@ const SsoConnection = z.object({
   samlMetadataFetchedAt: z.date().nullable(),
   samlSignAuthnRequests: z.boolean(),
   samlSpCertificate: z.string().nullable().meta({ description: "The SP's certificate (PEM), also in its metadata; its private key is sealed and never answered" }),
+  metadataRefreshedAt: z.date().nullable().meta({ description: "When the daily refresh last read the IdP again (its SAML metadata URL, or its OIDC discovery and signing keys)" }),
+  metadataRefreshError: z.string().nullable().meta({ description: 'Why that refresh could not read the IdP; null when it could. The connection keeps what was read before' }),
+  metadataNextRefreshAt: z.date().meta({ description: 'When the next refresh is due' }),
   serviceProvider: z.object({
     redirectUri: z.string().optional().meta({ description: "OIDC: what the identity provider's admin registers as the redirect (sign-in) URI" }),
     entityId: z.string().optional().meta({ description: "SAML: the SP's entity ID (its metadata's URL)" }),

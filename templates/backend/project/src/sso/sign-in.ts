@@ -103,6 +103,23 @@ export interface SignedInBySso {
 }
 
 /**
+ * The address of a user their organization's identity provider now asserts, in one of its
+ * verified domains (4.3, 1: a renamed employee): the `User`'s address follows, proven. Only
+ * there: an address outside the organization's domains is not its to hand out. Left as it is
+ * when another account has that address (neither is merged; the event says nothing changed).
+ */
+async function followAssertedAddress(tx: Queryable, userId: string, email: string): Promise<void> {
+  const { rows } = await tx.query<{ id: string }>(
+    `UPDATE "User" u SET "email" = $2, "email_verified" = true, "updatedAt" = now()
+      WHERE u."id" = $1 AND lower(u."email") <> lower($2)
+        AND NOT EXISTS (SELECT 1 FROM "User" other WHERE lower(other."email") = lower($2) AND other."id" <> $1)
+      RETURNING u."id"`,
+    [userId, email],
+  );
+  if (rows[0]) await recordAuthEvent(tx, { type: 'user.email_changed', userId, entity: 'User', entityId: userId, data: { method: 'sso' } }, byUser(userId));
+}
+
+/**
  * Resolves the profile to a user (4.3), makes the membership, and the session with `authMethod
  * 'sso'` and the connection, whose trigger asks the rule; refused: an SsoRefusal with the verdict's
  * code. `tx` is scoped `system` to the connection's organization.
@@ -127,6 +144,7 @@ export async function signInBySso(tx: Queryable, connection: ConnectionRow, prof
       profile.email,
       JSON.stringify({ name: profile.name, groups: profile.groups }),
     ]);
+    if (owned && proved) await followAssertedAddress(tx, userId, profile.email);
   } else {
     const { rows: existing } = await tx.query<{ id: string }>(`SELECT "id" FROM "User" WHERE lower("email") = $1`, [profile.email]);
     if (existing[0]) {

@@ -6,6 +6,7 @@ import { OutcomeMessage, useAction } from '@/components/ui/action';
 import { LoadError, useLoad } from '@/components/ui/load';
 import { EventSentence } from '@/components/ui/event-sentence';
 import { Pager } from '@/components/ui/pager';
+import { saveFile } from '@/components/ui/save-file';
 import { eventCatalogue, type AuditEventFilter, type EventType } from '@/lib/authstrap-client';
 import { api } from '@/lib/api';
 import { actorInWords, unnamed, type ActorNames } from './actor';
@@ -42,19 +43,6 @@ function auditEventFilter(filters: Filters): AuditEventFilter {
 }
 
 const noNames: ActorNames = { members: new Map(), machineKeys: new Map() };
-
-/** Saves a Blob as a file the way a link with `download` does. */
-function save(blob: Blob, name: string) {
-  const url = URL.createObjectURL(blob);
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = name;
-  document.body.append(link);
-  link.click();
-  link.remove();
-  // After the click has handed the file to the browser's download.
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
 
 /**
  * The organization's audit log (owners and admins): what happened in a sentence the backend writes
@@ -101,7 +89,7 @@ export function AuditLogSettings() {
   }, []);
   const exportCsv = useAction(async () => {
     const blob = await api.auditEvents.exportCsv(filter);
-    save(blob, `audit-log-${new Date().toISOString().slice(0, 10)}.csv`);
+    saveFile(blob, `audit-log-${new Date().toISOString().slice(0, 10)}.csv`);
     return 'The CSV file of the filtered events is downloaded.';
   });
 
