@@ -887,6 +887,10 @@ export interface SsoConnection {
   samlMetadataFetchedAt: string | null;
   samlSignAuthnRequests: boolean;
   samlSpCertificate: string | null;
+  /** The daily refresh (docs/sso.md, "Checks, refresh and rollover"): the last read of the IdP, why it failed (null: it read), the next. */
+  metadataRefreshedAt: string | null;
+  metadataRefreshError: string | null;
+  metadataNextRefreshAt: string;
   createdBy: string | null;
   createdAt: string;
   updatedAt: string;

@@ -228,8 +228,14 @@ function IdentityProviderFacts({ connection }: { connection: SsoConnection }) {
           ['IdP sign-in URL', connection.samlIdpSsoUrl ?? ''],
           ['Metadata', connection.samlIdpMetadataUrl ?? (connection.certificates?.some((certificate) => certificate.source === 'metadata') ? 'uploaded as XML' : 'typed in')],
         ];
+  rows.push(['Last read from the IdP', connection.metadataRefreshedAt ? when(connection.metadataRefreshedAt) : 'when it was added']);
   return (
     <div className="grid gap-2 text-sm">
+      {connection.metadataRefreshError && (
+        <p className="error" role="note">
+          The last daily read of the IdP failed: {connection.metadataRefreshError}. Sign-in goes on with what was read before.
+        </p>
+      )}
       <dl className="grid gap-1" aria-label={`${connection.name}'s identity provider`}>
         {rows.map(([label, value]) => (
           <div key={label} className="grid gap-x-2 sm:grid-cols-[10rem_1fr]">
