@@ -53,6 +53,7 @@ const consoleFiles = [
   'components/ui/event-sentence.tsx',
   'components/ui/load.tsx',
   'components/ui/pager.tsx',
+  'components/ui/save-file.ts',
   'components/ui/section-navigation.tsx',
   'components/ui/shown-once.tsx',
 ];
