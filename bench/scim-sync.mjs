@@ -18,7 +18,7 @@
 //   npm run bootstrap && node bench/scim-sync.mjs
 //
 // Settings: BENCH_PG_URL, BENCH_USERS (10000), BENCH_GROUPS (200), BENCH_CONCURRENCY (4),
-// BENCH_WINDOW_SECONDS (8). Linux; needs wrk. Writes bench/results/scim-sync.json.
+// BENCH_WINDOW_SECONDS (8), SCIM_MAX_CONCURRENT_WHILE_BUSY (the backend's, 1). Linux; needs wrk. Writes bench/results/scim-sync.json.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,6 +31,7 @@ const users = Number(process.env.BENCH_USERS ?? 10_000);
 const groups = Number(process.env.BENCH_GROUPS ?? 200);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 4);
 const windowSeconds = Number(process.env.BENCH_WINDOW_SECONDS ?? 8);
+const whileBusy = process.env.SCIM_MAX_CONCURRENT_WHILE_BUSY;
 const report = path.join(repoDir, 'bench', 'wrk-report.lua');
 const scimJson = 'application/scim+json';
 const coreUser = 'urn:ietf:params:scim:schemas:core:2.0:User';
@@ -51,7 +52,8 @@ const rateOf = async (kind, base, other) => Math.round((await runWrk([...otherLo
 const database = await throwawayDatabase('scimsync');
 let backend;
 try {
-  backend = await startExampleBackend({ dbUrl: database.url });
+  // SCIM_MAX_CONCURRENT_WHILE_BUSY from the environment, to compare the directory's yield with none (4).
+  backend = await startExampleBackend({ dbUrl: database.url, env: whileBusy ? { SCIM_MAX_CONCURRENT_WHILE_BUSY: whileBusy } : {} });
   const base = backend.base;
   const other = {
     list: await seedProjects(base, { email: 'lister@bench.example', projects: 20 }),
@@ -146,6 +148,7 @@ try {
     users,
     groups,
     concurrency,
+    maxConcurrentWhileBusy: Number(whileBusy ?? 1),
     sync: { usersSeconds: Number((usersMs / 1000).toFixed(1)), totalSeconds: Number((syncMs / 1000).toFixed(1)), requests: users * 2 + groups, tooManyWaitedOut: tooMany },
     filter,
     otherOrganization: {
