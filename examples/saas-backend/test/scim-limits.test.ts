@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../src/db/database.js';
-import { directoryShare } from '../src/scim/scim.router.js';
+import { directoryAllowance } from '../src/scim/scim.router.js';
 import { postgresAdminUrl, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { scimClient } from './support/scim.js';
 
@@ -15,29 +15,24 @@ const coreUser = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const patchOp = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 
 describe('the share a directory gets', () => {
-  const limits = { maxConcurrentPerDirectory: 4, maxConcurrentWhileBusy: 1, rateWhileBusy: 20 };
+  const limits = { maxConcurrentPerDirectory: 4, maxConcurrentWhileBusy: 1 };
   const pool = (inUse: number, waiting = 0) => ({ max: 10, total: Math.max(inUse, 2), idle: Math.max(inUse, 2) - inUse, waiting, waits: 0 });
-  const full = { inFlight: 4, gapMs: 0 };
 
-  it('is the whole share, unpaced, when the connections in use are the directories’ own', () => {
-    expect(directoryShare(limits, pool(0), 0)).toEqual(full);
-    expect(directoryShare(limits, pool(3), 3)).toEqual(full);
+  it('is the whole share when the connections in use are the directories’ own', () => {
+    expect(directoryAllowance(limits, pool(0), 0)).toBe(4);
+    expect(directoryAllowance(limits, pool(3), 3)).toBe(4);
     // A directory's request that has not reached the database yet: nobody else is counted.
-    expect(directoryShare(limits, pool(1), 3)).toEqual(full);
+    expect(directoryAllowance(limits, pool(1), 3)).toBe(4);
   });
 
-  it('is SCIM_MAX_CONCURRENT_WHILE_BUSY in flight, SCIM_RATE_WHILE_BUSY a second, while anyone else holds or waits for a connection', () => {
-    expect(directoryShare(limits, pool(4), 3)).toEqual({ inFlight: 1, gapMs: 50 });
-    expect(directoryShare(limits, pool(10, 2), 10)).toEqual({ inFlight: 1, gapMs: 50 });
-    expect(directoryShare({ maxConcurrentPerDirectory: 1, maxConcurrentWhileBusy: 3, rateWhileBusy: 4 }, pool(5), 0)).toEqual({ inFlight: 1, gapMs: 250 });
+  it('is SCIM_MAX_CONCURRENT_WHILE_BUSY while anyone else holds or waits for a connection', () => {
+    expect(directoryAllowance(limits, pool(4), 3)).toBe(1);
+    expect(directoryAllowance(limits, pool(10, 2), 10)).toBe(1);
+    expect(directoryAllowance({ maxConcurrentPerDirectory: 1, maxConcurrentWhileBusy: 3 }, pool(5), 0)).toBe(1);
   });
 
   it('is the whole share on the embedded database, which has no pool to share', () => {
-    expect(directoryShare(limits, undefined, 7)).toEqual(full);
-  });
-
-  it('is unpaced while busy when SCIM_RATE_WHILE_BUSY is not set (the default)', () => {
-    expect(directoryShare({ ...limits, rateWhileBusy: undefined }, pool(4), 3)).toEqual({ inFlight: 1, gapMs: 0 });
+    expect(directoryAllowance(limits, undefined, 7)).toBe(4);
   });
 });
 
@@ -48,9 +43,7 @@ describe.runIf(postgresAdminUrl)('a directory in flight on PostgreSQL', () => {
   const address = 'held@limits-scim.example';
 
   beforeAll(async () => {
-    // Paced to one request a second while others use the pool: the concurrency below is tested
-    // with nobody else there, or with a request already in flight; the pacing has a case of its own.
-    backend = await startBackend('postgres', { SCIM_MAX_CONCURRENT_PER_DIRECTORY: '2', SCIM_RATE_WHILE_BUSY: '1', OUTBOX_POLL_MS: '60000', DATABASE_QUERY_TIMEOUT_MS: '60000' });
+    backend = await startBackend('postgres', { SCIM_MAX_CONCURRENT_PER_DIRECTORY: '2', OUTBOX_POLL_MS: '60000', DATABASE_QUERY_TIMEOUT_MS: '60000' });
     owner = await signUp(backend.url, 'owner@limits-scim.example');
     const made = await owner.api('POST', '/scim-directories', { body: { name: 'Okta', preset: 'okta' } });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
@@ -158,20 +151,5 @@ describe.runIf(postgresAdminUrl)('a directory in flight on PostgreSQL', () => {
     const read = await directory.scim('GET', `${directory.path}/Users/${created.body.id}`);
     expect(['First', 'Second']).toContain(read.body.name.givenName);
     expect((await directory.scim('GET', `${directory.path}/Users?count=1`)).status).toBe(200);
-  });
-  it('is paced to SCIM_RATE_WHILE_BUSY a second while someone else holds a connection, with nothing of its own in flight', async () => {
-    const someoneElse = await backend.running.db.begin();
-    try {
-      await someoneElse.query('SELECT 1');
-      // Let in once (waiting out a moment's refusal), then refused until a second has passed.
-      expect(await goesThrough()).toBe(true);
-      const tooSoon = await directory.scim('GET', `${directory.path}/Users?count=1`);
-      expect(tooSoon.status).toBe(429);
-      expect(tooSoon.headers.get('retry-after')).toBe('1');
-      await new Promise((resolve) => setTimeout(resolve, 1100));
-      expect((await directory.scim('GET', `${directory.path}/Users?count=1`)).status).toBe(200);
-    } finally {
-      await someoneElse.rollback();
-    }
   });
 });

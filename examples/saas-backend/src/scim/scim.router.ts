@@ -22,9 +22,8 @@ import { userRoutes } from './users.js';
  * provisions the organization's members here with its directory's bearer token:
  *
  *   request -> SCIM JSON body (its own limit) -> the directory's slot (at most
- *   SCIM_MAX_CONCURRENT_PER_DIRECTORY in flight; while others use the pool,
- *   SCIM_MAX_CONCURRENT_WHILE_BUSY in flight and, when set, SCIM_RATE_WHILE_BUSY a second; SCIM_RATE_LIMIT_MAX
- *   a minute; 429 beyond) ->
+ *   SCIM_MAX_CONCURRENT_PER_DIRECTORY in flight, SCIM_MAX_CONCURRENT_WHILE_BUSY while others use
+ *   the pool, SCIM_RATE_LIMIT_MAX a minute; 429 beyond) ->
  *   a transaction scoped by the token (authstrap.scim_caller: its organization, the role
  *   `directory`) -> the resource's route -> SCIM's answer, or SCIM's error.
  *
@@ -56,36 +55,21 @@ export function sendScim(res: Response, status: number, body: unknown): void {
 /** The directory's base URL (`<AUTH_URL>/scim/v2/<id>`): where its resources' `meta.location` point. */
 export const baseUrlOf = (config: Config, directoryId: string) => `${config.authUrl}/scim/v2/${directoryId}`;
 
-/** What one directory may do on this instance now (directoryShare). */
-export interface DirectoryShare {
-  /** Requests in flight at once. */
-  inFlight: number;
-  /** The least time between two of its requests being let in (0: no pacing). */
-  gapMs: number;
-}
-
 /**
- * One directory's share of this instance now: its full share while the pool serves nobody else;
- * while someone else holds or waits for a connection, `maxConcurrentWhileBusy` in flight and,
- * when SCIM_RATE_WHILE_BUSY is set, that many requests a second. Concurrency alone leaves the
- * others about three fifths of their rates: one request in flight, sent again the moment it is
- * answered, still takes a share of the cores. The pacing gives them nine tenths, but it is off by
- * default, because the sync's own side work (its request log, the events' fan-out) holds
- * connections too and so paces the sync when nobody else is there: 206 s instead of 106 for
- * 10,000 users (bench/README.md, "A directory's initial sync"). The pool's connections in use, less the directories' own
- * requests, are the others' (a directory's request that has not reached the database yet makes
- * that count low, never high). The embedded database has no pool to share: the full share.
+ * How many requests one directory may have in flight on this instance now: its full share while
+ * the pool serves nobody else, `maxConcurrentWhileBusy` while someone else holds or waits for a
+ * connection. The pool's connections in use, less the directories' own requests, are the others'
+ * (a directory's request that has not reached the database yet makes that count low, never high).
+ * The embedded database has no pool to share: the full share.
  */
-export function directoryShare(
-  limits: Pick<Config['scim'], 'maxConcurrentPerDirectory' | 'maxConcurrentWhileBusy' | 'rateWhileBusy'>,
+export function directoryAllowance(
+  limits: Pick<Config['scim'], 'maxConcurrentPerDirectory' | 'maxConcurrentWhileBusy'>,
   pool: PoolStats | undefined,
   directoriesInFlight: number,
-): DirectoryShare {
-  const full = { inFlight: limits.maxConcurrentPerDirectory, gapMs: 0 };
-  if (!pool) return full;
+): number {
+  if (!pool) return limits.maxConcurrentPerDirectory;
   const others = pool.total - pool.idle + pool.waiting - directoriesInFlight;
-  if (others <= 0) return full;
-  return { inFlight: Math.min(limits.maxConcurrentWhileBusy, limits.maxConcurrentPerDirectory), gapMs: limits.rateWhileBusy ? 1000 / limits.rateWhileBusy : 0 };
+  return others > 0 ? Math.min(limits.maxConcurrentWhileBusy, limits.maxConcurrentPerDirectory) : limits.maxConcurrentPerDirectory;
 }
 
 export function scimRouter({ db, config, logger, invitations }: ScimDeps): Router {
@@ -103,17 +87,14 @@ export function scimRouter({ db, config, logger, invitations }: ScimDeps): Route
 
   const inFlight = new Map<string, number>();
   let directoriesInFlight = 0;
-  /** When each directory's last request was let in (for the pacing while others use the pool). */
-  const lastLetIn = new Map<string, number>();
   const perMinute = new Map<string, { windowStart: number; count: number }>();
   /**
    * A directory's share of this instance: a 10,000-user initial sync sends as fast as it is
    * answered, so it gets at most `maxConcurrentPerDirectory` of the pool's connections at a time
    * and `rateLimitMax` requests a minute; beyond, 429 with Retry-After (Okta and Entra ID retry).
    * While anyone else holds or waits for a connection (another organization's requests, the
-   * outbox), a directory gets `maxConcurrentWhileBusy` in flight (and `rateWhileBusy` a second when
-   * set): a sync is background work, and it yields to people rather than take the cores from them (see
-   * `directoryShare`).
+   * outbox), a directory gets `maxConcurrentWhileBusy`: a sync is background work, and it yields
+   * to people rather than take the cores from them (see `directoryAllowance`).
    * Counted per instance, in memory: what it protects is this instance's pool.
    */
   const directorySlot: RequestHandler = (req, res, next) => {
@@ -124,15 +105,12 @@ export function scimRouter({ db, config, logger, invitations }: ScimDeps): Route
     counted.count += 1;
     perMinute.set(directoryId, counted);
     const busy = inFlight.get(directoryId) ?? 0;
-    const share = directoryShare(config.scim, db.poolStats?.(), directoriesInFlight);
-    const tooSoon = now - (lastLetIn.get(directoryId) ?? 0) < share.gapMs;
-    if (busy >= share.inFlight || tooSoon || counted.count > rateLimitMax) {
+    if (busy >= directoryAllowance(config.scim, db.poolStats?.(), directoriesInFlight) || counted.count > rateLimitMax) {
       const seconds = counted.count > rateLimitMax ? Math.ceil((counted.windowStart + 60_000 - now) / 1000) : 1;
       res.setHeader('Retry-After', String(Math.max(1, seconds)));
       return sendScim(res, 429, scimErrorBody(new ScimError(429, 'tooMany', 'Too many requests for this directory at once; try again shortly')));
     }
     inFlight.set(directoryId, busy + 1);
-    lastLetIn.set(directoryId, now);
     directoriesInFlight += 1;
     let released = false;
     const release = () => {
@@ -166,7 +144,6 @@ export function scimRouter({ db, config, logger, invitations }: ScimDeps): Route
   const sweep = setInterval(() => {
     const now = Date.now();
     for (const [id, window] of perMinute) if (now - window.windowStart >= 60_000) perMinute.delete(id);
-    for (const [id, at] of lastLetIn) if (now - at >= 60_000) lastLetIn.delete(id);
   }, 60_000);
   sweep.unref();
 
