@@ -28,18 +28,21 @@ const columnsOf = (alias: string) => ['id', 'userId', 'attributes', 'active', 'm
 const userColumns = columnsOf('su');
 
 export function userRoutes(router: Router, { asDirectory, config, invitations }: { asDirectory: AsDirectory; config: Config; invitations: DirectoryInvitations }): void {
+  /** Requests whose transaction wrote an invitation mail: the outbox is woken for those only. */
+  const mailing = new WeakSet<Request>();
   /**
    * A person the directory provisioned who has an account outside the organization's domains
    * joins only by accepting: they are mailed an invitation (once while it stands; memberships.ts).
    */
-  const inviteIfInvited = (tx: Queryable, directory: Directory, row: ScimUserRow, columns: { email: string; personName: string }) =>
-    row.membership === 'invited' && row.active
-      ? invitations.inviteFromDirectory(tx, { organizationId: directory.organizationId, directoryId: directory.id, email: columns.email, name: columns.personName, role: directory.defaultRole })
-      : Promise.resolve(false);
-  /** Runs a change as the directory, then lets the mail it wrote leave. */
+  const inviteIfInvited = async (req: Request, tx: Queryable, directory: Directory, row: ScimUserRow, columns: { email: string; personName: string }) => {
+    if (row.membership !== 'invited' || !row.active) return;
+    const invitation = { organizationId: directory.organizationId, directoryId: directory.id, email: columns.email, name: columns.personName, role: directory.defaultRole };
+    if (await invitations.inviteFromDirectory(tx, invitation)) mailing.add(req);
+  };
+  /** Runs a change as the directory, then lets the mail it wrote leave (a sync's other writes wake nothing). */
   const asDirectoryMailing: AsDirectory = async (req, work) => {
     const result = await asDirectory(req, work);
-    invitations.mailCommitted();
+    if (mailing.has(req)) invitations.mailCommitted();
     return result;
   };
   const locationOf = (req: Request, id: string) => `${baseUrlOf(config, String(req.params.directoryId))}/Users/${id}`;
@@ -103,7 +106,7 @@ export function userRoutes(router: Router, { asDirectory, config, invitations }:
       // A new resource is in no group yet: its role is the default (or the one the person had)
       // until the directory pushes the groups that map one.
       if (!columns.active) created = await setActive(tx, directory, created, false);
-      await inviteIfInvited(tx, directory, created, columns);
+      await inviteIfInvited(req, tx, directory, created, columns);
       return created;
     });
     res.setHeader('Location', locationOf(req, row.id));
@@ -126,7 +129,7 @@ export function userRoutes(router: Router, { asDirectory, config, invitations }:
       const attributes = userAttributesOf(compute(stored, req.body));
       const changed = await replaceUser(tx, directory, stored, attributes);
       // Made active again while still invited: invited again, unless the invitation still stands.
-      if (changed.active && !stored.active) await inviteIfInvited(tx, directory, changed, userColumnsOf(attributes));
+      if (changed.active && !stored.active) await inviteIfInvited(req, tx, directory, changed, userColumnsOf(attributes));
       return changed;
     });
     res.setHeader('ETag', etagOf(row.version));
