@@ -227,7 +227,7 @@ CREATE INDEX "authstrap_webhook_endpoint_organizationId_idx" ON "authstrap_webho
 
 CREATE TABLE "authstrap_idempotency_key" (
   "id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-  "organizationId" uuid NOT NULL,
+  "organizationId" uuid,
   "caller" text NOT NULL,
   "key" text NOT NULL,
   "fingerprint" text NOT NULL,
@@ -239,6 +239,8 @@ CREATE TABLE "authstrap_idempotency_key" (
 );
 
 CREATE UNIQUE INDEX "authstrap_idempotency_key_caller_key_idx" ON "authstrap_idempotency_key" ("organizationId", "caller", "key");
+
+CREATE UNIQUE INDEX "authstrap_idempotency_key_service_key_idx" ON "authstrap_idempotency_key" ("caller", "key") WHERE "organizationId" IS NULL;
 
 CREATE INDEX "authstrap_idempotency_key_expiresAt_idx" ON "authstrap_idempotency_key" USING brin ("expiresAt");
 
@@ -625,6 +627,8 @@ CREATE OR REPLACE FUNCTION authstrap.user_id() RETURNS uuid LANGUAGE sql STABLE 
 CREATE OR REPLACE FUNCTION authstrap.role() RETURNS text LANGUAGE sql STABLE AS $$ SELECT NULLIF(current_setting('authstrap.role', true), '') $$;
 
 CREATE OR REPLACE FUNCTION authstrap.maintenance() RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT COALESCE(current_setting('authstrap.maintenance', true), '') = 'on' $$;
+
+CREATE OR REPLACE FUNCTION authstrap.service() RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT COALESCE(current_setting('authstrap.service', true), '') = 'on' $$;
 
 CREATE OR REPLACE FUNCTION authstrap.key_allows(permissions text, entity text, operation text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
@@ -2177,13 +2181,13 @@ ALTER TABLE "authstrap_idempotency_key" ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE "authstrap_idempotency_key" FORCE ROW LEVEL SECURITY;
 
-CREATE POLICY "authstrap_select" ON "authstrap_idempotency_key" FOR SELECT USING ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), '')));
+CREATE POLICY "authstrap_select" ON "authstrap_idempotency_key" FOR SELECT USING (("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))) OR ("organizationId" IS NULL AND "caller" = 'service' AND (SELECT authstrap.service())));
 
-CREATE POLICY "authstrap_insert" ON "authstrap_idempotency_key" FOR INSERT WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), '')));
+CREATE POLICY "authstrap_insert" ON "authstrap_idempotency_key" FOR INSERT WITH CHECK (("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))) OR ("organizationId" IS NULL AND "caller" = 'service' AND (SELECT authstrap.service())));
 
-CREATE POLICY "authstrap_update" ON "authstrap_idempotency_key" FOR UPDATE USING ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))) WITH CHECK ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), '')));
+CREATE POLICY "authstrap_update" ON "authstrap_idempotency_key" FOR UPDATE USING (("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))) OR ("organizationId" IS NULL AND "caller" = 'service' AND (SELECT authstrap.service()))) WITH CHECK (("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))) OR ("organizationId" IS NULL AND "caller" = 'service' AND (SELECT authstrap.service())));
 
-CREATE POLICY "authstrap_delete" ON "authstrap_idempotency_key" FOR DELETE USING ("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), '')));
+CREATE POLICY "authstrap_delete" ON "authstrap_idempotency_key" FOR DELETE USING (("organizationId" = (SELECT authstrap.organization_id()) AND "caller" = COALESCE('user:' || (SELECT authstrap.user_id()), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))) OR ("organizationId" IS NULL AND "caller" = 'service' AND (SELECT authstrap.service())));
 
 CREATE POLICY "authstrap_maintenance" ON "authstrap_idempotency_key" FOR ALL TO CURRENT_USER USING ((SELECT authstrap.maintenance())) WITH CHECK ((SELECT authstrap.maintenance()));
 

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, databaseKinds, postgresAdminUrl, signUp, startBackend, type Api, type SignedUp, type TestBackend } from './support/backend.js';
+import { apiClient, databaseKinds, postgresAdminUrl, serviceApiKey, signUp, startBackend, type Api, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
  * Idempotency-Key on the generated routes (src/idempotency/): a write sent again with its key is
@@ -190,6 +190,166 @@ describe.each(databaseKinds)('Idempotency-Key on the %s database', (kind) => {
     const a = await alice.api('POST', '/Projects', { body: { name: 'Unkeyed' } });
     const b = await alice.api('POST', '/Projects', { body: { name: 'Unkeyed' } });
     expect(a.body.data.id).not.toBe(b.body.data.id);
+  });
+});
+
+/**
+ * The service key's writes (the trusted server: a Better Auth adapter) with an Idempotency-Key:
+ * the same semantics, under keys that are the service key's own (no organization).
+ */
+describe.each(databaseKinds)("Idempotency-Key on the service key's writes on the %s database", (kind) => {
+  let backend: TestBackend;
+  let service: Api;
+  let alice: SignedUp;
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+    service = apiClient(backend.url, { token: serviceApiKey });
+    alice = await signUp(backend.url, 'alice.service@example.com');
+  });
+  afterAll(() => backend?.stop());
+
+  const keyed = (key: string) => ({ 'Idempotency-Key': key });
+  const where = (clauses: unknown) => `where=${encodeURIComponent(JSON.stringify(clauses))}`;
+  const inOneDay = () => new Date(Date.now() + 24 * 60 * 60 * 1000).toISOString();
+  /** How many verifications have this identifier. */
+  const verifications = async (identifier: string) => (await service('GET', `/verifications?${where([{ field: 'identifier', value: identifier }])}`)).body.data.length as number;
+  const verification = (identifier: string, value = 'v') => ({ identifier, value, expiresAt: inOneDay() });
+
+  it('applies a create once and answers every repeat with the first answer, marked as replayed', async () => {
+    const key = randomUUID();
+    const body = verification('svc:once');
+    const first = await service('POST', '/verifications', { body, headers: keyed(key) });
+    expect(first.status).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    for (let repeat = 0; repeat < 3; repeat++) {
+      const again = await service('POST', '/verifications', { body, headers: keyed(key) });
+      expect(again.status).toBe(201);
+      expect(again.body).toEqual(first.body);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+    }
+    expect(await verifications('svc:once')).toBe(1);
+  });
+
+  it('replays a user created with its personal organization, an update by filter, a consume-one and a delete', async () => {
+    const key = randomUUID();
+    const body = { name: 'Keyed', email: 'keyed.service@example.com' };
+    const created = await service('POST', '/Users?personalOrganization=true', { body, headers: keyed(key) });
+    expect(created.status).toBe(201);
+    const again = await service('POST', '/Users?personalOrganization=true', { body, headers: keyed(key) });
+    expect(again.body).toEqual(created.body);
+    const memberships = await service('GET', `/members?${where([{ field: 'userId', value: created.body.data.id }])}`);
+    expect(memberships.body.data).toHaveLength(1);
+
+    await service('POST', '/verifications', { body: verification('svc:many') });
+    const renameKey = randomUUID();
+    const renamed = await service('PATCH', `/verifications?${where([{ field: 'identifier', value: 'svc:many' }])}`, { body: { value: 'renamed' }, headers: keyed(renameKey) });
+    expect(renamed.body.data).toEqual({ count: 1 });
+    // A second matching row since: the repeat answers what the first did, and changes nothing.
+    await service('POST', '/verifications', { body: verification('svc:many') });
+    const renamedAgain = await service('PATCH', `/verifications?${where([{ field: 'identifier', value: 'svc:many' }])}`, { body: { value: 'renamed' }, headers: keyed(renameKey) });
+    expect(renamedAgain.body.data).toEqual({ count: 1 });
+    expect(renamedAgain.headers.get('idempotent-replayed')).toBe('true');
+    const values = (await service('GET', `/verifications?${where([{ field: 'identifier', value: 'svc:many' }])}`)).body.data.map((row: { value: string }) => row.value).sort();
+    expect(values).toEqual(['renamed', 'v']);
+
+    // A single-use value consumed, its answer lost: sent again, the same row, not null.
+    await service('POST', '/verifications', { body: verification('svc:token', 'secret') });
+    const consumeKey = randomUUID();
+    const consumed = await service('POST', `/verifications/consume-one?${where([{ field: 'identifier', value: 'svc:token' }])}`, { headers: keyed(consumeKey) });
+    expect(consumed.body.data.value).toBe('secret');
+    const consumedAgain = await service('POST', `/verifications/consume-one?${where([{ field: 'identifier', value: 'svc:token' }])}`, { headers: keyed(consumeKey) });
+    expect(consumedAgain.body).toEqual(consumed.body);
+    expect((await service('POST', `/verifications/consume-one?${where([{ field: 'identifier', value: 'svc:token' }])}`)).body.data).toBeNull();
+
+    const deleteKey = randomUUID();
+    expect((await service('DELETE', `/Users/${created.body.data.id}`, { headers: keyed(deleteKey) })).status).toBe(204);
+    const deletedAgain = await service('DELETE', `/Users/${created.body.data.id}`, { headers: keyed(deleteKey) });
+    expect(deletedAgain.status).toBe(204);
+    expect(deletedAgain.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('refuses the same key with another body (422), and writes nothing', async () => {
+    const key = randomUUID();
+    expect((await service('POST', '/verifications', { body: verification('svc:first'), headers: keyed(key) })).status).toBe(201);
+    const other = await service('POST', '/verifications', { body: verification('svc:second'), headers: keyed(key) });
+    expect(other.status).toBe(422);
+    expect(other.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(await verifications('svc:second')).toBe(0);
+  });
+
+  it('keeps no failed answer: after a 409 of a taken address the key is free', async () => {
+    const key = randomUUID();
+    const taken = await service('POST', '/Users', { body: { name: 'Taken', email: alice.user.email }, headers: keyed(key) });
+    expect(taken.status).toBe(409);
+    const created = await service('POST', '/Users', { body: { name: 'Free', email: 'free.service@example.com' }, headers: keyed(key) });
+    expect(created.status).toBe(201);
+    expect(created.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('applies concurrent repeats once: each waits for the first and gets its answer (or a 409 with Retry-After)', async () => {
+    const key = randomUUID();
+    const body = verification('svc:concurrent');
+    const answers = await Promise.all(Array.from({ length: 6 }, () => service('POST', '/verifications', { body, headers: keyed(key) })));
+    const created = answers.filter((answer) => answer.status === 201);
+    expect(created.length).toBeGreaterThan(0);
+    for (const answer of created) expect(answer.body).toEqual(created[0]!.body);
+    for (const answer of answers.filter((answer) => answer.status !== 201)) {
+      expect(answer.status).toBe(409);
+      expect(answer.headers.get('retry-after')).toBe('1');
+    }
+    expect(created.filter((answer) => answer.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    expect(await verifications('svc:concurrent')).toBe(1);
+  });
+
+  it("keeps the service key's keys apart from a user's: the same key never replays the other's answer", async () => {
+    const serviceFirst = randomUUID();
+    const apart = verification('svc:apart');
+    const byService = await service('POST', '/verifications', { body: apart, headers: keyed(serviceFirst) });
+    expect(byService.status).toBe(201);
+    const byAlice = await alice.api('POST', '/Projects', { body: { name: 'Apart' }, headers: keyed(serviceFirst) });
+    expect(byAlice.status).toBe(201);
+    expect(byAlice.headers.get('idempotent-replayed')).toBeNull();
+    expect(byAlice.body.data.name).toBe('Apart');
+
+    const aliceFirst = randomUUID();
+    expect((await alice.api('POST', '/Projects', { body: { name: 'Hers first' }, headers: keyed(aliceFirst) })).status).toBe(201);
+    const thenService = await service('POST', '/verifications', { body: verification('svc:after-alice'), headers: keyed(aliceFirst) });
+    expect(thenService.status).toBe(201);
+    expect(thenService.headers.get('idempotent-replayed')).toBeNull();
+    expect(thenService.body.data.identifier).toBe('svc:after-alice');
+    // Each repeat gets its own caller's answer.
+    expect((await alice.api('POST', '/Projects', { body: { name: 'Apart' }, headers: keyed(serviceFirst) })).body).toEqual(byAlice.body);
+    expect((await service('POST', '/verifications', { body: apart, headers: keyed(serviceFirst) })).body).toEqual(byService.body);
+  });
+
+  it('applies once a write whose answer was lost (the client hung up) when it is sent again with its key', async () => {
+    const key = randomUUID();
+    const body = JSON.stringify(verification('svc:lost'));
+    const { hostname, port } = new URL(backend.url);
+    await new Promise<void>((resolve, reject) => {
+      const socket = net.connect(Number(port), hostname, () => {
+        socket.end(
+          `POST /verifications HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+            `Authorization: Bearer ${serviceApiKey}\r\nIdempotency-Key: ${key}\r\n\r\n${body}`,
+          () => resolve(),
+        );
+      });
+      socket.on('error', reject);
+    });
+    const sentAgain = await service('POST', '/verifications', { body: JSON.parse(body), headers: keyed(key) });
+    expect(sentAgain.status).toBe(201);
+    expect(await verifications('svc:lost')).toBe(1);
+  });
+
+  it('refuses a key inside a transaction (400): a transaction is sent again as a whole', async () => {
+    const transaction = randomUUID();
+    expect((await service('POST', '/api/service/transactions', { headers: { 'x-authstrap-transaction': transaction } })).status).toBe(201);
+    const inside = await service('POST', '/verifications', { body: verification('svc:in-transaction'), headers: { 'x-authstrap-transaction': transaction, ...keyed(randomUUID()) } });
+    expect(inside.status).toBe(400);
+    expect(inside.body.error.message).toContain('Idempotency-Key');
+    await service('POST', '/api/service/transactions/rollback', { headers: { 'x-authstrap-transaction': transaction } });
+    expect(await verifications('svc:in-transaction')).toBe(0);
   });
 });
 

@@ -490,7 +490,8 @@ describe.each(pooledDatabaseKinds)('the service API on the %s database', (kind) 
     for (const path of ['/Users', '/accounts', '/sessions', '/verifications', '/Organizations', '/members']) {
       expect(parameters(path, 'get'), path).toEqual(expect.arrayContaining([['where', false], ['offset', false], ['join', false]]));
       for (const method of ['patch', 'delete']) {
-        expect(parameters(path, method), `${method} ${path}`).toEqual([['where', false], ['all', false]]);
+        // The writes by filter take an Idempotency-Key, as every write of the service key does.
+        expect(parameters(path, method), `${method} ${path}`).toEqual([['where', false], ['all', false], ['Idempotency-Key', false]]);
         expect(Object.keys(document.paths[path][method].responses), `${method} ${path}`).toEqual(expect.arrayContaining(['200', '400', '403']));
       }
     }

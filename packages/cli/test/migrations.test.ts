@@ -423,6 +423,46 @@ describe('row-level security in migrations', () => {
     expect(rows[0]!.with_check).not.toContain('admin');
   });
 
+  it("gives a project made before the service key's idempotency keys a migration of its own, in which they are unique and the service's alone", async () => {
+    const schema = schemaOf({ Project: project, Task: task });
+    const now = databaseModel(schema);
+    // The table and functions as the previous version wrote them: a key always had an organization.
+    const callerKey = (condition: string | undefined) => condition?.replace(/^\((.*)\) OR \("organizationId" IS NULL .*\)$/, '$1');
+    const before: DatabaseModel = {
+      ...now,
+      access: { ...now.access!, functions: now.access!.functions.filter((fn) => !fn.definition.includes('authstrap.service()')) },
+      tables: now.tables.map((table) =>
+        table.name !== 'authstrap_idempotency_key'
+          ? table
+          : {
+              ...table,
+              columns: table.columns.map((column) => (column.name === 'organizationId' ? { ...column, nullable: false } : column)),
+              indexes: table.indexes.filter((index) => index.where === undefined),
+              rowSecurity: { policies: table.rowSecurity!.policies.map((policy) => ({ ...policy, using: callerKey(policy.using), withCheck: callerKey(policy.withCheck) })) },
+            },
+      ),
+    };
+    const { db, migration } = await upgradeFrom(before, schema);
+    expect(migration.path).toBe('migrations/0002_alter_authstrap_idempotency_key.sql');
+    expect(migration.contents).toContain('ALTER TABLE "authstrap_idempotency_key" ALTER COLUMN "organizationId" DROP NOT NULL;');
+    expect(migration.contents).toContain('CREATE UNIQUE INDEX "authstrap_idempotency_key_service_key_idx" ON "authstrap_idempotency_key" ("caller", "key") WHERE "organizationId" IS NULL;');
+    await db.exec(migration.contents);
+
+    /** A key inserted as a request of the service key (`authstrap.service` on) or of nobody. */
+    const serviceKey = async (service: boolean) => {
+      await db.exec(`BEGIN; SET LOCAL ROLE authstrap_app; SELECT set_config('authstrap.service', '${service ? 'on' : ''}', true);`);
+      try {
+        return await db.query(`INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt") VALUES (NULL, 'service', 'k1', 'f', now() + interval '1 hour')`);
+      } finally {
+        await db.exec('COMMIT');
+      }
+    };
+    await expect(serviceKey(false)).rejects.toThrow(/row-level security/);
+    await expect(serviceKey(true)).resolves.toMatchObject({ affectedRows: 1 });
+    // A null organization is never equal to another, but the partial index holds the key once.
+    await expect(serviceKey(true)).rejects.toThrow(/authstrap_idempotency_key_service_key_idx/);
+  });
+
   it("adds a field rule's trigger, which refuses a role the write, and drops it with the rule", async () => {
     const guarded = schemaOf({ Project: withRules({ fields: { status: { write: ['owner'] } } }) });
     const db = database();

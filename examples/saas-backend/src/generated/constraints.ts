@@ -27,6 +27,7 @@ export const keyColumnsByConstraint: Readonly<Record<string, readonly string[]>>
   'authstrap_webhook_endpoint_organizationId_fkey': [],
   'authstrap_idempotency_key_organizationId_fkey': [],
   'authstrap_idempotency_key_caller_key_idx': ['caller', 'key'],
+  'authstrap_idempotency_key_service_key_idx': ['caller', 'key'],
   'authstrap_operator_userId_fkey': ['userId'],
   'authstrap_user_ban_userId_fkey': ['userId'],
   'authstrap_user_ban_bannedBy_fkey': ['bannedBy'],

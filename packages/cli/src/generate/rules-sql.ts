@@ -18,7 +18,7 @@ export const inCallersOrganization = '"organizationId" = authstrap.organization_
  * (bench/README.md, "Row-level security's functions once per statement"). The generated
  * statements keep the bare calls: there PostgreSQL inlines them into the index condition.
  */
-export const evaluatedOnce = (condition: string): string => condition.replace(/authstrap\.(organization_id|user_id|role|maintenance)\(\)/g, '(SELECT authstrap.$1())');
+export const evaluatedOnce = (condition: string): string => condition.replace(/authstrap\.(organization_id|user_id|role|maintenance|service)\(\)/g, '(SELECT authstrap.$1())');
 
 /** `authstrap.role() IN ('owner', 'admin')`; undefined for every role (no condition), FALSE for none. */
 export function roleCondition(allowed: readonly Role[]): string | undefined {

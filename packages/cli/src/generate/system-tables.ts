@@ -126,20 +126,28 @@ export const webhookEndpointTable: Table = {
 
 /** Who a request acts for, as an idempotency key's owner: the signed-in user, or the machine key. */
 const idempotencyCaller = `COALESCE('user:' || authstrap.user_id(), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))`;
-const ownKey = `"organizationId" = authstrap.organization_id() AND "caller" = ${idempotencyCaller}`;
+/**
+ * A key is its caller's in their organization, or the trusted server's (the service key, which
+ * acts in no organization: "organizationId" null, caller 'service', reached only by a transaction
+ * that says it is the service's, `authstrap.service()`). The two kinds never meet.
+ */
+const ownKey =
+  `("organizationId" = authstrap.organization_id() AND "caller" = ${idempotencyCaller})` +
+  ` OR ("organizationId" IS NULL AND "caller" = 'service' AND authstrap.service())`;
 
 /**
  * A write's answer kept for its repeats (src/idempotency/): the `Idempotency-Key` a client sent,
- * whose it is (the organization and the caller: keys of two callers never meet), what the request
- * was (`fingerprint`: its method, path and body), and the answer, written in the write's own
- * transaction. A caller reaches only its own keys; expired ones are deleted hourly by
- * `authstrap.prune_idempotency_keys`.
+ * whose it is (the organization and the caller, or the service key: keys of two callers never
+ * meet), what the request was (`fingerprint`: its method, path and body), and the answer, written
+ * in the write's own transaction. A caller reaches only its own keys; expired ones are deleted
+ * hourly by `authstrap.prune_idempotency_keys`.
  */
 export const idempotencyKeyTable: Table = {
   name: 'authstrap_idempotency_key',
   columns: [
     { name: 'id', type: 'uuid', nullable: false, default: 'gen_random_uuid()', primaryKey: true },
-    { name: 'organizationId', type: 'uuid', nullable: false },
+    // Null for the service key's keys.
+    { name: 'organizationId', type: 'uuid', nullable: true },
     { name: 'caller', type: 'text', nullable: false },
     { name: 'key', type: 'text', nullable: false },
     { name: 'fingerprint', type: 'text', nullable: false },
@@ -155,6 +163,8 @@ export const idempotencyKeyTable: Table = {
     // A repeat finds its key here; a second request with the same key waits on this index entry
     // until the first one's transaction ends (src/idempotency/).
     { name: 'authstrap_idempotency_key_caller_key_idx', columns: ['organizationId', 'caller', 'key'], unique: true },
+    // The same for the service key's, which have no organization (a null is never equal to another).
+    { name: 'authstrap_idempotency_key_service_key_idx', columns: ['caller', 'key'], unique: true, where: '"organizationId" IS NULL' },
     // The hourly prune deletes by age; rows are written in the order of their expiry.
     { name: 'authstrap_idempotency_key_expiresAt_idx', columns: ['expiresAt'], method: 'brin' },
   ],

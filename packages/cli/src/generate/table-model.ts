@@ -142,6 +142,8 @@ const scopeFunctions: AccessModel['functions'] = [
   ['user_id', 'uuid', "NULLIF(current_setting('authstrap.user_id', true), '')::uuid"],
   ['role', 'text', "NULLIF(current_setting('authstrap.role', true), '')"],
   ['maintenance', 'boolean', "COALESCE(current_setting('authstrap.maintenance', true), '') = 'on'"],
+  // The trusted server's request (the service key): its idempotency keys (src/idempotency/).
+  ['service', 'boolean', "COALESCE(current_setting('authstrap.service', true), '') = 'on'"],
 ].map(([name, type, expression]) => ({
   name: name!,
   definition: `CREATE OR REPLACE FUNCTION authstrap.${name}() RETURNS ${type} LANGUAGE sql STABLE AS $$ SELECT ${expression} $$;`,

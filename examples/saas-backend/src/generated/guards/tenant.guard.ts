@@ -7,8 +7,8 @@ import { quoteIdentifier, type Statement } from '../../db/sql.js';
 import { eventContextStatement, requestContext } from '../../events/events.js';
 import type { Role } from '../../auth/types.js';
 import { forbidden, HttpError, notFound } from '../../http/errors.js';
-import { secretSeal } from '../../events/webhook-secrets.js';
-import { keyedWriteOf } from '../../idempotency/keyed-write.js';
+import { keyedWriteOf, keyedWriteSettings } from '../../idempotency/keyed-write.js';
+import { callerOwner } from '../../idempotency/keys.js';
 import { ruleFrom, type MachineKeyLimit } from '../../http/machine-key-limit.js';
 import { hashMachineKey, isServiceKeyRequest, presentedMachineKey, presentedSession, requestTokenDigest, setSessionCookie, storedTokenCandidates, type PresentedSession } from '../../http/session-token.js';
 import { machineKeysReachOnlyEntities, resolveCaller, type CallerDeps } from './auth.guard.js';
@@ -41,12 +41,7 @@ import { noOrganization, notAMember, organizationHeader, scopeOf } from './scope
 export type TenantDeps = CallerDeps & { db: Queryable; config: Pick<Config, 'idempotency' | 'databaseTimeouts'> };
 
 export function tenantScoped(deps: TenantDeps, router: Router, entity?: string) {
-  // A repeat waits for its first request up to half a statement's time, then gets a 409 rather than the statement's 503.
-  const idempotency = {
-    keyHours: deps.config.idempotency.keyHours,
-    lockWaitMs: Math.max(100, Math.floor(deps.config.databaseTimeouts.queryMs / 2)),
-    seal: secretSeal(deps.config.authSecret, 'kept answers of keyed writes'),
-  };
+  const idempotency = keyedWriteSettings(deps.config, callerOwner);
   /** Who is calling and in which organization: now, or in the round trip of the route's statement. */
   const guard: RequestHandler = (req, res, next) => {
     // A write with an Idempotency-Key runs in a transaction held until its answer is kept (asCaller).
@@ -381,7 +376,7 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
       throw error;
     }
     // A keyed write's key already used: the kept answer again, or why not (a 409, a 422).
-    if (outcome.error !== undefined) throw keyed ? await keyed.refusal(db, outcome.error, setScopeStatement(req.scope!)) : outcome.error;
+    if (outcome.error !== undefined) throw keyed ? await keyed.refusal(db, outcome.error, [setScopeStatement(req.scope!)]) : outcome.error;
     return outcome.results;
   };
   const checkNow = () =>

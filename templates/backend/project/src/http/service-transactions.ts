@@ -2,7 +2,9 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import { hasSqlState, type Database, type OpenTransaction, type Queryable } from '../db/database.js';
+import { hasSqlState, type Database, type OpenTransaction, type Queryable, type QueryResult } from '../db/database.js';
+import { keyedWriteOf, keyedWriteSettings, type KeyedWrite } from '../idempotency/keyed-write.js';
+import { idempotencyHeader, serviceOwner } from '../idempotency/keys.js';
 import { sendData } from './envelope.js';
 import { HttpError } from './errors.js';
 import { isServiceKeyRequest } from './session-token.js';
@@ -28,6 +30,11 @@ import { isUuid } from './validate.js';
  *   the next request gets a 409 and the commit rolls back.
  * The client chooses the id (a uuid) so that, with several instances, a proxy can send every
  * request of one transaction to the same one (hash on the header): docs/deploy.md.
+ *
+ * A write outside a transaction may come with an `Idempotency-Key` (src/idempotency/), as the
+ * tenant routes' do: the service key's keys are its own. Inside one it is refused (400): a request
+ * of a transaction cannot be sent again (a cut one rolls the transaction back), so the unit a
+ * client sends again is the whole transaction.
  */
 export const transactionHeader = 'x-authstrap-transaction';
 
@@ -54,8 +61,9 @@ const rememberedEnds = 1000;
 
 const conflict = (message: string) => new HttpError(409, 'CONFLICT', message);
 
-export function serviceTransactions(db: Database, config: Pick<Config, 'serviceApiKey' | 'serviceTransactions'>) {
+export function serviceTransactions(db: Database, config: Pick<Config, 'serviceApiKey' | 'serviceTransactions' | 'idempotency' | 'databaseTimeouts' | 'authSecret'>) {
   const settings = config.serviceTransactions;
+  const keyedWrites = keyedWriteSettings(config, serviceOwner);
   // The embedded database is one connection: a second transaction could only wait for the first.
   const maxOpen = db.kind === 'embedded' ? 1 : settings.maxOpen;
   const open = new Map<string, Held>();
@@ -228,10 +236,15 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
       return router;
     },
 
-    /** Runs a route's work on the request's transaction (its header), or on the database when it names none. */
+    /**
+     * Runs a route's work on the request's transaction (its header), or on the database when it
+     * names none: a write with an Idempotency-Key in a transaction of its own, behind the key.
+     */
     run<T>(req: Request, work: (runner: Runner) => Promise<T>): Promise<T> {
       const id = idOf(req);
-      if (id === undefined) return work(db);
+      const keyed = keyedWriteOf(req, keyedWrites);
+      if (id === undefined) return work(keyed ? keyedRunner(db, keyed) : db);
+      if (keyed) throw new HttpError(400, 'BAD_REQUEST', `${idempotencyHeader} is not taken inside a transaction (${transactionHeader}): a transaction is sent again as a whole`);
       return within(heldBy(req, id), req, work);
     },
 
@@ -244,6 +257,30 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
 }
 
 export type ServiceTransactions = ReturnType<typeof serviceTransactions>;
+
+/**
+ * The service key's write with an Idempotency-Key: its first statement goes behind the key's
+ * claim, in a transaction held until the answer is kept (idempotency/keyed-write.ts), and every
+ * later one in it; a key used already throws the kept answer (or its 409, 422) instead.
+ */
+function keyedRunner(db: Database, keyed: KeyedWrite): Runner {
+  const begun = async (statements: { text: string; params: unknown[] }[]) => {
+    const outcome = await keyed.begin(db, [], statements);
+    if (outcome.error !== undefined) throw await keyed.refusal(db, outcome.error);
+    return outcome.results;
+  };
+  const runner: Runner = {
+    async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
+      if (keyed.holding) return keyed.query<Row>(text, params);
+      return (await begun([{ text, params }]))[0] as QueryResult<Row>;
+    },
+    async transaction(work) {
+      if (!keyed.holding) await begun([]);
+      return work(runner);
+    },
+  };
+  return runner;
+}
 
 /** The transaction routes in the OpenAPI document. */
 export function registerTransactionRoutes(registry: OpenAPIRegistry): void {

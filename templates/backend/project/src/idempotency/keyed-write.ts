@@ -1,10 +1,10 @@
 import type { Request, Response } from 'express';
 import { type Database, type OpenTransaction, type PipelineOutcome, type QueryResult } from '../db/database.js';
 import type { Statement } from '../db/sql.js';
-import type { SecretSeal } from '../events/webhook-secrets.js';
+import type { Config } from '../config.js';
+import { secretSeal, type SecretSeal } from '../events/webhook-secrets.js';
 import { HttpError } from '../http/errors.js';
 import {
-  claimedKeyIndex,
   claimStatement,
   forgetExpiredStatement,
   idempotencyHeader,
@@ -12,6 +12,7 @@ import {
   recordStatement,
   requestFingerprint,
   storedAnswerStatement,
+  type KeyOwner,
   type StoredAnswer,
 } from './keys.js';
 
@@ -69,8 +70,10 @@ export class KeyedWrite {
    * preamble.length), to be turned into its answer by `refusal` once the caller is known.
    */
   async begin(db: Database, preamble: Statement[], statements: Statement[]): Promise<PipelineOutcome> {
+    const { owner } = this.settings;
     const key = this.key();
-    const claim = [claimStatement(key, requestFingerprint(this.req), this.settings.keyHours, this.settings.lockWaitMs)];
+    // The owner's own preamble (the service key's) and the claim: their results are not the caller's.
+    const claim = [...owner.preamble, claimStatement(owner, key, requestFingerprint(this.req), this.settings.keyHours, this.settings.lockWaitMs)];
     const tx = await db.begin([...preamble, ...claim, ...statements]);
     this.tx = tx;
     this.state = 'open';
@@ -99,22 +102,25 @@ export class KeyedWrite {
   /**
    * What to answer for `error`, the request's failure once the caller is known; the transaction is
    * rolled back. A key already used: its kept answer again (ReplayedAnswer), a 422 when it was
-   * used for another request, a 409 while its first request is still running.
+   * used for another request, a 409 while its first request is still running. `scope`: the
+   * caller's (setScopeStatement), for a key of a caller in an organization.
    */
-  async refusal(db: Database, error: unknown, scope: Statement): Promise<unknown> {
+  async refusal(db: Database, error: unknown, scope: Statement[] = []): Promise<unknown> {
     await this.rollback();
     if (!(error instanceof KeyTaken)) return error;
+    const { owner } = this.settings;
     const cause = error.cause as { code?: string; constraint?: string };
     if (cause.code === '55P03') return stillRunning();
-    if (cause.code !== '23505' || cause.constraint !== claimedKeyIndex) return cause;
+    if (cause.code !== '23505' || cause.constraint !== owner.claimedIndex) return cause;
     const key = this.key();
-    const outcome = await db.pipeline([scope, storedAnswerStatement(key)]);
+    const asOwner = [...scope, ...owner.preamble];
+    const outcome = await db.pipeline([...asOwner, storedAnswerStatement(owner, key)]);
     if (outcome.error !== undefined) return outcome.error;
-    const stored = outcome.results[1]?.rows[0] as StoredAnswer | undefined;
+    const stored = outcome.results[asOwner.length]?.rows[0] as StoredAnswer | undefined;
     // Gone since (pruned at its expiry): the next try takes the key afresh.
     if (!stored || stored.status === null) return stillRunning();
     if (stored.expired) {
-      await db.pipeline([scope, forgetExpiredStatement(key)]);
+      await db.pipeline([...asOwner, forgetExpiredStatement(owner, key)]);
       return new HttpError(409, 'CONFLICT', `This ${idempotencyHeader} has expired (IDEMPOTENCY_KEY_HOURS); it is free now: send the request again`, undefined, 1);
     }
     if (stored.fingerprint !== requestFingerprint(this.req)) {
@@ -167,7 +173,7 @@ export class KeyedWrite {
       }
       const body = chunk === undefined || chunk === null ? '' : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk);
       // The answer and the commit in one round trip: both or neither.
-      await tx.commit([recordStatement(this.key(), status, body && this.settings.seal.seal(body))]);
+      await tx.commit([recordStatement(this.settings.owner, this.key(), status, body && this.settings.seal.seal(body))]);
     } finally {
       this.state = 'ended';
     }
@@ -188,6 +194,8 @@ export class KeyedWrite {
 }
 
 export interface KeyedWriteSettings {
+  /** Whose keys the routes' writes take: a caller's in their organization, or the service key's. */
+  owner: KeyOwner;
   /** IDEMPOTENCY_KEY_HOURS */
   keyHours: number;
   /** How long a repeat waits for the first request with its key (see claimStatement). */
@@ -197,6 +205,17 @@ export interface KeyedWriteSettings {
    * a secret shown once (a new webhook endpoint's), which a copy of the database must not give away.
    */
   seal: SecretSeal;
+}
+
+/** The settings of `owner`'s keyed writes, from the backend's. */
+export function keyedWriteSettings(config: Pick<Config, 'idempotency' | 'databaseTimeouts' | 'authSecret'>, owner: KeyOwner): KeyedWriteSettings {
+  return {
+    owner,
+    keyHours: config.idempotency.keyHours,
+    // A repeat waits for its first request up to half a statement's time, then gets a 409 rather than the statement's 503.
+    lockWaitMs: Math.max(100, Math.floor(config.databaseTimeouts.queryMs / 2)),
+    seal: secretSeal(config.authSecret, 'kept answers of keyed writes'),
+  };
 }
 
 /** The key's claim failed: `cause` says why (used already, or its first request still running). */

@@ -12,7 +12,8 @@ import { badRequest } from '../http/errors.js';
  * was lost to a reset connection, a 503 of a failover, a timeout) and the write is applied once.
  * The first answer is kept in the write's own transaction (keyed-write.ts) and every repeat gets
  * it again. The SQL of the keys is here; the table is `authstrap_idempotency_key`, whose rows a
- * request reaches only for its own organization and caller (row-level security).
+ * request reaches only for its own organization and caller, or the service key's for the service
+ * key (row-level security).
  */
 
 export const idempotencyHeader = 'Idempotency-Key';
@@ -46,34 +47,68 @@ export function requestFingerprint(req: Request): string {
 
 /** Whose key it is, in SQL: the request's user, or its machine key (db/scope.ts sets both). */
 const caller = `COALESCE('user:' || authstrap.user_id(), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))`;
-const ownKey = `"organizationId" = authstrap.organization_id() AND "caller" = ${caller} AND "key" = $1`;
 
 /**
- * Takes the key for this request, in its transaction, under the caller's scope. Another request
- * that took it first makes this a unique violation on `authstrap_idempotency_key_caller_key_idx`,
- * once that request's transaction has ended (committed: the key is used; rolled back: this one
- * takes it). Without a scope (a caller who is not a member) nothing is taken: the route's
- * statement finds nothing either, and the answer is the caller's 403.
+ * Whose keys a write takes and finds, in SQL: a caller's in their organization, or the trusted
+ * server's (the service key acts in no organization: its keys have none, and a unique index of
+ * their own). The row-level security policies of the table say the same (`authstrap generate`).
+ */
+export interface KeyOwner {
+  /** The organization and the caller, as the claim inserts them. */
+  values: string;
+  /** Whether the request has an owner at all (a caller who is not a member has none). */
+  present: string;
+  /** The owner's keys. */
+  rows: string;
+  /** The unique index a used key of this owner violates. */
+  claimedIndex: string;
+  /** What goes in front of a statement to act as this owner, when the request's scope does not. */
+  preamble: Statement[];
+}
+
+/** A user or machine key acting in an organization: the scope db/scope.ts sets. */
+export const callerOwner: KeyOwner = {
+  values: `authstrap.organization_id(), ${caller}`,
+  present: `authstrap.organization_id() IS NOT NULL AND ${caller} IS NOT NULL`,
+  rows: `"organizationId" = authstrap.organization_id() AND "caller" = ${caller}`,
+  claimedIndex: 'authstrap_idempotency_key_caller_key_idx',
+  preamble: [],
+};
+
+/** The service key (the trusted server: a Better Auth adapter, scripts), in no organization. */
+export const serviceOwner: KeyOwner = {
+  values: `NULL, 'service'`,
+  present: 'authstrap.service()',
+  rows: `"organizationId" IS NULL AND "caller" = 'service'`,
+  claimedIndex: 'authstrap_idempotency_key_service_key_idx',
+  preamble: [{ text: `SELECT set_config('authstrap.service', 'on', true)`, params: [] }],
+};
+
+const ownKey = (owner: KeyOwner) => `${owner.rows} AND "key" = $1`;
+
+/**
+ * Takes the key for this request, in its transaction, under the owner's scope. Another request
+ * that took it first makes this a unique violation on the owner's `claimedIndex`, once that
+ * request's transaction has ended (committed: the key is used; rolled back: this one takes it).
+ * Without an owner (a caller who is not a member) nothing is taken: the route's statement finds
+ * nothing either, and the answer is the caller's 403.
  *
  * `lockWaitMs` bounds that wait: past it the repeat is told its first request is still running
  * (a 409; lock_timeout's 55P03). It is set by the same statement, before the row is inserted, and
  * holds for the rest of the transaction: a keyed write that waits as long on another lock gets a
  * 503, which its client answers by sending it again with the same key.
  */
-export const claimStatement = (key: string, fingerprint: string, hours: number, lockWaitMs: number): Statement => ({
+export const claimStatement = (owner: KeyOwner, key: string, fingerprint: string, hours: number, lockWaitMs: number): Statement => ({
   text: `INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt")
-     SELECT authstrap.organization_id(), ${caller}, $1, $2, now() + make_interval(hours => $3)
+     SELECT ${owner.values}, $1, $2, now() + make_interval(hours => $3)
        FROM (SELECT set_config('lock_timeout', $4, true)) AS "bounded"
-      WHERE authstrap.organization_id() IS NOT NULL AND ${caller} IS NOT NULL`,
+      WHERE ${owner.present}`,
   params: [key, fingerprint, hours, `${lockWaitMs}ms`],
 });
 
-/** The index a used key violates (claimStatement). */
-export const claimedKeyIndex = 'authstrap_idempotency_key_caller_key_idx';
-
 /** Keeps the answer with the key, in the write's transaction, just before its commit. */
-export const recordStatement = (key: string, status: number, body: string): Statement => ({
-  text: `UPDATE "authstrap_idempotency_key" SET "status" = $2, "body" = $3 WHERE ${ownKey}`,
+export const recordStatement = (owner: KeyOwner, key: string, status: number, body: string): Statement => ({
+  text: `UPDATE "authstrap_idempotency_key" SET "status" = $2, "body" = $3 WHERE ${ownKey(owner)}`,
   params: [key, status, body],
 });
 
@@ -85,14 +120,14 @@ export interface StoredAnswer {
   expired: boolean;
 }
 
-export const storedAnswerStatement = (key: string): Statement => ({
-  text: `SELECT "fingerprint", "status", "body", "expiresAt" < now() AS "expired" FROM "authstrap_idempotency_key" WHERE ${ownKey}`,
+export const storedAnswerStatement = (owner: KeyOwner, key: string): Statement => ({
+  text: `SELECT "fingerprint", "status", "body", "expiresAt" < now() AS "expired" FROM "authstrap_idempotency_key" WHERE ${ownKey(owner)}`,
   params: [key],
 });
 
 /** Frees a key kept past its time, which the hourly prune has not reached yet. */
-export const forgetExpiredStatement = (key: string): Statement => ({
-  text: `DELETE FROM "authstrap_idempotency_key" WHERE ${ownKey} AND "expiresAt" < now()`,
+export const forgetExpiredStatement = (owner: KeyOwner, key: string): Statement => ({
+  text: `DELETE FROM "authstrap_idempotency_key" WHERE ${ownKey(owner)} AND "expiresAt" < now()`,
   params: [key],
 });
 

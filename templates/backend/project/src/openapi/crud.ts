@@ -86,6 +86,15 @@ const idempotencyKeyHeader = z.object({
         'is still running waits for it, or gets a 409 with Retry-After. Kept per caller and organization for IDEMPOTENCY_KEY_HOURS (24). Answers of 400 or more are not kept.',
     }),
 });
+/** On the trusted server's writes (the service API): the same, under the service key's own keys. */
+const serviceIdempotencyKeyHeader = z.object({
+  'Idempotency-Key': idempotencyKeyHeader.shape['Idempotency-Key'].meta({
+    description:
+      'Service key: a key of your choosing (a UUID) that makes the write safe to send again, as on the tenant routes (a repeat gets the first answer, ' +
+      'Idempotent-Replayed: true; another request with the key is a 422; a repeat while the first runs waits, or gets a 409 with Retry-After). ' +
+      "The service key's keys are its own, kept for IDEMPOTENCY_KEY_HOURS (24). Refused (400) inside a transaction (x-authstrap-transaction).",
+  }),
+});
 const idParam = (entity: string, idType: CrudRoutes['idType']) =>
   z.object({ id: (idType === 'uuid' ? z.uuid() : z.int().min(1)).meta({ description: `The ${entity}'s id` }) });
 
@@ -163,7 +172,12 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
   const tags = [routes.entity];
   const scoped = routes.tenantScoped ? { headers: organizationHeader } : {};
   // The routes behind tenantScoped (the ones machine keys reach) keep a keyed write's answer.
-  const writeHeaders = routes.machineKeys ? { headers: organizationHeader.extend(idempotencyKeyHeader.shape) } : scoped;
+  const writeHeaders = routes.machineKeys
+    ? { headers: organizationHeader.extend(idempotencyKeyHeader.shape) }
+    : routes.serviceApi
+      ? { headers: (routes.tenantScoped ? organizationHeader : z.object({})).extend(serviceIdempotencyKeyHeader.shape) }
+      : scoped;
+  const serviceWriteHeaders = { headers: serviceIdempotencyKeyHeader };
   // The pipeline's answers (400, 401, 413, 422, 429, 500...) are added by openapi/answers.ts.
   const scopedErrors: Record<number, ResponseConfig> = routes.tenantScoped
     ? { 400: errorResponse('Bad request (malformed JSON, parameters or x-organization-id)'), 403: errorResponse('Not allowed in this organization') }
@@ -257,19 +271,19 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
     const oneByFilterOnly = { ...serviceOnly, ...(reachedByUsers ? { 404: errorResponse('Not the service key: for anyone else there is no such route') } : {}) };
     registry.registerPath({
       method: 'patch', path: routes.path, operationId: `updateMany${many}`, tags, summary: `Update every ${routes.entity} a filter matches (service key only)`,
-      request: { query: writeFilterQuery(), body: jsonBody(routes.serviceApi.updateInput) },
+      request: { query: writeFilterQuery(), body: jsonBody(routes.serviceApi.updateInput), ...serviceWriteHeaders },
       responses: { 200: count, ...serviceOnly, ...conflict },
     });
     registry.registerPath({
       method: 'delete', path: routes.path, operationId: `deleteMany${many}`, tags, summary: `Delete every ${routes.entity} a filter matches (service key only)`,
-      request: { query: writeFilterQuery() },
+      request: { query: writeFilterQuery(), ...serviceWriteHeaders },
       responses: { 200: count, ...serviceOnly, ...conflict },
     });
     const oneOrNull = dataEnvelope(`The ${routes.entity}, or null when none matched`, routes.output.nullable());
     registry.registerPath({
       method: 'post', path: `${routes.path}/consume-one`, operationId: `consumeOne${one}`, tags, summary: `Delete one ${routes.entity} a filter matches and return it, in one statement (service key only)`,
       description: 'Of concurrent requests for the same record, exactly one gets it; the others get null. For single-use values (Better Auth\'s consumeOne).',
-      request: { query: writeFilterQuery() },
+      request: { query: writeFilterQuery(), ...serviceWriteHeaders },
       responses: { 200: oneOrNull, ...oneByFilterOnly },
     });
     registry.registerPath({
@@ -278,6 +292,7 @@ export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes
       request: {
         query: writeFilterQuery(),
         body: jsonBody(z.object({ increment: z.record(z.string(), z.number()).optional(), set: routes.serviceApi.updateInput.optional() })),
+        ...serviceWriteHeaders,
       },
       responses: { 200: oneOrNull, ...oneByFilterOnly, ...conflict },
     });
