@@ -151,12 +151,40 @@ describe.each(databaseKinds)('transactions of the trusted server, %s database', 
     expect(unnamed.status).toBe(400);
     expect(unnamed.body.error.message).toContain('x-authstrap-transaction');
     const id = await begin();
+    expect((await inTransaction(id, 'GET', '/Users?limit=1')).status).toBe(200);
+    // Used already: a begin under its id is another transaction's, refused.
     expect((await inTransaction(id, 'POST', '/api/service/transactions')).status).toBe(409);
     // A request naming a transaction nobody began.
     const unknown = await inTransaction(randomUUID(), 'GET', '/Users');
     expect(unknown.status).toBe(409);
     expect(unknown.body.error.message).toContain('No open transaction');
     await inTransaction(id, 'POST', '/api/service/transactions/rollback');
+  });
+
+  it('answers a begin, a commit and a rollback sent again (their answers lost) as the first time, and nothing else', async () => {
+    const id = randomUUID();
+    const first = await inTransaction(id, 'POST', '/api/service/transactions');
+    expect(first.status).toBe(201);
+    // Nothing has run in it yet: the same transaction, not a second one.
+    const again = await inTransaction(id, 'POST', '/api/service/transactions');
+    expect(again.status).toBe(201);
+    expect(again.body).toEqual(first.body);
+    expect((await inTransaction(id, 'POST', '/Users', { email: 'committed-once@example.com', name: 'Once' })).status).toBe(201);
+    const committed = await inTransaction(id, 'POST', '/api/service/transactions/commit');
+    expect(committed.body.data).toEqual({ id, outcome: 'committed' });
+    const committedAgain = await inTransaction(id, 'POST', '/api/service/transactions/commit');
+    expect(committedAgain.status).toBe(200);
+    expect(committedAgain.body).toEqual(committed.body);
+    expect(await usersNamed('committed-once@example.com')).toHaveLength(1);
+    // Committed is not rolled back: a rollback now says how it ended.
+    const lateRollback = await inTransaction(id, 'POST', '/api/service/transactions/rollback');
+    expect(lateRollback.status).toBe(409);
+    expect(lateRollback.body.error.message).toContain('committed');
+
+    const dropped = await begin();
+    expect((await inTransaction(dropped, 'POST', '/api/service/transactions/rollback')).body.data).toEqual({ id: dropped, outcome: 'rolled back' });
+    expect((await inTransaction(dropped, 'POST', '/api/service/transactions/rollback')).body.data).toEqual({ id: dropped, outcome: 'rolled back' });
+    expect((await inTransaction(dropped, 'POST', '/api/service/transactions/commit')).status).toBe(409);
   });
 
   describe('with a real Better Auth', () => {

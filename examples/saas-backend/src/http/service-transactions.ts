@@ -1,5 +1,5 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { Router, type Request, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import { hasSqlState, type Database, type OpenTransaction, type Queryable, type QueryResult } from '../db/database.js';
@@ -29,7 +29,10 @@ import { isUuid } from './validate.js';
  * - a statement that fails (a conflict) ends it: PostgreSQL would refuse everything after it, so
  *   the next request gets a 409 and the commit rolls back.
  * The client chooses the id (a uuid) so that, with several instances, a proxy can send every
- * request of one transaction to the same one (hash on the header): docs/deploy.md.
+ * request of one transaction to the same one (hash on the header): docs/deploy.md. The id also
+ * makes a begin, a commit and a rollback safe to send again when their answer was lost: a repeat
+ * of a begin before any request gets the same transaction; of a commit or rollback that ended it
+ * so, the same answer.
  *
  * A write outside a transaction may come with an `Idempotency-Key` (src/idempotency/), as the
  * tenant routes' do: the service key's keys are its own. Inside one it is refused (400): a request
@@ -53,6 +56,8 @@ interface Held {
   queue: Promise<unknown>;
   /** Why it can no longer be used, once it cannot. */
   ended?: string;
+  /** A request has run in it: a begin sent again no longer finds it as it was. */
+  used?: boolean;
   timers: { total: ReturnType<typeof setTimeout>; idle?: ReturnType<typeof setTimeout> };
 }
 
@@ -60,6 +65,9 @@ interface Held {
 const rememberedEnds = 1000;
 
 const conflict = (message: string) => new HttpError(409, 'CONFLICT', message);
+
+/** Why a transaction ended when its client ended it. */
+const endReason = { commit: 'committed', rollback: 'rolled back by the client' } as const;
 
 export function serviceTransactions(db: Database, config: Pick<Config, 'serviceApiKey' | 'serviceTransactions' | 'idempotency' | 'databaseTimeouts' | 'authSecret'>) {
   const settings = config.serviceTransactions;
@@ -82,9 +90,16 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     clearTimeout(held.timers.total);
     clearTimeout(held.timers.idle);
     open.delete(held.id);
-    endedBecause.set(held.id, reason);
+    // A commit is 'committed' once PostgreSQL says so: a commit sent again is answered by that.
+    endedBecause.set(held.id, outcome === 'commit' ? 'being committed' : reason);
     if (endedBecause.size > rememberedEnds) endedBecause.delete(endedBecause.keys().next().value!);
     const finished = held.queue.catch(() => {}).then(() => (outcome === 'commit' ? held.tx.commit() : held.tx.rollback()));
+    if (outcome === 'commit') {
+      void finished.then(
+        () => endedBecause.set(held.id, reason),
+        (error) => endedBecause.set(held.id, `its commit failed, so whether it was kept is unknown (${(error as Error).message.slice(0, 200)})`),
+      );
+    }
     // Whoever waits for a place gets it once the connection is back.
     void finished.catch(() => {}).then(() => waiting.shift()?.());
     return finished;
@@ -143,6 +158,7 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     req.res?.once('close', () => {
       if (!req.res!.writableFinished) void end(held, 'rolled back: the client went away during a request');
     });
+    held.used = true;
     const run = held.queue.catch(() => {}).then(async () => {
       if (held.ended) throw conflict(`Transaction ${held.id} has ended (${held.ended})`);
       clearTimeout(held.timers.idle);
@@ -168,9 +184,15 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     return id;
   };
 
+  const began = (res: Response, held: Held) =>
+    sendData(res, { id: held.id, expiresAt: new Date(held.startedAt + settings.timeoutMs).toISOString(), idleTimeoutMs: settings.idleMs }, 201);
+
   const begin: RequestHandler = async (req, res) => {
     const id = named(req);
-    if (open.has(id) || endedBecause.has(id)) throw conflict(`Transaction ${id} was begun already; use a new id`);
+    const already = open.get(id);
+    // A begin sent again (its answer was lost): the same transaction, while nothing has run in it.
+    if (already && !already.used) return began(res, already);
+    if (already || endedBecause.has(id)) throw conflict(`Transaction ${id} was begun already; use a new id`);
     if (closed) throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'The server is shutting down');
     if (!(await place(owner))) {
       res.setHeader('Retry-After', '1');
@@ -207,19 +229,22 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     held.timers.total.unref();
     open.set(id, held);
     armIdle(held);
-    sendData(res, { id, expiresAt: new Date(held.startedAt + settings.timeoutMs).toISOString(), idleTimeoutMs: settings.idleMs }, 201);
+    began(res, held);
   };
 
   const finish =
     (outcome: 'commit' | 'rollback'): RequestHandler =>
     async (req, res) => {
       const id = named(req);
+      const done = outcome === 'commit' ? 'committed' : 'rolled back';
+      // Sent again after its answer was lost: it ended as asked, and is answered so again.
+      if (!open.has(id) && endedBecause.get(id) === endReason[outcome]) return sendData(res, { id, outcome: done });
       const held = heldBy(req, id);
       // The requests before it finish first; a transaction that failed meanwhile rolls back.
       await held.queue.catch(() => {});
       if (held.ended) throw conflict(`Transaction ${id} has ended (${held.ended})`);
-      await end(held, outcome === 'commit' ? 'committed' : 'rolled back by the client', outcome);
-      sendData(res, { id, outcome: outcome === 'commit' ? 'committed' : 'rolled back' });
+      await end(held, endReason[outcome], outcome);
+      sendData(res, { id, outcome: done });
     };
 
   return {
