@@ -2,7 +2,22 @@ import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, databaseKinds, postgresAdminUrl, serviceApiKey, signUp, startBackend, type Api, type SignedUp, type TestBackend } from './support/backend.js';
+import { apiClient, databaseKinds, postgresAdminUrl, serviceApiKey, signUp, startBackend, type Api, type ApiResponse, type SignedUp, type TestBackend } from './support/backend.js';
+
+/**
+ * Concurrent requests with one key: one was the write (201, not replayed), the others got its
+ * answer again (201, replayed) or were told it was still running (409, Retry-After: 1).
+ */
+function expectOneFirstAnswer(answers: ApiResponse[]) {
+  const created = answers.filter((answer) => answer.status === 201);
+  expect(created.length).toBeGreaterThan(0);
+  for (const answer of created) expect(answer.body).toEqual(created[0]!.body);
+  for (const answer of answers.filter((answer) => answer.status !== 201)) {
+    expect(answer.status).toBe(409);
+    expect(answer.headers.get('retry-after')).toBe('1');
+  }
+  expect(created.filter((answer) => answer.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+}
 
 /**
  * Idempotency-Key on the generated routes (src/idempotency/): a write sent again with its key is
@@ -117,14 +132,7 @@ describe.each(databaseKinds)('Idempotency-Key on the %s database', (kind) => {
   it('applies concurrent repeats once: each waits for the first and gets its answer (or a 409 with Retry-After)', async () => {
     const key = randomUUID();
     const answers = await Promise.all(Array.from({ length: 6 }, () => alice.api('POST', '/Projects', { body: { name: 'Concurrent' }, headers: keyed(key) })));
-    const created = answers.filter((answer) => answer.status === 201);
-    expect(created.length).toBeGreaterThan(0);
-    for (const answer of created) expect(answer.body).toEqual(created[0]!.body);
-    for (const answer of answers.filter((answer) => answer.status !== 201)) {
-      expect(answer.status).toBe(409);
-      expect(answer.headers.get('retry-after')).toBe('1');
-    }
-    expect(created.filter((answer) => answer.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    expectOneFirstAnswer(answers);
     expect(await named(alice.api, 'Concurrent')).toBe(1);
   });
 
@@ -291,14 +299,7 @@ describe.each(databaseKinds)("Idempotency-Key on the service key's writes on the
     const key = randomUUID();
     const body = verification('svc:concurrent');
     const answers = await Promise.all(Array.from({ length: 6 }, () => service('POST', '/verifications', { body, headers: keyed(key) })));
-    const created = answers.filter((answer) => answer.status === 201);
-    expect(created.length).toBeGreaterThan(0);
-    for (const answer of created) expect(answer.body).toEqual(created[0]!.body);
-    for (const answer of answers.filter((answer) => answer.status !== 201)) {
-      expect(answer.status).toBe(409);
-      expect(answer.headers.get('retry-after')).toBe('1');
-    }
-    expect(created.filter((answer) => answer.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    expectOneFirstAnswer(answers);
     expect(await verifications('svc:concurrent')).toBe(1);
   });
 

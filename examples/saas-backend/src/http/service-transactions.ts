@@ -320,7 +320,9 @@ export function registerTransactionRoutes(registry: OpenAPIRegistry): void {
   registry.registerPath({
     method: 'post', path: '/api/service/transactions', operationId: 'beginTransaction', tags, security: [{ bearer: [] }],
     summary: 'Begin a transaction (service key only)',
-    description: 'Service API requests with the same header then run in it, one at a time. Rolled back after SERVICE_TRANSACTION_TIMEOUT_MS, after SERVICE_TRANSACTION_IDLE_MS without a request, or when a request of it is cut off.',
+    description:
+      'Service API requests with the same header then run in it, one at a time. Rolled back after SERVICE_TRANSACTION_TIMEOUT_MS, after SERVICE_TRANSACTION_IDLE_MS without a request, or when a request of it is cut off. ' +
+      'Sent again with the same id before any request ran in it (its answer was lost), it answers the same transaction.',
     request: { headers: header },
     responses: {
       201: { description: 'Open', ...envelope(z.object({ id: z.uuid(), expiresAt: z.iso.datetime(), idleTimeoutMs: z.int() })) },
@@ -332,6 +334,7 @@ export function registerTransactionRoutes(registry: OpenAPIRegistry): void {
     registry.registerPath({
       method: 'post', path: `/api/service/transactions/${outcome}`, operationId: `${outcome}Transaction`, tags, security: [{ bearer: [] }],
       summary: `${outcome === 'commit' ? 'Commit' : 'Roll back'} a transaction (service key only)`,
+      description: `Sent again after the transaction was ${outcome === 'commit' ? 'committed' : 'rolled back by its client'} (its answer was lost), the same answer.`,
       request: { headers: header },
       responses: { 200: { description: outcome === 'commit' ? 'Committed' : 'Rolled back', ...envelope(z.object({ id: z.uuid(), outcome: z.enum(['committed', 'rolled back']) })) }, ...errors },
     });
