@@ -41,7 +41,7 @@ describe.each(databaseKinds)('lost and refused answers of the adapter on the %s 
     const identifier = `lost:create:${randomUUID()}`;
     const from = proxy.seen.length;
     proxy.loseAnswers(/^POST \/verifications /);
-    const created = await adapter.create<{ identifier: string; value: string }>({ model: 'verification', data: { identifier, value: 'once', expiresAt: inOneHour() } });
+    const created = await adapter.create<{ identifier: string; value: string; expiresAt: Date }>({ model: 'verification', data: { identifier, value: 'once', expiresAt: inOneHour() } });
     expect(created).toMatchObject({ identifier, value: 'once' });
     const sent = seenSince(from);
     expect(sent.map(({ request }) => request)).toEqual(['POST /verifications', 'POST /verifications']);
