@@ -523,6 +523,24 @@ ${withMaintenance(`  DELETE FROM "authstrap_sso_flow" WHERE "expiresAt" < now();
 END
 $$;`;
 
+/**
+ * What an organization leaves that no foreign key reaches, gone with it on every path that
+ * deletes one (the service key's DELETE, as Better Auth's organization plugin sends it; an
+ * account deletion that takes the organizations only that user was in; an operator's delete):
+ * its pending invitations (verification rows naming it in their value) and its machine keys
+ * (Better Auth's key table names the organization in `referenceId`, without a foreign key).
+ * SECURITY DEFINER with the maintenance setting: a deleter sees neither table's rows.
+ */
+const organizationLeftovers = `CREATE OR REPLACE FUNCTION authstrap.organization_leftovers() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+BEGIN
+${withMaintenance(`  DELETE FROM "verification" v WHERE v."identifier" LIKE 'invitation:%' AND split_part(v."value", ':', 2) = OLD."id"::text;
+  DELETE FROM "apikey" k WHERE k."referenceId" = OLD."id";`)}
+  RETURN OLD;
+END
+$$;`;
+
 export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sign_in_rule', definition: signInRule(schema) },
   { name: 'sign_in_verdict', definition: signInVerdict },
@@ -542,9 +560,10 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sso_route', definition: ssoRoute },
   { name: 'sso_connection_owner', definition: ssoConnectionOwner },
   { name: 'prune_identity', definition: pruneIdentity },
+  { name: 'organization_leftovers', definition: organizationLeftovers },
 ];
 
-/** The triggers of the rule, by table (table-model.ts puts them on `session` and `account`). */
+/** The backend's own triggers, by table: the sign-in rule's on `session` and `account`, an organization's leftovers on `Organization` (table-model.ts puts them there). */
 export const identityTriggers: Record<string, Trigger[]> = {
   session: [
     { name: 'authstrap_sign_in_policy', timing: 'BEFORE INSERT', function: 'authstrap.session_policy' },
@@ -556,5 +575,6 @@ export const identityTriggers: Record<string, Trigger[]> = {
       when: `OLD."impersonatedBy" IS NOT NULL OR NEW."impersonatedBy" IS NOT NULL OR NEW."authMethod" = 'impersonation'`,
     },
   ],
+  Organization: [{ name: 'authstrap_organization_leftovers', timing: 'AFTER DELETE', function: 'authstrap.organization_leftovers' }],
   account: [{ name: 'authstrap_password_policy', timing: 'BEFORE INSERT OR UPDATE OF "password"', function: 'authstrap.password_policy', when: 'NEW."password" IS NOT NULL' }],
 };
