@@ -56,8 +56,11 @@ interface ServiceApi<Row, Create extends z.ZodType, Replace extends z.ZodType, U
   beforeCreate?: (input: z.output<Create>, req: Request) => z.output<Create>;
   /** More work in the same transaction as a create, when the request asks for it. */
   afterCreate?: (tx: Queryable, created: Row, req: Request) => Promise<unknown>;
-  /** What a change of records must pass first, in its transaction (users: the name and address their directory owns). */
-  beforeUpdate?: (tx: Queryable, ids: string[], change: Record<string, unknown>) => Promise<void>;
+  /**
+   * What a change naming one of `fields` must pass first, in its transaction (users: the name and
+   * address their directory owns). A change of other fields alone is one statement, as without it.
+   */
+  beforeUpdate?: { fields: readonly string[]; check: (tx: Queryable, ids: string[], change: Record<string, unknown>) => Promise<void> };
   /** How records are deleted when it is more than a DELETE (users: never an organization's last owner): how many were. */
   removeMany?: (tx: Queryable, ids: string[]) => Promise<number>;
   /** Its writes record events (src/events/events.ts): each runs in a transaction that names the service key as their actor. */
@@ -124,12 +127,17 @@ function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodTy
 
   // Writes by filter answer how many records they changed; the where comes first, so a request
   // without one is refused before its body is even read.
+  /** beforeUpdate's check, when `change` names a field it guards. */
+  const checkFor = (change: unknown) =>
+    beforeUpdate?.fields.some((field) => (change as Record<string, unknown>)[field] !== undefined) ? beforeUpdate.check : undefined;
+
   router.patch('/', route(async (req, res, db) => {
     const where = parseWriteFilter(req.query, list);
     const change = parseBody(entity, updateInput, req);
-    const count = beforeUpdate
+    const check = checkFor(change);
+    const count = check
       ? await db.transaction(async (tx) => {
-          await beforeUpdate(tx, await idsMatching(tx, list, where), change as Record<string, unknown>);
+          await check(tx, await idsMatching(tx, list, where), change as Record<string, unknown>);
           return repository.updateMatching(tx, where, change);
         })
       : await repository.updateMatching(db, where, change);
@@ -170,13 +178,15 @@ function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodTy
   }));
 
   /** A change of one record, after what it must pass (beforeUpdate) in the same transaction. */
-  const changeOne = async (db: Runner, id: string, change: unknown, write: (tx: Queryable) => Promise<Row | null>) =>
-    beforeUpdate
+  const changeOne = async (db: Runner, id: string, change: unknown, write: (tx: Queryable) => Promise<Row | null>) => {
+    const check = checkFor(change);
+    return check
       ? db.transaction(async (tx) => {
-          await beforeUpdate(tx, [id], change as Record<string, unknown>);
+          await check(tx, [id], change as Record<string, unknown>);
           return write(tx);
         })
       : write(db);
+  };
 
   router.put('/:id', route(async (req, res, db) => {
     const id = parseId(entity, req.params.id);
@@ -289,7 +299,7 @@ export function serviceApiRouters({ auth, transactions }: GeneratedDeps) {
       events: true,
       afterCreate: withPersonalOrganization(auth),
       // Better Auth's updateUser and address change: not the name or address a directory owns.
-      beforeUpdate: refuseDirectoryManagedChanges,
+      beforeUpdate: { fields: ['name', 'email'], check: refuseDirectoryManagedChanges },
       // Better Auth's deleteUser comes here: the same rule as a user deleting their own account.
       removeMany: auth.deleteUsers,
     }),
