@@ -298,7 +298,8 @@ function phases(events, leaderBefore, leaderAfter) {
     oldLeaderLastLoopMs: last(leaderBefore, /^last loop before the fault/),
     leaderKeyGoneMs: first('etcd', /^no leader key/, 0),
     promotedMs: promoted,
-    haproxyToNewLeaderMs: leaderAfter ? first('haproxy', new RegExp(`^primary servers up: ${leaderAfter}$`), promoted ?? 0) : null,
+    haproxyToNewLeaderMs: promoted === null ? null : first('haproxy', new RegExp(`^primary servers up: ${leaderAfter}$`), promoted),
+    // For a killed postmaster: its restart in place.
     newLeaderWritableMs: leaderAfter ? first(leaderAfter, /database system is ready to accept connections/, promoted ?? 0) : null,
     replicaStreamingMs: promoted === null ? null : events.find((event) => event.atMs >= promoted && event.source !== leaderAfter && /started streaming WAL/.test(event.what))?.atMs ?? null,
     lastHungEndMs: last('backend', /^a request hung/),
@@ -344,11 +345,15 @@ function watchCluster(cluster) {
 /** Patroni's and PostgreSQL's log lines that tell a failover's steps (the rest is each loop's "no action"). */
 const tellingLine = /promot|lock|demot|Assigning synchronous|synchronous_standby_names|following a different|rewind|timeline|ready to accept|starting|shutting|terminat|Got response|failed|ERROR|FATAL|WARNING/i;
 /** What HAProxy's checks leave in Patroni's log when they give up on a slow answer, and PostgreSQL's refusals while it starts. */
-const noise = /Exception happened during processing of request|Traceback|the database system is (starting up|not yet accepting connections)/;
+const noise =
+  /Exception happened during processing of request|Traceback|the database system is (starting up|not yet accepting connections)|Lock owner: .*; I am|in progress$|could not connect to the primary server|STATEMENT:|read-only transaction|recovery is in progress|terminating connection due to unexpected/;
 /** A line's time: Patroni's "2026-12-07 02:30:01,234 INFO: ..." or PostgreSQL's "2026-12-07 02:30:01.234 UTC [pid] LOG: ...". */
 const lineTime = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})[,.](\d{3})( UTC)?/;
 
-/** The nodes' log lines from `fromWall` to `toWall` that tell a step, and each node's last "no action" before `faultAt` (its last loop). */
+/**
+ * The nodes' log lines from a second before `faultAt` to `toWall` that tell a step, and each node's
+ * last "no action" since `fromWall` and before `faultAt` (its last loop).
+ */
 function nodeLogLines(cluster, fromWall, toWall, faultAt) {
   const lines = [];
   for (const node of cluster.nodes) {
@@ -367,7 +372,7 @@ function nodeLogLines(cluster, fromWall, toWall, faultAt) {
       const what = line.slice(time[0].length).trim();
       if (/no action/.test(what)) {
         if (wall <= faultAt) lastLoop = { wall, source: node.name, what };
-      } else if (tellingLine.test(what) && !noise.test(what)) lines.push({ wall, source: node.name, what: what.slice(0, 200) });
+      } else if (wall >= faultAt - 1000 && tellingLine.test(what) && !noise.test(what)) lines.push({ wall, source: node.name, what: what.slice(0, 200) });
     }
     if (lastLoop) lines.push({ ...lastLoop, what: `last loop before the fault: ${lastLoop.what}` });
   }
