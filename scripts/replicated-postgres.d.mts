@@ -68,8 +68,9 @@ export interface ReplicatedPostgres {
   switchover(to?: string): Promise<string>;
   /**
    * Resolves once the cluster is whole (a leader behind HAProxy, a running synchronous standby,
-   * every started node running, the replicas streaming), reinitializing a node left `start failed` or not running (or streaming) after
-   * stuckMs (40 s); throws after timeoutMs (180 s).
+   * every started node running, the replicas streaming from the leader), reinitializing a node
+   * left `start failed`, or not running or not streaming after stuckMs (40 s); throws after
+   * timeoutMs (180 s).
    */
   settle(options?: { timeoutMs?: number; stuckMs?: number }): Promise<{ settleMs: number; reinitialized: { node: string; state: string; afterMs: number; answer?: number; log?: string[] }[] }>;
   /** The end of every process's log. */

@@ -364,12 +364,12 @@ async function switchover(nodes, haproxy, to) {
  * Waits until the cluster is whole again: a leader behind HAProxy, a running synchronous standby,
  * and every started node running, the replicas streaming from the leader. A node whose Patroni
  * reports `start failed`, or that is still not running (or not streaming) after `stuckMs`, is
- * reinitialized from the leader (Patroni's POST /reinitialize: a
- * new base backup), as an operator would: seen with Patroni 3.0.2, an old primary resumed from a
- * freeze rejoins without pg_rewind while holding WAL past the fork, and cannot follow the next
- * timeline switch ("unexpected timeline ID", or "requested timeline ... does not contain minimum
- * recovery point"). Resolves how long it took and what was reinitialized (with the end of its
- * log); throws, naming the members, if the cluster is not whole within `timeoutMs`.
+ * reinitialized from the leader (Patroni's POST /reinitialize: a new base backup), as an operator
+ * would: seen with Patroni 3.0.2, an old primary resumed from a freeze rejoins without pg_rewind
+ * while holding WAL past the fork, and cannot follow the next timeline switch ("unexpected
+ * timeline ID", or "requested timeline ... does not contain minimum recovery point"). Resolves
+ * how long it took and what was reinitialized (with the end of its log); throws, naming the
+ * members, if the cluster is not whole within `timeoutMs`.
  */
 async function settle(nodes, haproxy, processes, { timeoutMs = 180_000, stuckMs = 40_000 } = {}) {
   const startedAt = Date.now();
