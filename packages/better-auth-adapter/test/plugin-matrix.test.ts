@@ -309,6 +309,9 @@ describe.each(databaseKinds)('the plugin matrix on the %s database', (kind) => {
     const stored = (await service()('GET', `${collectionPathOf('ssoProvider')}?providerId=foundry-${kind}`)).body.data;
     expect(stored).toEqual([expect.objectContaining({ organizationId: organization.id, userId: owner.id, domain, issuer: idp.issuer })]);
     expect((await service()('GET', `${collectionPathOf('ssoProvider')}?providerId=foundry-member-${kind}`)).body.data).toEqual([]);
+    // Its client secret is in that row: no user reads it through the backend, not even the organization's owner.
+    const asOwner = apiClient(backend.url!, { organizationId: organization.id });
+    expect((await asOwner('GET', collectionPathOf('ssoProvider'), { headers: { cookie: owner.headers.get('cookie')!, origin: allowedOrigin } })).status).toBe(403);
 
     // The browser: Better Auth's sign-in, the provider's login and consent, Better Auth's callback.
     const email = `employee@${domain}`;
