@@ -121,6 +121,9 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
     expect(signedIn.error).toBeNull();
     expect(signedIn.session!.user.email).toBe(at('employee'));
     expect((await service()('GET', `/sessions/${signedIn.session!.session.id}`)).body.data.authMethod).toBe('better-auth:sso');
+    // In the audit log as any sign-in, with how it was made.
+    const recorded = await asOwner(`SELECT "data"->>'method' AS "method" FROM "authstrap_event" WHERE "entityId" = $1 AND "type" = 'session.signed_in'`, [signedIn.session!.session.id]);
+    expect(recorded.rows).toEqual([{ method: 'better-auth:sso' }]);
     // Just in time: the provider's organization, with the plugin's default role.
     expect(await isMember(signedIn.session!.user.id)).toBe(true);
 
