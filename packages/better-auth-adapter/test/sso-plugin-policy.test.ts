@@ -57,7 +57,7 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
        ON CONFLICT ("organizationId") DO UPDATE SET "ssoRequired" = $2`,
       [organizationId, on],
     );
-  const userIdOf = async (email: string): Promise<string | undefined> => (await asOwner(`SELECT "id" FROM "User" WHERE "email" = $1`, [email])).rows[0]?.id;
+  const userIdOf = async (email: string) => (await asOwner(`SELECT "id" FROM "User" WHERE "email" = $1`, [email])).rows[0]?.id as string | undefined;
   const isMember = async (userId: string) => (await asOwner(`SELECT 1 FROM "member" WHERE "userId" = $1 AND "organizationId" = $2`, [userId, organizationId])).rows.length === 1;
 
   /** A Better Auth provider of `by`'s, for the organization's domain, its client registered at the identity provider. */
