@@ -1,20 +1,17 @@
 import { createHmac, createPublicKey, verify } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { apiKey } from '@better-auth/api-key';
 import { passkey } from '@better-auth/passkey';
 import { sso } from '@better-auth/sso';
 import { betterAuth, type BetterAuthOptions } from 'better-auth';
-import { toNodeHandler } from 'better-auth/node';
 import { admin, emailOTP, jwt, magicLink, multiSession, organization, twoFactor, username } from 'better-auth/plugins';
 import { createAccessControl } from 'better-auth/plugins/access';
 import { adminAc, defaultStatements, memberAc, ownerAc } from 'better-auth/plugins/organization/access';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowedOrigin, apiClient, authSecret, databaseKinds, serviceApiKey } from '../../../examples/saas-backend/test/support/backend.js';
-import { startOidcProvider, TestBrowser, type TestOidcProvider } from '../../../examples/saas-backend/test/support/oidc-provider.js';
 import { authstrapAdapter, authstrapPassword } from '../src/index.js';
 import { collectionPathOf } from '../src/models.js';
 import { schemaFollowingBackend } from './support/schema-following-backend.js';
+import { startSsoStage } from './support/sso-plugin.js';
 
 /**
  * The plugins teams use most, together on one Better Auth, on the adapter: the adapter's
@@ -81,16 +78,13 @@ function cookiesFrom(headers: Headers, previous = ''): string {
 describe.each(databaseKinds)('the plugin matrix on the %s database', (kind) => {
   const backend = schemaFollowingBackend(kind);
   let auth: ReturnType<typeof makeAuth>;
-  /** The sso plugin's identity provider: oidc-provider on loopback, as the backend's own SSO tests use. */
-  let idp: TestOidcProvider;
-  /** Better Auth served over HTTP on loopback (the identity provider sends the browser back to it). */
-  const app = http.createServer((req, res) => void toNodeHandler(auth)(req, res));
-  let appUrl: string;
+  /** The sso plugin's identity provider, and Better Auth served over HTTP for it. */
+  let stage: Awaited<ReturnType<typeof startSsoStage>>;
   const makeAuth = (baseUrl: string) =>
     betterAuth({
-      baseURL: appUrl,
+      baseURL: stage.appUrl,
       // The identity provider on loopback (the sso plugin refuses private addresses otherwise), and the app.
-      trustedOrigins: [idp.issuer, allowedOrigin],
+      trustedOrigins: [stage.idp.issuer, allowedOrigin],
       secret: authSecret,
       // The organization plugin decides who belongs where: no personal organizations.
       database: authstrapAdapter({ baseUrl, serviceKey: serviceApiKey, personalOrganization: false }),
@@ -108,19 +102,17 @@ describe.each(databaseKinds)('the plugin matrix on the %s database', (kind) => {
   }
 
   beforeAll(async () => {
-    idp = await startOidcProvider();
-    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-    appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
+    stage = await startSsoStage();
     // createSchema of the adapter, as `authstrap-better-auth-schema` runs it; then generate and a restart.
     const options = { plugins, database: authstrapAdapter({ baseUrl: 'http://127.0.0.1:9', serviceKey: serviceApiKey }) } satisfies BetterAuthOptions;
     const { code } = await options.database(options).createSchema!(options, 'better-auth.schema.json');
     await backend.migrateTo(JSON.parse(code));
     auth = makeAuth(backend.url!);
+    stage.serve(auth);
   }, 180_000);
   afterAll(async () => {
     await backend.stop();
-    await idp?.close();
-    await new Promise((resolve) => app.close(resolve));
+    await stage?.close();
   });
 
   it('organization: an organization with a team and a member in it; a dynamic role stored; the backend scopes by the organization', async () => {
@@ -293,6 +285,7 @@ describe.each(databaseKinds)('the plugin matrix on the %s database', (kind) => {
     const organization = (await auth.api.createOrganization({ body: { name: 'Foundry', slug: `foundry-${kind}` }, headers: owner.headers }))!;
     const colleague = await newUser(`sso-member-${kind}@example.com`);
     await auth.api.addMember({ body: { userId: colleague.id, role: 'member', organizationId: organization.id } });
+    const { idp, appUrl } = stage;
     const client = idp.newClient();
     const domain = `foundry-${kind}.example`;
     const provider = (by: { headers: Headers }, providerId: string) =>
@@ -315,20 +308,9 @@ describe.each(databaseKinds)('the plugin matrix on the %s database', (kind) => {
 
     // The browser: Better Auth's sign-in, the provider's login and consent, Better Auth's callback.
     const email = `employee@${domain}`;
-    idp.setAccount(`employee-${kind}`, { email, name: 'Employee' });
-    idp.signInAs(`employee-${kind}`);
-    const browser = new TestBrowser([idp.issuer, appUrl]);
-    const started = await browser.request(`${appUrl}/api/auth/sign-in/sso`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin: allowedOrigin },
-      body: JSON.stringify({ email, callbackURL: `${allowedOrigin}/dashboard` }),
-    });
-    expect(started.status, await started.clone().text()).toBe(200);
-    const landed = await browser.follow(((await started.json()) as { url: string }).url);
-    expect(landed.location).toBe(`${allowedOrigin}/dashboard`);
-    const cookie = [...browser.jar.get(appUrl)!].map(([name, value]) => `${name}=${value}`).join('; ');
-    const session = await auth.api.getSession({ headers: new Headers({ cookie }) });
-    expect(session!.user).toMatchObject({ email, name: 'Employee' });
+    const { landedOn, error, session, cookie } = await stage.signIn(`employee-${kind}`, email, { email });
+    expect({ landedOn, error }).toEqual({ landedOn: `${allowedOrigin}/dashboard`, error: null });
+    expect(session!.user).toMatchObject({ email, name: `employee-${kind}` });
 
     // The session, the account and the membership are the backend's rows.
     expect((await service()('GET', `/sessions/${session!.session.id}`)).body.data.authMethod).toBe('better-auth:sso');

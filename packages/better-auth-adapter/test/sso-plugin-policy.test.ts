@@ -1,15 +1,12 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { sso } from '@better-auth/sso';
 import { betterAuth, type BetterAuthOptions } from 'better-auth';
-import { toNodeHandler } from 'better-auth/node';
 import { organization } from 'better-auth/plugins';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowedOrigin, apiClient, authSecret, databaseKinds, serviceApiKey, signUp } from '../../../examples/saas-backend/test/support/backend.js';
-import { startOidcProvider, TestBrowser, type TestOidcProvider } from '../../../examples/saas-backend/test/support/oidc-provider.js';
 import { authstrapAdapter, authstrapPassword } from '../src/index.js';
 import { collectionPathOf } from '../src/models.js';
 import { schemaFollowingBackend } from './support/schema-following-backend.js';
+import { startSsoStage } from './support/sso-plugin.js';
 
 /**
  * The organization's policy on Better Auth's `sso` plugin (docs/sso.md, "Which path to use when"):
@@ -26,9 +23,7 @@ const password = 'correct horse battery';
 
 describe.each(databaseKinds)("the organization's policy on Better Auth's sso plugin, %s database", (kind) => {
   const backend = schemaFollowingBackend(kind, {}, { inProcess: true });
-  let idp: TestOidcProvider;
-  const app = http.createServer((req, res) => void toNodeHandler(auth)(req, res));
-  let appUrl: string;
+  let stage: Awaited<ReturnType<typeof startSsoStage>>;
   let auth: ReturnType<typeof makeAuth>;
   const domain = `acme-sso-${kind}.example`;
   const at = (name: string) => `${name}@${domain}`;
@@ -40,8 +35,8 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
   const plugins = [organization(), sso({ organizationProvisioning: { defaultRole: 'member' } })];
   const makeAuth = () =>
     betterAuth({
-      baseURL: appUrl,
-      trustedOrigins: [idp.issuer, allowedOrigin],
+      baseURL: stage.appUrl,
+      trustedOrigins: [stage.idp.issuer, allowedOrigin],
       secret: authSecret,
       database: authstrapAdapter({ baseUrl: backend.url!, serviceKey: serviceApiKey, personalOrganization: false }),
       emailAndPassword: { enabled: true, password: authstrapPassword({ cost: 4 }) },
@@ -62,42 +57,21 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
 
   /** A Better Auth provider of `by`'s, for the organization's domain, its client registered at the identity provider. */
   async function registerProvider(by: { cookie: string }, id: string, organization?: string) {
-    const client = idp.newClient();
+    const client = stage.idp.newClient();
     const registered = await auth.api.registerSSOProvider({
-      body: { providerId: id, issuer: idp.issuer, domain, organizationId: organization, oidcConfig: { clientId: client.clientId, clientSecret: client.clientSecret, pkce: true } },
+      body: { providerId: id, issuer: stage.idp.issuer, domain, organizationId: organization, oidcConfig: { clientId: client.clientId, clientSecret: client.clientSecret, pkce: true } },
       headers: new Headers({ cookie: by.cookie }),
     });
-    idp.registerClient(client, registered.redirectURI);
-  }
-
-  /**
-   * A browser signs in through the sso plugin (started by address or by provider) as `subject` at
-   * the identity provider: the error Better Auth sent it back with, or the session it made.
-   */
-  async function signInThroughPlugin(subject: string, email: string, start: { email: string } | { providerId: string }) {
-    idp.setAccount(subject, { email, name: subject });
-    idp.signInAs(subject);
-    const browser = new TestBrowser([idp.issuer, appUrl]);
-    const started = await browser.request(`${appUrl}/api/auth/sign-in/sso`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin: allowedOrigin },
-      body: JSON.stringify({ ...start, callbackURL: `${allowedOrigin}/dashboard`, errorCallbackURL: `${allowedOrigin}/sign-in` }),
-    });
-    expect(started.status, await started.clone().text()).toBe(200);
-    const landed = new URL((await browser.follow(((await started.json()) as { url: string }).url)).location);
-    const cookie = [...(browser.jar.get(appUrl) ?? [])].map(([name, value]) => `${name}=${value}`).join('; ');
-    const session = await auth.api.getSession({ headers: new Headers({ cookie }) });
-    return { error: landed.searchParams.get('error'), landedOn: landed.pathname, session, cookie };
+    stage.idp.registerClient(client, registered.redirectURI);
   }
 
   beforeAll(async () => {
-    idp = await startOidcProvider();
-    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-    appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
+    stage = await startSsoStage();
     const options = { plugins, database: authstrapAdapter({ baseUrl: 'http://127.0.0.1:9', serviceKey: serviceApiKey }) } satisfies BetterAuthOptions;
     const { code } = await options.database(options).createSchema!(options, 'better-auth.schema.json');
     await backend.migrateTo(JSON.parse(code));
     auth = makeAuth();
+    stage.serve(auth);
 
     const signedUp = await auth.api.signUpEmail({ body: { email: at('owner'), password, name: 'Owner' }, returnHeaders: true });
     owner = { id: signedUp.response.user.id, cookie: signedUp.headers.getSetCookie().map((line) => line.split(';')[0]!).join('; ') };
@@ -111,13 +85,12 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
   }, 240_000);
   afterAll(async () => {
     await backend.stop();
-    await idp?.close();
-    await new Promise((resolve) => app.close(resolve));
+    await stage?.close();
   });
 
   it("signs an employee in through the organization's provider while SSO is required, and refuses a password sign-in for the domain with the plugin present", async () => {
     await requireSso(true);
-    const signedIn = await signInThroughPlugin(`employee-${kind}`, at('employee'), { email: at('employee') });
+    const signedIn = await stage.signIn(`employee-${kind}`, at('employee'), { email: at('employee') });
     expect(signedIn.error).toBeNull();
     expect(signedIn.session!.user.email).toBe(at('employee'));
     expect((await service()('GET', `/sessions/${signedIn.session!.session.id}`)).body.data.authMethod).toBe('better-auth:sso');
@@ -145,17 +118,17 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
     expect((await service()('GET', `${collectionPathOf('ssoProvider')}?domain=${domain}`)).body.data).toHaveLength(3);
 
     for (const rogue of [`rogue-${kind}`, `rogue-org-${kind}`]) {
-      const attempt = await signInThroughPlugin(`victim-${rogue}`, at(`victim-${rogue}`), { providerId: rogue });
-      expect(attempt).toMatchObject({ error: 'SSO_REQUIRED', landedOn: '/sign-in', session: null });
+      const attempt = await stage.signIn(`victim-${rogue}`, at(`victim-${rogue}`), { providerId: rogue });
+      expect(attempt).toMatchObject({ error: 'SSO_REQUIRED', landedOn: `${allowedOrigin}/sign-in`, session: null });
       expect(await userIdOf(at(`victim-${rogue}`))).toBeUndefined();
     }
     // The organization's own provider still signs the same person in.
-    expect((await signInThroughPlugin(`victim-${kind}`, at(`victim-rogue-${kind}`), { providerId })).session!.user.email).toBe(at(`victim-rogue-${kind}`));
+    expect((await stage.signIn(`victim-${kind}`, at(`victim-rogue-${kind}`), { providerId })).session!.user.email).toBe(at(`victim-rogue-${kind}`));
   });
 
   it("refuses a user the platform's operators banned, through the organization's provider", async () => {
     await requireSso(true);
-    const first = await signInThroughPlugin(`banned-${kind}`, at('banned'), { providerId });
+    const first = await stage.signIn(`banned-${kind}`, at('banned'), { providerId });
     const userId = first.session!.user.id;
     const support = await signUp(backend.url!, `support-${kind}@platform.example`);
     await asOwner(`INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ($1, 'command line')`, [support.user.id]);
@@ -163,9 +136,9 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
     // The session the plugin made before the ban is over too.
     expect(await auth.api.getSession({ headers: new Headers({ cookie: first.cookie }) })).toBeNull();
 
-    expect(await signInThroughPlugin(`banned-${kind}`, at('banned'), { providerId })).toMatchObject({ error: 'BANNED', session: null });
+    expect(await stage.signIn(`banned-${kind}`, at('banned'), { providerId })).toMatchObject({ error: 'BANNED', session: null });
     expect((await support.api('POST', `/api/operator/users/${userId}/unban`)).status).toBe(200);
-    expect((await signInThroughPlugin(`banned-${kind}`, at('banned'), { providerId })).session!.user.id).toBe(userId);
+    expect((await stage.signIn(`banned-${kind}`, at('banned'), { providerId })).session!.user.id).toBe(userId);
   });
 
   it("refuses a user the organization's directory deprovisioned, inside its verified domain or outside it, and gives them no membership back", async () => {
@@ -183,7 +156,7 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
     // One address the organization verified, one it did not (a contractor's own): both joined through the provider.
     for (const email of [at('leaver'), `contractor-${kind}@contractors.example`]) {
       const subject = `deprovisioned-${email}`;
-      const joined = await signInThroughPlugin(subject, email, { providerId });
+      const joined = await stage.signIn(subject, email, { providerId });
       expect(await isMember(joined.session!.user.id)).toBe(true);
       const resource = await scim('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: email });
       expect(resource.status, JSON.stringify(resource.body)).toBe(201);
@@ -191,7 +164,7 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
       expect((await scim('PATCH', `/Users/${resource.body.id}`, deactivate)).status).toBe(200);
       expect(await isMember(joined.session!.user.id)).toBe(false);
 
-      const again = await signInThroughPlugin(subject, email, { providerId });
+      const again = await stage.signIn(subject, email, { providerId });
       expect(again, email).toMatchObject({ error: 'DEPROVISIONED', session: null });
       // The plugin's provisioning never ran: the directory's suspension stands.
       expect(await isMember(joined.session!.user.id), email).toBe(false);
