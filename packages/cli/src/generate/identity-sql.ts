@@ -42,15 +42,27 @@ function generatedParts(schema: Schema): { refusals: string; ssoAllowed: string 
   const provider = entity('ssoProvider');
   const providerId = provider && column(provider, 'providerId');
   const providerOrganization = provider && column(provider, 'organizationId');
-  const ssoAllowed =
-    provider && providerId && providerOrganization
-      ? `    IF method = 'better-auth:sso' AND user_id IS NOT NULL AND EXISTS (
-      SELECT 1 FROM "account" a JOIN ${quote(provider.table)} p ON p.${quote(providerId)} = a."providerId"
-       WHERE a."userId" = user_id AND p.${quote(providerOrganization)} = owner_organization) THEN
+  let ssoAllowed = '';
+  if (provider && providerId && providerOrganization) {
+    // The user's accounts at providers of an organization: the plugin's organizationId is text
+    // (createSchema writes Better Auth's string), an organization's id a uuid, so both as text.
+    const accountsAtProvidersOf = (organization: string) =>
+      `SELECT 1 FROM "account" a JOIN ${quote(provider.table)} p ON p.${quote(providerId)} = a."providerId"
+       WHERE a."userId" = user_id AND p.${quote(providerOrganization)}::text = ${organization}::text`;
+    // A user deprovisioned by an organization whose provider they signed in with gets no session
+    // through the plugin, whatever the address: the plugin makes the session before the membership
+    // (which it would make again) and names no organization on it. The rule knows the user's
+    // providers, not which one is signing in, so it refuses their every plugin sign-in (the safe side).
+    refusals.push(`  IF method = 'better-auth:sso' AND user_id IS NOT NULL AND EXISTS (
+    SELECT 1 FROM "authstrap_member_suspension" s WHERE s."userId" = user_id AND EXISTS (${accountsAtProvidersOf('s."organizationId"')})) THEN
+    RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED');
+  END IF;
+`);
+    ssoAllowed = `    IF method = 'better-auth:sso' AND user_id IS NOT NULL AND EXISTS (${accountsAtProvidersOf('owner_organization')}) THEN
       RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
     END IF;
-`
-      : '';
+`;
+  }
   return { refusals: refusals.join(''), ssoAllowed };
 }
 
