@@ -21,9 +21,14 @@
 // on the machine's PostgreSQL (BENCH_PG_URL, 5432), and, to tell the standby's wait from the rest,
 // on the same primary with synchronous_commit = local for its database; p50 and p95 of each.
 //
-//   node bench/failover.mjs [--runs 10] [--kinds postmaster,node,frozen] [--loops 2] [--until 2026-12-07T00:10:00Z]
+//   node bench/failover.mjs [--runs 10] [--kinds postmaster,node,frozen] [--loops 2] [--until 2026-12-07T00:10:00Z] [--no-cost] [--timelines]
 //
-// --loops is per instance; --until stops starting runs at that time (what ran is written).
+// --loops is per instance; --until stops starting runs at that time (what ran is written);
+// --no-cost leaves the replication cost out; --timelines prints each run's timeline (always in the
+// JSON): from the fault, who holds the leader key in etcd, which servers HAProxy sends to, the
+// nodes' telling log lines (promotion, synchronous standby, the old primary's last loop), and the
+// backend's first and last failed requests, the requests that hung before failing, and the first
+// write acknowledged after the last failure.
 // Writes bench/results/failover.json after every run. Needs Debian's patroni, etcd-server, haproxy.
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -46,6 +51,8 @@ function option(name, fallback) {
 const runsPerKind = Number(option('runs', 10));
 const kinds = option('kinds', 'postmaster,node,frozen').split(',');
 const loopsPerInstance = Number(option('loops', 2));
+const measureCost = !process.argv.includes('--no-cost');
+const showTimelines = process.argv.includes('--timelines');
 const until = option('until') ? new Date(option('until')).getTime() : Infinity;
 for (const kind of kinds) if (!['postmaster', 'node', 'frozen'].includes(kind)) throw new Error(`--kinds: no kind ${kind} (postmaster, node, frozen)`);
 if (!(runsPerKind >= 1)) throw new Error('--runs must be at least 1');
@@ -196,7 +203,7 @@ async function replicationCost(cluster, primary) {
  * ends once writes have been served for steadyMs after the last failure (or maxFaultMs after the
  * fault). Every request's outcome is kept with its time from the fault.
  */
-async function runUnderLoad(instances, caller, label, fault) {
+async function runUnderLoad(cluster, instances, caller, label, fault) {
   const requests = [];
   const acknowledged = [];
   /** Names of writes sent more than once (each time with its first key). */
@@ -213,9 +220,9 @@ async function runUnderLoad(instances, caller, label, fault) {
       const giveUpAt = Date.now() + maxFaultMs;
       for (let attempt = 0; ; attempt++) {
         if (attempt === 1) resent.push(name);
-        const sentAt = at();
+        const sentWall = Date.now();
         const answer = await keyedWrite(instance.base, caller, name, key);
-        requests.push({ sentAt, at: at(), ...answer });
+        requests.push({ sentWall, at: at(), ...answer });
         if (answer.status === 201) {
           acknowledged.push(name);
           break;
@@ -232,6 +239,7 @@ async function runUnderLoad(instances, caller, label, fault) {
   const running = Promise.all(loops);
 
   await sleep(steadyMs);
+  const watch = watchCluster(cluster);
   faultAt = Date.now();
   const detail = await fault();
   while (Date.now() < stopAt) {
@@ -242,6 +250,7 @@ async function runUnderLoad(instances, caller, label, fault) {
     else await sleep(100);
   }
   await running;
+  const clusterEvents = await watch.stop();
 
   const failures = requests.filter((request) => request.status !== 201);
   const lastFailure = failures.length ? Math.max(...failures.map((request) => request.at)) : 0;
@@ -267,7 +276,134 @@ async function runUnderLoad(instances, caller, label, fault) {
     servedAgainMs,
     // The window of failed requests: the first failure to the first acknowledged write after the last one.
     windowMs: firstFailure === null || servedAgainMs === null ? 0 : servedAgainMs - firstFailure,
+    timeline: timeline({ faultAt, requests, failures, clusterEvents, servedAgainMs, cluster }),
   };
+}
+
+// ---- where a failover's seconds go ----------------------------------------------------------------
+
+/**
+ * The steps of one failover, in ms from the fault, read off its timeline (null where a step did not
+ * happen: a killed postmaster keeps its leader key): the old leader's last loop before the fault,
+ * the leader key gone from etcd, the standby's promotion, HAProxy sending to it, its PostgreSQL
+ * taking writes, the remaining replica streaming from it (with a strict synchronous standby, no
+ * commit is acknowledged before), the end of the last request that hung (more than a second)
+ * before it failed, the last failure, and writes served again.
+ */
+function phases(events, leaderBefore, leaderAfter) {
+  const first = (source, pattern, from = -Infinity) => events.find((event) => event.source === source && event.atMs >= from && pattern.test(event.what))?.atMs ?? null;
+  const last = (source, pattern) => events.findLast((event) => event.source === source && pattern.test(event.what))?.atMs ?? null;
+  const promoted = leaderAfter && leaderAfter !== leaderBefore ? first(leaderAfter, /promoted self to leader/, 0) : null;
+  return {
+    oldLeaderLastLoopMs: last(leaderBefore, /^last loop before the fault/),
+    leaderKeyGoneMs: first('etcd', /^no leader key/, 0),
+    promotedMs: promoted,
+    haproxyToNewLeaderMs: promoted === null ? null : first('haproxy', new RegExp(`^primary servers up: ${leaderAfter}$`), promoted),
+    // For a killed postmaster: its restart in place.
+    newLeaderWritableMs: leaderAfter ? first(leaderAfter, /database system is ready to accept connections/, promoted ?? 0) : null,
+    replicaStreamingMs: promoted === null ? null : events.find((event) => event.atMs >= promoted && event.source !== leaderAfter && /started streaming WAL/.test(event.what))?.atMs ?? null,
+    lastHungEndMs: last('backend', /^a request hung/),
+    lastFailureMs: first('backend', /^last failed request/),
+    servedAgainMs: first('backend', /^first write acknowledged after the last failure/),
+  };
+}
+
+/**
+ * While a run lasts, every 100 ms: who holds the leader key in etcd (read from etcd itself) and
+ * which servers HAProxy sends the primary's connections to; each change with its wall time.
+ */
+function watchCluster(cluster) {
+  const events = [];
+  let holder;
+  let up;
+  let stopped = false;
+  const sampling = (async () => {
+    while (!stopped) {
+      const [key, servers] = await Promise.all([cluster.leaderKey(), cluster.serversUp('primary')]);
+      const now = Date.now();
+      if ((key?.holder ?? null) !== holder) {
+        holder = key?.holder ?? null;
+        events.push({ wall: now, source: 'etcd', what: holder ? `leader key held by ${holder}` : 'no leader key (expired or deleted)' });
+      }
+      const upNow = servers.join(',') || 'none';
+      if (upNow !== up) {
+        up = upNow;
+        events.push({ wall: now, source: 'haproxy', what: `primary servers up: ${upNow}` });
+      }
+      await sleep(100);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await sampling;
+      return events;
+    },
+  };
+}
+
+/** Patroni's and PostgreSQL's log lines that tell a failover's steps (the rest is each loop's "no action"). */
+const tellingLine = /promot|lock|demot|Assigning synchronous|synchronous_standby_names|following a different|rewind|timeline|ready to accept|starting|shutting|terminat|Got response|failed|ERROR|FATAL|WARNING/i;
+/** What HAProxy's checks leave in Patroni's log when they give up on a slow answer, and PostgreSQL's refusals while it starts. */
+const noise =
+  /Exception happened during processing of request|Traceback|the database system is (starting up|not yet accepting connections)|Lock owner: .*; I am|in progress$|could not connect to the primary server|STATEMENT:|read-only transaction|recovery is in progress|terminating connection due to unexpected/;
+/** A line's time: Patroni's "2026-12-07 02:30:01,234 INFO: ..." or PostgreSQL's "2026-12-07 02:30:01.234 UTC [pid] LOG: ...". */
+const lineTime = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})[,.](\d{3})( UTC)?/;
+
+/**
+ * The nodes' log lines from a second before `faultAt` to `toWall` that tell a step, and each node's
+ * last "no action" since `fromWall` and before `faultAt` (its last loop).
+ */
+function nodeLogLines(cluster, fromWall, toWall, faultAt) {
+  const lines = [];
+  for (const node of cluster.nodes) {
+    let text = '';
+    try {
+      text = fs.readFileSync(cluster.logFile(node.name), 'utf8');
+    } catch {
+      continue;
+    }
+    let lastLoop;
+    for (const line of text.split('\n')) {
+      const time = lineTime.exec(line);
+      if (!time) continue;
+      const wall = new Date(`${time[1]}T${time[2]}.${time[3]}${time[4] ? 'Z' : ''}`).getTime();
+      if (wall < fromWall || wall > toWall) continue;
+      const what = line.slice(time[0].length).trim();
+      if (/no action/.test(what)) {
+        if (wall <= faultAt) lastLoop = { wall, source: node.name, what };
+      } else if (wall >= faultAt - 1000 && tellingLine.test(what) && !noise.test(what)) lines.push({ wall, source: node.name, what: what.slice(0, 200) });
+    }
+    if (lastLoop) lines.push({ ...lastLoop, what: `last loop before the fault: ${lastLoop.what}` });
+  }
+  return lines;
+}
+
+/**
+ * A run's timeline, in ms from the fault: the cluster's changes (etcd, HAProxy, the nodes' logs)
+ * and the backend's (its first failure, the requests that hung before they failed, the last failure,
+ * and the first write acknowledged after it).
+ */
+function timeline({ faultAt, requests, failures, clusterEvents, servedAgainMs, cluster }) {
+  const endWall = faultAt + (servedAgainMs ?? maxFaultMs) + 1000;
+  const events = [...clusterEvents, ...nodeLogLines(cluster, faultAt - 3 * clusterSettings.ttl * 1000, endWall, faultAt)].map(({ wall, source, what }) => ({ atMs: wall - faultAt, source, what }));
+  const tookMs = (request) => request.at - (request.sentWall - faultAt);
+  const answer = (request) => (request.status ? `${request.status}${request.retryAfter ? ` (Retry-After ${request.retryAfter})` : ''}` : request.error);
+  const afterFault = failures.filter((request) => request.at >= 0);
+  if (afterFault.length) {
+    const first = afterFault.reduce((a, b) => (b.at < a.at ? b : a));
+    events.push({ atMs: first.at, source: 'backend', what: `first failed request: ${answer(first)} after ${tookMs(first)} ms` });
+    const last = afterFault.reduce((a, b) => (b.at > a.at ? b : a));
+    events.push({ atMs: last.at, source: 'backend', what: `last failed request: ${answer(last)} after ${tookMs(last)} ms (sent at ${last.sentWall - faultAt} ms)` });
+  }
+  // Requests that waited more than a second for their failure: what they waited on, and when they ended.
+  const hung = afterFault.filter((request) => tookMs(request) > 1000);
+  for (const request of hung) events.push({ atMs: request.at, source: 'backend', what: `a request hung ${tookMs(request)} ms (sent at ${request.sentWall - faultAt} ms), then ${answer(request)}` });
+  // Writes acknowledged slowly after the fault: waits that ended well (a commit held for the standby).
+  const slowAcknowledged = requests.filter((request) => request.status === 201 && request.at >= 0 && tookMs(request) > 1000);
+  for (const request of slowAcknowledged) events.push({ atMs: request.at, source: 'backend', what: `a write acknowledged after ${tookMs(request)} ms (sent at ${request.sentWall - faultAt} ms)` });
+  if (servedAgainMs !== null) events.push({ atMs: servedAgainMs, source: 'backend', what: 'first write acknowledged after the last failure (served again)' });
+  return events.sort((a, b) => a.atMs - b.atMs);
 }
 
 /** Each kind's fault, and what puts the cluster back afterwards. */
@@ -338,6 +474,10 @@ function summary(runs) {
       doubled: ofKind.reduce((sum, run) => sum + run.doubled.length, 0),
       unexplained: ofKind.reduce((sum, run) => sum + run.unexplained, 0),
       leaderChanged: ofKind.filter((run) => run.leaderAfter && run.leaderAfter !== run.leaderBefore).length,
+      // Each step's time from the fault (phases()), over the runs where it happened.
+      phases: Object.fromEntries(
+        Object.keys(ofKind[0]?.phases ?? {}).map((step) => [step, spread(ofKind.map((run) => run.phases[step]).filter((value) => value !== null))]),
+      ),
     };
   }
   return byKind;
@@ -374,9 +514,11 @@ try {
   cluster = await startReplicatedPostgres({ nodes: 3 });
   const firstLeader = await cluster.waitForLeader();
 
-  results.replicationCost = await replicationCost(cluster, firstLeader);
-  console.log('synchronous replication, keyed write:', JSON.stringify(results.replicationCost));
-  save();
+  if (measureCost) {
+    results.replicationCost = await replicationCost(cluster, firstLeader);
+    console.log('synchronous replication, keyed write:', JSON.stringify(results.replicationCost));
+    save();
+  }
 
   const database = 'authstrap_bench_failover';
   await query(cluster.url, `CREATE DATABASE ${database}`);
@@ -411,7 +553,7 @@ try {
     const label = `${kind}-${index}`;
     let run;
     try {
-      run = await runUnderLoad(instances, caller, label, () => fault.provoke(cluster, leaderBefore));
+      run = await runUnderLoad(cluster, instances, caller, label, () => fault.provoke(cluster, leaderBefore));
     } finally {
       await fault.restore?.(cluster, leaderBefore);
     }
@@ -440,6 +582,8 @@ try {
       ready,
       loadBefore: before,
       loadAfter: load(),
+      phases: phases(run.timeline, leaderBefore, leaderAfter),
+      timeline: run.timeline,
     };
     results.runs.push(record);
     save();
@@ -447,6 +591,7 @@ try {
       `${String(index + 1).padStart(2)} ${kind.padEnd(10)} ${leaderBefore}->${leaderAfter ?? '?'}  window ${(run.windowMs / 1000).toFixed(1)} s, served again ${run.servedAgainMs === null ? '-' : (run.servedAgainMs / 1000).toFixed(1)} s after the fault; ` +
         `${record.acknowledged} acknowledged, ${record.resent} resent, ${lost.length} lost, ${record.doubled.length} doubled, ${run.unexplained} unexplained; ${JSON.stringify(run.answers)}; load ${before.loadAverage[0]}`,
     );
+    if (showTimelines) for (const event of run.timeline) console.log(`   ${String(event.atMs).padStart(7)} ms  ${event.source.padEnd(7)} ${event.what}`);
   }
   save();
   console.log(JSON.stringify(results.summary, null, 2));

@@ -97,9 +97,12 @@ try {
   rows.push(await measure('users', '/api/operator/users'));
   rows.push(await measure('users-search', `/api/operator/users?search=${encodeURIComponent('user-4242@')}`));
   rows.push(await measure('users-miss', '/api/operator/users?search=nobody-at-all'));
+  // Two characters: too short for a trigram, so the substring is looked for in every row.
+  rows.push(await measure('users-short', '/api/operator/users?search=42'));
   rows.push(await measure('users-page-deep', '/api/operator/users?page=2000'));
   rows.push(await measure('orgs', '/api/operator/organizations'));
   rows.push(await measure('orgs-search', '/api/operator/organizations?search=org-1234-'));
+  rows.push(await measure('orgs-short', '/api/operator/organizations?search=12'));
   rows.push(await measure('orgs-member', `/api/operator/organizations?search=${encodeURIComponent('user-4242@')}`));
 
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });

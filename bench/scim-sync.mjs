@@ -18,7 +18,8 @@
 //   npm run bootstrap && node bench/scim-sync.mjs
 //
 // Settings: BENCH_PG_URL, BENCH_USERS (10000), BENCH_GROUPS (200), BENCH_CONCURRENCY (4),
-// BENCH_WINDOW_SECONDS (8), SCIM_MAX_CONCURRENT_WHILE_BUSY (the backend's, 1). Linux; needs wrk. Writes bench/results/scim-sync.json.
+// BENCH_WINDOW_SECONDS (8), SCIM_MAX_CONCURRENT_WHILE_BUSY and SCIM_RATE_WHILE_BUSY (the backend's, 1 and 20:
+// the directory's share while another caller waits). Linux; needs wrk. Writes bench/results/scim-sync.json.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,6 +33,7 @@ const groups = Number(process.env.BENCH_GROUPS ?? 200);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 4);
 const windowSeconds = Number(process.env.BENCH_WINDOW_SECONDS ?? 8);
 const whileBusy = process.env.SCIM_MAX_CONCURRENT_WHILE_BUSY;
+const rateWhileBusy = process.env.SCIM_RATE_WHILE_BUSY;
 const report = path.join(repoDir, 'bench', 'wrk-report.lua');
 const scimJson = 'application/scim+json';
 const coreUser = 'urn:ietf:params:scim:schemas:core:2.0:User';
@@ -52,8 +54,10 @@ const rateOf = async (kind, base, other) => Math.round((await runWrk([...otherLo
 const database = await throwawayDatabase('scimsync');
 let backend;
 try {
-  // SCIM_MAX_CONCURRENT_WHILE_BUSY from the environment, to compare the directory's yield with none (4).
-  backend = await startExampleBackend({ dbUrl: database.url, env: whileBusy ? { SCIM_MAX_CONCURRENT_WHILE_BUSY: whileBusy } : {} });
+  // The directory's share while others wait, from the environment, to compare its yield with none
+  // (SCIM_MAX_CONCURRENT_WHILE_BUSY=4 SCIM_RATE_WHILE_BUSY=0).
+  const share = { ...(whileBusy ? { SCIM_MAX_CONCURRENT_WHILE_BUSY: whileBusy } : {}), ...(rateWhileBusy ? { SCIM_RATE_WHILE_BUSY: rateWhileBusy } : {}) };
+  backend = await startExampleBackend({ dbUrl: database.url, env: share });
   const base = backend.base;
   const other = {
     list: await seedProjects(base, { email: 'lister@bench.example', projects: 20 }),
@@ -149,6 +153,7 @@ try {
     groups,
     concurrency,
     maxConcurrentWhileBusy: Number(whileBusy ?? 1),
+    rateWhileBusy: Number(rateWhileBusy ?? 20),
     sync: { usersSeconds: Number((usersMs / 1000).toFixed(1)), totalSeconds: Number((syncMs / 1000).toFixed(1)), requests: users * 2 + groups, tooManyWaitedOut: tooMany },
     filter,
     otherOrganization: {

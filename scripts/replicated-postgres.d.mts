@@ -44,6 +44,12 @@ export interface ReplicatedPostgres {
   /** The node holding the leader key, as the DCS says (undefined while none does). */
   leader(): Promise<string | undefined>;
   members(): Promise<ClusterMember[] | undefined>;
+  /** The leader key as etcd holds it (read from etcd, not through a Patroni): its holder, seconds left, expiry; undefined while none is held. */
+  leaderKey(): Promise<{ holder: string; ttl?: number; expiration?: string } | undefined>;
+  /** HAProxy's servers of `proxy` ('primary' by default) that are up. */
+  serversUp(proxy?: 'primary' | 'replicas'): Promise<string[]>;
+  /** The log file of a process the cluster started (a node's name for its Patroni and PostgreSQL, 'etcd', 'haproxy'). */
+  logFile(name: string): string;
   /** Resolves the primary's name once HAProxy sends connections to it alone; throws after timeoutMs. */
   waitForLeader(timeoutMs?: number): Promise<string>;
   /** Resolves the synchronous standby's name once one runs; throws after timeoutMs. */
@@ -62,8 +68,9 @@ export interface ReplicatedPostgres {
   switchover(to?: string): Promise<string>;
   /**
    * Resolves once the cluster is whole (a leader behind HAProxy, a running synchronous standby,
-   * every started node running), reinitializing a node left `start failed` or not running after
-   * stuckMs (40 s); throws after timeoutMs (180 s).
+   * every started node running, the replicas streaming from the leader), reinitializing a node
+   * left `start failed`, or not running or not streaming after stuckMs (40 s); throws after
+   * timeoutMs (180 s).
    */
   settle(options?: { timeoutMs?: number; stuckMs?: number }): Promise<{ settleMs: number; reinitialized: { node: string; state: string; afterMs: number; answer?: number; log?: string[] }[] }>;
   /** The end of every process's log. */

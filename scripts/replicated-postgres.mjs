@@ -43,10 +43,13 @@ export function missingPackages() {
  * Patroni's settings for the whole cluster (its `bootstrap.dcs`). A failover starts once the
  * leader key's ttl runs out: 10 s, with Patroni's rule loop_wait + 2 * retry_timeout <= ttl
  * (its documented minimum ttl is 20; 3.0.2 does not enforce it, and 10 keeps the tests short).
+ * loop_wait 1 rather than 2 (bench/README.md, "Where a frozen primary's seconds go"): after a
+ * promotion, the remaining replica only follows the new primary at its next loop, and with a
+ * strict synchronous standby no commit is acknowledged until it does.
  */
 export const clusterSettings = {
   ttl: 10,
-  loop_wait: 2,
+  loop_wait: 1,
   retry_timeout: 4,
   maximum_lag_on_failover: 1048576,
   // A commit is acknowledged only once a synchronous standby has it, and with no standby at all
@@ -55,7 +58,12 @@ export const clusterSettings = {
   synchronous_mode_strict: true,
   postgresql: {
     use_pg_rewind: true,
-    use_slots: true,
+    // No replication slots: Patroni 3.0.2 creates a promoted primary's slots for its replicas only
+    // once the promotion's task is done, a loop or two later, and until then the remaining replica
+    // is refused ("replication slot ... does not exist") and, with a strict synchronous standby,
+    // no commit is acknowledged (2.5 to 3 s of every failover: bench/README.md, "Where a frozen
+    // primary's seconds go"). wal_keep_size keeps the WAL a replica that was away needs instead.
+    use_slots: false,
     parameters: {
       wal_level: 'replica',
       hot_standby: 'on',
@@ -66,6 +74,9 @@ export const clusterSettings = {
       // A standby whose primary went away tries to connect again after this (5 s by default):
       // with a strict synchronous standby, no commit is acknowledged until it has.
       wal_retrieve_retry_interval: '1s',
+      // What a replica (or an old primary being rewound) may be behind and still catch up without
+      // slots: far more than a test's or a bench run's writes.
+      wal_keep_size: '256MB',
     },
   },
 };
@@ -102,6 +113,9 @@ export async function startReplicatedPostgres({ nodes: nodeCount = 3 } = {}) {
     dir,
     nodes: nodes.map((node) => ({ name: node.name, pgPort: node.pgPort, restPort: node.restPort, pid: () => postmasterPid(node) })),
     leader: () => dcsLeader(nodes),
+    leaderKey: () => leaderKey(etcd),
+    serversUp: (proxy = 'primary') => serversUp(haproxy, proxy),
+    logFile: (name) => path.join(dir, `${name}.log`),
     members: () => members(nodes),
     waitForLeader: (timeoutMs = patience.leaderMs) => waitForLeader(nodes, haproxy, timeoutMs),
     waitForSyncStandby: (timeoutMs = patience.syncStandbyMs) => waitForSyncStandby(nodes, timeoutMs),
@@ -213,7 +227,9 @@ function haproxyConfigText(nodes, { primaryPort, replicaPort, statsPort }) {
   const checked = (check) => [
     `  option httpchk GET ${check}`,
     '  http-check expect status 200',
-    '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
+    // A down server is checked every 250 ms (downinter): the promoted standby takes connections
+    // within a quarter of a second of answering /primary, not up to a second later.
+    '  default-server inter 1s fastinter 250ms downinter 250ms fall 2 rise 1 on-marked-down shutdown-sessions',
   ].join('\n');
   return `global
   maxconn 1000
@@ -260,6 +276,17 @@ async function dcsLeader(nodes) {
   return (await members(nodes))?.find((member) => member.role === 'leader')?.name;
 }
 
+/**
+ * The leader key as etcd holds it (its value, the member, and its ttl left), read from etcd
+ * itself, not through a Patroni that may hang on its frozen PostgreSQL; undefined while none is held.
+ */
+async function leaderKey(etcd) {
+  const response = await httpGet(`http://127.0.0.1:${etcd.clientPort}/v2/keys/service/${scope}/leader`);
+  if (response?.status !== 200) return undefined;
+  const { node } = JSON.parse(response.body);
+  return { holder: node.value, ttl: node.ttl, expiration: node.expiration };
+}
+
 /** HAProxy's servers of `proxy` that are up (taking connections). */
 async function serversUp(haproxy, proxy) {
   const response = await httpGet(`http://127.0.0.1:${haproxy.statsPort}/;csv`);
@@ -270,6 +297,13 @@ async function serversUp(haproxy, proxy) {
     .filter((row) => row[column('pxname')] === proxy && !['FRONTEND', 'BACKEND'].includes(row[column('svname')]))
     .filter((row) => row[column('status')].startsWith('UP'))
     .map((row) => row[column('svname')]);
+}
+
+/** The replicas streaming from `leader` (its Patroni's view of pg_stat_replication). */
+async function streamingReplicas(leader) {
+  const response = await httpGet(`http://127.0.0.1:${leader.restPort}/patroni`);
+  if (response?.status !== 200) return [];
+  return (JSON.parse(response.body).replication ?? []).filter((sender) => sender.state === 'streaming').map((sender) => sender.application_name);
 }
 
 /**
@@ -328,13 +362,14 @@ async function switchover(nodes, haproxy, to) {
 
 /**
  * Waits until the cluster is whole again: a leader behind HAProxy, a running synchronous standby,
- * and every started node running. A node whose Patroni reports `start failed`, or that is still
- * not running after `stuckMs`, is reinitialized from the leader (Patroni's POST /reinitialize: a
- * new base backup), as an operator would: seen with Patroni 3.0.2, an old primary resumed from a
- * freeze rejoins without pg_rewind while holding WAL past the fork, and cannot follow the next
- * timeline switch ("unexpected timeline ID", or "requested timeline ... does not contain minimum
- * recovery point"). Resolves how long it took and what was reinitialized (with the end of its
- * log); throws, naming the members, if the cluster is not whole within `timeoutMs`.
+ * and every started node running, the replicas streaming from the leader. A node whose Patroni
+ * reports `start failed`, or that is still not running (or not streaming) after `stuckMs`, is
+ * reinitialized from the leader (Patroni's POST /reinitialize: a new base backup), as an operator
+ * would: seen with Patroni 3.0.2, an old primary resumed from a freeze rejoins without pg_rewind
+ * while holding WAL past the fork, and cannot follow the next timeline switch ("unexpected
+ * timeline ID", or "requested timeline ... does not contain minimum recovery point"). Resolves
+ * how long it took and what was reinitialized (with the end of its log); throws, naming the
+ * members, if the cluster is not whole within `timeoutMs`.
  */
 async function settle(nodes, haproxy, processes, { timeoutMs = 180_000, stuckMs = 40_000 } = {}) {
   const startedAt = Date.now();
@@ -344,15 +379,22 @@ async function settle(nodes, haproxy, processes, { timeoutMs = 180_000, stuckMs 
   while (Date.now() - startedAt < timeoutMs) {
     current = (await members(nodes)) ?? [];
     const running = (member) => member.state === 'running' || member.state === 'streaming';
+    const leader = current.find((member) => member.role === 'leader' && running(member));
+    // Every replica streaming from the leader, as the leader's pg_stat_replication says: Patroni
+    // calls a replica `running` while it still replays a base backup or restarts after pg_rewind,
+    // and a failover then has no standby to promote, or the new primary none to confirm its commits.
+    const streaming = leader ? await streamingReplicas(nodeNamed(nodes, leader.name)) : [];
     const whole =
-      current.some((member) => member.role === 'leader' && running(member)) &&
+      leader !== undefined &&
       current.some((member) => member.role === 'sync_standby' && running(member)) &&
-      started.every((name) => current.some((member) => member.name === name && running(member)));
+      started.every((name) => current.some((member) => member.name === name && running(member))) &&
+      started.every((name) => name === leader.name || streaming.includes(name));
     if (whole) {
       await waitForLeader(nodes, haproxy, Math.max(1000, timeoutMs - (Date.now() - startedAt)));
       return { settleMs: Date.now() - startedAt, reinitialized };
     }
-    const stuck = (member) => member.role !== 'leader' && (member.state === 'start failed' || (Date.now() - startedAt > stuckMs && !running(member)));
+    const stuck = (member) =>
+      member.role !== 'leader' && (member.state === 'start failed' || (Date.now() - startedAt > stuckMs && (!running(member) || (leader && !streaming.includes(member.name)))));
     for (const member of current.filter((candidate) => stuck(candidate) && !reinitialized.some((entry) => entry.node === candidate.name))) {
       const response = await httpRequest('POST', `http://127.0.0.1:${nodeNamed(nodes, member.name).restPort}/reinitialize`, JSON.stringify({ force: true }), 10_000);
       // Why, for the record: the end of its Patroni's log.

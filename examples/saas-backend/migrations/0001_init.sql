@@ -1180,6 +1180,19 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION authstrap.organization_leftovers() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+BEGIN
+  was_maintenance := COALESCE(current_setting('authstrap.maintenance', true), '');
+  PERFORM set_config('authstrap.maintenance', 'on', true);
+  DELETE FROM "verification" v WHERE v."identifier" LIKE 'invitation:%' AND split_part(v."value", ':', 2) = OLD."id"::text;
+  DELETE FROM "apikey" k WHERE k."referenceId" = OLD."id";
+  PERFORM set_config('authstrap.maintenance', was_maintenance, true);
+  RETURN OLD;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION authstrap.operator_check(operator_id uuid) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
   was_maintenance text := COALESCE(current_setting('authstrap.maintenance', true), '');
@@ -2066,9 +2079,7 @@ BEGIN
   SELECT count(*) INTO members FROM "member" m WHERE m."organizationId" = organization_id;
   PERFORM authstrap.record_event('operator.deleted_organization', NULL, NULL, 'Organization', organization_id::text,
     jsonb_build_object('name', org."name", 'slug', org."slug", 'members', members) || jsonb_strip_nulls(jsonb_build_object('reason', reason)), context || jsonb_build_object('actorType', 'user', 'actorId', operator_id::text));
-  DELETE FROM "verification" v WHERE v."identifier" LIKE 'invitation:%' AND split_part(v."value", ':', 2) = organization_id::text;
-  -- Better Auth's key table names its organization without a foreign key: its keys go by hand.
-  DELETE FROM "apikey" k WHERE k."referenceId" = organization_id;
+  -- Its invitations and machine keys go with it (authstrap.organization_leftovers, on every path).
   DELETE FROM "Organization" WHERE "id" = organization_id;
   answer := jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'members', members);
   END work;
@@ -2114,6 +2125,10 @@ CREATE TRIGGER "authstrap_impersonation_bound" BEFORE UPDATE ON "session" FOR EA
 DROP TRIGGER IF EXISTS "authstrap_events" ON "Organization";
 
 CREATE CONSTRAINT TRIGGER "authstrap_events" AFTER INSERT OR UPDATE OR DELETE ON "Organization" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION authstrap.data_event('organization', 'Organization', '{}', 'id');
+
+DROP TRIGGER IF EXISTS "authstrap_organization_leftovers" ON "Organization";
+
+CREATE TRIGGER "authstrap_organization_leftovers" AFTER DELETE ON "Organization" FOR EACH ROW EXECUTE FUNCTION authstrap.organization_leftovers();
 
 DROP TRIGGER IF EXISTS "authstrap_events" ON "member";
 

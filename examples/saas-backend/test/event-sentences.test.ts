@@ -112,6 +112,10 @@ describe('the audit log in sentences', () => {
     expect(signedIn('password:break-glass')).toBe('ivy@acme.example signed in with password, break-glass');
     expect(signedIn('better-auth:magic-link')).toBe('ivy@acme.example signed in with magic link (Better Auth)');
     expect(signedIn('better-auth:password:break-glass')).toBe('ivy@acme.example signed in with password (Better Auth), break-glass');
+    // A single sign-on: through which of the organization's connections, by which protocol.
+    const bySso = (data: Record<string, unknown>) => eventSentence(event('session.signed_in', { actorId: ivy.id, userId: ivy.id, entity: 'session', entityId: 's1', data: { method: 'sso', ...data } }), { actor: ivy, subject: ivy }).sentence;
+    expect(bySso({ protocol: 'saml', connectionId: 'c1', connectionName: 'Acme Entra ID' })).toBe('ivy@acme.example signed in with single sign-on through "Acme Entra ID" (SAML)');
+    expect(bySso({ protocol: 'oidc', connectionId: 'c1' })).toBe('ivy@acme.example signed in with single sign-on (OIDC)');
   });
 
   it("names a record's events by the record, and who acted after by", () => {

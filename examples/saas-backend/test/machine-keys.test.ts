@@ -133,6 +133,33 @@ describe.each(pooledDatabaseKinds)('machine keys on the %s database', (kind) => 
     expect((await withKey('ask_not-a-key-at-all')('GET', '/Projects')).status).toBe(401);
   });
 
+  it("goes with its organization, whoever deletes it: after the service key's DELETE (Better Auth's organization plugin) and an account deletion, no key and no invitation of it is left", async () => {
+    const pendingFor = async (invitee: SignedUp) => (await invitee.api('GET', '/api/auth/invitations', { organizationId: '' })).body.data as unknown[];
+    for (const deletion of ['service key', 'account'] as const) {
+      const tag = deletion === 'service key' ? 'by-service' : 'by-account';
+      const owner = await signUp(backend.url, `leaving-${tag}@example.com`);
+      const invitee = await signUp(backend.url, `invited-${tag}@example.com`);
+      const made = await owner.api('POST', '/api/auth/api-keys', { body: { name: 'ci', permissions: { Project: ['list'] } } });
+      expect(made.status).toBe(201);
+      expect((await withKey(made.body.data.key)('GET', '/Projects')).status).toBe(200);
+      expect((await owner.api('POST', '/members', { body: { email: invitee.user.email, role: 'member' } })).status).toBe(202);
+      expect(await pendingFor(invitee)).toHaveLength(1);
+
+      const deleted =
+        deletion === 'service key'
+          ? await service()('DELETE', `/Organizations/${owner.organizationId}`)
+          : await service()('DELETE', `/Users/${owner.user.id}`);
+      expect(deleted.status, JSON.stringify(deleted.body)).toBeLessThan(300);
+      expect((await service()('GET', `/Organizations/${owner.organizationId}`)).status).toBe(404);
+
+      expect((await service()('GET', `/apikeys/${made.body.data.id}`)).status).toBe(404);
+      expect((await withKey(made.body.data.key)('GET', '/Projects')).status).toBe(401);
+      expect(await pendingFor(invitee)).toEqual([]);
+    }
+    // Nobody else's went with them.
+    expect((await alice.api('GET', '/api/auth/api-keys')).body.data.length).toBeGreaterThan(0);
+  });
+
   it("answers 429 with Retry-After past its own limit, and only past it; Alice's session is not counted", async () => {
     const { key } = await makeKey({ rateLimitMax: 3, rateLimitTimeWindow: 60_000 });
     for (let i = 0; i < 3; i++) expect((await withKey(key)('GET', '/Projects')).status).toBe(200);

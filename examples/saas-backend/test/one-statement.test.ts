@@ -276,4 +276,18 @@ describe.runIf(databaseKinds.includes('postgres' as never))('round trips per req
     const doomed = (await ada.api('POST', '/Projects', { body: { name: 'Doomed' } })).body.data.id;
     expect(await roundTrips('DELETE', `/Projects/${doomed}`)).toBe(1);
   });
+
+  it("changes a user's picture through the service key (Better Auth's updateUser) as any write; a name, which a directory may own, is checked first, in the same transaction", async () => {
+    const service = apiClient(backend.url, { token: serviceApiKey });
+    const serviceRoundTrips = async (body: unknown) => {
+      const before = counter.snapshot();
+      const answer = await service('PATCH', `/Users/${ada.user.id}`, { body });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return perRequest(before, counter.snapshot(), 1).roundTrips;
+    };
+    const picture = await serviceRoundTrips({ image: 'https://example.com/ada.png' });
+    // The check is one more statement, inside the transaction the write's events already open.
+    expect(await serviceRoundTrips({ name: 'Ada Lovelace' })).toBe(picture + 1);
+    expect(await serviceRoundTrips({ image: 'https://example.com/ada-2.png' })).toBe(picture);
+  });
 });

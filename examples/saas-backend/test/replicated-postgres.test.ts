@@ -13,10 +13,10 @@ import { startReceiver } from './support/webhook-receiver.js';
  * check), through HAProxy (and, for one backend, PgBouncer in transaction mode in front of it), while
  * the primary fails: writes sent with an Idempotency-Key, and sent again with it until
  * acknowledged, must be served again within a bound, and every acknowledged write must be on the
- * new primary, once. Through the killed postmaster, what leaves the backend is counted too: every
- * committed event reaches a live subscriber once and a webhook receiver once (a repeat with the
- * same webhook-id), and a password reset asked for during the fault is mailed once per request
- * that committed.
+ * new primary, once. Through the killed postmaster, the lost node and the frozen primary, what
+ * leaves the backend is counted too (watchDeliveries): every committed event reaches a live
+ * subscriber once and a webhook receiver once (a repeat with the same webhook-id), and a password
+ * reset asked for during the fault is mailed once per request that committed.
  */
 
 const missing = [...missingPackages(), ...(pgbouncerBinary ? [] : ['pgbouncer'])];
@@ -333,114 +333,163 @@ describe.skipIf(missing.length)(`the backend on a replicated PostgreSQL${missing
     );
   }
 
-  it('serves writes again within 10 s of the primary postmaster being killed, with every acknowledged write kept once, and every committed event streamed, delivered and mailed once', async () => {
-    const before = await cluster.waitForLeader();
+  /**
+   * What leaves the backend while a fault runs, watched from before it: a live subscriber of the
+   * writer's projects, a webhook receiver subscribed to project.created, and a password reset
+   * asked for once the fault is done (askForReset) and asked for again until answered.
+   */
+  async function watchDeliveries(writer: Writer) {
     const receiver = await startReceiver();
-    const endpoint = await direct.owner.api('POST', '/webhook-endpoints', { body: { url: receiver.url, eventTypes: ['project.created'] } });
+    const endpoint = await writer.owner.api('POST', '/webhook-endpoints', { body: { url: receiver.url, eventTypes: ['project.created'] } });
     expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
     receiver.state.secret = endpoint.body.data.secret;
-    const subscriber = await liveSubscriber(direct);
+    const subscriber = await liveSubscriber(writer).catch(async (error: Error) => {
+      await receiver.close();
+      throw error;
+    });
+    const resetFailures: Failure[] = [];
+    let resetting: Promise<void> = Promise.resolve();
+    const streamed = () => subscriber.received().filter((message) => message.event === 'project.created').map((message) => JSON.parse(message.data).entityId as string);
+    const delivered = () => receiver.received.filter((entry) => entry.verified?.type === 'project.created');
+    return {
+      /** Asked for while the primary is down, and asked for again until answered. */
+      askForReset() {
+        resetting = requestPasswordReset(writer, resetFailures, Date.now());
+      },
+      /**
+       * Every project the run committed (acknowledged, or committed with its answer lost): its
+       * event reaches the live subscriber once, in a stream that resumed where it was cut if the
+       * server ended it, and the webhook receiver under one webhook-id however often it came; the
+       * reset is mailed once per request that committed (the outbox's rows), each mail once.
+       * Resolves a line for the report.
+       */
+      async expectEachDeliveredOnce(run: FaultRun, prefix: string): Promise<string> {
+        await resetting;
+        expectOnlyRetryableAnswers(resetFailures);
+        const committed = [...(await storedProjects(writer, prefix)).values()];
+        expect(committed.length).toBeGreaterThanOrEqual(run.acknowledged.length);
+        await expect.poll(() => committed.filter((id) => !streamed().includes(id)), { timeout: 20_000 }).toEqual([]);
+        await expect.poll(() => committed.filter((id) => !delivered().some((entry) => entry.verified!.data.entityId === id)), { timeout: 30_000 }).toEqual([]);
+        const streamedTimes = new Map<string, number>();
+        for (const id of streamed()) streamedTimes.set(id, (streamedTimes.get(id) ?? 0) + 1);
+        expect([...streamedTimes].filter(([, times]) => times > 1), 'events streamed twice').toEqual([]);
+        const webhookIds = new Map<string, Set<string>>();
+        for (const entry of delivered()) {
+          const id = entry.verified!.data.entityId as string;
+          webhookIds.set(id, (webhookIds.get(id) ?? new Set()).add(entry.headers['webhook-id']!));
+        }
+        expect([...webhookIds].filter(([, ids]) => ids.size !== 1), 'events delivered under more than one webhook-id').toEqual([]);
+        expect(receiver.received.filter((entry) => !entry.verified), 'webhooks that did not verify').toEqual([]);
+
+        // Every reset mail owed so far (this fault's and earlier ones') is sent, and mailed once.
+        const { email } = writer.owner.user;
+        await expect.poll(async () => (await resetMailsOwed(writer, email)).map((row) => row.status), { timeout: 20_000 }).toSatisfy(
+          (statuses: string[]) => statuses.length > 0 && statuses.every((status) => status === 'sent'),
+        );
+        const owed = await resetMailsOwed(writer, email);
+        const mailed = writer.backend.mailbox.to(email).filter((mail) => mail.link?.pathname === '/reset-password');
+        expect(mailed.length).toBe(owed.length);
+        expect(new Set(mailed.map((mail) => mail.messageId)).size).toBe(mailed.length);
+
+        return (
+          `${committed.length} projects committed (${run.acknowledged.length} acknowledged); the live stream opened ${subscriber.opened()} times, ` +
+          `${streamed().length} events; ${delivered().length} webhooks for ${webhookIds.size} events; ${resetFailures.length} failed reset requests, ${mailed.length} reset mails so far`
+        );
+      },
+      async close() {
+        await subscriber.close();
+        await receiver.close();
+        // Later faults' projects are not delivered to a receiver that is gone.
+        await writer.owner.api('DELETE', `/webhook-endpoints/${endpoint.body.data.id}`).catch(() => {});
+      },
+    };
+  }
+
+  it('serves writes again within 10 s of the primary postmaster being killed, with every acknowledged write kept once, and every committed event streamed, delivered and mailed once', async () => {
+    const before = await cluster.waitForLeader();
+    const deliveries = await watchDeliveries(direct);
     try {
       let killedPid = 0;
-      let resetting: Promise<void> = Promise.resolve();
-      const resetFailures: Failure[] = [];
       const run = await writeThrough('postmaster-killed', () => {
         killedPid = cluster.killPostmaster(before);
-        // Asked for while the primary is down, and asked for again until answered.
-        const startedAt = Date.now();
-        resetting = requestPasswordReset(direct, resetFailures, startedAt);
+        deliveries.askForReset();
       });
-      await resetting;
       const after = await cluster.waitForLeader();
       report('primary postmaster killed (SIGKILL)', run, `postmaster ${killedPid} of ${before} killed; ${after} leads after it`);
 
       await expectFailoverHeld(run, servedAgainWithinMs);
-      expectOnlyRetryableAnswers(resetFailures);
-
-      // Every project the run committed (acknowledged, or committed with its answer lost): its
-      // event reaches the live subscriber once, in a stream that resumed where it was cut if the
-      // server ended it, and the webhook receiver under one webhook-id however often it came.
-      const committed = [...(await storedProjects(direct, 'postmaster-killed-')).values()];
-      expect(committed.length).toBeGreaterThanOrEqual(run.acknowledged.length);
-      const streamed = () => subscriber.received().filter((message) => message.event === 'project.created').map((message) => JSON.parse(message.data).entityId as string);
-      const delivered = () => receiver.received.filter((entry) => entry.verified?.type === 'project.created');
-      await expect.poll(() => committed.filter((id) => !streamed().includes(id)), { timeout: 20_000 }).toEqual([]);
-      await expect.poll(() => committed.filter((id) => !delivered().some((entry) => entry.verified!.data.entityId === id)), { timeout: 30_000 }).toEqual([]);
-      const streamedTimes = new Map<string, number>();
-      for (const id of streamed()) streamedTimes.set(id, (streamedTimes.get(id) ?? 0) + 1);
-      expect([...streamedTimes].filter(([, times]) => times > 1), 'events streamed twice').toEqual([]);
-      const webhookIds = new Map<string, Set<string>>();
-      for (const entry of delivered()) webhookIds.set(entry.verified!.data.entityId as string, (webhookIds.get(entry.verified!.data.entityId as string) ?? new Set()).add(entry.headers['webhook-id']!));
-      expect([...webhookIds].filter(([, ids]) => ids.size !== 1), 'events delivered under more than one webhook-id').toEqual([]);
-      expect(receiver.received.filter((entry) => !entry.verified), 'webhooks that did not verify').toEqual([]);
-
-      // The reset: one mail per request that committed (the outbox's rows), each delivered once.
-      await expect.poll(async () => (await resetMailsOwed(direct, direct.owner.user.email)).map((row) => row.status), { timeout: 20_000 }).toSatisfy(
-        (statuses: string[]) => statuses.length > 0 && statuses.every((status) => status === 'sent'),
-      );
-      const owed = await resetMailsOwed(direct, direct.owner.user.email);
-      const mailed = direct.backend.mailbox.to(direct.owner.user.email).filter((mail) => mail.link?.pathname === '/reset-password');
-      expect(mailed.length).toBe(owed.length);
-      expect(new Set(mailed.map((mail) => mail.messageId)).size).toBe(mailed.length);
-
-      console.log(
-        `[measured] through the killed postmaster: ${committed.length} projects committed (${run.acknowledged.length} acknowledged); the live stream opened ${subscriber.opened()} times, ` +
-          `${streamed().length} events; ${delivered().length} webhooks for ${webhookIds.size} events; ${resetFailures.length} failed reset requests, ${mailed.length} reset mails`,
-      );
+      console.log(`[measured] through the killed postmaster: ${await deliveries.expectEachDeliveredOnce(run, 'postmaster-killed-')}`);
     } finally {
-      await subscriber.close();
-      await receiver.close();
-      // Later faults' projects are not delivered to a receiver that is gone.
-      await direct.owner.api('DELETE', `/webhook-endpoints/${endpoint.body.data.id}`).catch(() => {});
+      await deliveries.close();
     }
   }, 180_000);
 
-  it("serves writes again within three of Patroni's ttls of the primary's whole node being lost (Patroni and PostgreSQL killed), with every acknowledged write kept once", async () => {
+  it("serves writes again within three of Patroni's ttls of the primary's whole node being lost (Patroni and PostgreSQL killed), with every acknowledged write kept once, and every committed event streamed, delivered and mailed once", async () => {
+    // Every replica streaming again after the fault before (Patroni calls one `running` while it still restarts after a rewind).
+    await cluster.settle();
     const before = await cluster.waitForLeader();
     const standby = await cluster.waitForSyncStandby();
+    const deliveries = await watchDeliveries(direct);
     let after = '';
     let run: FaultRun;
     try {
-      run = await writeThrough('node-killed', () => cluster.killNode(before));
-      after = await cluster.waitForLeader();
-      report('primary node killed (Patroni and PostgreSQL, SIGKILL)', run, `${before} lost; ${after} leads after it`);
+      try {
+        run = await writeThrough('node-killed', async () => {
+          await cluster.killNode(before);
+          deliveries.askForReset();
+        });
+        after = await cluster.waitForLeader();
+        report('primary node killed (Patroni and PostgreSQL, SIGKILL)', run, `${before} lost; ${after} leads after it`);
+      } finally {
+        // The node comes back as a replica, whatever happened, so the cluster has its synchronous standby again for what follows.
+        cluster.startNode(before);
+        await cluster.waitForSyncStandby(90_000);
+      }
+
+      expect(after).toBe(standby);
+      await expectFailoverHeld(run, servedAgainAfterTtlMs);
+      console.log(`[measured] through the lost node: ${await deliveries.expectEachDeliveredOnce(run, 'node-killed-')}`);
     } finally {
-      // The node comes back as a replica, whatever happened, so the cluster has its synchronous standby again for what follows.
-      cluster.startNode(before);
-      await cluster.waitForSyncStandby(90_000);
+      await deliveries.close();
     }
+  }, 240_000);
 
-    expect(after).toBe(standby);
-    await expectFailoverHeld(run, servedAgainAfterTtlMs);
-  }, 180_000);
-
-  it("serves writes again within three of Patroni's ttls of the primary freezing (SIGSTOP, resumed past the ttl), and loses no acknowledged write when it wakes up", async () => {
+  it("serves writes again within three of Patroni's ttls of the primary freezing (SIGSTOP, resumed past the ttl), loses no acknowledged write when it wakes up, and streams, delivers and mails every committed event once", async () => {
+    // Every replica streaming again after the fault before (Patroni calls one `running` while it still restarts after a rewind).
+    await cluster.settle();
     const before = await cluster.waitForLeader();
     const standby = await cluster.waitForSyncStandby();
-    let frozen: number[] = [];
-    let frozenAt = 0;
-    const run = await writeThrough('frozen', async () => {
-      frozen = cluster.freeze(before);
-      frozenAt = Date.now();
-      // Resumed while the writers run on: the old primary wakes up after the standby took over.
-      setTimeout(() => cluster.resume(before), frozenMs).unref();
-    });
-    // The writers stop once writes are served again; the old primary may still be frozen: wait for it to wake up and settle.
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, frozenAt + frozenMs + 1000 - Date.now())));
-    const after = await cluster.waitForLeader();
-    // Every node running again before the next fault (docs/deploy.md: the old primary may rejoin
-    // unrewound, and is reinitialized then).
-    const { reinitialized } = await cluster.settle();
-    report(
-      'primary frozen (SIGSTOP) and resumed',
-      run,
-      `${frozen.length} processes of ${before} frozen for ${frozenMs / 1000} s; ${after} leads after it (the standby was ${standby})${reinitializedNote(reinitialized)}`,
-    );
+    const deliveries = await watchDeliveries(direct);
+    try {
+      let frozen: number[] = [];
+      let frozenAt = 0;
+      const run = await writeThrough('frozen', async () => {
+        frozen = cluster.freeze(before);
+        frozenAt = Date.now();
+        // Resumed while the writers run on: the old primary wakes up after the standby took over.
+        setTimeout(() => cluster.resume(before), frozenMs).unref();
+        deliveries.askForReset();
+      });
+      // The writers stop once writes are served again; the old primary may still be frozen: wait for it to wake up and settle.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, frozenAt + frozenMs + 1000 - Date.now())));
+      const after = await cluster.waitForLeader();
+      // Every node running again before the next fault (docs/deploy.md: the old primary may rejoin
+      // unrewound, and is reinitialized then).
+      const { reinitialized } = await cluster.settle();
+      report(
+        'primary frozen (SIGSTOP) and resumed',
+        run,
+        `${frozen.length} processes of ${before} frozen for ${frozenMs / 1000} s; ${after} leads after it (the standby was ${standby})${reinitializedNote(reinitialized)}`,
+      );
 
-    // The etcd v2 store compares the leader key before Patroni writes it: the old primary does not take it back when it wakes up.
-    expect(after).toBe(standby);
-    await expectFailoverHeld(run, servedAgainAfterTtlMs);
-  }, 300_000);
+      // The etcd v2 store compares the leader key before Patroni writes it: the old primary does not take it back when it wakes up.
+      expect(after).toBe(standby);
+      await expectFailoverHeld(run, servedAgainAfterTtlMs);
+      console.log(`[measured] through the frozen primary: ${await deliveries.expectEachDeliveredOnce(run, 'frozen-')}`);
+    } finally {
+      await deliveries.close();
+    }
+  }, 360_000);
 
   it('serves writes again within 10 s of a planned switchover to the synchronous standby, with every acknowledged write kept once', async () => {
     const before = await cluster.waitForLeader();

@@ -337,8 +337,12 @@ describe.each(databaseKinds)('SCIM users on the %s database', (kind) => {
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
     expect((await asOwner(`SELECT "role" FROM "member" WHERE "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId])).rows).toEqual([{ role: 'admin' }]);
     expect(await membershipOf(id)).toBe('member');
-    const roleChanged = await asOwner(`SELECT "data" FROM "authstrap_event" WHERE "type" = 'directory.role_changed' AND "userId" = $1`, [invitee.user.id]);
-    expect(roleChanged.rows).toEqual([{ data: { from: 'member', to: 'admin' } }]);
+    // The directory's mappings chose the role: it is the actor, not the person who accepted.
+    const roleChanged = await asOwner(`SELECT "data", "actorType", "actorId" FROM "authstrap_event" WHERE "type" = 'directory.role_changed' AND "userId" = $1`, [invitee.user.id]);
+    expect(roleChanged.rows).toEqual([{ data: { from: 'member', to: 'admin' }, actorType: 'directory', actorId: invites.id }]);
+    // The acceptance itself is the person's.
+    const joined = await asOwner(`SELECT "actorType", "actorId" FROM "authstrap_event" WHERE "type" = 'invitation.accepted' AND "userId" = $1 AND "organizationId" = $2`, [invitee.user.id, owner.organizationId]);
+    expect(joined.rows).toEqual([{ actorType: 'user', actorId: invitee.user.id }]);
     // The acceptance's transaction ended unscoped: the person's own requests are theirs.
     expect((await invitee.api('GET', '/Projects', { organizationId: owner.organizationId })).status).toBe(200);
     // A member now: deactivation suspends them as any other, and nothing more is mailed.

@@ -200,7 +200,7 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
       const row = (await asOwner(`SELECT "authMethod", "ssoConnectionId" FROM "session" WHERE "userId" = $1`, [current.body.data.user.id])).rows[0];
       expect(row).toEqual({ authMethod: 'sso', ssoConnectionId: connection.id });
       const events = (await owner.api('GET', '/audit-events?type=session.signed_in&limit=100')).body.data as { userId: string; data: Record<string, unknown> }[];
-      expect(events.find((event) => event.userId === current.body.data.user.id)?.data).toEqual({ method: 'sso', protocol: 'oidc', connectionId: connection.id });
+      expect(events.find((event) => event.userId === current.body.data.user.id)?.data).toEqual({ method: 'sso', protocol: 'oidc', connectionId: connection.id, connectionName: connection.name });
 
       // The same identity again: the same user, no second membership.
       const again = await signInThroughIdp({ organization: (await owner.api('GET', '/api/auth/get-session')).body.data.organizations[0].slug }, subject);
@@ -342,6 +342,25 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
       const stranger = await signUp(backend.url, `nosso-${kind}@elsewhere.example`);
       const slug = (await stranger.api('GET', '/api/auth/get-session')).body.data.organizations[0].slug;
       expect((await anonymous('POST', '/api/auth/sso/start', { body: { organization: slug } })).body.error.code).toBe('SSO_NOT_CONFIGURED');
+    });
+
+    it("an organization with two enabled connections answers CHOOSE_CONNECTION with each one's id and name, and starts the one sent", async () => {
+      const second = await enabledConnection(owner);
+      try {
+        const anonymous = apiClient(backend.url);
+        for (const body of [{ email: address('chooser') }, { organization: (await owner.api('GET', '/api/auth/get-session')).body.data.organizations[0].slug }]) {
+          const answer = await anonymous('POST', '/api/auth/sso/start', { body });
+          expect(answer.status).toBe(409);
+          expect(answer.body.error).toMatchObject({ code: 'CHOOSE_CONNECTION', details: { [connection.id]: connection.name, [second.id]: second.name } });
+          expect(Object.keys(answer.body.error.details)).toEqual([connection.id, second.id]);
+        }
+        const chosen = await anonymous('POST', '/api/auth/sso/start', { body: { connectionId: second.id } });
+        expect(chosen.status).toBe(200);
+        expect(new URL(chosen.body.data.url).searchParams.get('redirect_uri')).toBe(second.serviceProvider.redirectUri);
+      } finally {
+        // The tests after this one route the domain to its first connection.
+        expect((await owner.api('POST', `/sso-connections/${second.id}/disable`)).status).toBe(200);
+      }
     });
 
     describe('attacks on the flow', () => {

@@ -209,7 +209,7 @@ describe.each(databaseKinds)('single sign-on with SAML on the %s database', (kin
     );
     expect(rows.rows).toEqual([{ role: 'admin', authMethod: 'sso', ssoConnectionId: connection.id, email_verified: true, name: 'Employee One' }]);
     const event = await asOwner(`SELECT "data" FROM "authstrap_event" WHERE "type" = 'session.signed_in' AND "userId" = $1`, [user.id]);
-    expect(event.rows[0]).toMatchObject({ data: { method: 'sso', protocol: 'saml', connectionId: connection.id } });
+    expect(event.rows[0]).toMatchObject({ data: { method: 'sso', protocol: 'saml', connectionId: connection.id, connectionName: connection.name } });
     // The second sign-in is the same user, through the identity.
     const again = await signIn(connection, { user: { nameId: email, email } });
     expect((await userOfSession(again.session)).id).toBe(user.id);

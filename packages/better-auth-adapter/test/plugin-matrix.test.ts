@@ -1,6 +1,7 @@
 import { createHmac, createPublicKey, verify } from 'node:crypto';
 import { apiKey } from '@better-auth/api-key';
 import { passkey } from '@better-auth/passkey';
+import { sso } from '@better-auth/sso';
 import { betterAuth, type BetterAuthOptions } from 'better-auth';
 import { admin, emailOTP, jwt, magicLink, multiSession, organization, twoFactor, username } from 'better-auth/plugins';
 import { createAccessControl } from 'better-auth/plugins/access';
@@ -10,6 +11,7 @@ import { allowedOrigin, apiClient, authSecret, databaseKinds, serviceApiKey } fr
 import { authstrapAdapter, authstrapPassword } from '../src/index.js';
 import { collectionPathOf } from '../src/models.js';
 import { schemaFollowingBackend } from './support/schema-following-backend.js';
+import { startSsoStage } from './support/sso-plugin.js';
 
 /**
  * The plugins teams use most, together on one Better Auth, on the adapter: the adapter's
@@ -41,6 +43,8 @@ const plugins = [
   magicLink({ sendMagicLink: async ({ email, token }) => void sent.push({ to: email, kind: 'magic-link', secret: token }) }),
   emailOTP({ sendVerificationOTP: async ({ email, otp, type }) => void sent.push({ to: email, kind: `otp-${type}`, secret: otp }) }),
   multiSession(),
+  // Providers registered by an organization's owners and admins; new users join it as members.
+  sso({ organizationProvisioning: { defaultRole: 'member' } }),
 ];
 
 const password = 'correct horse battery';
@@ -74,9 +78,13 @@ function cookiesFrom(headers: Headers, previous = ''): string {
 describe.each(databaseKinds)('the plugin matrix on the %s database', (kind) => {
   const backend = schemaFollowingBackend(kind);
   let auth: ReturnType<typeof makeAuth>;
+  /** The sso plugin's identity provider, and Better Auth served over HTTP for it. */
+  let stage: Awaited<ReturnType<typeof startSsoStage>>;
   const makeAuth = (baseUrl: string) =>
     betterAuth({
-      baseURL: 'http://localhost:3100',
+      baseURL: stage.appUrl,
+      // The identity provider on loopback (the sso plugin refuses private addresses otherwise), and the app.
+      trustedOrigins: [stage.idp.issuer, allowedOrigin],
       secret: authSecret,
       // The organization plugin decides who belongs where: no personal organizations.
       database: authstrapAdapter({ baseUrl, serviceKey: serviceApiKey, personalOrganization: false }),
@@ -94,13 +102,18 @@ describe.each(databaseKinds)('the plugin matrix on the %s database', (kind) => {
   }
 
   beforeAll(async () => {
+    stage = await startSsoStage();
     // createSchema of the adapter, as `authstrap-better-auth-schema` runs it; then generate and a restart.
     const options = { plugins, database: authstrapAdapter({ baseUrl: 'http://127.0.0.1:9', serviceKey: serviceApiKey }) } satisfies BetterAuthOptions;
     const { code } = await options.database(options).createSchema!(options, 'better-auth.schema.json');
     await backend.migrateTo(JSON.parse(code));
     auth = makeAuth(backend.url!);
+    stage.serve(auth);
   }, 180_000);
-  afterAll(() => backend.stop());
+  afterAll(async () => {
+    await backend.stop();
+    await stage?.close();
+  });
 
   it('organization: an organization with a team and a member in it; a dynamic role stored; the backend scopes by the organization', async () => {
     const owner = await newUser(`org-owner-${kind}@example.com`);
@@ -125,7 +138,7 @@ describe.each(databaseKinds)('the plugin matrix on the %s database', (kind) => {
     expect(project.status, JSON.stringify(project.body)).toBe(201);
   });
 
-  async function memberRow(userId: string, organizationId: string): Promise<{ id: string }> {
+  async function memberRow(userId: string, organizationId: string): Promise<{ id: string; role: string }> {
     return (await service()('GET', `/members?userId=${userId}&organizationId=${organizationId}`)).body.data[0];
   }
 
@@ -265,6 +278,47 @@ describe.each(databaseKinds)('the plugin matrix on the %s database', (kind) => {
     expect(sessions.map((entry) => entry.user.email).sort()).toEqual([`multi-a-${kind}@example.com`, `multi-b-${kind}@example.com`]);
     const switched = await auth.api.setActiveSession({ body: { sessionToken: first.token }, headers: browser });
     expect(switched!.user.email).toBe(`multi-a-${kind}@example.com`);
+  });
+
+  it("sso: an organization's admin registers an OIDC provider (a member may not); an employee signs in through the identity provider and lands in the organization", async () => {
+    const owner = await newUser(`sso-owner-${kind}@example.com`);
+    const organization = (await auth.api.createOrganization({ body: { name: 'Foundry', slug: `foundry-${kind}` }, headers: owner.headers }))!;
+    const colleague = await newUser(`sso-member-${kind}@example.com`);
+    await auth.api.addMember({ body: { userId: colleague.id, role: 'member', organizationId: organization.id } });
+    const { idp, appUrl } = stage;
+    const client = idp.newClient();
+    const domain = `foundry-${kind}.example`;
+    const provider = (by: { headers: Headers }, providerId: string) =>
+      auth.api.registerSSOProvider({
+        body: { providerId, issuer: idp.issuer, domain, organizationId: organization.id, oidcConfig: { clientId: client.clientId, clientSecret: client.clientSecret, pkce: true } },
+        headers: by.headers,
+      });
+    // The plugin's advisory before 1.6.11: any signed-in user could register one.
+    await expect(provider(colleague, `foundry-member-${kind}`)).rejects.toThrow(/must be an organization owner or admin/);
+    const registered = await provider(owner, `foundry-${kind}`);
+    idp.registerClient(client, registered.redirectURI);
+    expect(registered.redirectURI).toBe(`${appUrl}/api/auth/sso/callback/foundry-${kind}`);
+    // createSchema made its table; the backend keeps the row, in the organization.
+    const stored = (await service()('GET', `${collectionPathOf('ssoProvider')}?providerId=foundry-${kind}`)).body.data;
+    expect(stored).toEqual([expect.objectContaining({ organizationId: organization.id, userId: owner.id, domain, issuer: idp.issuer })]);
+    expect((await service()('GET', `${collectionPathOf('ssoProvider')}?providerId=foundry-member-${kind}`)).body.data).toEqual([]);
+    // Its client secret is in that row: no user reads it through the backend, not even the organization's owner.
+    const asOwner = apiClient(backend.url!, { organizationId: organization.id });
+    expect((await asOwner('GET', collectionPathOf('ssoProvider'), { headers: { cookie: owner.headers.get('cookie')!, origin: allowedOrigin } })).status).toBe(403);
+
+    // The browser: Better Auth's sign-in, the provider's login and consent, Better Auth's callback.
+    const email = `employee@${domain}`;
+    const { landedOn, error, session, cookie } = await stage.signIn(`employee-${kind}`, email, { email });
+    expect({ landedOn, error }).toEqual({ landedOn: `${allowedOrigin}/dashboard`, error: null });
+    expect(session!.user).toMatchObject({ email, name: `employee-${kind}` });
+
+    // The session, the account and the membership are the backend's rows.
+    expect((await service()('GET', `/sessions/${session!.session.id}`)).body.data.authMethod).toBe('better-auth:sso');
+    expect((await service()('GET', `/accounts?userId=${session!.user.id}`)).body.data).toEqual([expect.objectContaining({ providerId: `foundry-${kind}`, accountId: `employee-${kind}` })]);
+    expect(await memberRow(session!.user.id, organization.id)).toMatchObject({ role: 'member' });
+    // ... and the backend's tenant routes take that session in the organization.
+    const projects = await apiClient(backend.url!, { organizationId: organization.id })('GET', '/Projects', { headers: { cookie, origin: allowedOrigin } });
+    expect(projects.status, JSON.stringify(projects.body)).toBe(200);
   });
 
   it('delete user: the user, their sessions, accounts and memberships go; no organization is left without a member', async () => {

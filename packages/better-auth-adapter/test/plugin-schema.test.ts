@@ -1,10 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { sso } from '@better-auth/sso';
 import { betterAuth, type BetterAuthOptions } from 'better-auth';
+import { getAuthTables } from 'better-auth/db';
 import { twoFactor, username } from 'better-auth/plugins';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, authSecret, serviceApiKey, signUp } from '../../../examples/saas-backend/test/support/backend.js';
 import { authstrapAdapter, authstrapPassword } from '../src/index.js';
+import { betterAuthSchema } from '../src/schema.js';
 import { schemaFollowingBackend } from './support/schema-following-backend.js';
 
 /**
@@ -38,6 +41,26 @@ describe('Better Auth options with plugins, generated into the backend (embedded
     expect(written.entities.twoFactor).toMatchObject({ serviceOnly: true, fields: { userId: { type: 'uuid', references: 'User', onDelete: 'cascade' } } });
     // authstrap.schema.ts itself is left as it was.
     expect(fs.readFileSync(path.join(backend.dir!, 'authstrap.schema.ts'), 'utf8')).not.toContain('twoFactor');
+  });
+
+  it("writes the sso plugin's providers as a service-only entity: their OIDC client secrets are no user's to read", () => {
+    const { entities } = betterAuthSchema(getAuthTables({ plugins: [sso({ domainVerification: { enabled: true } })] }));
+    expect(entities).toEqual({
+      ssoProvider: {
+        serviceOnly: true,
+        fields: {
+          issuer: { type: 'text' },
+          oidcConfig: { type: 'text', nullable: true },
+          samlConfig: { type: 'text', nullable: true },
+          userId: { type: 'uuid', references: 'User', onDelete: 'cascade' },
+          providerId: { type: 'text', unique: true },
+          // A string to Better Auth: the sign-in rule compares it to the organization's id as text.
+          organizationId: { type: 'text', nullable: true },
+          domain: { type: 'text' },
+          domainVerified: { type: 'boolean', nullable: true },
+        },
+      },
+    });
   });
 
   it('signs up through Better Auth with the added fields, and on the backend without them', async () => {

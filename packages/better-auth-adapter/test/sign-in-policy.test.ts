@@ -128,10 +128,19 @@ describe.each(databaseKinds)("the sign-in policy on Better Auth's path, %s datab
     expect(await newestMethod(at('coded'))).toBe('better-auth:email-otp');
   });
 
-  it("lets the organization's owner in by password (break-glass), and records that it was", async () => {
+  it("lets the organization's owner in by password (break-glass), and records that it was, in the organization's audit log too", async () => {
     await requireSso(true);
     expect((await signInEmail(at('owner'))).status).toBe(200);
     expect(await newestMethod(at('owner'))).toBe('better-auth:password:break-glass');
+    // As on the backend's own route: the organization that requires SSO sees it (its audit log, its webhooks), for that session.
+    const { rows } = await asOwner(
+      `SELECT e."organizationId", e."actorId", e."entityId", e."data"->>'method' AS "method" FROM "authstrap_event" e WHERE e."type" = 'sso.break_glass_used' AND e."userId" = $1`,
+      [owner.user.id],
+    );
+    const newest = (await asOwner(`SELECT "id" FROM "session" WHERE "userId" = $1 ORDER BY "createdAt" DESC LIMIT 1`, [owner.user.id])).rows[0]!.id;
+    expect(rows).toEqual([{ organizationId: owner.organizationId, actorId: owner.user.id, entityId: newest, method: 'better-auth:password:break-glass' }]);
+    const audit = (await owner.api('GET', '/audit-events?limit=100')).body.data as { type: string; entityId: string }[];
+    expect(audit.filter((event) => event.type === 'sso.break_glass_used')).toEqual([expect.objectContaining({ entityId: newest })]);
   });
 
   it('refuses a user their organization’s directory suspended, with SSO required or not', async () => {

@@ -14,10 +14,13 @@ import { expectAccessible, shootAndCheck as shootAndCheckInto, signUpThroughPage
  * uploaded) and a DNS server there for the domain's TXT record: an owner verifies the company's
  * domain, adds an OIDC and a SAML connection on Settings > Single sign-on (the SP values shown to
  * copy), tests the OIDC one through the provider and enables it, and requires SSO; a new employee
- * signs in with "Sign in with SSO" and lands in the organization as a member; a password sign-in
- * for an address of the domain is refused with the way to SSO (on Better Auth's path, the page's,
- * and on the backend's own); the owner's break-glass password sign-in works and their security
- * events say so; the audit log shows the domain, the connections, the policy and the SSO sign-in;
+ * signs in with "Sign in with SSO" and lands in the organization as a member; the owner tests and
+ * enables the SAML one too (the IdP's form posts to the ACS through the browser), and the next new
+ * employee, offered both by name, picks it and lands with its default role, admin; a password
+ * sign-in for an address of the domain is refused with the way to SSO (on Better Auth's path, the
+ * page's, and on the backend's own); the owner's break-glass password sign-in works and their
+ * security events and the organization's audit log say so; the audit log shows the domain, the
+ * connections, the policy and each SSO sign-in with its connection;
  * a connection is refreshed, one deleted after the dialog asks, and the last one SSO needs cannot
  * be. axe on each page, a phone's width without sideways scrolling. The screenshots go to
  * docs/images/sso/, where docs/sso.md shows them.
@@ -29,6 +32,7 @@ const domain = 'acme-sso.example';
 const ownerEmail = `olivia@${domain}`;
 const passwordUserEmail = `pat@${domain}`;
 const employeeEmail = `erin@${domain}`;
+const samlEmployeeEmail = `sam@${domain}`;
 
 describe('single sign-on in the console, in Chromium', () => {
   let generated: GeneratedApp | undefined;
@@ -152,6 +156,8 @@ describe('single sign-on in the console, in Chromium', () => {
     fs.writeFileSync(metadataFile, await (await fetch(samlIdp.metadataUrl(['a']))).text());
     await owner.getByRole('combobox', { name: 'Identity provider' }).selectOption('generic-saml');
     await owner.getByRole('textbox', { name: 'Name', exact: true }).fill('Acme SAML');
+    // Its people join as admins (the OIDC connection's as members): the role is the connection's.
+    await owner.getByLabel('Role of new members').selectOption('admin');
     await owner.getByLabel('Metadata file').setInputFiles(metadataFile);
     await expect.poll(() => owner.getByLabel('Metadata XML').inputValue()).toContain('EntityDescriptor');
     await owner.getByRole('button', { name: 'Add connection' }).click();
@@ -163,7 +169,11 @@ describe('single sign-on in the console, in Chromium', () => {
     const spMetadataUrl = (await saml.getByLabel('SP metadata URL', { exact: true }).textContent())!.trim();
     const spMetadata = await fetch(spMetadataUrl);
     expect(spMetadata.status).toBe(200);
-    expect(await spMetadata.text()).toContain('AssertionConsumerService');
+    const spMetadataXml = await spMetadata.text();
+    expect(spMetadataXml).toContain('AssertionConsumerService');
+    // The IdP's admin gives it the SP metadata (the test IdP's own way of an upload).
+    await samlIdp.registerServiceProvider(spMetadataXml);
+    expect(await saml.textContent()).toContain('new members join as admin');
     const certificates = saml.getByRole('list', { name: "Acme SAML's signing certificates" });
     await expect.poll(() => certificates.getByRole('listitem').count()).toBe(1);
     // The test IdP's certificate is good for 30 days, so it is already within the warning's 30.
@@ -225,6 +235,39 @@ describe('single sign-on in the console, in Chromium', () => {
     expect(await employee.evaluate(async (url) => (await fetch(url, { credentials: 'include' })).status, api('/api/auth/get-session'))).toBe(401);
   }, 180_000);
 
+  it('the owner tests and enables the SAML connection; the next new employee picks it among the two by name and lands with its default role', async () => {
+    // The test: to the IdP and back, its response posted to the ACS by the IdP's page in this tab.
+    await owner.goto(app('/settings/sso'));
+    await samlIdp.next({ user: { nameId: 'olivia-at-saml', email: ownerEmail, name: 'Olivia Owner' } });
+    await owner.getByRole('article', { name: 'Acme SAML' }).getByRole('button', { name: 'Test sign-in: Acme SAML' }).click();
+    await owner.waitForURL(/\/settings\/sso\/[0-9a-f-]{36}\?test=done$/, { timeout: 30_000 });
+    await expect.poll(() => owner.getByRole('status', { name: 'Test result' }).textContent()).toContain('The test of Acme SAML passed');
+    expect(await owner.getByRole('status', { name: 'Test result' }).textContent()).toContain(ownerEmail);
+    await owner.getByRole('button', { name: 'Enable Acme SAML' }).click();
+    await expect.poll(() => status(owner).filter({ hasText: 'Acme SAML is enabled.' }).count()).toBe(1);
+
+    // The domain now has two enabled connections: the page offers both by name.
+    const employee = await newPage();
+    await employee.goto(app('/sign-in/sso'));
+    await employee.getByLabel('Work e-mail or organization').fill(samlEmployeeEmail);
+    await employee.getByRole('button', { name: 'Continue', exact: true }).click();
+    const choices = employee.getByRole('list', { name: 'Identity providers' });
+    await expect.poll(() => choices.getByRole('button').allTextContents()).toEqual(['Continue with Acme Okta', 'Continue with Acme SAML']);
+    expect(await alert(employee).count()).toBe(0);
+    await shootAndCheck(employee, 'sign-in-sso-choose');
+    await employee.setViewportSize({ width: 390, height: 844 });
+    expect(await sidewaysOverflow(employee)).toEqual({ page: false, elements: [] });
+    await samlIdp.next({ user: { nameId: 'sam-at-saml', email: samlEmployeeEmail, name: 'Sam Saml' } });
+    await choices.getByRole('button', { name: 'Continue with Acme SAML' }).click();
+    await employee.waitForURL(app('/projects'), { timeout: 30_000 });
+    // Made by the SAML sign-in (just in time), in the organization, as the connection's role says.
+    expect((await samlIdp.lastRequest()).acs).toMatch(/\/saml\/acs$/);
+    await expect.poll(() => employee.getByLabel('Organization').locator('option:checked').textContent()).toBe(`${organizationName} (admin)`);
+    const session = await employee.evaluate(async (url) => (await (await fetch(url, { credentials: 'include' })).json()).data, api('/api/auth/get-session'));
+    expect(session.user.email).toBe(samlEmployeeEmail);
+    expect(session.organizations).toContainEqual(expect.objectContaining({ name: organizationName, role: 'admin' }));
+  }, 180_000);
+
   it('a password sign-in for an address of the domain is refused with the way to SSO; the owner keeps the break-glass password', async () => {
     const refused = await newPage();
     await refused.goto(app('/sign-in'));
@@ -257,14 +300,17 @@ describe('single sign-on in the console, in Chromium', () => {
     await expect.poll(() => breakGlass.getByText(/signed in with password \(Better Auth\), break-glass/).count(), { timeout: 15_000 }).toBeGreaterThan(0);
   }, 180_000);
 
-  it('the audit log shows the domain, the connections, the policy and the SSO sign-in', async () => {
+  it("the audit log shows the domain, the connections, the policy, each SSO sign-in with its connection, and the owner's break-glass", async () => {
     await owner.goto(app('/settings/audit-log'));
     const table = owner.getByRole('table', { name: 'Events', exact: true });
     await table.waitFor();
-    for (const type of ['sso_connection.created', 'sso_connection.tested', 'sso_connection.enabled', 'sso_policy.updated', 'domain.verified']) {
+    for (const type of ['sso_connection.created', 'sso_connection.tested', 'sso_connection.enabled', 'sso_policy.updated', 'domain.verified', 'sso.break_glass_used']) {
       await expect.poll(() => table.getByText(type, { exact: true }).count(), { message: type, timeout: 15_000 }).toBeGreaterThan(0);
     }
-    await expect.poll(() => table.getByText(/^(Erin Employee|erin@acme-sso\.example) signed in with single sign-on$/).count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    // Each sign-in through the IdP with its connection and protocol; the owner's break-glass on the app's (Better Auth's) path.
+    await expect.poll(() => table.getByText(/^(Erin Employee|erin@acme-sso\.example) signed in with single sign-on through "Acme Okta" \(OIDC\)$/).count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    await expect.poll(() => table.getByText(/^(Sam Saml|sam@acme-sso\.example) signed in with single sign-on through "Acme SAML" \(SAML\)$/).count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    await expect.poll(() => table.getByText(/^(Olivia Owner|olivia@acme-sso\.example) signed in with a password while the organization requires single sign-on \(break-glass\)$/).count(), { timeout: 15_000 }).toBeGreaterThan(0);
     // The actors by name, once the members are read.
     await expect.poll(() => table.getByRole('cell', { name: 'Olivia Owner', exact: true }).count(), { timeout: 15_000 }).toBeGreaterThan(0);
     await shootAndCheck(owner, 'sso-audit-log');

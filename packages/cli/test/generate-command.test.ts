@@ -206,7 +206,7 @@ describe('authstrap generate', () => {
     expect(settled.stdout).not.toContain('not merged yet');
     expect(runCli(['resolve', 'src/app.ts', '--dir', dir]).stderr).toContain('src/app.ts has no upgrade waiting');
     expect(runCli(['decline', 'authstrap.schema.ts', '--dir', dir]).stderr).toContain('authstrap.schema.ts is not a file authstrap created for you to own');
-  });
+  }, 180_000); // the CLI run again and again, synchronously: 38 s alone, 97 s on a machine at load 12
 
   it('after an upgrade from a tarball outside the project, keeps the tarball inside it and points package.json there', () => {
     const dir = copyOfExample();

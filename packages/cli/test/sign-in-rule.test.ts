@@ -403,7 +403,8 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
     const withPlugins = schemaOf({
       Project: project,
       User: { fields: { banned: { type: 'boolean', nullable: true }, banExpires: { type: 'datetime', nullable: true } } },
-      ssoProvider: { serviceOnly: true, fields: { providerId: { type: 'string' }, organizationId: { type: 'uuid', nullable: true }, issuer: { type: 'string' } } } as EntityDefinition,
+      // As the adapter's createSchema writes it: the plugin's organizationId is a string.
+      ssoProvider: { serviceOnly: true, fields: { providerId: { type: 'string' }, organizationId: { type: 'text', nullable: true }, issuer: { type: 'string' } } } as EntityDefinition,
     });
     const other = kind === 'embedded' ? await embedded() : await postgres(await resources.createDatabase());
     try {
@@ -420,6 +421,12 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
       expect(await verdict(other, 'employee@acme.com', plugged.employee, 'better-auth:sso')).toMatchObject({ code: 'SSO_REQUIRED' });
       await other.query(`INSERT INTO "account" ("userId", "accountId", "providerId") VALUES ($1, 'sub-1', 'acme-okta')`, [plugged.employee]);
       expect(await verdict(other, 'employee@acme.com', plugged.employee, 'better-auth:sso')).toEqual(allowed);
+      // Deprovisioned by an organization whose provider they signed in with: no session through the plugin at all.
+      await other.query(
+        `INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason") VALUES (gen_random_uuid(), $1, $2, 'member', now(), 'directory-inactive')`,
+        [plugged.globex, plugged.employee],
+      );
+      expect(await verdict(other, 'employee@acme.com', plugged.employee, 'better-auth:sso')).toEqual({ allowed: false, code: 'DEPROVISIONED' });
     } finally {
       await other.close();
     }

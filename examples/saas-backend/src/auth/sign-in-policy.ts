@@ -1,6 +1,6 @@
 import type { Database, Queryable } from '../db/database.js';
 import { lockUntilCommit } from '../db/locks.js';
-import { recordAuthEvent } from '../events/events.js';
+import { byUser, currentRequestContext, recordAuthEvent, recordEvent } from '../events/events.js';
 import { HttpError } from '../http/errors.js';
 
 /**
@@ -113,6 +113,26 @@ export async function refuseSignIn(db: Database, verdict: SignInVerdict, attempt
     ),
   );
   return refusal(verdict, appUrl);
+}
+
+/**
+ * An owner's break-glass sign-in (the session trigger marked its method `…:break-glass`) in the
+ * audit log of the organization that requires SSO of their address, `sso.break_glass_used`, in
+ * the session's transaction: on the backend's routes and on Better Auth's path (the service
+ * API's sessions) alike, so that the organization sees every password sign-in past its policy.
+ * The user is its actor; the transaction's own context is left as it is. `email`: the user's
+ * address, when the caller has it.
+ */
+export async function recordBreakGlass(tx: Queryable, session: { id: string; userId: string; authMethod: string }, email?: string): Promise<void> {
+  if (!session.authMethod.endsWith(':break-glass')) return;
+  const address = email ?? (await tx.query<{ email: string }>(`SELECT "email" FROM "User" WHERE "id" = $1`, [session.userId])).rows[0]!.email;
+  const byDomain = await decideSignIn(tx, { email: address, userId: null, method: 'password' });
+  if (byDomain.allowed || byDomain.code !== 'SSO_REQUIRED') return;
+  await recordEvent(
+    tx,
+    { type: 'sso.break_glass_used', organizationId: byDomain.organizationId, userId: session.userId, entity: 'session', entityId: session.id, data: { method: session.authMethod } },
+    { ...currentRequestContext(), ...byUser(session.userId) },
+  );
 }
 
 /** The verdict a trigger of the rule refused with (SQLSTATE AS403), or undefined for any other error. */

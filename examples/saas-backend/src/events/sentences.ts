@@ -348,7 +348,11 @@ function authEventSentence(event: SentenceEvent, names: SentenceNames, actor: st
       return `${upperFirst(subject)} reset their password with a link from the mail`;
     case 'session.signed_in': {
       const method = signInMethodWords(textOf(data.method));
-      return `${upperFirst(account)} signed in${method ? ` with ${method}` : ''}`;
+      // A single sign-on names its connection, as the organization calls it, and its protocol.
+      const connection = textOf(data.connectionName);
+      const protocol = textOf(data.protocol)?.toUpperCase();
+      const through = `${connection ? ` through "${connection}"` : ''}${protocol ? ` (${protocol})` : ''}`;
+      return `${upperFirst(account)} signed in${method ? ` with ${method}` : ''}${data.method === 'sso' ? through : ''}`;
     }
     case 'session.sign_in_failed':
       if (names.subject) return `A sign-in as ${account} failed`;

@@ -395,7 +395,7 @@ export function ssoConnectionsRouter(deps: TenantDeps & { db: Database; config: 
     const tester = req.scope?.userId || null;
     // Building the provider's URL reads the stored discovery document only: nothing is fetched here.
     const flow = await startFlow(db, config, { connection, purpose: 'test', client: 'browser', returnTo: null, appCodeChallenge: null, testerId: tester });
-    setBindingCookie(res, flow.binding!, config.nodeEnv === 'production');
+    setBindingCookie(res, flow.binding!, config);
     sendData(res, { url: flow.url });
   });
 

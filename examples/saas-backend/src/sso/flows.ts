@@ -17,13 +17,22 @@ import { authnRequestUrl } from './saml.js';
 export const bindingCookieName = 'authstrap_sso';
 export const flowLifetimeMs = 10 * 60 * 1000;
 
-export function bindingCookieOptions(secure: boolean) {
-  // SameSite=None in production: SAML's POST to the ACS is a cross-site request (step 8).
-  return { httpOnly: true, secure, sameSite: secure ? ('none' as const) : ('lax' as const), path: '/api/auth/sso' };
+/**
+ * SAML's POST to the ACS comes from a form of the IdP's site, a cross-site request: only a
+ * SameSite=None cookie goes with it, and browsers keep those only when Secure. So None and Secure
+ * in production, and also for a backend on https or on a loopback name in development (Chromium
+ * and Firefox keep a Secure cookie of http://localhost): else a SAML sign-in through a real
+ * browser ends in SSO_BROWSER_MISMATCH. A plain-http backend elsewhere gets Lax: OIDC's callback,
+ * a top-level GET, still carries it; SAML's POST does not.
+ */
+export function bindingCookieOptions(config: Pick<Config, 'nodeEnv' | 'authUrl'>) {
+  const { protocol, hostname } = new URL(config.authUrl);
+  const crossSite = config.nodeEnv === 'production' || protocol === 'https:' || ['localhost', '127.0.0.1', '[::1]'].includes(hostname);
+  return { httpOnly: true, secure: crossSite, sameSite: crossSite ? ('none' as const) : ('lax' as const), path: '/api/auth/sso' };
 }
 
-export function setBindingCookie(res: Response, value: string, secure: boolean): void {
-  res.cookie(bindingCookieName, value, { ...bindingCookieOptions(secure), maxAge: flowLifetimeMs });
+export function setBindingCookie(res: Response, value: string, config: Pick<Config, 'nodeEnv' | 'authUrl'>): void {
+  res.cookie(bindingCookieName, value, { ...bindingCookieOptions(config), maxAge: flowLifetimeMs });
 }
 
 export const sha256 = (value: string) => createHash('sha256').update(value).digest('base64url');

@@ -193,7 +193,7 @@ export async function signInBySso(tx: Queryable, connection: ConnectionRow, prof
   }
   await recordAuthEvent(
     tx,
-    { type: 'session.signed_in', organizationId, userId, entity: 'session', entityId: sessionId, data: { method: 'sso', protocol: connection.protocol, connectionId: connection.id } },
+    { type: 'session.signed_in', organizationId, userId, entity: 'session', entityId: sessionId, data: { method: 'sso', protocol: connection.protocol, connectionId: connection.id, connectionName: connection.name } },
     byUser(userId),
   );
   return { userId, sessionId, token, created };

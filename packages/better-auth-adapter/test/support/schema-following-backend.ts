@@ -2,10 +2,12 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { BetterAuthOptions } from 'better-auth';
 import { getAuthTables } from 'better-auth/db';
 import { allowedOrigin, authSecret, createThrowawayDatabase, projectDir as exampleDir, serviceApiKey, type DatabaseKind } from '../../../../examples/saas-backend/test/support/backend.js';
 import { spawnBackend, type BackendProcess } from '../../../../examples/saas-backend/test/support/process.js';
+import type { RunningServer } from '../../../../examples/saas-backend/src/server.js';
 import { cliPath } from '../../../cli/test/support/cli.js';
 import { freePort } from '../../../cli/test/support/example-copies.js';
 import { betterAuthSchema, type AuthstrapSchemaPart } from '../../src/schema.js';
@@ -16,11 +18,16 @@ import { betterAuthSchema, type AuthstrapSchemaPart } from '../../src/schema.js'
  * the adapter keeps it: `createSchema`'s better-auth.schema.json written into the project,
  * `authstrap generate` (dropping what the options no longer have), and a restart, which applies
  * the new migrations. Each step runs only when the options' tables changed.
+ *
+ * `inProcess`: the copy's server runs in this process (`running`, whose `db.asOwner` seeds what
+ * no route writes, such as a verified domain). Its modules load once, so such a backend follows
+ * one schema only.
  */
-export function schemaFollowingBackend(kind: DatabaseKind, extraEnv: Record<string, string> = {}) {
+export function schemaFollowingBackend(kind: DatabaseKind, extraEnv: Record<string, string> = {}, options: { inProcess?: boolean } = {}) {
   let dir: string | undefined;
   let database: { url: string; drop(): Promise<void> } | undefined;
   let running: BackendProcess | undefined;
+  let inProcess: RunningServer | undefined;
   let url: string | undefined;
   let written: string | undefined;
   let generations = 0;
@@ -46,6 +53,8 @@ export function schemaFollowingBackend(kind: DatabaseKind, extraEnv: Record<stri
   }
 
   async function stopProcess() {
+    await inProcess?.stop();
+    inProcess = undefined;
     if (!running) return;
     running.child.kill('SIGTERM');
     await running.exited;
@@ -74,21 +83,26 @@ export function schemaFollowingBackend(kind: DatabaseKind, extraEnv: Record<stri
     written = schema;
     generations += 1;
     await stopProcess();
-    running = spawnBackend(
-      {
-        LOG_LEVEL: 'info',
-        PORT: String(port),
-        SERVICE_API_KEY: serviceApiKey,
-        AUTH_SECRET: authSecret,
-        ALLOWED_ORIGINS: allowedOrigin,
-        RATE_LIMIT_API_MAX: '1000000',
-        RATE_LIMIT_AUTH_MAX: '1000000',
-        RATE_LIMIT_DATA_MAX: '1000000',
-        ...extraEnv,
-        ...(database ? { DATABASE_URL: database.url } : { EMBEDDED_DB_DIR: path.join(dir!, '.data') }),
-      },
-      dir,
-    );
+    const env = {
+      LOG_LEVEL: 'info',
+      PORT: String(port),
+      SERVICE_API_KEY: serviceApiKey,
+      AUTH_SECRET: authSecret,
+      ALLOWED_ORIGINS: allowedOrigin,
+      RATE_LIMIT_API_MAX: '1000000',
+      RATE_LIMIT_AUTH_MAX: '1000000',
+      RATE_LIMIT_DATA_MAX: '1000000',
+      ...extraEnv,
+      ...(database ? { DATABASE_URL: database.url } : { EMBEDDED_DB_DIR: path.join(dir!, '.data') }),
+    };
+    if (options.inProcess) {
+      if (generations > 1) throw new Error('a backend in this process follows one schema: its modules are loaded once');
+      const { startServer } = (await import(pathToFileURL(path.join(dir!, 'src/server.ts')).href)) as { startServer: typeof import('../../../../examples/saas-backend/src/server.js').startServer };
+      inProcess = await startServer({ projectDir: dir!, env: { NODE_ENV: 'test', HOST: '127.0.0.1', BCRYPT_COST: '4', ...env, LOG_LEVEL: 'silent' } });
+      url = inProcess.url;
+      return;
+    }
+    running = spawnBackend(env, dir);
     url = await running.listening;
   }
 
@@ -96,6 +110,10 @@ export function schemaFollowingBackend(kind: DatabaseKind, extraEnv: Record<stri
     /** The backend's address: the same across restarts (once `migrate` has run). */
     get url() {
       return url;
+    },
+    /** The server, when it runs in this process (`inProcess`). */
+    get running() {
+      return inProcess;
     },
     get generations() {
       return generations;

@@ -42,15 +42,27 @@ function generatedParts(schema: Schema): { refusals: string; ssoAllowed: string 
   const provider = entity('ssoProvider');
   const providerId = provider && column(provider, 'providerId');
   const providerOrganization = provider && column(provider, 'organizationId');
-  const ssoAllowed =
-    provider && providerId && providerOrganization
-      ? `    IF method = 'better-auth:sso' AND user_id IS NOT NULL AND EXISTS (
-      SELECT 1 FROM "account" a JOIN ${quote(provider.table)} p ON p.${quote(providerId)} = a."providerId"
-       WHERE a."userId" = user_id AND p.${quote(providerOrganization)} = owner_organization) THEN
+  let ssoAllowed = '';
+  if (provider && providerId && providerOrganization) {
+    // The user's accounts at providers of an organization: the plugin's organizationId is text
+    // (createSchema writes Better Auth's string), an organization's id a uuid, so both as text.
+    const accountsAtProvidersOf = (organization: string) =>
+      `SELECT 1 FROM "account" a JOIN ${quote(provider.table)} p ON p.${quote(providerId)} = a."providerId"
+       WHERE a."userId" = user_id AND p.${quote(providerOrganization)}::text = ${organization}::text`;
+    // A user deprovisioned by an organization whose provider they signed in with gets no session
+    // through the plugin, whatever the address: the plugin makes the session before the membership
+    // (which it would make again) and names no organization on it. The rule knows the user's
+    // providers, not which one is signing in, so it refuses their every plugin sign-in (the safe side).
+    refusals.push(`  IF method = 'better-auth:sso' AND user_id IS NOT NULL AND EXISTS (
+    SELECT 1 FROM "authstrap_member_suspension" s WHERE s."userId" = user_id AND EXISTS (${accountsAtProvidersOf('s."organizationId"')})) THEN
+    RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED');
+  END IF;
+`);
+    ssoAllowed = `    IF method = 'better-auth:sso' AND user_id IS NOT NULL AND EXISTS (${accountsAtProvidersOf('owner_organization')}) THEN
       RETURN jsonb_build_object('allowed', true, 'breakGlass', false);
     END IF;
-`
-      : '';
+`;
+  }
   return { refusals: refusals.join(''), ssoAllowed };
 }
 
@@ -523,6 +535,24 @@ ${withMaintenance(`  DELETE FROM "authstrap_sso_flow" WHERE "expiresAt" < now();
 END
 $$;`;
 
+/**
+ * What an organization leaves that no foreign key reaches, gone with it on every path that
+ * deletes one (the service key's DELETE, as Better Auth's organization plugin sends it; an
+ * account deletion that takes the organizations only that user was in; an operator's delete):
+ * its pending invitations (verification rows naming it in their value) and its machine keys
+ * (Better Auth's key table names the organization in `referenceId`, without a foreign key).
+ * SECURITY DEFINER with the maintenance setting: a deleter sees neither table's rows.
+ */
+const organizationLeftovers = `CREATE OR REPLACE FUNCTION authstrap.organization_leftovers() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  was_maintenance text;
+BEGIN
+${withMaintenance(`  DELETE FROM "verification" v WHERE v."identifier" LIKE 'invitation:%' AND split_part(v."value", ':', 2) = OLD."id"::text;
+  DELETE FROM "apikey" k WHERE k."referenceId" = OLD."id";`)}
+  RETURN OLD;
+END
+$$;`;
+
 export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sign_in_rule', definition: signInRule(schema) },
   { name: 'sign_in_verdict', definition: signInVerdict },
@@ -542,9 +572,10 @@ export const identityFunctions = (schema: Schema): AccessModel['functions'] => [
   { name: 'sso_route', definition: ssoRoute },
   { name: 'sso_connection_owner', definition: ssoConnectionOwner },
   { name: 'prune_identity', definition: pruneIdentity },
+  { name: 'organization_leftovers', definition: organizationLeftovers },
 ];
 
-/** The triggers of the rule, by table (table-model.ts puts them on `session` and `account`). */
+/** The backend's own triggers, by table: the sign-in rule's on `session` and `account`, an organization's leftovers on `Organization` (table-model.ts puts them there). */
 export const identityTriggers: Record<string, Trigger[]> = {
   session: [
     { name: 'authstrap_sign_in_policy', timing: 'BEFORE INSERT', function: 'authstrap.session_policy' },
@@ -556,5 +587,6 @@ export const identityTriggers: Record<string, Trigger[]> = {
       when: `OLD."impersonatedBy" IS NOT NULL OR NEW."impersonatedBy" IS NOT NULL OR NEW."authMethod" = 'impersonation'`,
     },
   ],
+  Organization: [{ name: 'authstrap_organization_leftovers', timing: 'AFTER DELETE', function: 'authstrap.organization_leftovers' }],
   account: [{ name: 'authstrap_password_policy', timing: 'BEFORE INSERT OR UPDATE OF "password"', function: 'authstrap.password_policy', when: 'NEW."password" IS NOT NULL' }],
 };

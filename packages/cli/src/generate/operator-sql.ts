@@ -919,12 +919,11 @@ const operatorDeleteUser = operatorFunction({
 });
 
 /**
- * Deletes an organization as its own deletion does (the rows of its tables go with it, by their
- * foreign keys: members, records, webhook endpoints, domains, directories), and what names it
- * without a foreign key: its pending invitations (in their value) and its machine keys (Better
- * Auth's `apikey.referenceId`). Its members keep their accounts and their other organizations;
- * its events stay (pruned by EVENTS_RETENTION_DAYS), and
- * the deletion is in the platform's log (operator.deleted_organization). `confirm` must be its
+ * Deletes an organization as its own deletion does: the rows of its tables go with it by their
+ * foreign keys (members, records, webhook endpoints, domains, directories), its pending
+ * invitations and machine keys by the trigger every deletion of an organization runs
+ * (`authstrap.organization_leftovers`, identity-sql.ts). Its members keep their accounts and
+ * their other organizations; its events stay (pruned by EVENTS_RETENTION_DAYS), and the deletion is in the platform's log (operator.deleted_organization). `confirm` must be its
  * slug (422 otherwise). Answers `{ id, name, slug, members }`; null for no such organization.
  */
 const operatorDeleteOrganization = operatorFunction({
@@ -938,9 +937,7 @@ const operatorDeleteOrganization = operatorFunction({
   SELECT count(*) INTO members FROM "member" m WHERE m."organizationId" = organization_id;
   PERFORM authstrap.record_event('operator.deleted_organization', NULL, NULL, 'Organization', organization_id::text,
     jsonb_build_object('name', org."name", 'slug', org."slug", 'members', members) || ${reasonData}, context || ${operatorActor});
-  DELETE FROM "verification" v WHERE v."identifier" LIKE 'invitation:%' AND ${invitationPart(2)} = organization_id::text;
-  -- Better Auth's key table names its organization without a foreign key: its keys go by hand.
-  DELETE FROM "apikey" k WHERE k."referenceId" = organization_id;
+  -- Its invitations and machine keys go with it (authstrap.organization_leftovers, on every path).
   DELETE FROM "Organization" WHERE "id" = organization_id;
   answer := jsonb_build_object('id', org."id", 'name', org."name", 'slug', org."slug", 'members', members);`,
 });

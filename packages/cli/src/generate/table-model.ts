@@ -187,7 +187,8 @@ export function databaseModel(schema: Schema): DatabaseModel {
   if (!schema.auth) return { tables: entityTables };
   // The backend's own tables (the outbox) come with auth, whose flows write to them.
   // The event log and webhooks (event-sql.ts) come with it too.
-  // The sign-in rule's triggers (identity-sql.ts) hold on `session` and `account` whoever writes them.
+  // The sign-in rule's triggers (identity-sql.ts) hold on `session` and `account` whoever writes them,
+  // and an organization's invitations and machine keys go with it whoever deletes it.
   const withTriggers = (table: Table): Table => (identityTriggers[table.name] ? { ...table, triggers: identityTriggers[table.name] } : table);
   const tables = [...entityTables.map(withTriggers), ...systemTables].map(withPoliciesEvaluatedOnce);
   return { tables, access: { appRole, functions: [...scopeFunctions, keyAllows, ...eventFunctions, ...systemFunctions, ...identityFunctions(schema), ...operatorFunctions, ...operatorSearchStatements] } };

@@ -35,6 +35,7 @@ import { registerRealtimeRoutes } from './realtime/openapi.js';
 import { realtimeRouter } from './realtime/realtime.router.js';
 import type { Streams } from './realtime/streams.js';
 import { securityHeaders } from './http/security-headers.js';
+import { waitingCallers } from './http/waiting-callers.js';
 import { scimDirectoriesRouter } from './scim/directories.router.js';
 import { registerScimRoutes } from './scim/openapi.js';
 import { scimRouter } from './scim/scim.router.js';
@@ -65,7 +66,7 @@ export interface AppDependencies {
 /**
  * The whole HTTP pipeline, in the order a request meets it:
  * request id + log (and metrics) -> the request's span (traces on) -> security headers -> CORS ->
- * health -> metrics -> SCIM (src/scim: its own token, limits and errors) -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> /api/operator (the
+ * health -> metrics -> SCIM (src/scim: its own token, limits and errors) -> the count of callers waiting (http/waiting-callers.ts) -> rate limits -> docs -> CSRF -> JSON body -> /api/auth -> /api/operator (the
  * platform's operators: src/operator) -> the audit log and
  * the webhook endpoints (src/events) -> verified domains (src/domains) -> single sign-on's connections and policy (src/sso) -> the SCIM directories (src/scim) -> live streams (src/realtime) -> your routes (src/extensions) -> generated routes, each
  * behind the auth guard (who is calling) and, when tenant-scoped, the scope guard (which
@@ -120,7 +121,11 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   // SCIM (src/scim): an identity provider with its directory's token, counted per directory, with
   // its own body limit and SCIM's media type and errors; before the per-IP limits, which a sync
   // from one address would exhaust for everyone behind it.
-  app.use('/scim/v2', scimRouter({ db, config, logger, invitations: auth.invitations }));
+  // A sync yields while anyone else waits for an answer (http/waiting-callers.ts): every request
+  // that gets past the SCIM router is counted until the head of its answer is written.
+  const waiting = waitingCallers();
+  app.use('/scim/v2', scimRouter({ db, config, logger, invitations: auth.invitations, othersWaiting: () => waiting.anyone() }));
+  app.use(waiting.count);
   // Three budgets: sign-up/sign-in (strict), the rest of /api, and the data routes with the docs
   // page (generous, per session). The service key's requests are counted by none of them.
   app.use('/api/auth/sso', rateLimits.sso);

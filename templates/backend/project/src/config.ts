@@ -93,7 +93,7 @@ export interface Config {
   /** Idempotency-Key (src/idempotency/): how long a write's answer is kept for its repeats. */
   idempotency: { keyHours: number };
   /** SCIM (src/scim/): its body limit, and each directory's share of an instance (requests a minute, in flight). */
-  scim: { bodyLimit: string; rateLimitMax: number; maxConcurrentPerDirectory: number; maxConcurrentWhileBusy: number };
+  scim: { bodyLimit: string; rateLimitMax: number; maxConcurrentPerDirectory: number; maxConcurrentWhileBusy: number; rateWhileBusy: number };
   /**
    * Operators (src/operator/): a destructive action needs a sign-in this recent (minutes; undefined:
    * any session); an impersonation lasts at most `impersonationMaxMinutes`.
@@ -260,6 +260,7 @@ const environmentSchema = z.object({
   SCIM_RATE_LIMIT_MAX: count(1),
   SCIM_MAX_CONCURRENT_PER_DIRECTORY: count(1, 1000),
   SCIM_MAX_CONCURRENT_WHILE_BUSY: count(1, 1000),
+  SCIM_RATE_WHILE_BUSY: count(0, 100_000),
   OPERATOR_RECENT_SIGN_IN_MINUTES: count(1, 525_600),
   OPERATOR_IMPERSONATION_MAX_MINUTES: count(1, 1440),
   REALTIME_POLL_MS: count(5, 60_000),
@@ -461,7 +462,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
     events: { retentionDays: values.EVENTS_RETENTION_DAYS ?? 365 },
     idempotency: { keyHours: values.IDEMPOTENCY_KEY_HOURS ?? 24 },
     // A 10,000-user initial sync at 4 requests at a time needs about 90 a second.
-    scim: { bodyLimit: values.SCIM_BODY_LIMIT ?? '1mb', rateLimitMax: values.SCIM_RATE_LIMIT_MAX ?? 12_000, maxConcurrentPerDirectory: values.SCIM_MAX_CONCURRENT_PER_DIRECTORY ?? 4, maxConcurrentWhileBusy: values.SCIM_MAX_CONCURRENT_WHILE_BUSY ?? 1 },
+    scim: { bodyLimit: values.SCIM_BODY_LIMIT ?? '1mb', rateLimitMax: values.SCIM_RATE_LIMIT_MAX ?? 12_000, maxConcurrentPerDirectory: values.SCIM_MAX_CONCURRENT_PER_DIRECTORY ?? 4, maxConcurrentWhileBusy: values.SCIM_MAX_CONCURRENT_WHILE_BUSY ?? 1, rateWhileBusy: values.SCIM_RATE_WHILE_BUSY ?? 20 },
     operators: { recentSignInMinutes: values.OPERATOR_RECENT_SIGN_IN_MINUTES, impersonationMaxMinutes: values.OPERATOR_IMPERSONATION_MAX_MINUTES ?? 60 },
     realtime: {
       pollMs: values.REALTIME_POLL_MS ?? 25,

@@ -2,7 +2,7 @@ import express, { Router, type ErrorRequestHandler, type Request, type RequestHa
 import type { Logger } from 'pino';
 import type { Invitations } from '../auth/invitations.js';
 import type { Config } from '../config.js';
-import type { Database, PoolStats, Queryable } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { recordEvent, requestContext } from '../events/events.js';
 import { HttpError } from '../http/errors.js';
 import { refuseInvalidUtf8 } from '../http/json-body.js';
@@ -22,8 +22,9 @@ import { userRoutes } from './users.js';
  * provisions the organization's members here with its directory's bearer token:
  *
  *   request -> SCIM JSON body (its own limit) -> the directory's slot (at most
- *   SCIM_MAX_CONCURRENT_PER_DIRECTORY in flight, SCIM_MAX_CONCURRENT_WHILE_BUSY while others use
- *   the pool, SCIM_RATE_LIMIT_MAX a minute; 429 beyond) ->
+ *   SCIM_MAX_CONCURRENT_PER_DIRECTORY in flight; while another caller waits for an answer,
+ *   SCIM_MAX_CONCURRENT_WHILE_BUSY in flight and SCIM_RATE_WHILE_BUSY a second; SCIM_RATE_LIMIT_MAX
+ *   a minute; 429 beyond) ->
  *   a transaction scoped by the token (authstrap.scim_caller: its organization, the role
  *   `directory`) -> the resource's route -> SCIM's answer, or SCIM's error.
  *
@@ -38,6 +39,8 @@ export interface ScimDeps {
   logger: Logger;
   /** A person with an account outside the organization's domains is invited by mail (auth/invitations.ts). */
   invitations: DirectoryInvitations;
+  /** Whether a caller other than a directory is waiting for an answer now (http/waiting-callers.ts). */
+  othersWaiting: () => boolean;
 }
 
 export type DirectoryInvitations = Pick<Invitations, 'inviteFromDirectory' | 'mailCommitted'>;
@@ -55,24 +58,30 @@ export function sendScim(res: Response, status: number, body: unknown): void {
 /** The directory's base URL (`<AUTH_URL>/scim/v2/<id>`): where its resources' `meta.location` point. */
 export const baseUrlOf = (config: Config, directoryId: string) => `${config.authUrl}/scim/v2/${directoryId}`;
 
-/**
- * How many requests one directory may have in flight on this instance now: its full share while
- * the pool serves nobody else, `maxConcurrentWhileBusy` while someone else holds or waits for a
- * connection. The pool's connections in use, less the directories' own requests, are the others'
- * (a directory's request that has not reached the database yet makes that count low, never high).
- * The embedded database has no pool to share: the full share.
- */
-export function directoryAllowance(
-  limits: Pick<Config['scim'], 'maxConcurrentPerDirectory' | 'maxConcurrentWhileBusy'>,
-  pool: PoolStats | undefined,
-  directoriesInFlight: number,
-): number {
-  if (!pool) return limits.maxConcurrentPerDirectory;
-  const others = pool.total - pool.idle + pool.waiting - directoriesInFlight;
-  return others > 0 ? Math.min(limits.maxConcurrentWhileBusy, limits.maxConcurrentPerDirectory) : limits.maxConcurrentPerDirectory;
+/** What one directory may do on this instance now (`directoryShare`). */
+export interface DirectoryShare {
+  /** Requests in flight at once. */
+  inFlight: number;
+  /** The least time between two of its requests being let in (0: no pacing). */
+  gapMs: number;
 }
 
-export function scimRouter({ db, config, logger, invitations }: ScimDeps): Router {
+/**
+ * One directory's share of this instance now: its full share while nobody else waits for an
+ * answer; while someone does, `maxConcurrentWhileBusy` in flight and `rateWhileBusy` requests a
+ * second (0: unpaced). Both, because one request in flight, sent again the moment it is answered,
+ * still takes a core's share from the people waiting (bench/README.md, "A directory's initial
+ * sync": 0.6 of their rates with the concurrency alone, 0.9 paced). "Someone" is a caller of
+ * this instance, not a pool connection: the sync's own side work (its request log, its events'
+ * fan-out, the outbox) holds connections too, and counted as someone else it paced the sync when
+ * nobody was there (206 s instead of 106 for 10,000 users; docs/scim.md, "Limits").
+ */
+export function directoryShare(limits: Pick<Config['scim'], 'maxConcurrentPerDirectory' | 'maxConcurrentWhileBusy' | 'rateWhileBusy'>, othersWaiting: boolean): DirectoryShare {
+  if (!othersWaiting) return { inFlight: limits.maxConcurrentPerDirectory, gapMs: 0 };
+  return { inFlight: Math.min(limits.maxConcurrentWhileBusy, limits.maxConcurrentPerDirectory), gapMs: limits.rateWhileBusy > 0 ? 1000 / limits.rateWhileBusy : 0 };
+}
+
+export function scimRouter({ db, config, logger, invitations, othersWaiting }: ScimDeps): Router {
   const router = Router();
   const { bodyLimit, rateLimitMax } = config.scim;
 
@@ -86,15 +95,17 @@ export function scimRouter({ db, config, logger, invitations }: ScimDeps): Route
   const refusals = new WeakMap<Request, ScimError>();
 
   const inFlight = new Map<string, number>();
-  let directoriesInFlight = 0;
+  /** When each directory's last request was let in (the pacing while others wait). */
+  const lastLetIn = new Map<string, number>();
   const perMinute = new Map<string, { windowStart: number; count: number }>();
   /**
    * A directory's share of this instance: a 10,000-user initial sync sends as fast as it is
    * answered, so it gets at most `maxConcurrentPerDirectory` of the pool's connections at a time
    * and `rateLimitMax` requests a minute; beyond, 429 with Retry-After (Okta and Entra ID retry).
-   * While anyone else holds or waits for a connection (another organization's requests, the
-   * outbox), a directory gets `maxConcurrentWhileBusy`: a sync is background work, and it yields
-   * to people rather than take the cores from them (see `directoryAllowance`).
+   * While anyone else waits for an answer (another organization's requests, a person's page), a
+   * directory gets `maxConcurrentWhileBusy` in flight and `rateWhileBusy` a second: a sync is
+   * background work, and it yields to people rather than take the cores from them (see
+   * `directoryShare`).
    * Counted per instance, in memory: what it protects is this instance's pool.
    */
   const directorySlot: RequestHandler = (req, res, next) => {
@@ -105,18 +116,19 @@ export function scimRouter({ db, config, logger, invitations }: ScimDeps): Route
     counted.count += 1;
     perMinute.set(directoryId, counted);
     const busy = inFlight.get(directoryId) ?? 0;
-    if (busy >= directoryAllowance(config.scim, db.poolStats?.(), directoriesInFlight) || counted.count > rateLimitMax) {
+    const share = directoryShare(config.scim, othersWaiting());
+    const tooSoon = share.gapMs > 0 && now - (lastLetIn.get(directoryId) ?? 0) < share.gapMs;
+    if (busy >= share.inFlight || tooSoon || counted.count > rateLimitMax) {
       const seconds = counted.count > rateLimitMax ? Math.ceil((counted.windowStart + 60_000 - now) / 1000) : 1;
       res.setHeader('Retry-After', String(Math.max(1, seconds)));
       return sendScim(res, 429, scimErrorBody(new ScimError(429, 'tooMany', 'Too many requests for this directory at once; try again shortly')));
     }
     inFlight.set(directoryId, busy + 1);
-    directoriesInFlight += 1;
+    lastLetIn.set(directoryId, now);
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
-      directoriesInFlight -= 1;
       const left = (inFlight.get(directoryId) ?? 1) - 1;
       if (left > 0) inFlight.set(directoryId, left);
       else inFlight.delete(directoryId);
@@ -144,6 +156,7 @@ export function scimRouter({ db, config, logger, invitations }: ScimDeps): Route
   const sweep = setInterval(() => {
     const now = Date.now();
     for (const [id, window] of perMinute) if (now - window.windowStart >= 60_000) perMinute.delete(id);
+    for (const [id, at] of lastLetIn) if (now - at >= 60_000) lastLetIn.delete(id);
   }, 60_000);
   sweep.unref();
 

@@ -60,7 +60,6 @@ const notConfigured = () => new HttpError(404, 'SSO_NOT_CONFIGURED', 'Single sig
 export function ssoSignInRouter({ db, config }: { db: Database; config: Config }): Router {
   const router = Router();
   const appUrl = config.mail.appUrl;
-  const secure = config.nodeEnv === 'production';
 
   /** Where a browser lands: a path or an allowed origin's URL (APP_URL, ALLOWED_ORIGINS); anything else APP_URL. */
   const browserReturnTo = (raw: string | undefined): string | null => {
@@ -90,9 +89,14 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
       const route = rows[0]?.route;
       if (!route || route.connections.length === 0) throw notConfigured();
       if (route.connections.length > 1) {
-        throw new HttpError(409, 'CHOOSE_CONNECTION', 'Several connections sign this organization in: send connectionId', {
-          connections: route.connections.map((connection) => `${connection.id}: ${connection.name}`).join('; '),
-        });
+        // Each enabled connection's id and name, for a page to offer the choice by name (the names
+        // are what the organization's people see on that page, not a secret of the organization).
+        throw new HttpError(
+          409,
+          'CHOOSE_CONNECTION',
+          'Several connections sign this organization in: send connectionId',
+          Object.fromEntries(route.connections.map((connection) => [connection.id, connection.name])),
+        );
       }
       organizationId = route.organizationId;
       connectionId = route.connections[0]!.id;
@@ -109,7 +113,7 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
       returnTo = browserReturnTo(input.returnTo);
     }
     const flow = await startFlow(db, config, { connection, purpose: 'sign-in', client: input.client, returnTo, appCodeChallenge: input.codeChallenge ?? null, testerId: null });
-    if (flow.binding) setBindingCookie(res, flow.binding, secure);
+    if (flow.binding) setBindingCookie(res, flow.binding, config);
     return flow.url;
   };
 
@@ -173,7 +177,7 @@ export function ssoSignInRouter({ db, config }: { db: Database; config: Config }
         const session = sessions[0]!;
         await recordAuthEvent(
           tx,
-          { type: 'session.signed_in', organizationId: issued.organizationId, userId: issued.userId, entity: 'session', entityId: session.id, data: { method: 'sso', protocol: connection.protocol, connectionId: issued.connectionId, client: 'app' } },
+          { type: 'session.signed_in', organizationId: issued.organizationId, userId: issued.userId, entity: 'session', entityId: session.id, data: { method: 'sso', protocol: connection.protocol, connectionId: issued.connectionId, connectionName: connection.name, client: 'app' } },
           byUser(issued.userId),
         );
         const { rows: users } = await tx.query(`SELECT "id", "email", "name", "email_verified", "image", "createdAt", "updatedAt" FROM "User" WHERE "id" = $1`, [issued.userId]);
@@ -278,7 +282,7 @@ export function ssoLanding({ db, config }: { db: Database; config: Config }) {
     const flow = await takeFlow(db, connectionId, state);
     if (!flow) return 'SSO_INVALID_STATE';
     const binding = cookieValue(req, bindingCookieName);
-    res.clearCookie(bindingCookieName, bindingCookieOptions(config.nodeEnv === 'production'));
+    res.clearCookie(bindingCookieName, bindingCookieOptions(config));
     if (flow.client === 'browser' && (!binding || !flow.browserBindingHash || sha256(binding) !== flow.browserBindingHash)) return 'SSO_BROWSER_MISMATCH';
     return flow;
   };
@@ -298,7 +302,7 @@ async function finishTest(db: Database, connection: ConnectionRow, flow: Pick<Fl
     ]);
     await recordEvent(
       tx,
-      { type: 'sso_connection.tested', organizationId: connection.organizationId, entity: 'sso_connection', entityId: connection.id, data: { ok, ...(detail.error ? { error: detail.error } : {}) } },
+      { type: 'sso_connection.tested', organizationId: connection.organizationId, entity: 'sso_connection', entityId: connection.id, data: { ok, name: connection.name, ...(detail.error ? { error: detail.error } : {}) } },
       flow.testerId ? { actorType: 'user', actorId: flow.testerId } : { actorType: 'system' },
     );
   });

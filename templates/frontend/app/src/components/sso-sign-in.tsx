@@ -3,7 +3,7 @@
 import Link from 'next/link';
 import { useState, type FormEvent } from 'react';
 import { api } from '@/lib/api';
-import { AuthstrapError } from '@/lib/authstrap-client';
+import { AuthstrapError, type SsoStartInput } from '@/lib/authstrap-client';
 
 /**
  * The backend's refusals of a single sign-on, in words: those it sends the browser back with
@@ -23,27 +23,39 @@ const refusals: Record<string, string> = {
 };
 export const ssoRefusalMessage = (code: string) => refusals[code] ?? 'Single sign-on failed. Start it again, or ask your IT team.';
 
+/** The connections a CHOOSE_CONNECTION refusal offers: its details, each enabled connection's id and name. */
+const choicesOf = (thrown: AuthstrapError) => Object.entries(thrown.details ?? {}).map(([id, name]) => ({ id, name }));
+
 /**
  * "Sign in with SSO": a work address (its verified domain picks the organization's connection) or
  * the organization's slug. The backend starts the flow and answers the identity provider's URL;
- * this tab goes there and comes back signed in, on `/` (the organization active).
+ * this tab goes there and comes back signed in, on `/` (the organization active). An organization
+ * with several enabled connections (two IdPs during a migration, employees and contractors) gets
+ * its people a choice by the connections' names, which then starts with the one chosen.
  */
 export function SsoSignInForm({ email, organization, error: refusal }: { email?: string; organization?: string; error?: string }) {
   const [error, setError] = useState(refusal ? ssoRefusalMessage(refusal) : undefined);
   const [pending, setPending] = useState(false);
+  const [choices, setChoices] = useState<{ id: string; name: string }[]>([]);
 
-  async function submit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    const given = String(new FormData(event.currentTarget).get('who')).trim();
+  async function start(input: SsoStartInput) {
     setPending(true);
     setError(undefined);
     try {
-      const { url } = await api.auth.sso.start({ ...(given.includes('@') ? { email: given } : { organization: given }), returnTo: '/' });
+      const { url } = await api.auth.sso.start({ ...input, returnTo: '/' });
       window.location.assign(url);
     } catch (thrown) {
       setPending(false);
+      if (thrown instanceof AuthstrapError && thrown.code === 'CHOOSE_CONNECTION' && choicesOf(thrown).length > 1) return setChoices(choicesOf(thrown));
       setError(thrown instanceof AuthstrapError ? (refusals[thrown.code] ?? thrown.message) : 'Something went wrong; try again.');
     }
+  }
+
+  function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const given = String(new FormData(event.currentTarget).get('who')).trim();
+    setChoices([]);
+    void start(given.includes('@') ? { email: given } : { organization: given });
   }
 
   return (
@@ -64,6 +76,21 @@ export function SsoSignInForm({ email, organization, error: refusal }: { email?:
           {pending ? 'Opening your identity provider…' : 'Continue'}
         </button>
       </form>
+      {choices.length > 0 && (
+        <section className="mt-6 mb-4 grid gap-2" aria-labelledby="sso-choices">
+          <h2 id="sso-choices">Choose your identity provider</h2>
+          <p className="muted">Your organization signs in through several. Pick the one your IT team told you to use.</p>
+          <ul className="grid gap-2" aria-label="Identity providers">
+            {choices.map((choice) => (
+              <li key={choice.id}>
+                <button type="button" className="w-full" disabled={pending} onClick={() => void start({ connectionId: choice.id })}>
+                  Continue with {choice.name}
+                </button>
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
       <p className="muted">
         <Link href="/sign-in">Sign in with a password</Link>
       </p>

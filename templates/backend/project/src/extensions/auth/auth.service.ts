@@ -12,7 +12,7 @@ import { createAccountFlows } from '../../auth/account-flows.js';
 import type { AuthService } from '../../auth/auth-service.js';
 import { createInvitations } from '../../auth/invitations.js';
 import { createMachineKeys } from '../../auth/machine-keys.js';
-import { decideSignIn, refuseSignIn, refusedVerdictOf, type SignInMethod } from '../../auth/sign-in-policy.js';
+import { decideSignIn, recordBreakGlass, refuseSignIn, refusedVerdictOf, type SignInMethod } from '../../auth/sign-in-policy.js';
 import { issueToken } from '../../auth/tokens.js';
 import type { AuthInternals, AuthSettings, PublicSession, PublicUser, RequestMeta, ResolvedSession, Role, SignInInput, SignUpInput } from '../../auth/types.js';
 
@@ -206,13 +206,7 @@ export function createAuthService({ db, config, mailer, machineKeyLimit }: { db:
           const created = await createSession(tx, user.id, memberships[0]?.organizationId ?? null, meta, 'password');
           const method = created.breakGlass ? 'password:break-glass' : 'password';
           await recordAuthEvent(tx, { type: 'session.signed_in', userId: user.id, entity: 'session', entityId: created.session.id, data: { method } }, byUser(user.id));
-          if (created.breakGlass && !byDomain.allowed && byDomain.code === 'SSO_REQUIRED') {
-            await recordAuthEvent(
-              tx,
-              { type: 'sso.break_glass_used', organizationId: byDomain.organizationId, userId: user.id, entity: 'session', entityId: created.session.id },
-              byUser(user.id),
-            );
-          }
+          await recordBreakGlass(tx, { id: created.session.id, userId: user.id, authMethod: method }, user.email);
           return created;
         })
         .catch(async (error) => {

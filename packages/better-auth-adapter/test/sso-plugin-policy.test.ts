@@ -1,0 +1,173 @@
+import { sso } from '@better-auth/sso';
+import { betterAuth, type BetterAuthOptions } from 'better-auth';
+import { organization } from 'better-auth/plugins';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowedOrigin, apiClient, authSecret, databaseKinds, serviceApiKey, signUp } from '../../../examples/saas-backend/test/support/backend.js';
+import { authstrapAdapter, authstrapPassword } from '../src/index.js';
+import { collectionPathOf } from '../src/models.js';
+import { schemaFollowingBackend } from './support/schema-following-backend.js';
+import { startSsoStage } from './support/sso-plugin.js';
+
+/**
+ * The organization's policy on Better Auth's `sso` plugin (docs/sso.md, "Which path to use when"):
+ * the plugin signs people in through the organization's identity provider in the frontend's server,
+ * but the user, account, session and membership it makes are rows of the backend, and the backend's
+ * sign-in rule judges the session (docs/enterprise-identity.md, 3.2 and section 7). So an address
+ * that must use single sign-on signs in through the enforcing organization's provider only (not by
+ * password, not through a provider someone else registered for its domain), and a user the
+ * platform's operators banned or the organization's directory deprovisioned gets no session and no
+ * membership through the plugin either. The verified domain and the policy are rows seeded by SQL
+ * (their routes need the backend's own connection); the ban and the suspension come from their routes.
+ */
+const password = 'correct horse battery';
+
+describe.each(databaseKinds)("the organization's policy on Better Auth's sso plugin, %s database", (kind) => {
+  const backend = schemaFollowingBackend(kind, {}, { inProcess: true });
+  let stage: Awaited<ReturnType<typeof startSsoStage>>;
+  let auth: ReturnType<typeof makeAuth>;
+  const domain = `acme-sso-${kind}.example`;
+  const at = (name: string) => `${name}@${domain}`;
+  const providerId = `acme-${kind}`;
+  let owner: { id: string; cookie: string };
+  let organizationId: string;
+  let slug: string;
+
+  const plugins = [organization(), sso({ organizationProvisioning: { defaultRole: 'member' } })];
+  const makeAuth = () =>
+    betterAuth({
+      baseURL: stage.appUrl,
+      trustedOrigins: [stage.idp.issuer, allowedOrigin],
+      secret: authSecret,
+      database: authstrapAdapter({ baseUrl: backend.url!, serviceKey: serviceApiKey, personalOrganization: false }),
+      emailAndPassword: { enabled: true, password: authstrapPassword({ cost: 4 }) },
+      plugins,
+      logger: { disabled: true },
+    });
+
+  const asOwner = (sql: string, params: unknown[] = []) => backend.running!.db.asOwner((tx) => tx.query(sql, params));
+  const service = () => apiClient(backend.url!, { token: serviceApiKey });
+  const requireSso = (on: boolean) =>
+    asOwner(
+      `INSERT INTO "authstrap_sso_policy" ("organizationId", "ssoRequired", "requiredSince", "breakGlass") VALUES ($1, $2, now(), 'owners')
+       ON CONFLICT ("organizationId") DO UPDATE SET "ssoRequired" = $2`,
+      [organizationId, on],
+    );
+  const userIdOf = async (email: string) => (await asOwner(`SELECT "id" FROM "User" WHERE "email" = $1`, [email])).rows[0]?.id as string | undefined;
+  const isMember = async (userId: string) => (await asOwner(`SELECT 1 FROM "member" WHERE "userId" = $1 AND "organizationId" = $2`, [userId, organizationId])).rows.length === 1;
+
+  /** A Better Auth provider of `by`'s, for the organization's domain, its client registered at the identity provider. */
+  async function registerProvider(by: { cookie: string }, id: string, organization?: string) {
+    const client = stage.idp.newClient();
+    const registered = await auth.api.registerSSOProvider({
+      body: { providerId: id, issuer: stage.idp.issuer, domain, organizationId: organization, oidcConfig: { clientId: client.clientId, clientSecret: client.clientSecret, pkce: true } },
+      headers: new Headers({ cookie: by.cookie }),
+    });
+    stage.idp.registerClient(client, registered.redirectURI);
+  }
+
+  beforeAll(async () => {
+    stage = await startSsoStage();
+    const options = { plugins, database: authstrapAdapter({ baseUrl: 'http://127.0.0.1:9', serviceKey: serviceApiKey }) } satisfies BetterAuthOptions;
+    const { code } = await options.database(options).createSchema!(options, 'better-auth.schema.json');
+    await backend.migrateTo(JSON.parse(code));
+    auth = makeAuth();
+    stage.serve(auth);
+
+    const signedUp = await auth.api.signUpEmail({ body: { email: at('owner'), password, name: 'Owner' }, returnHeaders: true });
+    owner = { id: signedUp.response.user.id, cookie: signedUp.headers.getSetCookie().map((line) => line.split(';')[0]!).join('; ') };
+    const made = (await auth.api.createOrganization({ body: { name: 'Acme', slug: `acme-${kind}` }, headers: new Headers({ cookie: owner.cookie }) }))!;
+    organizationId = made.id;
+    slug = made.slug;
+    await registerProvider(owner, providerId, organizationId);
+    // A colleague who signed up by password before the organization required single sign-on.
+    await auth.api.signUpEmail({ body: { email: at('resident'), password, name: 'Resident' } });
+    await asOwner(`INSERT INTO "authstrap_domain" ("organizationId", "domain", "state", "txtToken", "verifiedAt") VALUES ($1, $2, 'verified', 'token', now())`, [organizationId, domain]);
+  }, 240_000);
+  afterAll(async () => {
+    await backend.stop();
+    await stage?.close();
+  });
+
+  it("signs an employee in through the organization's provider while SSO is required, and refuses a password sign-in for the domain with the plugin present", async () => {
+    await requireSso(true);
+    const signedIn = await stage.signIn(`employee-${kind}`, at('employee'), { email: at('employee') });
+    expect(signedIn.error).toBeNull();
+    expect(signedIn.session!.user.email).toBe(at('employee'));
+    expect((await service()('GET', `/sessions/${signedIn.session!.session.id}`)).body.data.authMethod).toBe('better-auth:sso');
+    // In the audit log as any sign-in, with how it was made.
+    const recorded = await asOwner(`SELECT "data"->>'method' AS "method" FROM "authstrap_event" WHERE "entityId" = $1 AND "type" = 'session.signed_in'`, [signedIn.session!.session.id]);
+    expect(recorded.rows).toEqual([{ method: 'better-auth:sso' }]);
+    // Just in time: the provider's organization, with the plugin's default role.
+    expect(await isMember(signedIn.session!.user.id)).toBe(true);
+
+    const refused = await auth.api.signInEmail({ body: { email: at('resident'), password }, asResponse: true });
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ code: 'SSO_REQUIRED', organization: slug, signInWith: `${allowedOrigin}/sign-in/sso?organization=${slug}` });
+    // The owner keeps a password (break-glass), as on the backend's path.
+    expect((await auth.api.signInEmail({ body: { email: at('owner'), password }, asResponse: true })).status).toBe(200);
+  });
+
+  it("refuses a sign-in through a provider someone else registered for the organization's domain: nobody is made, nobody is signed in", async () => {
+    await requireSso(true);
+    // The plugin lets any signed-in user register a provider for any domain, with no organization or with their own.
+    const signedUp = await auth.api.signUpEmail({ body: { email: `mallory-${kind}@elsewhere.example`, password, name: 'Mallory' }, returnHeaders: true });
+    const mallory = { cookie: signedUp.headers.getSetCookie().map((line) => line.split(';')[0]!).join('; ') };
+    const theirs = (await auth.api.createOrganization({ body: { name: 'Elsewhere', slug: `elsewhere-${kind}` }, headers: new Headers({ cookie: mallory.cookie }) }))!;
+    await registerProvider(mallory, `rogue-${kind}`);
+    await registerProvider(mallory, `rogue-org-${kind}`, theirs.id);
+    expect((await service()('GET', `${collectionPathOf('ssoProvider')}?domain=${domain}`)).body.data).toHaveLength(3);
+
+    for (const rogue of [`rogue-${kind}`, `rogue-org-${kind}`]) {
+      const attempt = await stage.signIn(`victim-${rogue}`, at(`victim-${rogue}`), { providerId: rogue });
+      expect(attempt).toMatchObject({ error: 'SSO_REQUIRED', landedOn: `${allowedOrigin}/sign-in`, session: null });
+      expect(await userIdOf(at(`victim-${rogue}`))).toBeUndefined();
+    }
+    // The organization's own provider still signs the same person in.
+    expect((await stage.signIn(`victim-${kind}`, at(`victim-rogue-${kind}`), { providerId })).session!.user.email).toBe(at(`victim-rogue-${kind}`));
+  });
+
+  it("refuses a user the platform's operators banned, through the organization's provider", async () => {
+    await requireSso(true);
+    const first = await stage.signIn(`banned-${kind}`, at('banned'), { providerId });
+    const userId = first.session!.user.id;
+    const support = await signUp(backend.url!, `support-${kind}@platform.example`);
+    await asOwner(`INSERT INTO "authstrap_operator" ("userId", "grantedBy") VALUES ($1, 'command line')`, [support.user.id]);
+    expect((await support.api('POST', `/api/operator/users/${userId}/ban`, { body: { reason: 'fraud' } })).status).toBe(200);
+    // The session the plugin made before the ban is over too.
+    expect(await auth.api.getSession({ headers: new Headers({ cookie: first.cookie }) })).toBeNull();
+
+    expect(await stage.signIn(`banned-${kind}`, at('banned'), { providerId })).toMatchObject({ error: 'BANNED', session: null });
+    expect((await support.api('POST', `/api/operator/users/${userId}/unban`)).status).toBe(200);
+    expect((await stage.signIn(`banned-${kind}`, at('banned'), { providerId })).session!.user.id).toBe(userId);
+  });
+
+  it("refuses a user the organization's directory deprovisioned, inside its verified domain or outside it, and gives them no membership back", async () => {
+    await requireSso(false);
+    const asTheOwner = apiClient(backend.url!, { organizationId });
+    const directory = await asTheOwner('POST', '/scim-directories', { body: { name: `Okta ${kind}` }, headers: { cookie: owner.cookie, origin: allowedOrigin } });
+    expect(directory.status, JSON.stringify(directory.body)).toBe(201);
+    const scim = (method: string, path: string, body: unknown) =>
+      fetch(`${backend.url}${new URL(directory.body.data.baseUrl).pathname}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${directory.body.data.token}`, 'content-type': 'application/scim+json' },
+        body: JSON.stringify(body),
+      }).then(async (response) => ({ status: response.status, body: await response.json() }));
+
+    // One address the organization verified, one it did not (a contractor's own): both joined through the provider.
+    for (const email of [at('leaver'), `contractor-${kind}@contractors.example`]) {
+      const subject = `deprovisioned-${email}`;
+      const joined = await stage.signIn(subject, email, { providerId });
+      expect(await isMember(joined.session!.user.id)).toBe(true);
+      const resource = await scim('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: email });
+      expect(resource.status, JSON.stringify(resource.body)).toBe(201);
+      const deactivate = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Replace', path: 'active', value: false }] };
+      expect((await scim('PATCH', `/Users/${resource.body.id}`, deactivate)).status).toBe(200);
+      expect(await isMember(joined.session!.user.id)).toBe(false);
+
+      const again = await stage.signIn(subject, email, { providerId });
+      expect(again, email).toMatchObject({ error: 'DEPROVISIONED', session: null });
+      // The plugin's provisioning never ran: the directory's suspension stands.
+      expect(await isMember(joined.session!.user.id), email).toBe(false);
+    }
+  });
+});
