@@ -68,8 +68,16 @@ export async function startCountedBackend(): Promise<{ backend: TestBackend; cou
   const target = new URL(database.url);
   const counter = await startWireCounter({ upstreamHost: target.hostname, upstreamPort: Number(target.port || 5432) });
   target.host = `127.0.0.1:${counter.port}`;
-  // No timer's statement in the counted requests: the outbox's poll and the machine keys' usage flush wait.
-  const backend = await startBackend('embedded', { DATABASE_URL: target.toString(), OUTBOX_POLL_MS: '600000', MACHINE_KEY_USAGE_FLUSH_MS: '600000' });
+  // No timer's statement in the counted requests: the outbox's poll and the machine keys' usage flush
+  // wait, and the SSO refresh's and domain checks' polls (every 60 s by default: a loaded machine's
+  // test can reach the first) are off.
+  const backend = await startBackend('embedded', {
+    DATABASE_URL: target.toString(),
+    OUTBOX_POLL_MS: '600000',
+    MACHINE_KEY_USAGE_FLUSH_MS: '600000',
+    SSO_REFRESH_POLL_MS: '0',
+    DOMAIN_CHECK_POLL_MS: '0',
+  });
   return {
     backend,
     counter,
