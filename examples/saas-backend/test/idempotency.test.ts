@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, databaseKinds, postgresAdminUrl, serviceApiKey, signUp, startBackend, type Api, type ApiResponse, type SignedUp, type TestBackend } from './support/backend.js';
@@ -101,6 +101,67 @@ describe.each(databaseKinds)('Idempotency-Key on the %s database', (kind) => {
     const created = await alice.api('POST', '/Projects', { body: { name: 'After a 404' }, headers: keyed(key) });
     expect(created.status).toBe(201);
     expect(created.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  /** The answer kept with one of Alice's keys, as stored. */
+  const keptAnswer = async (key: string) => {
+    const { rows } = await backend.running.db.asOwner((tx) =>
+      tx.query<{ status: number | null; body: string | null }>(`SELECT "status", "body" FROM "authstrap_idempotency_key" WHERE "caller" = $1 AND "key" = $2`, [`user:${alice.user.id}`, key]),
+    );
+    return rows[0];
+  };
+  /** A request's answer as bytes: status, headers, body text. */
+  const sent = async (method: string, path: string, key: string, body?: unknown) => {
+    const response = await fetch(`${backend.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${alice.token}`, 'x-organization-id': alice.organizationId, 'Idempotency-Key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, headers: response.headers, text: await response.text() };
+  };
+
+  it("keeps a generated route's answer in its write's own statement, in clear, and replays it byte for byte: create, PUT, PATCH and DELETE", async () => {
+    const createKey = randomUUID();
+    const created = await sent('POST', '/Projects', createKey, { name: 'Kept in clear' });
+    expect(created.status).toBe(201);
+    // The row's JSON is in the database in clear already: its answer is kept as it was sent.
+    expect(await keptAnswer(createKey)).toEqual({ status: 201, body: created.text });
+    const id = JSON.parse(created.text).data.id as string;
+    for (const [method, body, status] of [['PUT', { name: 'Put' }, 200], ['PATCH', { description: 'Patched' }, 200], ['DELETE', undefined, 204]] as const) {
+      const key = randomUUID();
+      const first = await sent(method, `/Projects/${id}`, key, body);
+      expect(first.status, method).toBe(status);
+      expect(await keptAnswer(key), method).toEqual({ status, body: first.text });
+      const again = await sent(method, `/Projects/${id}`, key, body);
+      expect(again.status, method).toBe(status);
+      expect(again.text, method).toBe(first.text);
+      expect(again.headers.get('idempotent-replayed'), method).toBe('true');
+      expect(again.headers.get('content-type'), method).toBe(first.headers.get('content-type'));
+    }
+    const again = await sent('POST', '/Projects', createKey, { name: 'Kept in clear' });
+    expect([again.status, again.text, again.headers.get('idempotent-replayed')]).toEqual([201, created.text, 'true']);
+    // Another request with the key: 422, and nothing written.
+    expect((await sent('POST', '/Projects', createKey, { name: 'Another' })).status).toBe(422);
+    expect(await named(alice.api, 'Another')).toBe(0);
+  });
+
+  it('keeps the answer of a write that is not one generated statement sealed, in its held transaction, and replays it', async () => {
+    const project = (await alice.api('POST', '/Projects', { body: { name: 'Parent' } })).body.data;
+    const key = randomUUID();
+    const created = await sent('POST', `/Projects/${project.id}/Tasks`, key, { title: 'Sealed' });
+    expect(created.status).toBe(201);
+    const kept = await keptAnswer(key);
+    expect(kept?.status).toBe(201);
+    expect(kept?.body).toMatch(/^sealed:v1:/);
+    const again = await sent('POST', `/Projects/${project.id}/Tasks`, key, { title: 'Sealed' });
+    expect([again.status, again.text, again.headers.get('idempotent-replayed')]).toEqual([201, created.text, 'true']);
+  });
+
+  it('keeps nothing for a write that found nothing, under the new path too: the key is free', async () => {
+    const key = randomUUID();
+    expect((await sent('DELETE', `/Projects/${randomUUID()}`, key)).status).toBe(404);
+    expect((await sent('PUT', `/Projects/${randomUUID()}`, key, { name: 'Nowhere' })).status).toBe(404);
+    expect(await keptAnswer(key)).toBeUndefined();
   });
 
   it("scopes a key to its caller and organization: another user's same key is another request", async () => {
@@ -383,6 +444,57 @@ describe.runIf(postgresAdminUrl)('a repeat while the first request with its key 
       expect((await alice.api('GET', '/Projects?name=Waited')).body.meta.total).toBe(1);
     } finally {
       await held.end().catch(() => {});
+      await backend.stop();
+    }
+  });
+});
+
+describe.runIf(postgresAdminUrl)("a repeat while a generated route's first write with its key still runs (PostgreSQL)", () => {
+  it("waits on the key's lock, then replays the answer the first kept; past half the statement timeout it is a 409", async () => {
+    const backend = await startBackend('postgres', { DATABASE_QUERY_TIMEOUT_MS: '2000' });
+    const first = new pg.Client({ connectionString: backend.running.config.databaseUrl });
+    try {
+      const alice = await signUp(backend.url, 'locked@example.com');
+      const caller = `user:${alice.user.id}`;
+      await first.connect();
+      /** "The first request", as a generated route's keyed write runs: the key's lock (keys.ts, lockStatement), held to its end. */
+      const lock = (key: string) => first.query(`SELECT pg_advisory_xact_lock(hashtextextended(concat_ws(' ', $1::text, $2::text) || ' ' || $3, 0))`, [alice.organizationId, caller, key]);
+
+      const key = randomUUID();
+      await first.query('BEGIN');
+      await lock(key);
+      const started = performance.now();
+      const repeat = alice.api('POST', '/Projects', { body: { name: 'Waited for' }, headers: { 'Idempotency-Key': key } });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The first keeps its answer with the key and commits: the repeat, which waited, gets it.
+      const fingerprint = createHash('sha256').update('POST /Projects\n').update(JSON.stringify({ name: 'Waited for' })).digest('base64url');
+      const firstAnswer = '{"success":true,"data":{"id":"first"}}';
+      await first.query(
+        `INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt", "status", "body") VALUES ($1, $2, $3, $4, now() + interval '1 hour', 201, $5)`,
+        [alice.organizationId, caller, key, fingerprint, firstAnswer],
+      );
+      await first.query('COMMIT');
+      const answer = await repeat;
+      expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+      expect(answer.status).toBe(201);
+      expect(answer.headers.get('idempotent-replayed')).toBe('true');
+      expect(answer.body).toEqual(JSON.parse(firstAnswer));
+      expect((await alice.api('GET', '/Projects?name=Waited%20for')).body.meta.total).toBe(0);
+
+      // A first that holds the lock past half of DATABASE_QUERY_TIMEOUT_MS (1 s): a 409 with Retry-After, nothing written.
+      const stuck = randomUUID();
+      await first.query('BEGIN');
+      await lock(stuck);
+      const waitedFrom = performance.now();
+      const refused = await alice.api('POST', '/Projects', { body: { name: 'Stuck' }, headers: { 'Idempotency-Key': stuck } });
+      expect(performance.now() - waitedFrom).toBeGreaterThanOrEqual(950);
+      expect(refused.status).toBe(409);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      await first.query('ROLLBACK');
+      expect((await alice.api('POST', '/Projects', { body: { name: 'Stuck' }, headers: { 'Idempotency-Key': stuck } })).status).toBe(201);
+      expect((await alice.api('GET', '/Projects?name=Stuck')).body.meta.total).toBe(1);
+    } finally {
+      await first.end().catch(() => {});
       await backend.stop();
     }
   });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { perRequest, type WireCounter } from '../../../bench/lib/pg-wire-counter.mjs';
 import { addMember, apiClient, databaseKinds, pooledDatabaseKinds, serviceApiKey, signUp, startBackend, startCountedBackend, type SignedUp, type TestBackend } from './support/backend.js';
@@ -228,9 +228,9 @@ describe.runIf(databaseKinds.includes('postgres' as never))('round trips per req
   });
   afterAll(() => counted?.stop());
 
-  async function roundTrips(method: string, path: string, body?: unknown, status?: number) {
+  async function roundTrips(method: string, path: string, body?: unknown, status?: number, headers?: Record<string, string>) {
     const before = counter.snapshot();
-    const answer = await ada.api(method, path, body === undefined ? {} : { body });
+    const answer = await ada.api(method, path, { ...(body === undefined ? {} : { body }), ...(headers ? { headers } : {}) });
     if (status === undefined) expect(answer.status, path).toBeLessThan(300);
     else expect(answer.status, path).toBe(status);
     return perRequest(before, counter.snapshot(), 1).roundTrips;
@@ -275,6 +275,20 @@ describe.runIf(databaseKinds.includes('postgres' as never))('round trips per req
     expect(await roundTrips('POST', `/Projects/${missing}/Tasks`, { title: 'Lost' }, 404)).toBe(1);
     const doomed = (await ada.api('POST', '/Projects', { body: { name: 'Doomed' } })).body.data.id;
     expect(await roundTrips('DELETE', `/Projects/${doomed}`)).toBe(1);
+  });
+
+  it('is 1 for a write with an Idempotency-Key too: the claim, the write and its kept answer go together; a repeat is 2', async () => {
+    const keyed = () => ({ 'Idempotency-Key': randomUUID() });
+    expect(await roundTrips('POST', '/Projects', { name: 'Keyed' }, undefined, keyed())).toBe(1);
+    const id = (await ada.api('POST', '/Projects', { body: { name: 'Keyed too' } })).body.data.id;
+    expect(await roundTrips('PATCH', `/Projects/${id}`, { description: 'Keyed' }, undefined, keyed())).toBe(1);
+    expect(await roundTrips('PUT', `/Projects/${id}`, { name: 'Keyed' }, undefined, keyed())).toBe(1);
+    const deleteKey = keyed();
+    expect(await roundTrips('DELETE', `/Projects/${id}`, undefined, undefined, deleteKey)).toBe(1);
+    // A repeat: the claim finds the key used, then the kept answer is read.
+    expect(await roundTrips('DELETE', `/Projects/${id}`, undefined, 204, deleteKey)).toBe(2);
+    // A write that is not one generated statement (a nested create) keeps its answer in a transaction held across the route: 2.
+    expect(await roundTrips('POST', `/Projects/${projectId}/Tasks`, { title: 'Keyed' }, undefined, keyed())).toBe(2);
   });
 
   it("changes a user's picture through the service key (Better Auth's updateUser) as any write; a name, which a directory may own, is checked first, in the same transaction", async () => {

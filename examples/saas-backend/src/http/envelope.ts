@@ -24,6 +24,12 @@ export function sendJsonData(res: Response, json: string, status = 200): void {
   sendJsonText(res, status, `{"success":true,"data":${json}}`);
 }
 
+/**
+ * What sendJsonData sends, byte for byte, written in SQL around `json` (an expression of the row's
+ * JSON text): the answer a keyed write keeps with its key in its own statement (idempotency/keys.ts).
+ */
+export const jsonDataSql = (json: string) => `'{"success":true,"data":' || ${json} || '}'`;
+
 export function sendJsonList(res: Response, page: { json: string; meta: { page: number; limit: number; total: number; totalPages: number } }): void {
   sendJsonText(res, 200, `{"success":true,"data":${page.json},"meta":${JSON.stringify(page.meta)}}`);
 }

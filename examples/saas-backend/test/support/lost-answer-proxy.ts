@@ -3,10 +3,13 @@ import net from 'node:net';
 /**
  * A loopback TCP proxy between the backend and PostgreSQL that can lose the answer to a commit:
  * it reads PostgreSQL's messages to the backend and, once armed (`holdNextKeptAnswer`), holds
- * back, on the connection where it happens, the first `COMMIT` that PostgreSQL reports done right
- * after an `UPDATE 1` (a keyed write keeps its answer with an UPDATE of its key's row, and
- * commits in the same round trip: src/idempotency/keyed-write.ts), and everything after it. The
- * database has committed; the backend never hears so. What the test does next (kill the primary,
+ * back, on the connection where it happens, the first commit of a keyed write's kept answer that
+ * PostgreSQL reports done, and everything after it: a `COMMIT` right after an `UPDATE 1` (a write
+ * that keeps its answer with an UPDATE of its key's row, and commits in the same round trip), or
+ * the ReadyForQuery that ends a pipeline whose last statements were `INSERT 0 0` then `SELECT 1`
+ * (a generated route's write: the key found unused, then the write keeping its answer in its own
+ * statement, committed by the pipeline's Sync): src/idempotency/keyed-write.ts. The database has
+ * committed; the backend never hears so. What the test does next (kill the primary,
  * `cut()` the connection) decides what the backend sees.
  *
  * It reads the answers, not the statements: the backend prepares its statements once per
@@ -33,8 +36,9 @@ interface Connection {
   pending: Buffer;
   /** The client asked for TLS first: the server's first byte is its answer, not a message. */
   sslAnswerDue: boolean;
-  /** The tag of the last CommandComplete on this connection. */
+  /** The tag of the last CommandComplete on this connection, and of the one before. */
   lastTag: string;
+  tagBefore: string;
   /** Holding back everything PostgreSQL sends from the held COMMIT on. */
   held: boolean;
 }
@@ -59,18 +63,19 @@ export async function lostAnswerProxy(target: string): Promise<LostAnswerProxy> 
       if (bytes.length - offset < 1 + length) break;
       const message = bytes.subarray(offset, offset + 1 + length);
       offset += 1 + length;
-      if (message[0] === 0x43 /* CommandComplete */) {
-        const tag = message.subarray(5, message.length - 1).toString('utf8');
-        if (armed && tag === 'COMMIT' && connection.lastTag === 'UPDATE 1') {
-          connection.held = true;
-          connection.pending = Buffer.alloc(0);
-          const resolve = armed;
-          armed = undefined;
-          resolve();
-          return;
-        }
-        connection.lastTag = tag;
+      const tag = message[0] === 0x43 /* CommandComplete */ ? message.subarray(5, message.length - 1).toString('utf8') : undefined;
+      const keptInHeldTransaction = tag === 'COMMIT' && connection.lastTag === 'UPDATE 1';
+      const keptInOwnStatement = message[0] === 0x5a /* ReadyForQuery */ && connection.tagBefore === 'INSERT 0 0' && connection.lastTag === 'SELECT 1';
+      if (armed && (keptInHeldTransaction || keptInOwnStatement)) {
+        connection.held = true;
+        connection.pending = Buffer.alloc(0);
+        const resolve = armed;
+        armed = undefined;
+        resolve();
+        return;
       }
+      if (tag !== undefined) [connection.tagBefore, connection.lastTag] = [connection.lastTag, tag];
+      if (message[0] === 0x5a) [connection.tagBefore, connection.lastTag] = ['', ''];
       connection.client.write(message);
     }
     connection.pending = Buffer.from(bytes.subarray(offset));
@@ -78,7 +83,7 @@ export async function lostAnswerProxy(target: string): Promise<LostAnswerProxy> 
 
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(targetUrl.port || 5432), targetUrl.hostname);
-    const connection: Connection = { client, upstream, pending: Buffer.alloc(0), sslAnswerDue: false, lastTag: '', held: false };
+    const connection: Connection = { client, upstream, pending: Buffer.alloc(0), sslAnswerDue: false, lastTag: '', tagBefore: '', held: false };
     connections.add(connection);
     let firstFromClient = true;
     client.on('data', (chunk) => {

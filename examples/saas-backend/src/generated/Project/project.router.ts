@@ -15,7 +15,9 @@ import {
 
 /**
  * /Projects: mounted behind tenantScoped. Each route passes `asCaller(db, req)`, so that its
- * statement runs under the caller's scope, looked up in the same round trip (guards/tenant.guard.ts).
+ * statement runs under the caller's scope, looked up in the same round trip (guards/tenant.guard.ts);
+ * a write whose rows are its answer passes `.answering(status)`, so that with an Idempotency-Key its
+ * statement keeps that answer too, in the same round trip.
  */
 export function projectRouter({ db }: { db: Database }): Router {
   const router = Router();
@@ -27,7 +29,7 @@ export function projectRouter({ db }: { db: Database }): Router {
 
   router.post('/', async (req, res) => {
     const input = parseBody('Project', ProjectCreateInput, req);
-    sendJsonData(res, await projectRepository.createJson(asCaller(db, req), input), 201);
+    sendJsonData(res, await projectRepository.createJson(asCaller(db, req).answering(201), input), 201);
   });
 
   router.get('/:id', async (req, res) => {
@@ -40,7 +42,7 @@ export function projectRouter({ db }: { db: Database }): Router {
   router.put('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
     const input = parseBody('Project', ProjectReplaceInput, req);
-    const json = await projectRepository.replaceJson(asCaller(db, req), id, input);
+    const json = await projectRepository.replaceJson(asCaller(db, req).answering(200), id, input);
     if (json === null) throw notFound('Project', id);
     sendJsonData(res, json);
   });
@@ -48,14 +50,14 @@ export function projectRouter({ db }: { db: Database }): Router {
   router.patch('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
     const patch = parseBody('Project', ProjectUpdateInput, req);
-    const json = await projectRepository.updateJson(asCaller(db, req), id, patch);
+    const json = await projectRepository.updateJson(asCaller(db, req).answering(200), id, patch);
     if (json === null) throw notFound('Project', id);
     sendJsonData(res, json);
   });
 
   router.delete('/:id', async (req, res) => {
     const id = parseId('Project', req.params.id);
-    if (!(await projectRepository.remove(asCaller(db, req), id))) throw notFound('Project', id);
+    if (!(await projectRepository.remove(asCaller(db, req).answering(204), id))) throw notFound('Project', id);
     res.status(204).end();
   });
 

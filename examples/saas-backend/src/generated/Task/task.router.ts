@@ -16,7 +16,9 @@ import {
 
 /**
  * /Tasks: mounted behind tenantScoped. Each route passes `asCaller(db, req)`, so that its
- * statement runs under the caller's scope, looked up in the same round trip (guards/tenant.guard.ts).
+ * statement runs under the caller's scope, looked up in the same round trip (guards/tenant.guard.ts);
+ * a write whose rows are its answer passes `.answering(status)`, so that with an Idempotency-Key its
+ * statement keeps that answer too, in the same round trip.
  */
 export function taskRouter({ db }: { db: Database }): Router {
   const router = Router();
@@ -28,7 +30,7 @@ export function taskRouter({ db }: { db: Database }): Router {
 
   router.post('/', async (req, res) => {
     const input = parseBody('Task', TaskCreateInput, req);
-    sendJsonData(res, await taskRepository.createJson(asCaller(db, req), input), 201);
+    sendJsonData(res, await taskRepository.createJson(asCaller(db, req).answering(201), input), 201);
   });
 
   router.get('/:id', async (req, res) => {
@@ -41,7 +43,7 @@ export function taskRouter({ db }: { db: Database }): Router {
   router.put('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
     const input = parseBody('Task', TaskReplaceInput, req);
-    const json = await taskRepository.replaceJson(asCaller(db, req), id, input);
+    const json = await taskRepository.replaceJson(asCaller(db, req).answering(200), id, input);
     if (json === null) throw notFound('Task', id);
     sendJsonData(res, json);
   });
@@ -49,14 +51,14 @@ export function taskRouter({ db }: { db: Database }): Router {
   router.patch('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
     const patch = parseBody('Task', TaskUpdateInput, req);
-    const json = await taskRepository.updateJson(asCaller(db, req), id, patch);
+    const json = await taskRepository.updateJson(asCaller(db, req).answering(200), id, patch);
     if (json === null) throw notFound('Task', id);
     sendJsonData(res, json);
   });
 
   router.delete('/:id', async (req, res) => {
     const id = parseId('Task', req.params.id);
-    if (!(await taskRepository.remove(asCaller(db, req), id))) throw notFound('Task', id);
+    if (!(await taskRepository.remove(asCaller(db, req).answering(204), id))) throw notFound('Task', id);
     res.status(204).end();
   });
 

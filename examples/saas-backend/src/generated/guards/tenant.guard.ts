@@ -6,6 +6,7 @@ import { callerStatement, machineKeyStatement, setScopeStatement, type CallerRow
 import { quoteIdentifier, type Statement } from '../../db/sql.js';
 import { eventContextStatement, requestContext } from '../../events/events.js';
 import type { Role } from '../../auth/types.js';
+import { jsonDataSql } from '../../http/envelope.js';
 import { forbidden, HttpError, notFound } from '../../http/errors.js';
 import { keyedWriteOf, keyedWriteSettings } from '../../idempotency/keyed-write.js';
 import { callerOwner } from '../../idempotency/keys.js';
@@ -294,6 +295,13 @@ export interface CallerDatabase extends ScopedQueryable {
   transaction<T>(work: (tx: ScopedQueryable) => Promise<T>): Promise<T>;
   /** Checks the caller, and the parent, now if no statement has checked them yet. */
   checkNow(): Promise<void>;
+  /**
+   * The database for the route's one write whose rows are its answer, sent with `status`: the
+   * row's `json` column in the envelope (sendJsonData), or no body for a 204. A keyed write keeps
+   * that answer with its key in the write's own statement, in its one round trip
+   * (idempotency/keyed-write.ts, writeKeepingAnswer); any other request is as `query`.
+   */
+  answering(status: 200 | 201 | 204): ScopedQueryable;
 }
 
 /**
@@ -356,15 +364,22 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
    * transaction held until its answer is kept, behind the key's claim, and its later ones in it.
    */
   const keyed = req.keyedWrite;
-  /** `sent` behind the preamble, in one round trip (pipelined as ever, or begun as a keyed write): the results of both. */
-  const run = async (sent: Statement[]) => {
+  /**
+   * `sent` behind the preamble, in one round trip (pipelined as ever, or begun as a keyed write,
+   * or a keyed write keeping its answer: `answer`): the results of both.
+   */
+  const run = async (sent: Statement[], answer?: { status: number; body: string }) => {
     if (keyed && !keyed.wellFormed()) {
       // A malformed key is a 400, once the caller's 401 or 403 has had its turn.
       await checkNow();
       keyed.key();
     }
     const { statements, pending, parentAt } = preamble();
-    const outcome = keyed ? await keyed.begin(db, statements, sent) : await db.pipeline([...statements, ...sent]);
+    const outcome = !keyed
+      ? await db.pipeline([...statements, ...sent])
+      : answer && sent.length === 1
+        ? await keyed.writeKeepingAnswer(db, statements, sent[0]!, answer)
+        : await keyed.begin(db, statements, sent);
     try {
       // The lookup itself failing is the database's failure, not the caller's.
       if (outcome.error !== undefined && outcome.results.length < statements.length) throw outcome.error;
@@ -388,15 +403,21 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
       await settle(outcome.results, pending, parentAt);
     });
 
+  const query = <Row>(text: string, params: unknown[] = [], answer?: { status: number; body: string }): Promise<QueryResult<Row>> => {
+    if (keyed?.holding) return keyed.query<Row>(text, params);
+    return withCheckAgain(async () => {
+      const results = await run([{ text, params }], answer);
+      return results[results.length - 1] as QueryResult<Row>;
+    });
+  };
+
   return {
     scoped: true,
-    query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
-      if (keyed?.holding) return keyed.query<Row>(text, params);
-      return withCheckAgain(async () => {
-        const results = await run([{ text, params }]);
-        return results[results.length - 1] as QueryResult<Row>;
-      });
-    },
+    query,
+    answering: (status) => ({
+      scoped: true,
+      query: (text, params) => query(text, params, { status, body: status === 204 ? `''` : jsonDataSql('"written"."json"') }),
+    }),
     transaction(work) {
       if (keyed?.holding) return work({ scoped: true, query: (text, params) => keyed.query(text, params) });
       if (keyed) {

@@ -8,10 +8,13 @@ import {
   claimStatement,
   forgetExpiredStatement,
   idempotencyHeader,
+  keptWithStatement,
+  lockStatement,
   presentedIdempotencyKey,
   recordStatement,
   requestFingerprint,
   storedAnswerStatement,
+  usedKeyStatement,
   type KeyOwner,
   type StoredAnswer,
 } from './keys.js';
@@ -28,6 +31,10 @@ import {
  * (and gets the answer again) or neither (and is the write). A repeat that comes while the first
  * is still running waits for it on the key's row, up to `lockWaitMs`, then gets a 409. An answer
  * of 400 or more is not kept: the transaction is rolled back, and the key is free for the next try.
+ *
+ * A generated entity route's write (POST, PUT, PATCH, DELETE) needs none of that: its statement's
+ * rows are its answer, so the statement keeps the answer itself, and the whole keyed write is one
+ * round trip in one implicit transaction (writeKeepingAnswer), as a write without a key is.
  *
  * Writes without the header never come here: their statements go in one round trip as ever
  * (tenant.guard.ts, asCaller).
@@ -78,13 +85,48 @@ export class KeyedWrite {
     this.tx = tx;
     this.state = 'open';
     this.hookAnswer();
-    const outcome = tx.started;
-    const claimAt = preamble.length;
-    const results = [...outcome.results.slice(0, claimAt), ...outcome.results.slice(claimAt + claim.length)];
+    return this.claimed(tx.started, preamble.length, claim.length);
+  }
+
+  /**
+   * A generated route's one write whose rows are its answer (tenant.guard.ts, `answering`): the
+   * claim, the write and the answer kept with the key, in one round trip and one implicit
+   * transaction, with no transaction held across the route and no second statement on the key:
+   *
+   *   <preamble>  <the key's lock: lockStatement>  <used already? usedKeyStatement>  <the write, keeping its answer: keptWithStatement>
+   *
+   * The outcome is as `begin`'s. `body`: the answer's body in SQL over the written row (jsonDataSql),
+   * or '' for a 204. A write that finds nothing (a 404) or fails (a 409) keeps nothing.
+   */
+  async writeKeepingAnswer(db: Database, preamble: Statement[], write: Statement, answer: { status: number; body: string }): Promise<PipelineOutcome> {
+    const { owner, keyHours, lockWaitMs } = this.settings;
+    const key = this.key();
+    const claim = [...owner.preamble, lockStatement(owner, key, lockWaitMs), usedKeyStatement(owner, key)];
+    const kept = keptWithStatement(owner, write, { key, fingerprint: requestFingerprint(this.req), hours: keyHours, ...answer });
+    const outcome = this.claimed(await db.pipeline([...preamble, ...claim, kept]), preamble.length, claim.length);
+    const written = outcome.error === undefined ? outcome.results[preamble.length] : undefined;
+    // The write's rows are the statement's (SELECT * FROM "written"); the embedded database counts none for a SELECT.
+    if (written) written.rowCount = written.rows.length;
+    return outcome;
+  }
+
+  /**
+   * `outcome` without the claim's results; a key already used is the error at the claim's place,
+   * and so is a write that ran into the key (its kept answer inserted where another request's is:
+   * a request that took it by the held path, claimStatement).
+   */
+  private claimed(outcome: PipelineOutcome, claimAt: number, claimLength: number): PipelineOutcome {
+    const results = [...outcome.results.slice(0, claimAt), ...outcome.results.slice(claimAt + claimLength)];
     if (outcome.error === undefined) return { results };
     const failedAt = outcome.results.length;
-    const inClaim = failedAt >= claimAt && failedAt < claimAt + claim.length;
-    return { results, error: inClaim ? new KeyTaken(outcome.error) : outcome.error };
+    const inClaim = failedAt >= claimAt && failedAt < claimAt + claimLength;
+    return { results, error: inClaim || this.ranIntoKey(outcome.error) ? new KeyTaken(outcome.error) : outcome.error };
+  }
+
+  private ranIntoKey(error: unknown): boolean {
+    const { code, constraint, where } = error as { code?: string; constraint?: string; where?: string };
+    if (code === '23505') return constraint === this.settings.owner.claimedIndex;
+    return code === '55P03' && where !== undefined && where.includes(this.settings.owner.claimedIndex);
   }
 
   /** A later statement of the request, in the held transaction (its scope is set already). */
