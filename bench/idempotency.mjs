@@ -7,8 +7,9 @@
 //             in one round trip, then the answer kept and COMMIT (src/idempotency/keyed-write.ts);
 //   repeat    one key and body sent again and again: every request after the first is answered
 //             from the kept answer.
-// Reports each kind's requests a second, p50 and p99 per round, and keyed / plain per round and
-// its median. "Nothing without a key" is the plain write against the write before keys existed:
+// Reports each kind's requests a second, p50 and p99 per round, the CPU each request took in the
+// backend's Node process and in the PostgreSQL backends of its database (not the machine's other
+// PostgreSQL processes), and keyed / plain per round and its median. "Nothing without a key" is the plain write against the write before keys existed:
 // bench/run.mjs's write (a) and its history in bench/README.md.
 //
 //   npm run bootstrap && node bench/idempotency.mjs
@@ -18,7 +19,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { children, median, repoDir, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
+import { children, cpuTicks, median, queryAsOwner, repoDir, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase, writeLoadArgs } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'idempotency.json');
@@ -34,6 +35,17 @@ function load(kind, base, session) {
   if (kind !== 'plain') args[args.indexOf('-s') + 1] = keyedScript;
   const env = { ...process.env, BENCH_REPORT_LUA: report, ...(kind === 'repeat' ? { BENCH_REPEAT_KEY: `repeat-${Date.now()}` } : {}) };
   return { args, env };
+}
+
+/** CPU ticks so far of the backend's process and of the PostgreSQL backends serving `database`. */
+async function ticks(pid, database) {
+  const { rows } = await queryAsOwner(database.url, 'SELECT "pid" FROM pg_stat_activity WHERE "datname" = current_database() AND "pid" <> pg_backend_pid()');
+  return { node: cpuTicks(pid), postgres: Object.fromEntries(rows.map(({ pid: backend }) => [backend, cpuTicks(backend)])) };
+}
+/** CPU µs per request between two `ticks` (a PostgreSQL backend gone in between counts as nothing). */
+function cpuPerRequest(before, after, requests) {
+  const postgres = Object.entries(after.postgres).reduce((sum, [pid, value]) => sum + value - (before.postgres[pid] ?? value), 0);
+  return { nodeCpuUs: Math.round(((after.node - before.node) * 10_000) / requests), postgresCpuUs: Math.round((postgres * 10_000) / requests) };
 }
 
 const database = await throwawayDatabase('idempotency');
@@ -53,12 +65,15 @@ try {
     const figures = {};
     for (const kind of order) {
       const { args, env } = load(kind, backend.base, session);
+      const before = await ticks(backend.child.pid, database);
       const result = await runWrk([...args, '-d', `${seconds}s`], seconds, env);
-      figures[kind] = { rps: Math.round(result.rps), p50Ms: result.latencyUs.p50 / 1000, p99Ms: result.latencyUs.p99 / 1000 };
+      const cpu = cpuPerRequest(before, await ticks(backend.child.pid, database), result.requests);
+      figures[kind] = { rps: Math.round(result.rps), p50Ms: result.latencyUs.p50 / 1000, p99Ms: result.latencyUs.p99 / 1000, ...cpu };
     }
     const ratio = figures.keyed.rps / figures.plain.rps;
     results.push({ round, ...figures, keyedOverPlain: Number(ratio.toFixed(3)) });
-    console.log(`round ${round + 1}: plain ${figures.plain.rps} rps (p99 ${figures.plain.p99Ms} ms), keyed ${figures.keyed.rps} rps (p99 ${figures.keyed.p99Ms} ms), repeat ${figures.repeat.rps} rps; keyed/plain ${ratio.toFixed(3)}`);
+    const line = (kind) => `${kind} ${figures[kind].rps} rps (p50 ${figures[kind].p50Ms} ms, p99 ${figures[kind].p99Ms} ms; CPU/request Node ${figures[kind].nodeCpuUs} µs, PostgreSQL ${figures[kind].postgresCpuUs} µs)`;
+    console.log(`round ${round + 1}: ${kinds.map(line).join(', ')}; keyed/plain ${ratio.toFixed(3)}`);
   }
   const summary = { measuredAt: new Date().toISOString(), loadAverage: (await import('node:os')).loadavg()[0], keyedOverPlainMedian: median(results.map((result) => result.keyedOverPlain)), rounds: results };
   console.log(`keyed / plain, median of ${rounds} rounds: ${summary.keyedOverPlainMedian}`);
