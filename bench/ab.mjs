@@ -12,11 +12,12 @@
 //
 // The copies must be inside examples/saas-backend (they import its node_modules) and must answer
 // the list with the same body. Settings: BENCH_PG_URL, BENCH_PAIRS (3), BENCH_WARMUP_SECONDS (3),
-// BENCH_DURATION_SECONDS (8). Linux only; needs wrk. Writes bench/results/ab.json.
+// BENCH_DURATION_SECONDS (8), BENCH_LOAD (list; or write: POST /Projects as run.mjs's write, whose
+// list then differs from run to run, so the bodies are not compared). Linux only; needs wrk. Writes bench/results/ab.json.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { children, cpuTicks, exampleDir, listLoadArgs, median, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
+import { children, cpuTicks, exampleDir, listLoadArgs, median, repoDir, writeLoadArgs, runWrk, seedProjects, startExampleBackend, stopChild, throwawayDatabase } from './lib/harness.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results', 'ab.json');
@@ -24,6 +25,9 @@ const pairs = Number(process.env.BENCH_PAIRS ?? 3);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
 const listPath = '/Projects?limit=20';
+const writes = process.env.BENCH_LOAD === 'write';
+// wrk-create.lua reports through wrk-report.lua, which it is told the path of.
+const wrkEnv = { ...process.env, BENCH_REPORT_LUA: path.join(repoDir, 'bench', 'wrk-report.lua') };
 
 /** The entry point of one copy, or a message that names the argument to change. */
 function entryOf(argument, label) {
@@ -63,10 +67,10 @@ try {
     for (const side of pair % 2 === 0 ? ['A', 'B'] : ['B', 'A']) {
       const backend = await startExampleBackend({ dbUrl, entry: entries[side] });
       bodies[side] = await (await fetch(`${backend.base}${listPath}`, { headers: { authorization: `Bearer ${token}`, 'x-organization-id': organizationId } })).text();
-      const args = listLoadArgs(backend.base, { token, organizationId });
-      await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds);
+      const args = (writes ? writeLoadArgs : listLoadArgs)(backend.base, { token, organizationId });
+      await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds, wrkEnv);
       const ticksBefore = cpuTicks(backend.child.pid);
-      const result = await runWrk(['-d', `${seconds}s`, ...args], seconds);
+      const result = await runWrk(['-d', `${seconds}s`, ...args], seconds, wrkEnv);
       const run = {
         rps: Math.round(result.rps),
         p99Ms: result.latencyUs.p99 / 1000,
@@ -76,7 +80,7 @@ try {
       runs[side].push(run);
       console.log(`[bench] ${side}: ${run.rps} rps, p99 ${run.p99Ms} ms, Node ${run.nodeCpuUsPerRequest} µs per request`);
     }
-    if (bodies.A !== bodies.B) throw new Error(`A and B answer ${listPath} differently, so their speeds cannot be compared:\nA: ${bodies.A.slice(0, 300)}\nB: ${bodies.B.slice(0, 300)}`);
+    if (!writes && bodies.A !== bodies.B) throw new Error(`A and B answer ${listPath} differently, so their speeds cannot be compared:\nA: ${bodies.A.slice(0, 300)}\nB: ${bodies.B.slice(0, 300)}`);
   }
 
   const medians = Object.fromEntries(

@@ -2,6 +2,7 @@ import net from 'node:net';
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callerOwner, storedAnswerStatement, usedKeyStatement } from '../src/idempotency/keys.js';
 import { apiClient, databaseKinds, postgresAdminUrl, serviceApiKey, signUp, startBackend, type Api, type ApiResponse, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
@@ -499,3 +500,38 @@ describe.runIf(postgresAdminUrl)("a repeat while a generated route's first write
     }
   });
 });
+
+describe.runIf(postgresAdminUrl)("a key's lookups, however many keys its organization has (PostgreSQL)", () => {
+  it("find the key by organization, caller and key in the index's condition, under row-level security", async () => {
+    const backend = await startBackend('postgres');
+    try {
+      const alice = await signUp(backend.url, 'many-keys@example.com');
+      const { db } = backend.running;
+      const scope = [alice.organizationId, alice.user.id];
+      const plans = await db.transaction(async (tx) => {
+        await tx.query(`SELECT set_config('authstrap.organization_id', $1, true), set_config('authstrap.user_id', $2, true)`, scope);
+        // As the planner chooses once the table has grown: an index scan, whose condition decides how much of the index is read.
+        await tx.query('SET LOCAL enable_seqscan = off');
+        await tx.query('SET LOCAL enable_bitmapscan = off');
+        const explain = async ({ text, params }: { text: string; params: unknown[] }) => (await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${text}`, params)).rows[0]!['QUERY PLAN'][0].Plan;
+        return [await explain(storedAnswerStatement(callerOwner, 'a-key')), await explain(usedKeyStatement(callerOwner, 'a-key'))];
+      });
+      /** The conditions of the plan's scans of the key index. */
+      const conditions = (node: PlanNode): string[] => [...(node['Index Name'] === 'authstrap_idempotency_key_caller_key_idx' ? [node['Index Cond'] ?? ''] : []), ...(node.Plans ?? []).flatMap(conditions)];
+      for (const plan of plans) {
+        const [condition] = conditions(plan);
+        // Without the caller in it, the scan reads every key of the organization (bench/README.md).
+        expect(condition).toMatch(/\bcaller = /);
+        expect(condition).toMatch(/\bkey = /);
+      }
+    } finally {
+      await backend.stop();
+    }
+  });
+});
+
+interface PlanNode {
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  Plans?: PlanNode[];
+}
