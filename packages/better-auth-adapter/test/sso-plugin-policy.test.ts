@@ -107,6 +107,29 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
     expect((await auth.api.signInEmail({ body: { email: at('owner'), password }, asResponse: true })).status).toBe(200);
   });
 
+  it("records a refused password sign-in and a refused sign-up once each in the organization's audit log, though their transactions roll back", async () => {
+    await requireSso(false);
+    const colleague = at('password-colleague');
+    await auth.api.signUpEmail({ body: { email: colleague, password, name: 'Colleague' } });
+    await requireSso(true);
+
+    expect((await auth.api.signInEmail({ body: { email: colleague, password }, asResponse: true })).status).toBe(403);
+    const newcomer = at('newcomer');
+    const signUp = await auth.api.signUpEmail({ body: { email: newcomer, password, name: 'Newcomer' }, asResponse: true });
+    expect(signUp.status).toBe(403);
+    expect(await signUp.json()).toMatchObject({ code: 'SSO_REQUIRED', organization: slug });
+    // The sign-up's user was rolled back with its password; its refusal is kept.
+    expect(await userIdOf(newcomer)).toBeUndefined();
+
+    const asTheOwner = apiClient(backend.url!, { organizationId });
+    const listed = await asTheOwner('GET', '/audit-events?type=session.sign_in_refused&limit=100', { headers: { cookie: owner.cookie, origin: allowedOrigin } });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    const refusalsOf = (email: string) =>
+      (listed.body.data as { userId: string | null; data: { email: string } }[]).filter((event) => event.data.email === email).map(({ userId, data }) => ({ userId, data }));
+    expect(refusalsOf(colleague)).toEqual([{ userId: await userIdOf(colleague), data: { email: colleague, method: 'better-auth:password', code: 'SSO_REQUIRED' } }]);
+    expect(refusalsOf(newcomer)).toEqual([{ userId: null, data: { email: newcomer, method: 'better-auth:sign-up', code: 'SSO_REQUIRED' } }]);
+  });
+
   it("refuses a sign-in through a provider someone else registered for the organization's domain: nobody is made, nobody is signed in", async () => {
     await requireSso(true);
     // The plugin lets any signed-in user register a provider for any domain, with no organization or with their own.
