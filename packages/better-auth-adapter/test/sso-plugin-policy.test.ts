@@ -210,4 +210,23 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
       expect(await isMember(joined.session!.user.id), email).toBe(false);
     }
   });
+
+  it("keeps an organization's provider, and its sign-in, when the admin who registered it is deleted", async () => {
+    await requireSso(true);
+    const signedUp = await auth.api.signUpEmail({ body: { email: `it-admin-${kind}@contractors.example`, password, name: 'IT admin' }, returnHeaders: true });
+    const admin = { id: signedUp.response.user.id, cookie: signedUp.headers.getSetCookie().map((line) => line.split(';')[0]!).join('; ') };
+    await auth.api.addMember({ body: { userId: admin.id, role: 'admin', organizationId } });
+    const adminsProvider = `admin-registered-${kind}`;
+    await registerProvider(admin, adminsProvider, organizationId);
+    const providerRow = async () => (await service()('GET', `${collectionPathOf('ssoProvider')}?providerId=${adminsProvider}`)).body.data as { userId: string | null }[];
+    expect(await providerRow()).toMatchObject([{ userId: admin.id }]);
+
+    // Better Auth's deleteUser, as its adapter sends it.
+    expect((await service()('DELETE', `${collectionPathOf('user')}/${admin.id}`)).status).toBe(204);
+    expect(await userIdOf(`it-admin-${kind}@contractors.example`)).toBeUndefined();
+    expect(await providerRow()).toMatchObject([{ userId: null }]);
+    const signedIn = await stage.signIn(`after-admin-${kind}`, at('after-admin'), { providerId: adminsProvider });
+    expect(signedIn.error).toBeNull();
+    expect(signedIn.session!.user.email).toBe(at('after-admin'));
+  });
 });
