@@ -4,7 +4,7 @@ import { organization } from 'better-auth/plugins';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowedOrigin, apiClient, authSecret, databaseKinds, serviceApiKey, signUp } from '../../../examples/saas-backend/test/support/backend.js';
 import { startReceiver, type Receiver } from '../../../examples/saas-backend/test/support/webhook-receiver.js';
-import { authstrapAdapter, authstrapPassword } from '../src/index.js';
+import { authstrapAdapter, authstrapPassword, ssoActiveOrganization } from '../src/index.js';
 import { collectionPathOf } from '../src/models.js';
 import { schemaFollowingBackend } from './support/schema-following-backend.js';
 import { startSsoStage } from './support/sso-plugin.js';
@@ -35,7 +35,7 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
   let organizationId: string;
   let slug: string;
 
-  const plugins = [organization(), sso({ organizationProvisioning: { defaultRole: 'member' } })];
+  const plugins = [organization(), sso({ organizationProvisioning: { defaultRole: 'member' } }), ssoActiveOrganization()];
   const makeAuth = () =>
     betterAuth({
       baseURL: stage.appUrl,
@@ -93,12 +93,13 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
     await receiver?.close();
   });
 
-  it("signs an employee in through the organization's provider while SSO is required, and refuses a password sign-in for the domain with the plugin present", async () => {
+  it("signs an employee in through the organization's provider, active in that organization, while SSO is required, and refuses a password sign-in for the domain with the plugin present", async () => {
     await requireSso(true);
     const signedIn = await stage.signIn(`employee-${kind}`, at('employee'), { email: at('employee') });
     expect(signedIn.error).toBeNull();
     expect(signedIn.session!.user.email).toBe(at('employee'));
-    expect((await service()('GET', `/sessions/${signedIn.session!.session.id}`)).body.data.authMethod).toBe('better-auth:sso');
+    // Made by the plugin, active in the provider's organization (ssoActiveOrganization), as the backend's own SSO sessions are.
+    expect((await service()('GET', `/sessions/${signedIn.session!.session.id}`)).body.data).toMatchObject({ authMethod: 'better-auth:sso', activeOrganizationId: organizationId });
     // In the audit log as any sign-in, with how it was made.
     const recorded = await asOwner(`SELECT "data"->>'method' AS "method" FROM "authstrap_event" WHERE "entityId" = $1 AND "type" = 'session.signed_in'`, [signedIn.session!.session.id]);
     expect(recorded.rows).toEqual([{ method: 'better-auth:sso' }]);
