@@ -119,7 +119,7 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
   const skip = kind === 'postgres' && !adminUrl;
   let db: Db;
   let world: World;
-  let ssoRequired: unknown;
+  let ssoRequired: Record<string, unknown>;
 
   beforeAll(async () => {
     if (skip) return;
