@@ -78,6 +78,8 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
   const maxOpen = db.kind === 'embedded' ? 1 : settings.maxOpen;
   const open = new Map<string, Held>();
   const endedBecause = new Map<string, string>();
+  /** Commits PostgreSQL has not answered yet: a commit sent again meanwhile waits for the same answer. */
+  const committing = new Map<string, Promise<void>>();
   const waiting: (() => void)[] = [];
   let closed = false;
 
@@ -98,10 +100,12 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     const finished = held.queue.catch(() => {}).then(() => (outcome === 'commit' ? held.tx.commit() : held.tx.rollback()));
     held.finished = finished.catch(() => {});
     if (outcome === 'commit') {
-      void finished.then(
-        () => endedBecause.set(held.id, reason),
-        (error) => endedBecause.set(held.id, `its commit failed, so whether it was kept is unknown (${(error as Error).message.slice(0, 200)})`),
+      const answered = finished.then(
+        () => void endedBecause.set(held.id, reason),
+        (error) => void endedBecause.set(held.id, `its commit failed, so whether it was kept is unknown (${(error as Error).message.slice(0, 200)})`),
       );
+      committing.set(held.id, answered);
+      void answered.then(() => committing.delete(held.id));
     }
     // Whoever waits for a place gets it once the connection is back.
     void finished.catch(() => {}).then(() => waiting.shift()?.());
@@ -246,6 +250,9 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     async (req, res) => {
       const id = named(req);
       const done = outcome === 'commit' ? 'committed' : 'rolled back';
+      // Sent again while the first commit is still running (its answer is slow, not lost yet): the
+      // first one's outcome, once PostgreSQL gives it, rather than a 409 the client cannot act on.
+      await committing.get(id);
       // Sent again after its answer was lost: it ended as asked, and is answered so again.
       if (!open.has(id) && endedBecause.get(id) === endReason[outcome]) return sendData(res, { id, outcome: done });
       const held = heldBy(req, id);
