@@ -102,14 +102,16 @@ function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodTy
   router.use((req, _res, next) => (callerOf(req).kind === 'service' ? next() : next('router')));
   /**
    * A route whose SQL runs in the request's transaction when it names one (x-authstrap-transaction),
-   * else on its own. A write the sign-in rule refused (Better Auth signing someone in or up) is on
-   * the record once its statements are rolled back, before the 403 (session.sign_in_refused).
+   * else on its own. A create the sign-in rule refused (a session, a sign-up's password: Better
+   * Auth signing someone in or up) is on the record once its statements are rolled back, before
+   * the 403 (session.sign_in_refused); a refused change (a password reset) is answered without
+   * one, as on the backend's routes: nobody signed in.
    */
   const route =
     (handler: (req: Request, res: Response, db: Runner) => Promise<void>): RequestHandler =>
     (req, res) =>
       transactions.run(req, (db) => handler(req, res, events && req.method !== 'GET' ? asService(db, req) : db)).catch(async (error: unknown) => {
-        await recordRefusedWrite(database, error, betterAuthMethodOf(req.header(betterAuthPathHeader)));
+        if (req.method === 'POST') await recordRefusedWrite(database, error, betterAuthMethodOf(req.header(betterAuthPathHeader)));
         throw error;
       });
 
