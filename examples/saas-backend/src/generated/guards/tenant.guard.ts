@@ -299,7 +299,8 @@ export interface CallerDatabase extends ScopedQueryable {
    * The database for the route's one write whose rows are its answer, sent with `status`: the
    * row's `json` column in the envelope (sendJsonData), or no body for a 204. A keyed write keeps
    * that answer with its key in the write's own statement, in its one round trip
-   * (idempotency/keyed-write.ts, writeKeepingAnswer); any other request is as `query`.
+   * (idempotency/keyed-write.ts, writeKeepingAnswer); any other request is as `query`. Only for
+   * the route's last statement: once it has run, the request's key is used.
    */
   answering(status: 200 | 201 | 204): ScopedQueryable;
 }
