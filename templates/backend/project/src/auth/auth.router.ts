@@ -6,6 +6,7 @@ import type { Database } from '../db/database.js';
 import { auditEventListSpec } from '../events/events.js';
 import { sendData, sendList } from '../http/envelope.js';
 import { parseListQuery } from '../http/list-query.js';
+import { withIdempotencyKeyOnWrites } from '../openapi/crud.js';
 import { forbidden, HttpError } from '../http/errors.js';
 import { machineKeysReachOnlyEntities } from '../generated/guards/auth.guard.js';
 import { keyedWrites } from '../idempotency/held-transaction.js';
@@ -237,8 +238,9 @@ export function authRouter({ auth, config, db }: { auth: AuthService; config: Co
   return router;
 }
 
-/** Describes /api/auth in the OpenAPI document. */
-export function registerAuthRoutes(registry: OpenAPIRegistry): void {
+/** Describes /api/auth in the OpenAPI document: every write takes an Idempotency-Key. */
+export function registerAuthRoutes(documented: OpenAPIRegistry): void {
+  const registry = withIdempotencyKeyOnWrites(documented);
   const User = z.object({ id: z.uuid(), email: z.string(), name: z.string(), email_verified: z.boolean(), image: z.string().nullable(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'AuthUser' });
   const Session = z
     .object({
