@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, createThrowawayDatabase, databaseKinds, invitationTokenFor, postgresAdminUrl, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, createThrowawayDatabase, databaseKinds, invitationTokenFor, postgresAdminUrl, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { lostAnswerProxy, type LostAnswerProxy } from './support/lost-answer-proxy.js';
 
 /** An answer as it came, byte for byte: status, headers and the body's text. */
@@ -162,6 +162,33 @@ describe.each(databaseKinds)('Idempotency-Key on the built-in routes, on the %s 
     expect(again.json.data.key).toBe(first.json.data.key);
     const listed = (await alice.api('GET', '/api/auth/api-keys')).body.data as { name: string }[];
     expect(listed.filter((made) => made.name === body.name)).toHaveLength(1);
+  });
+
+  /** The id of the session behind `token`. */
+  const sessionIdOf = async (token: string) => (await send(backend.url, 'GET', '/api/auth/get-session', { token })).json.data.session.id as string;
+
+  it("replays a role change, a member's removal, a session's sign-out, a user's change and an organization's deletion: a DELETE sent again is a 204, not a 404", async () => {
+    const member = await addMember(backend.url, alice, `member-${randomUUID().slice(0, 8)}@example.com`, 'member');
+    const membership = ((await alice.api('GET', '/members?limit=100')).body.data as { id: string; userId: string }[]).find((row) => row.userId === member.user.id)!;
+    const asAlice = { token: alice.token, organizationId: alice.organizationId };
+    /** Sends `method path` twice with one key: the second is the first again. */
+    const twice = async (method: string, path: string, options: { body?: unknown; token: string; organizationId?: string }, status: number) => {
+      const key = randomUUID();
+      const first = await send(backend.url, method, path, { ...options, key });
+      expect(first.status).toBe(status);
+      expectReplayOf(await send(backend.url, method, path, { ...options, key }), first);
+    };
+    await twice('PATCH', `/members/${membership.id}`, { body: { role: 'admin' }, ...asAlice }, 200);
+    await twice('DELETE', `/members/${membership.id}`, asAlice, 204);
+    expect(((await alice.api('GET', '/members?limit=100')).body.data as { userId: string }[]).some((row) => row.userId === member.user.id)).toBe(false);
+
+    const other = await send(backend.url, 'POST', '/api/auth/sign-in/email', { body: { email: member.user.email, password: 'correct horse battery' } });
+    await twice('DELETE', `/sessions/${await sessionIdOf(other.json.data.token)}`, { token: member.token }, 204);
+    expect((await send(backend.url, 'GET', '/api/auth/get-session', { token: other.json.data.token })).status).toBe(401);
+    await twice('PATCH', `/Users/${member.user.id}`, { body: { name: 'Renamed once' }, token: member.token }, 200);
+
+    const made = await send(backend.url, 'POST', '/Organizations', { body: { name: 'Short lived', slug: `short-${randomUUID().slice(0, 8)}` }, token: alice.token });
+    await twice('DELETE', `/Organizations/${made.json.data.id}`, { token: alice.token }, 204);
   });
 });
 

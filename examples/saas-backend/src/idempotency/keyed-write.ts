@@ -44,6 +44,11 @@ export class KeyedWrite {
   private abandonedByClient = false;
   /** What waits for the commit (a wake-up of the outbox's worker): run once the write is committed. */
   private readonly committed: (() => void)[] = [];
+  /**
+   * The last statement sent on the held connection: the next waits for it. A request's statements
+   * may come concurrently (Promise.all), and a pipeline writes to the connection directly.
+   */
+  private inFlight: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly req: Request,
@@ -96,12 +101,18 @@ export class KeyedWrite {
 
   /** A later statement of the request, in the held transaction (its scope is set already). */
   query<Row>(text: string, params?: unknown[]): Promise<QueryResult<Row>> {
-    return this.tx!.query<Row>(text, params);
+    return this.afterInFlight(() => this.tx!.query<Row>(text, params));
   }
 
   /** Later statements in one round trip, in the held transaction, up to the first that fails. */
   pipeline(statements: Statement[]): Promise<PipelineOutcome> {
-    return this.tx!.pipeline(statements);
+    return this.afterInFlight(() => this.tx!.pipeline(statements));
+  }
+
+  private afterInFlight<T>(send: () => Promise<T>): Promise<T> {
+    const sent = this.inFlight.then(send);
+    this.inFlight = sent.catch(() => {});
+    return sent;
   }
 
   /** The client went away before the answer and the write was rolled back. */
@@ -194,6 +205,7 @@ export class KeyedWrite {
     const tx = this.tx!;
     const { owner, seal } = this.settings;
     try {
+      await this.inFlight;
       if (status >= 400) {
         if (!this.settings.failuresKeepTheirWork) return await tx.rollback();
         // What the request did before it failed (a failed sign-in's record) is kept, as it is
