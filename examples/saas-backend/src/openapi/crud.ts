@@ -88,36 +88,29 @@ export const idempotencyKeyHeader = z.object({
         'is still running waits for it, or gets a 409 with Retry-After. Kept per caller and organization for IDEMPOTENCY_KEY_HOURS (24). Answers of 400 or more are not kept.',
     }),
 });
+/** The Idempotency-Key header as `idempotencyKeyHeader` has it, described for other callers. */
+const keyHeaderSaying = (description: string) => z.object({ 'Idempotency-Key': idempotencyKeyHeader.shape['Idempotency-Key'].meta({ description }) });
 /** On the trusted server's writes (the service API): the same, under the service key's own keys. */
-const serviceIdempotencyKeyHeader = z.object({
-  'Idempotency-Key': idempotencyKeyHeader.shape['Idempotency-Key'].meta({
-    description:
-      'Service key: a key of your choosing (a UUID) that makes the write safe to send again, as on the tenant routes (a repeat gets the first answer, ' +
-      'Idempotent-Replayed: true; another request with the key is a 422; a repeat while the first runs waits, or gets a 409 with Retry-After). ' +
-      "The service key's keys are its own, kept for IDEMPOTENCY_KEY_HOURS (24). Refused (400) inside a transaction (x-authstrap-transaction).",
-  }),
-});
+const serviceIdempotencyKeyHeader = keyHeaderSaying(
+  'Service key: a key of your choosing (a UUID) that makes the write safe to send again, as on the tenant routes (a repeat gets the first answer, ' +
+  'Idempotent-Replayed: true; another request with the key is a 422; a repeat while the first runs waits, or gets a 409 with Retry-After). ' +
+  "The service key's keys are its own, kept for IDEMPOTENCY_KEY_HOURS (24). Refused (400) inside a transaction (x-authstrap-transaction).",
+);
 /** On the built-in entities' writes, which a signed-in user and the service key both make. */
-const builtInIdempotencyKeyHeader = z.object({
-  'Idempotency-Key': idempotencyKeyHeader.shape['Idempotency-Key'].meta({
-    description:
-      'A key of your choosing (a UUID) that makes the write safe to send again: a repeat gets the first answer (Idempotent-Replayed: true) and changes nothing; ' +
-      'another request with the key is a 422; a repeat while the first runs waits, or gets a 409 with Retry-After. Kept for IDEMPOTENCY_KEY_HOURS (24): ' +
-      "a signed-in user's keys are their own (on /members, theirs in the organization), the service key's its own. Answers of 400 or more are not kept. " +
-      'Service key: refused (400) inside a transaction (x-authstrap-transaction).',
-  }),
-});
+const builtInIdempotencyKeyHeader = keyHeaderSaying(
+  'A key of your choosing (a UUID) that makes the write safe to send again: a repeat gets the first answer (Idempotent-Replayed: true) and changes nothing; ' +
+  'another request with the key is a 422; a repeat while the first runs waits, or gets a 409 with Retry-After. Kept for IDEMPOTENCY_KEY_HOURS (24): ' +
+  "a signed-in user's keys are their own (on /members, theirs in the organization), the service key's its own. Answers of 400 or more are not kept. " +
+  'Service key: refused (400) inside a transaction (x-authstrap-transaction).',
+);
 
 /** On the writes of /api/auth, made signed in or not (sign-up, sign-in). */
-const authIdempotencyKeyHeader = z.object({
-  'Idempotency-Key': idempotencyKeyHeader.shape['Idempotency-Key'].meta({
-    description:
-      'A key of your choosing (a UUID) that makes the write safe to send again: a repeat gets the first answer, its cookies included (Idempotent-Replayed: true), ' +
-      'and changes nothing (one account, one session, one membership); another request with the key is a 422; a repeat while the first runs waits, or gets a 409 ' +
-      "with Retry-After. Kept for IDEMPOTENCY_KEY_HOURS (24): a signed-in user's keys are their own; without a session, keys are every anonymous caller's, " +
-      'so choose one nobody else would. An answer of 400 or more is not kept: the key is free again.',
-  }),
-});
+const authIdempotencyKeyHeader = keyHeaderSaying(
+  'A key of your choosing (a UUID) that makes the write safe to send again: a repeat gets the first answer, its cookies included (Idempotent-Replayed: true), ' +
+  'and changes nothing (one account, one session, one membership); another request with the key is a 422; a repeat while the first runs waits, or gets a 409 ' +
+  "with Retry-After. Kept for IDEMPOTENCY_KEY_HOURS (24): a signed-in user's keys are their own; without a session, keys are every anonymous caller's, " +
+  'so choose one nobody else would. An answer of 400 or more is not kept: the key is free again.',
+);
 
 /**
  * `registry` for the routes of /api/auth, whose every write takes an Idempotency-Key
