@@ -130,6 +130,8 @@ export class KeyedWrite {
   async rollback(): Promise<void> {
     if (this.state !== 'open') return;
     this.state = 'new';
+    // A statement still on its way finishes first: the connection takes one thing at a time.
+    await this.inFlight;
     await this.tx!.rollback();
   }
 
@@ -158,7 +160,7 @@ export class KeyedWrite {
       return new HttpError(409, 'CONFLICT', `This ${idempotencyHeader} has expired (IDEMPOTENCY_KEY_HOURS); it is free now: send the request again`, undefined, 1);
     }
     if (stored.fingerprint !== requestFingerprint(this.req, this.settings.fingerprintKey) && stored.fingerprint !== legacyRequestFingerprint(this.req)) {
-      return new HttpError(422, 'IDEMPOTENCY_KEY_REUSED', `This ${idempotencyHeader} was sent with another request (method, path or body): use a new key for a new request`);
+      return new HttpError(422, 'IDEMPOTENCY_KEY_REUSED', `This ${idempotencyHeader} was sent with another request (method, path, organization or body): use a new key for a new request`);
     }
     let kept: string;
     try {
