@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, apiClient, createThrowawayDatabase, databaseKinds, invitationTokenFor, postgresAdminUrl, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 import { lostAnswerProxy, type LostAnswerProxy } from './support/lost-answer-proxy.js';
@@ -193,11 +194,13 @@ describe.each(databaseKinds)('Idempotency-Key on the built-in routes, on the %s 
 });
 
 /**
- * The answer to a keyed sign-up is lost after PostgreSQL committed it (a loopback proxy holds the
- * COMMIT's answer back, then resets the connection): the client gets a 503, sends the sign-up
- * again with its key, and gets the first answer; there is one account.
+ * On PostgreSQL, read from the database itself: what a keyed write keeps is sealed, and its
+ * fingerprint is no bare hash of a body that holds a password. And the answer to a keyed sign-up
+ * is lost after PostgreSQL committed it (a loopback proxy holds the COMMIT's answer back, then
+ * resets the connection): the client gets a 503, sends the sign-up again with its key, and gets
+ * the first answer; there is one account.
  */
-describe.runIf(postgresAdminUrl)('A keyed sign-up whose answer was lost', () => {
+describe.runIf(postgresAdminUrl)('Keyed writes of the built-in routes, read in PostgreSQL', () => {
   let backend: TestBackend;
   let proxy: LostAnswerProxy;
   let database: Awaited<ReturnType<typeof createThrowawayDatabase>>;
@@ -211,6 +214,31 @@ describe.runIf(postgresAdminUrl)('A keyed sign-up whose answer was lost', () => 
     await backend?.stop();
     await proxy?.close();
     await database?.drop();
+  });
+
+  it("keeps a new machine key's answer sealed, and a sign-in's fingerprint keyed under AUTH_SECRET", async () => {
+    const alice = await signUp(backend.url, 'sealed@example.com');
+    const made = await send(backend.url, 'POST', '/api/auth/api-keys', { body: { name: 'sealed', permissions: { Project: ['list'] } }, key: randomUUID(), token: alice.token, organizationId: alice.organizationId });
+    expect(made.status).toBe(201);
+    const body = { email: 'sealed@example.com', password: 'correct horse battery' };
+    const signInKey = randomUUID();
+    expect((await send(backend.url, 'POST', '/api/auth/sign-in/email', { body, key: signInKey })).status).toBe(200);
+    const owner = new pg.Client({ connectionString: database.url });
+    await owner.connect();
+    try {
+      const { rows } = await owner.query<{ key: string; caller: string; fingerprint: string; body: string }>('SELECT "key", "caller", "fingerprint", "body" FROM "authstrap_idempotency_key"');
+      expect(rows.length).toBe(2);
+      for (const row of rows) {
+        expect(row.body).not.toContain(made.json.data.key);
+        expect(row.body).not.toContain('"success"');
+      }
+      const signIn = rows.find((row) => row.key === signInKey)!;
+      expect(signIn.caller).toBe('anonymous');
+      const bareHash = createHash('sha256').update('POST /api/auth/sign-in/email\n').update(JSON.stringify(body)).digest('base64url');
+      expect(signIn.fingerprint).not.toBe(bareHash);
+    } finally {
+      await owner.end();
+    }
   });
 
   it('is applied once when sent again with its key', async () => {
