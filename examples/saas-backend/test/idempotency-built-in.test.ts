@@ -208,7 +208,8 @@ describe.runIf(postgresAdminUrl)('Keyed writes of the built-in routes, read in P
   beforeAll(async () => {
     database = await createThrowawayDatabase();
     proxy = await lostAnswerProxy(database.url);
-    backend = await startBackend('embedded', { DATABASE_URL: proxy.url });
+    // The outbox's worker does not poll: only a wake-up sends mail now.
+    backend = await startBackend('embedded', { DATABASE_URL: proxy.url, OUTBOX_POLL_MS: '600000' });
   });
   afterAll(async () => {
     await backend?.stop();
@@ -239,6 +240,16 @@ describe.runIf(postgresAdminUrl)('Keyed writes of the built-in routes, read in P
     } finally {
       await owner.end();
     }
+  });
+
+  it("wakes the outbox's worker once the keyed write is committed: an invitation's mail leaves at once", async () => {
+    const inviter = await signUp(backend.url, 'inviter@example.com');
+    const email = 'woken@example.com';
+    const before = backend.mailbox.to(email).length;
+    const invited = await send(backend.url, 'POST', '/members', { body: { email, role: 'member' }, key: randomUUID(), token: inviter.token, organizationId: inviter.organizationId });
+    expect(invited.status).toBe(202);
+    // Woken before the commit, the worker would find nothing, and look again only at its next poll.
+    await invitationTokenFor(backend.url, email, before);
   });
 
   it('is applied once when sent again with its key', async () => {
