@@ -102,15 +102,15 @@ export function withHeldTransactions(db: Database): Database {
       if (outcome.error !== undefined) throw outcome.error;
       return outcome.results[0] as QueryResult<Row>;
     },
-    pipeline(statements) {
+    async pipeline(statements) {
       const keyed = heldNow();
       return keyed ? pipelineIn(keyed, statements) : db.pipeline(statements);
     },
-    transaction(work) {
+    async transaction(work) {
       const keyed = heldNow();
       return keyed ? transactionIn(keyed, work) : db.transaction(work);
     },
-    asOwner(work) {
+    async asOwner(work) {
       const keyed = heldNow();
       return keyed ? asOwnerIn(keyed, work) : db.asOwner(work);
     },
