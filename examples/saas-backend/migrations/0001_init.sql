@@ -889,7 +889,8 @@ BEGIN
   END IF;
   verdict := authstrap.sign_in_verdict(address, NEW."userId", COALESCE(NEW."authMethod", 'unknown'), NEW."activeOrganizationId", NEW."ssoConnectionId");
   IF NOT (verdict->>'allowed')::boolean THEN
-    RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
+    RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: ' || (verdict->>'code'),
+      DETAIL = (verdict || jsonb_build_object('attempt', jsonb_build_object('email', address, 'userId', NEW."userId")))::text;
   END IF;
   IF (verdict->>'breakGlass')::boolean THEN
     NEW."authMethod" := NEW."authMethod" || ':break-glass';
@@ -931,7 +932,8 @@ BEGIN
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('sign-in:user:' || NEW."userId"::text, 0));
   verdict := authstrap.sign_in_verdict(address, NEW."userId", 'password-set', NULL, NULL);
   IF NOT (verdict->>'allowed')::boolean THEN
-    RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
+    RAISE EXCEPTION USING ERRCODE = 'AS403', MESSAGE = 'sign-in refused: ' || (verdict->>'code'),
+      DETAIL = (verdict || jsonb_build_object('attempt', jsonb_build_object('email', address, 'userId', NEW."userId")))::text;
   END IF;
   RETURN NEW;
 END

@@ -68,6 +68,14 @@ function entityOf(model: string, tables: BetterAuthDBSchema): string {
 
 const systemFields = new Set(['id', 'createdAt', 'updatedAt']);
 
+/**
+ * References whose row outlives the one they point at, whatever Better Auth declares (it
+ * cascades): the `sso` plugin's provider names the user who registered it, and an organization's
+ * provider keeps signing its people in after that admin's account is deleted (the plugin reads
+ * `userId` only to tell who may manage a provider of no organization).
+ */
+const keptWhenReferenceDeleted: Readonly<Record<string, ReadonlySet<string>>> = { ssoProvider: new Set(['userId']) };
+
 const onDeleteOf = (action: string | undefined): AuthstrapField['onDelete'] =>
   action === 'set null' ? 'set null' : action === 'restrict' || action === 'no action' ? 'restrict' : 'cascade';
 
@@ -114,7 +122,8 @@ export function betterAuthSchema(tables: BetterAuthDBSchema): AuthstrapSchemaPar
       if (builtin?.has(fieldKey) || systemFields.has(fieldKey)) continue;
       // Better Auth's own key: the adapter maps a customised fieldName to it.
       const name = toBackendField(modelKey, fieldKey);
-      fields[name] = fieldOf(attribute, tables, builtin !== undefined);
+      const field = fieldOf(attribute, tables, builtin !== undefined);
+      fields[name] = field.references && keptWhenReferenceDeleted[modelKey]?.has(fieldKey) ? { ...field, onDelete: 'set null', nullable: true } : field;
       if (attribute.index && !attribute.unique) indexes.push([name]);
     }
     if (builtin && Object.keys(fields).length === 0) continue;

@@ -52,7 +52,8 @@ describe('Better Auth options with plugins, generated into the backend (embedded
           issuer: { type: 'text' },
           oidcConfig: { type: 'text', nullable: true },
           samlConfig: { type: 'text', nullable: true },
-          userId: { type: 'uuid', references: 'User', onDelete: 'cascade' },
+          // The provider outlives the admin who registered it.
+          userId: { type: 'uuid', references: 'User', onDelete: 'set null', nullable: true },
           providerId: { type: 'text', unique: true },
           // A string to Better Auth: the sign-in rule compares it to the organization's id as text.
           organizationId: { type: 'text', nullable: true },

@@ -32,6 +32,9 @@ describe.each(databaseKinds)("the sign-in policy on Better Auth's path, %s datab
        ON CONFLICT ("organizationId") DO UPDATE SET "ssoRequired" = $2`,
       [owner.organizationId, on],
     );
+  /** The refusals on the record for an address: `session.sign_in_refused`, how and why. */
+  const refusalsOf = async (email: string) =>
+    (await asOwner(`SELECT "data"->>'method' AS "method", "data"->>'code' AS "code" FROM "authstrap_event" WHERE "type" = 'session.sign_in_refused' AND "data"->>'email' = $1`, [email])).rows;
   /** How the user's newest session was made, as the backend recorded it. */
   const newestMethod = async (email: string) =>
     (await asOwner(`SELECT s."authMethod" FROM "session" s JOIN "User" u ON u."id" = s."userId" WHERE u."email" = $1 ORDER BY s."createdAt" DESC LIMIT 1`, [email])).rows[0]?.authMethod;
@@ -109,6 +112,8 @@ describe.each(databaseKinds)("the sign-in policy on Better Auth's path, %s datab
     expect(token).toBeTruthy();
     await requireSso(true);
     await expectSsoRequired(await auth.api.resetPassword({ body: { token, newPassword: 'a brand new password' }, asResponse: true }));
+    // Nobody signed in: no refused sign-in on the record, as a reset on the backend's routes.
+    expect(await refusalsOf(at('resetter'))).toEqual([]);
     await requireSso(false);
     expect((await auth.api.signInEmail({ body: { email: at('resetter'), password }, asResponse: true })).status).toBe(200);
   });
@@ -121,6 +126,9 @@ describe.each(databaseKinds)("the sign-in policy on Better Auth's path, %s datab
 
     await auth.api.sendVerificationOTP({ body: { email: at('coded'), type: 'sign-in' } });
     await expectSsoRequired(await auth.api.signInEmailOTP({ body: { email: at('coded'), otp: mailed.get(at('coded'))! }, asResponse: true }));
+    // Each on the record once, with how Better Auth signed in.
+    expect(await refusalsOf(at('linked'))).toEqual([{ method: 'better-auth:magic-link', code: 'SSO_REQUIRED' }]);
+    expect(await refusalsOf(at('coded'))).toEqual([{ method: 'better-auth:email-otp', code: 'SSO_REQUIRED' }]);
 
     await requireSso(false);
     await auth.api.sendVerificationOTP({ body: { email: at('coded'), type: 'sign-in' } });

@@ -3,7 +3,8 @@ import { betterAuth, type BetterAuthOptions } from 'better-auth';
 import { organization } from 'better-auth/plugins';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowedOrigin, apiClient, authSecret, databaseKinds, serviceApiKey, signUp } from '../../../examples/saas-backend/test/support/backend.js';
-import { authstrapAdapter, authstrapPassword } from '../src/index.js';
+import { startReceiver, type Receiver } from '../../../examples/saas-backend/test/support/webhook-receiver.js';
+import { authstrapAdapter, authstrapPassword, ssoActiveOrganization } from '../src/index.js';
 import { collectionPathOf } from '../src/models.js';
 import { schemaFollowingBackend } from './support/schema-following-backend.js';
 import { startSsoStage } from './support/sso-plugin.js';
@@ -22,7 +23,9 @@ import { startSsoStage } from './support/sso-plugin.js';
 const password = 'correct horse battery';
 
 describe.each(databaseKinds)("the organization's policy on Better Auth's sso plugin, %s database", (kind) => {
-  const backend = schemaFollowingBackend(kind, {}, { inProcess: true });
+  // Webhooks to a receiver on loopback, delivered at once.
+  const backend = schemaFollowingBackend(kind, { WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_MS: '50', OUTBOX_POLL_MS: '50' }, { inProcess: true });
+  let receiver: Receiver;
   let stage: Awaited<ReturnType<typeof startSsoStage>>;
   let auth: ReturnType<typeof makeAuth>;
   const domain = `acme-sso-${kind}.example`;
@@ -32,7 +35,7 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
   let organizationId: string;
   let slug: string;
 
-  const plugins = [organization(), sso({ organizationProvisioning: { defaultRole: 'member' } })];
+  const plugins = [organization(), sso({ organizationProvisioning: { defaultRole: 'member' } }), ssoActiveOrganization()];
   const makeAuth = () =>
     betterAuth({
       baseURL: stage.appUrl,
@@ -66,6 +69,7 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
   }
 
   beforeAll(async () => {
+    receiver = await startReceiver();
     stage = await startSsoStage();
     const options = { plugins, database: authstrapAdapter({ baseUrl: 'http://127.0.0.1:9', serviceKey: serviceApiKey }) } satisfies BetterAuthOptions;
     const { code } = await options.database(options).createSchema!(options, 'better-auth.schema.json');
@@ -86,14 +90,16 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
   afterAll(async () => {
     await backend.stop();
     await stage?.close();
+    await receiver?.close();
   });
 
-  it("signs an employee in through the organization's provider while SSO is required, and refuses a password sign-in for the domain with the plugin present", async () => {
+  it("signs an employee in through the organization's provider, active in that organization, while SSO is required, and refuses a password sign-in for the domain with the plugin present", async () => {
     await requireSso(true);
     const signedIn = await stage.signIn(`employee-${kind}`, at('employee'), { email: at('employee') });
     expect(signedIn.error).toBeNull();
     expect(signedIn.session!.user.email).toBe(at('employee'));
-    expect((await service()('GET', `/sessions/${signedIn.session!.session.id}`)).body.data.authMethod).toBe('better-auth:sso');
+    // Made by the plugin, active in the provider's organization (ssoActiveOrganization), as the backend's own SSO sessions are.
+    expect((await service()('GET', `/sessions/${signedIn.session!.session.id}`)).body.data).toMatchObject({ authMethod: 'better-auth:sso', activeOrganizationId: organizationId });
     // In the audit log as any sign-in, with how it was made.
     const recorded = await asOwner(`SELECT "data"->>'method' AS "method" FROM "authstrap_event" WHERE "entityId" = $1 AND "type" = 'session.signed_in'`, [signedIn.session!.session.id]);
     expect(recorded.rows).toEqual([{ method: 'better-auth:sso' }]);
@@ -105,6 +111,41 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
     expect(await refused.json()).toMatchObject({ code: 'SSO_REQUIRED', organization: slug, signInWith: `${allowedOrigin}/sign-in/sso?organization=${slug}` });
     // The owner keeps a password (break-glass), as on the backend's path.
     expect((await auth.api.signInEmail({ body: { email: at('owner'), password }, asResponse: true })).status).toBe(200);
+  });
+
+  it("records a refused password sign-in and a refused sign-up once each in the organization's audit log and its webhooks, though their transactions roll back", async () => {
+    await requireSso(false);
+    const asTheOwner = apiClient(backend.url!, { organizationId });
+    const ownersHeaders = { cookie: owner.cookie, origin: allowedOrigin };
+    const endpoint = await asTheOwner('POST', '/webhook-endpoints', { body: { url: receiver.url, eventTypes: ['session.sign_in_refused'] }, headers: ownersHeaders });
+    expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
+    receiver.state.secret = endpoint.body.data.secret;
+    const colleague = at('password-colleague');
+    await auth.api.signUpEmail({ body: { email: colleague, password, name: 'Colleague' } });
+    await requireSso(true);
+
+    expect((await auth.api.signInEmail({ body: { email: colleague, password }, asResponse: true })).status).toBe(403);
+    const newcomer = at('newcomer');
+    const signUp = await auth.api.signUpEmail({ body: { email: newcomer, password, name: 'Newcomer' }, asResponse: true });
+    expect(signUp.status).toBe(403);
+    expect(await signUp.json()).toMatchObject({ code: 'SSO_REQUIRED', organization: slug });
+    // The sign-up's user was rolled back with its password; its refusal is kept.
+    expect(await userIdOf(newcomer)).toBeUndefined();
+
+    const listed = await asTheOwner('GET', '/audit-events?type=session.sign_in_refused&limit=100', { headers: ownersHeaders });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    const refusalsOf = (email: string) =>
+      (listed.body.data as { userId: string | null; data: { email: string } }[]).filter((event) => event.data.email === email).map(({ userId, data }) => ({ userId, data }));
+    expect(refusalsOf(colleague)).toEqual([{ userId: await userIdOf(colleague), data: { email: colleague, method: 'better-auth:password', code: 'SSO_REQUIRED' } }]);
+    expect(refusalsOf(newcomer)).toEqual([{ userId: null, data: { email: newcomer, method: 'better-auth:sign-up', code: 'SSO_REQUIRED' } }]);
+
+    const delivered = () => receiver.received.flatMap(({ verified }) => (verified ? [`${verified.type} ${verified.data.email} ${verified.data.method}`] : []));
+    await expect.poll(() => delivered().sort(), { timeout: 10_000 }).toEqual([
+      `session.sign_in_refused ${newcomer} better-auth:sign-up`,
+      `session.sign_in_refused ${colleague} better-auth:password`,
+    ]);
+    // Every delivery was of one event, once.
+    expect(new Set(receiver.verifiedIds()).size).toBe(receiver.received.length);
   });
 
   it("refuses a sign-in through a provider someone else registered for the organization's domain: nobody is made, nobody is signed in", async () => {
@@ -169,5 +210,24 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
       // The plugin's provisioning never ran: the directory's suspension stands.
       expect(await isMember(joined.session!.user.id), email).toBe(false);
     }
+  });
+
+  it("keeps an organization's provider, and its sign-in, when the admin who registered it is deleted", async () => {
+    await requireSso(true);
+    const signedUp = await auth.api.signUpEmail({ body: { email: `it-admin-${kind}@contractors.example`, password, name: 'IT admin' }, returnHeaders: true });
+    const admin = { id: signedUp.response.user.id, cookie: signedUp.headers.getSetCookie().map((line) => line.split(';')[0]!).join('; ') };
+    await auth.api.addMember({ body: { userId: admin.id, role: 'admin', organizationId } });
+    const adminsProvider = `admin-registered-${kind}`;
+    await registerProvider(admin, adminsProvider, organizationId);
+    const providerRow = async () => (await service()('GET', `${collectionPathOf('ssoProvider')}?providerId=${adminsProvider}`)).body.data as { userId: string | null }[];
+    expect(await providerRow()).toMatchObject([{ userId: admin.id }]);
+
+    // Better Auth's deleteUser, as its adapter sends it.
+    expect((await service()('DELETE', `${collectionPathOf('user')}/${admin.id}`)).status).toBe(204);
+    expect(await userIdOf(`it-admin-${kind}@contractors.example`)).toBeUndefined();
+    expect(await providerRow()).toMatchObject([{ userId: null }]);
+    const signedIn = await stage.signIn(`after-admin-${kind}`, at('after-admin'), { providerId: adminsProvider });
+    expect(signedIn.error).toBeNull();
+    expect(signedIn.session!.user.email).toBe(at('after-admin'));
   });
 });

@@ -119,7 +119,7 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
   const skip = kind === 'postgres' && !adminUrl;
   let db: Db;
   let world: World;
-  let ssoRequired: unknown;
+  let ssoRequired: Record<string, unknown>;
 
   beforeAll(async () => {
     if (skip) return;
@@ -205,7 +205,7 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
     });
   });
 
-  it.skipIf(skip)('refuses a session row made from anywhere with SQLSTATE AS403 and the verdict as its detail; a break-glass session says so', async () => {
+  it.skipIf(skip)('refuses a session row made from anywhere with SQLSTATE AS403, the verdict and whom it refused as its detail; a break-glass session says so', async () => {
     const insertSession = (userId: string, authMethod: string | null, extra = '') =>
       db.query<{ authMethod: string | null }>(
         `INSERT INTO "session" ("userId", "token", "expiresAt", "authMethod"${extra ? ', "ssoConnectionId"' : ''}) VALUES ($1, gen_random_uuid()::text, now() + interval '1 day', $2${extra ? `, '${extra}'` : ''}) RETURNING "authMethod"`,
@@ -214,7 +214,7 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
     await inRollback(async () => {
       const refused = await insertSession(world.employee, 'password').then(() => undefined, (error: { code: string; detail: string }) => error);
       expect(refused?.code).toBe('AS403');
-      expect(JSON.parse(refused!.detail)).toEqual(ssoRequired);
+      expect(JSON.parse(refused!.detail)).toEqual({ ...ssoRequired, attempt: { email: 'employee@acme.com', userId: world.employee } });
     });
     await inRollback(async () => {
       // A row that says nothing of how it was made is 'unknown': refused in an enforced domain.
@@ -327,7 +327,7 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
         .query(`INSERT INTO "session" ("userId", "token", "expiresAt", "authMethod") VALUES ($1, gen_random_uuid()::text, now() + interval '1 day', 'password')`, [world.outsider])
         .then(() => undefined, (error: { code: string; detail: string }) => error);
       expect(refused?.code).toBe('AS403');
-      expect(JSON.parse(refused!.detail)).toEqual(banned);
+      expect(JSON.parse(refused!.detail)).toEqual({ ...banned, attempt: { email: 'someone@elsewhere.org', userId: world.outsider } });
     });
     await inRollback(async () => {
       await db.query(`INSERT INTO "authstrap_user_ban" ("userId", "reason", "expiresAt") VALUES ($1, 'cooling off', now() + interval '1 hour')`, [world.outsider]);

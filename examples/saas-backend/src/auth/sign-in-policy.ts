@@ -98,6 +98,12 @@ export function refusalOfDatabaseError(detail: string | undefined, appUrl: strin
  */
 export async function refuseSignIn(db: Database, verdict: SignInVerdict, attempt: SignInAttempt, appUrl: string): Promise<HttpError | undefined> {
   if (verdict.allowed) return undefined;
+  await recordSignInRefusal(db, verdict, attempt);
+  return refusal(verdict, appUrl);
+}
+
+/** `session.sign_in_refused` for a refused attempt, in a transaction of its own. */
+async function recordSignInRefusal(db: Database, verdict: Extract<SignInVerdict, { allowed: false }>, attempt: SignInAttempt): Promise<void> {
   await db.transaction((tx) =>
     recordAuthEvent(
       tx,
@@ -112,7 +118,22 @@ export async function refuseSignIn(db: Database, verdict: SignInVerdict, attempt
       { actorType: 'system' },
     ),
   );
-  return refusal(verdict, appUrl);
+}
+
+/**
+ * A write the rule's triggers refused on Better Auth's path (the service API: a session, a
+ * password; `method` as its adapter names the endpoint), on the record as the backend's own
+ * refusals are. The trigger's detail names whom it refused (`attempt`); the request's statements
+ * are rolled back by now, so this is a transaction of its own, and a user made in the same
+ * transaction (a sign-up) is gone with it: the refusal then names the address only, as a refused
+ * sign-up on the backend's path does. Any other error: nothing.
+ */
+export async function recordRefusedWrite(db: Database, error: unknown, method: SignInMethod): Promise<void> {
+  const verdict = refusedVerdictOf(error);
+  const attempt = refusedAttemptOf(error);
+  if (!verdict || !attempt || verdict.allowed) return;
+  const exists = attempt.userId !== null && (await db.query(`SELECT 1 FROM "User" WHERE "id" = $1`, [attempt.userId])).rows.length === 1;
+  await recordSignInRefusal(db, verdict, { email: attempt.email, userId: exists ? attempt.userId : null, method });
 }
 
 /**
@@ -135,16 +156,31 @@ export async function recordBreakGlass(tx: Queryable, session: { id: string; use
   );
 }
 
-/** The verdict a trigger of the rule refused with (SQLSTATE AS403), or undefined for any other error. */
-export function refusedVerdictOf(error: unknown): SignInVerdict | undefined {
+/** What a refusal's DETAIL holds: the verdict, and whom the rule's row triggers refused (identity-sql.ts). */
+type RefusalDetail = SignInVerdict & { attempt?: { email: string; userId: string } };
+
+function refusalDetailOf(error: unknown): RefusalDetail | undefined {
   const { code, detail } = (error ?? {}) as { code?: unknown; detail?: unknown };
   if (code !== 'AS403' || typeof detail !== 'string') return undefined;
   try {
-    const verdict = JSON.parse(detail) as SignInVerdict;
-    return verdict?.allowed === false ? verdict : undefined;
+    const parsed = JSON.parse(detail) as RefusalDetail;
+    return parsed?.allowed === false ? parsed : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The verdict a trigger of the rule refused with (SQLSTATE AS403), or undefined for any other error. */
+export function refusedVerdictOf(error: unknown): SignInVerdict | undefined {
+  const detail = refusalDetailOf(error);
+  if (!detail) return undefined;
+  const { attempt: _attempt, ...verdict } = detail;
+  return verdict as SignInVerdict;
+}
+
+/** Whom a trigger of the rule refused (the row's user and their address), when it says. */
+function refusedAttemptOf(error: unknown): { email: string; userId: string } | undefined {
+  return refusalDetailOf(error)?.attempt;
 }
 
 /**

@@ -170,7 +170,9 @@ ${withMaintenance(`  SELECT d."organizationId" INTO owner_organization FROM "aut
 /**
  * A trigger function of the rule: the row's user, the locks, `before` (statements that may
  * refuse first, setting `verdict`), the verdict (`verdictCall`), a refusal as SQLSTATE AS403 with
- * the verdict as DETAIL, then `allowed` (statements run when the verdict allows the row).
+ * the verdict as DETAIL and whom it refused as the detail's `attempt` (the row's user and their
+ * address: a refusal on Better Auth's path is recorded from it, after its transaction rolled back,
+ * src/auth/sign-in-policy.ts), then `allowed` (statements run when the verdict allows the row).
  */
 const policyTrigger = (name: string, verdictCall: string, allowed = '', before = '') => `CREATE OR REPLACE FUNCTION authstrap.${name}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
@@ -183,7 +185,8 @@ BEGIN
 ${takeSignInLocks('NEW."userId"', 'address')}
 ${before}  verdict := ${verdictCall};
   IF NOT (verdict->>'allowed')::boolean THEN
-    RAISE EXCEPTION USING ERRCODE = '${signInRefusedState}', MESSAGE = 'sign-in refused: ' || (verdict->>'code'), DETAIL = verdict::text;
+    RAISE EXCEPTION USING ERRCODE = '${signInRefusedState}', MESSAGE = 'sign-in refused: ' || (verdict->>'code'),
+      DETAIL = (verdict || jsonb_build_object('attempt', jsonb_build_object('email', address, 'userId', NEW."userId")))::text;
   END IF;
 ${allowed}  RETURN NEW;
 END

@@ -56,6 +56,8 @@ interface Held {
   queue: Promise<unknown>;
   /** Why it can no longer be used, once it cannot. */
   ended?: string;
+  /** Its rollback (or commit), once it ended: settled when the connection is given back. */
+  finished?: Promise<void>;
   /** A request has run in it: a begin sent again no longer finds it as it was. */
   used?: boolean;
   timers: { total: ReturnType<typeof setTimeout>; idle?: ReturnType<typeof setTimeout> };
@@ -76,6 +78,8 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
   const maxOpen = db.kind === 'embedded' ? 1 : settings.maxOpen;
   const open = new Map<string, Held>();
   const endedBecause = new Map<string, string>();
+  /** Commits PostgreSQL has not answered yet: a commit sent again meanwhile waits for the same answer. */
+  const committing = new Map<string, Promise<void>>();
   const waiting: (() => void)[] = [];
   let closed = false;
 
@@ -94,11 +98,14 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     endedBecause.set(held.id, outcome === 'commit' ? 'being committed' : reason);
     if (endedBecause.size > rememberedEnds) endedBecause.delete(endedBecause.keys().next().value!);
     const finished = held.queue.catch(() => {}).then(() => (outcome === 'commit' ? held.tx.commit() : held.tx.rollback()));
+    held.finished = finished.catch(() => {});
     if (outcome === 'commit') {
-      void finished.then(
-        () => endedBecause.set(held.id, reason),
-        (error) => endedBecause.set(held.id, `its commit failed, so whether it was kept is unknown (${(error as Error).message.slice(0, 200)})`),
+      const answered = finished.then(
+        () => void endedBecause.set(held.id, reason),
+        (error) => void endedBecause.set(held.id, `its commit failed, so whether it was kept is unknown (${(error as Error).message.slice(0, 200)})`),
       );
+      committing.set(held.id, answered);
+      void answered.then(() => committing.delete(held.id));
     }
     // Whoever waits for a place gets it once the connection is back.
     void finished.catch(() => {}).then(() => waiting.shift()?.());
@@ -144,7 +151,10 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     throw conflict(endedBecause.has(id) ? `Transaction ${id} has ended (${endedBecause.get(id)})` : `No open transaction ${id} here: begin one first (with several instances, every request of a transaction must reach the one that began it)`);
   }
 
-  /** Runs one request's work on the transaction, after the requests before it; a failed statement ends it. */
+  /**
+   * Runs one request's work on the transaction, after the requests before it; a failed statement
+   * ends it, and the request fails once it has rolled back (see `run`).
+   */
   function within<T>(held: Held, req: Request, work: (runner: Runner) => Promise<T>): Promise<T> {
     const runner: Runner = {
       query: (text, params) => {
@@ -172,7 +182,10 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
       }
     });
     held.queue = run;
-    return run;
+    return run.catch(async (error: unknown) => {
+      await held.finished;
+      throw error;
+    });
   }
 
   const owner = 'service';
@@ -237,6 +250,9 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     async (req, res) => {
       const id = named(req);
       const done = outcome === 'commit' ? 'committed' : 'rolled back';
+      // Sent again while the first commit is still running (its answer is slow, not lost yet): the
+      // first one's outcome, once PostgreSQL gives it, rather than a 409 the client cannot act on.
+      await committing.get(id);
       // Sent again after its answer was lost: it ended as asked, and is answered so again.
       if (!open.has(id) && endedBecause.get(id) === endReason[outcome]) return sendData(res, { id, outcome: done });
       const held = heldBy(req, id);
@@ -264,11 +280,20 @@ export function serviceTransactions(db: Database, config: Pick<Config, 'serviceA
     /**
      * Runs a route's work on the request's transaction (its header), or on the database when it
      * names none: a write with an Idempotency-Key in a transaction of its own, behind the key.
+     * Work that fails rejects once what it wrote is rolled back and its connection given back (a
+     * failed statement ends the request's transaction): what the failure leads to, such as a
+     * refused sign-in on the record, runs outside it, also on the embedded database's one connection.
      */
     run<T>(req: Request, work: (runner: Runner) => Promise<T>): Promise<T> {
       const id = idOf(req);
       const keyed = keyedWriteOf(req, keyedWrites);
-      if (id === undefined) return work(keyed ? keyedRunner(db, keyed) : db);
+      if (id === undefined && keyed) {
+        return work(keyedRunner(db, keyed)).catch(async (error: unknown) => {
+          await keyed.rollback();
+          throw error;
+        });
+      }
+      if (id === undefined) return work(db);
       if (keyed) throw new HttpError(400, 'BAD_REQUEST', `${idempotencyHeader} is not taken inside a transaction (${transactionHeader}): a transaction is sent again as a whole`);
       return within(heldBy(req, id), req, work);
     },
