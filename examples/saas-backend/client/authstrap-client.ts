@@ -1313,10 +1313,11 @@ export interface AuthstrapClientOptions {
   headers?: Record<string, string>;
   /**
    * How often a call is sent again after a network error, a 503, or a 429 or 409 that says when
-   * (Retry-After): default 3. Reads are always safe to send again; writes to your entities and the
-   * webhook endpoints carry an Idempotency-Key (the same on every attempt), so the backend applies
-   * them once. Every other write (sign-in, sign-up, the account flows, users, members, invitations)
-   * is sent once.
+   * (Retry-After): default 3. Reads are always safe to send again; writes to your entities, the
+   * webhook endpoints, /api/auth (sign-up, sign-in, the account flows, invitations, machine keys),
+   * users, sessions and members carry an Idempotency-Key (the same on every attempt), so the
+   * backend applies them once. The other writes (single sign-on, domains, SCIM directories, the
+   * operators' actions) are sent once.
    */
   retries?: number;
   /** The longest Retry-After a call waits for before it gives up and throws instead (default 10000 ms). */
@@ -1527,7 +1528,8 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
 
   /**
    * One call, sent again while it may be (`retries`): a read always; a write only when it is
-   * `keyed` (a route that keeps a keyed write's answer: your entities', the webhook endpoints'),
+   * `keyed` (a route that keeps a keyed write's answer: your entities', the webhook endpoints',
+   * /api/auth's, the built-in users', sessions' and members'),
    * with its Idempotency-Key, which makes a repeat of a write that did happen answer as the first.
    */
   async function send<T>(method: string, path: string, body?: unknown, keyed = false): Promise<Success<T>> {
@@ -1774,10 +1776,10 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       throw new AuthstrapError({ status: 0, code: 'NETWORK_ERROR', message: `GET ${url} failed: ${reasonOf(cause)}`, cause });
     }
   };
-  const users = records<User>('/Users');
+  const users = records<User>('/Users', true);
   const accounts = records<Account>('/accounts');
-  const sessions = records<Session>('/sessions');
-  const members = records<Member>('/members');
+  const sessions = records<Session>('/sessions', true);
+  const members = records<Member>('/members', true);
 
   return {
     setOrganization(id) {
@@ -1787,11 +1789,11 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       token = value;
     },
     auth: {
-      signUp: async (input) => remember(await data<SignedUp>('POST', '/api/auth/sign-up/email', input)),
-      signIn: async (input) => remember(await data<SignedIn>('POST', '/api/auth/sign-in/email', input)),
+      signUp: async (input) => remember(await keyedData<SignedUp>('POST', '/api/auth/sign-up/email', input)),
+      signIn: async (input) => remember(await keyedData<SignedIn>('POST', '/api/auth/sign-in/email', input)),
       async signOut() {
         try {
-          await send('POST', '/api/auth/sign-out');
+          await send('POST', '/api/auth/sign-out', undefined, true);
         } finally {
           token = undefined;
         }
@@ -1804,23 +1806,23 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
           throw error;
         }
       },
-      setActiveOrganization: (id) => data('POST', '/api/auth/organization/set-active', { organizationId: id }),
-      verifyEmail: (secret) => data('POST', '/api/auth/verify-email', { token: secret }),
-      sendVerificationEmail: (email) => data('POST', '/api/auth/send-verification-email', { email }),
-      forgotPassword: (email) => data('POST', '/api/auth/forgot-password', { email }),
-      resetPassword: (secret, newPassword) => data('POST', '/api/auth/reset-password', { token: secret, newPassword }),
-      changePassword: (currentPassword, newPassword) => data('POST', '/api/auth/change-password', { currentPassword, newPassword }),
-      changeEmail: (newEmail) => data('POST', '/api/auth/change-email', { newEmail }),
-      confirmEmailChange: (secret) => data('POST', '/api/auth/change-email/confirm', { token: secret }),
+      setActiveOrganization: (id) => keyedData('POST', '/api/auth/organization/set-active', { organizationId: id }),
+      verifyEmail: (secret) => keyedData('POST', '/api/auth/verify-email', { token: secret }),
+      sendVerificationEmail: (email) => keyedData('POST', '/api/auth/send-verification-email', { email }),
+      forgotPassword: (email) => keyedData('POST', '/api/auth/forgot-password', { email }),
+      resetPassword: (secret, newPassword) => keyedData('POST', '/api/auth/reset-password', { token: secret, newPassword }),
+      changePassword: (currentPassword, newPassword) => keyedData('POST', '/api/auth/change-password', { currentPassword, newPassword }),
+      changeEmail: (newEmail) => keyedData('POST', '/api/auth/change-email', { newEmail }),
+      confirmEmailChange: (secret) => keyedData('POST', '/api/auth/change-email/confirm', { token: secret }),
       sessions: () => data<OwnSession[]>('GET', '/api/auth/sessions'),
-      revokeSession: (id) => data<void>('DELETE', `/api/auth/sessions/${encodeURIComponent(id)}`),
-      revokeOtherSessions: () => data('POST', '/api/auth/sessions/revoke-others'),
+      revokeSession: (id) => keyedData<void>('DELETE', `/api/auth/sessions/${encodeURIComponent(id)}`),
+      revokeOtherSessions: () => keyedData('POST', '/api/auth/sessions/revoke-others'),
       async securityEvents(params = {}) {
         const { data: rows, meta } = await send<AuditEvent[]>('GET', `/api/auth/security-events${listQuery(params)}`);
         return { data: rows, meta: meta! };
       },
       async deleteAccount(password) {
-        const deleted = await data<{ deleted: true }>('POST', '/api/auth/delete-account', password === undefined ? {} : { password });
+        const deleted = await keyedData<{ deleted: true }>('POST', '/api/auth/delete-account', password === undefined ? {} : { password });
         token = undefined;
         return deleted;
       },
@@ -1828,18 +1830,18 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
         const { data: rows, meta } = await send<PendingInvitation[]>('GET', `/api/auth/invitations${listQuery(params)}`);
         return { data: rows, meta: meta! };
       },
-      acceptInvitation: (secret) => data('POST', '/api/auth/invitations/accept', { token: secret }),
-      acceptInvitationAsNewUser: async (input) => remember(await data<Joined & SignedIn>('POST', '/api/auth/invitations/accept', input)),
-      declineInvitation: (secret) => data('POST', '/api/auth/invitations/decline', { token: secret }),
+      acceptInvitation: (secret) => keyedData('POST', '/api/auth/invitations/accept', { token: secret }),
+      acceptInvitationAsNewUser: async (input) => remember(await keyedData<Joined & SignedIn>('POST', '/api/auth/invitations/accept', input)),
+      declineInvitation: (secret) => keyedData('POST', '/api/auth/invitations/decline', { token: secret }),
       async organizationInvitations(params = {}) {
         const { data: rows, meta } = await send<OrganizationInvitation[]>('GET', `/api/auth/organization/invitations${listQuery(params)}`);
         return { data: rows, meta: meta! };
       },
-      revokeInvitation: (id) => data<void>('DELETE', `/api/auth/organization/invitations/${encodeURIComponent(id)}`),
+      revokeInvitation: (id) => keyedData<void>('DELETE', `/api/auth/organization/invitations/${encodeURIComponent(id)}`),
       apiKeys: {
-        create: (input) => data('POST', '/api/auth/api-keys', input),
+        create: (input) => keyedData('POST', '/api/auth/api-keys', input),
         list: () => data<MachineKey[]>('GET', '/api/auth/api-keys'),
-        revoke: (id) => data<void>('DELETE', `/api/auth/api-keys/${encodeURIComponent(id)}`),
+        revoke: (id) => keyedData<void>('DELETE', `/api/auth/api-keys/${encodeURIComponent(id)}`),
       },
       sso: {
         start: (input) => data('POST', '/api/auth/sso/start', input),
@@ -1931,11 +1933,11 @@ export function createAuthstrapClient(options: AuthstrapClientOptions): Authstra
       grantOperator: (email) => data('POST', '/api/operator/operators', { email }),
       revokeOperator: (userId) => data('DELETE', `/api/operator/operators/${encodeURIComponent(userId)}`),
     },
-    User: { ...users, create: (input) => data<SentInvitation>('POST', '/Users', input) },
+    User: { ...users, create: (input) => keyedData<SentInvitation>('POST', '/Users', input) },
     account: { list: accounts.list, get: accounts.get },
     session: { list: sessions.list, get: sessions.get, delete: sessions.delete },
-    member: { ...members, create: (input) => data<SentInvitation>('POST', '/members', input), subscribe: (subscription) => subscribe<MemberStreamEvent>('member', subscription) },
-    Organization: records<Organization>('/Organizations'),
+    member: { ...members, create: (input) => keyedData<SentInvitation>('POST', '/members', input), subscribe: (subscription) => subscribe<MemberStreamEvent>('member', subscription) },
+    Organization: records<Organization>('/Organizations', true),
     Project: {
       ...records<Project>('/Projects', true),
       tasks(projectId) {

@@ -16,6 +16,7 @@ import { auditEventsRouter } from './events/events.router.js';
 import { registerEventRoutes } from './events/openapi.js';
 import { webhooksRouter } from './events/webhooks.router.js';
 import { extensionRouter } from './extensions/index.js';
+import { withHeldTransactions } from './idempotency/held-transaction.js';
 import { generatedRouter } from './generated/index.js';
 import { buildOpenApiDocument } from './generated/openapi.js';
 import { corsPolicy, csrfGuard } from './http/cors.js';
@@ -72,7 +73,10 @@ export interface AppDependencies {
  * behind the auth guard (who is calling) and, when tenant-scoped, the scope guard (which
  * organization, which role) -> 404 -> error envelope.
  */
-export function createApp({ config, db, logger, rateLimits, outbox, transactions, streams, metrics, tracing }: AppDependencies): Express {
+export function createApp({ config, db: database, logger, rateLimits, outbox, transactions, streams, metrics, tracing }: AppDependencies): Express {
+  // A write sent with an Idempotency-Key to a route whose handler calls the database through
+  // services runs in the transaction its key holds (idempotency/held-transaction.ts).
+  const db = withHeldTransactions(database);
   const auth = createAuthService({ db, config, mailer: createMailer({ outbox, settings: config.mail }), machineKeyLimit: rateLimits.machineKeys });
   // The account flows' mail requests are sent by the outbox's worker (auth/account-flows.ts).
   outbox.register(auth.accountMailChannel);
@@ -154,7 +158,7 @@ export function createApp({ config, db, logger, rateLimits, outbox, transactions
   app.use(jsonBody(config.bodyLimit));
   // Single sign-on's public routes (src/sso): before /api/auth's, which refuses machine keys the same way.
   app.use('/api/auth/sso', eventContext(), ssoSignInRouter({ db, config }));
-  app.use('/api/auth', eventContext(), authRouter({ auth, config }));
+  app.use('/api/auth', eventContext(), authRouter({ auth, config, db }));
   app.use('/api/operator', operatorRouter({ config, db, auth }));
   app.use('/api/service/transactions', transactions.router());
   app.use('/audit-events', ...auditEventsRouter({ config, db, auth }));

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthstrapError, createAuthstrapClient, type AuthstrapClient, type Project } from '../client/authstrap-client.js';
-import { allowedOrigin, pooledDatabaseKinds, startBackend, type TestBackend } from './support/backend.js';
+import { allowedOrigin, apiClient, pooledDatabaseKinds, startBackend, type TestBackend } from './support/backend.js';
 import { tokenOf } from './support/mailbox.js';
 
 // The typed client that `authstrap generate` writes to client/authstrap-client.ts, against the
@@ -348,15 +348,21 @@ describe.each(pooledDatabaseKinds)('the generated typed client on the %s databas
 
     // Each call has a key of its own; a read carries none.
     await grace.Project.update(created.id, { description: 'again' });
-    const keys = sent.filter((request) => request.key !== null).map((request) => request.key);
+    const keys = sent.filter((request) => request.key !== null && request.path.startsWith('/Projects')).map((request) => request.key);
     expect(new Set(keys).size).toBe(2);
     expect(sent.filter((request) => request.method === 'GET').every((request) => request.key === null)).toBe(true);
 
-    // A sign-in (under /api/) takes no key, and is sent once: its error is the caller's to handle.
+    // A sign-in takes a key too: its answer lost, it is sent again with the key, and gets the
+    // session the first made (one session, whose token works).
     const before = sent.length;
+    const sessionsBefore = (await grace.auth.sessions()).length;
     lose = 1;
-    expect(await failure(grace.auth.signIn({ email: 'lost-answer@example.com', password }))).toMatchObject({ status: 0, code: 'NETWORK_ERROR' });
-    expect(sent.length - before).toBe(1);
+    const signedIn = await grace.auth.signIn({ email: 'lost-answer@example.com', password });
+    const signIns = sent.slice(before).filter((request) => request.path === '/api/auth/sign-in/email');
+    expect(signIns).toHaveLength(2);
+    expect(signIns[1]!.key).toBe(signIns[0]!.key);
+    expect((await grace.auth.sessions()).length).toBe(sessionsBefore + 1);
+    expect((await apiClient(backend.url, { token: signedIn.token })('GET', '/api/auth/get-session')).status).toBe(200);
   });
 
   it('turns a network failure and a body that is not the API into AuthstrapErrors', async () => {

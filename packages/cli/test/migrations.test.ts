@@ -427,7 +427,7 @@ describe('row-level security in migrations', () => {
     const schema = schemaOf({ Project: project, Task: task });
     const now = databaseModel(schema);
     // The table and functions as the previous version wrote them: a key always had an organization.
-    const callerKey = (condition: string | undefined) => condition?.replace(/^\((.*)\) OR \("organizationId" IS NULL .*\)$/, '$1');
+    const callerKey = (condition: string | undefined) => condition?.replace(/^\((.*?)\) OR \("organizationId" IS NULL .*\)$/, '$1');
     const before: DatabaseModel = {
       ...now,
       access: { ...now.access!, functions: now.access!.functions.filter((fn) => !fn.definition.includes('authstrap.service()')) },
@@ -461,6 +461,50 @@ describe('row-level security in migrations', () => {
     await expect(serviceKey(true)).resolves.toMatchObject({ affectedRows: 1 });
     // A null organization is never equal to another, but the partial index holds the key once.
     await expect(serviceKey(true)).rejects.toThrow(/authstrap_idempotency_key_service_key_idx/);
+  });
+
+  it("gives a project made before a user's and an anonymous caller's idempotency keys their policies, in which each reaches only its own", async () => {
+    const schema = schemaOf({ Project: project, Task: task });
+    const now = databaseModel(schema);
+    // The policies as the previous version wrote them: without an organization, only the service's keys.
+    const serviceOnly = (condition: string | undefined) => condition?.replace(/ OR \("organizationId" IS NULL AND "caller" = 'user:'.*$/, '');
+    const before: DatabaseModel = {
+      ...now,
+      tables: now.tables.map((table) =>
+        table.name !== 'authstrap_idempotency_key'
+          ? table
+          : { ...table, rowSecurity: { policies: table.rowSecurity!.policies.map((policy) => ({ ...policy, using: serviceOnly(policy.using), withCheck: serviceOnly(policy.withCheck) })) } },
+      ),
+    };
+    const { db, migration } = await upgradeFrom(before, schema);
+    expect(migration.path).toBe('migrations/0002_alter_authstrap_idempotency_key.sql');
+    expect(migration.contents).toContain(`"caller" = 'anonymous'`);
+    await db.exec(migration.contents);
+    const [first, second] = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002'];
+
+    /** Runs `sql` as a request of `as` (a user id, 'anonymous', or nobody) and commits. */
+    const asCaller = async (as: string | undefined, sql: string) => {
+      const settings = as === 'anonymous' ? `set_config('authstrap.anonymous', 'on', true)` : `set_config('authstrap.user_id', '${as ?? ''}', true)`;
+      await db.exec(`BEGIN; SET LOCAL ROLE authstrap_app; SELECT ${settings};`);
+      try {
+        return await db.query(sql);
+      } finally {
+        await db.exec('COMMIT');
+      }
+    };
+    const claim = (caller: string) => `INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt") VALUES (NULL, '${caller}', 'k1', 'f', now() + interval '1 hour')`;
+    const count = `SELECT count(*)::int AS "n" FROM "authstrap_idempotency_key"`;
+    await expect(asCaller(first, claim(`user:${first}`))).resolves.toMatchObject({ affectedRows: 1 });
+    // Another user, nobody, or an anonymous request can neither take a user's key nor see it.
+    await expect(asCaller(second, claim(`user:${first}`))).rejects.toThrow(/row-level security/);
+    await expect(asCaller(undefined, claim('anonymous'))).rejects.toThrow(/row-level security/);
+    expect((await asCaller(second, count)).rows).toEqual([{ n: 0 }]);
+    expect((await asCaller('anonymous', count)).rows).toEqual([{ n: 0 }]);
+    expect((await asCaller(first, count)).rows).toEqual([{ n: 1 }]);
+    await expect(asCaller('anonymous', claim('anonymous'))).resolves.toMatchObject({ affectedRows: 1 });
+    expect((await asCaller(first, count)).rows).toEqual([{ n: 1 }]);
+    // One partial unique index holds every key without an organization once.
+    await expect(asCaller(first, claim(`user:${first}`))).rejects.toThrow(/authstrap_idempotency_key_service_key_idx/);
   });
 
   it("adds a field rule's trigger, which refuses a role the write, and drops it with the rule", async () => {

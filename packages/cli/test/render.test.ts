@@ -78,19 +78,20 @@ describe('renderProject', () => {
     // built-in entity's own router, before the scope guard (it acts across organizations);
     // verification and apikey have no router for users at all. Your own tenant-scoped entities
     // stand behind tenantScoped (a read checks its caller in its statement), which names the
-    // entity for machine keys.
+    // entity for machine keys. A user's writes to the others take an Idempotency-Key (`keyed`),
+    // behind the guards: the key is the caller's.
     expect(files.get('src/generated/index.ts')).toBe(
       [
         "/Projects/:projectId/Tasks -> ...tenantScoped(deps, taskNestedRouter(deps), 'Task')",
         "/Projects -> ...tenantScoped(deps, projectRouter(deps), 'Project')",
         "/Tasks -> ...tenantScoped(deps, taskRouter(deps), 'Task')",
-        '/Users -> signedIn, serviceApi.user, userRouter(deps)',
-        '/accounts -> signedIn, serviceApi.account, accountRouter(deps)',
-        '/sessions -> signedIn, serviceApi.session, sessionRouter(deps)',
+        '/Users -> signedIn, serviceApi.user, keyed, userRouter(deps)',
+        '/accounts -> signedIn, serviceApi.account, keyed, accountRouter(deps)',
+        '/sessions -> signedIn, serviceApi.session, keyed, sessionRouter(deps)',
         '/verifications -> signedIn, requires.serviceKey, serviceApi.verification',
-        '/Organizations -> signedIn, serviceApi.organization, organizationRouter(deps)',
+        '/Organizations -> signedIn, serviceApi.organization, keyed, organizationRouter(deps)',
         '/apikeys -> signedIn, requires.serviceKey, serviceApi.apikey',
-        '/members -> signedIn, serviceApi.member, scopeGuard, memberRouter(deps)',
+        '/members -> signedIn, serviceApi.member, scopeGuard, keyed, memberRouter(deps)',
         '',
       ].join('\n'),
     );

@@ -2,11 +2,15 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
 import { auditEventListSpec } from '../events/events.js';
 import { sendData, sendList } from '../http/envelope.js';
 import { parseListQuery } from '../http/list-query.js';
+import { withIdempotencyKeyOnWrites } from '../openapi/crud.js';
 import { forbidden, HttpError } from '../http/errors.js';
 import { machineKeysReachOnlyEntities } from '../generated/guards/auth.guard.js';
+import { keyedWrites } from '../idempotency/held-transaction.js';
+import { anonymousOwner, serviceOwner, userOwner } from '../idempotency/keys.js';
 import { clearSessionCookie, isServiceKeyRequest, presentedMachineKey, presentedSession, setSessionCookie } from '../http/session-token.js';
 import { parseBody, parseId, parseQuery } from '../http/validate.js';
 import {
@@ -36,14 +40,27 @@ export const SetActiveOrganizationInput = z
  * the address, resetting and changing the password and the address, one's sessions, deleting the
  * account); and invitations. Yours to change: the generator created this file once and never
  * writes it again.
+ *
+ * Every write here takes an `Idempotency-Key` (idempotency/held-transaction.ts): sent again with
+ * its key, a sign-up makes one account, a sign-in one session (the same token and cookie again),
+ * an accepted invitation one membership. The key is the signed-in user's, or, without a session,
+ * an anonymous caller's.
  */
-export function authRouter({ auth, config }: { auth: AuthService; config: Config }): Router {
+export function authRouter({ auth, config, db }: { auth: AuthService; config: Config; db: Database }): Router {
   const router = Router();
   // A machine key is no user: it reaches its organization's entities only, never /api/auth.
   router.use((req, _res, next) => {
     if (presentedMachineKey(req) !== undefined) throw machineKeysReachOnlyEntities();
     next();
   });
+  router.use(
+    keyedWrites({ db, config }, async (req) => {
+      if (isServiceKeyRequest(req, config.serviceApiKey)) return serviceOwner;
+      const presented = presentedSession(req, config);
+      const resolved = presented ? await auth.resolveSession(presented.token) : null;
+      return resolved ? userOwner(resolved.user.id) : anonymousOwner;
+    }),
+  );
   const meta = (req: { ip?: string; header(name: string): string | undefined }) => ({ ipAddress: req.ip, userAgent: req.header('user-agent') });
 
   router.post('/sign-up/email', async (req, res) => {
@@ -221,8 +238,9 @@ export function authRouter({ auth, config }: { auth: AuthService; config: Config
   return router;
 }
 
-/** Describes /api/auth in the OpenAPI document. */
-export function registerAuthRoutes(registry: OpenAPIRegistry): void {
+/** Describes /api/auth in the OpenAPI document: every write takes an Idempotency-Key. */
+export function registerAuthRoutes(documented: OpenAPIRegistry): void {
+  const registry = withIdempotencyKeyOnWrites(documented);
   const User = z.object({ id: z.uuid(), email: z.string(), name: z.string(), email_verified: z.boolean(), image: z.string().nullable(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'AuthUser' });
   const Session = z
     .object({

@@ -98,6 +98,7 @@ export function buildOpenApiDocument(
     list: userListSpec,
     serviceApi: { updateInput: UserServiceUpdateInput },
     create: userInvitationRoute,
+    keyedWrites: true,
   });
 
   registerCrudRoutes(registry, {
@@ -112,6 +113,7 @@ export function buildOpenApiDocument(
     list: accountListSpec,
     serviceApi: { updateInput: AccountServiceUpdateInput },
     userOperations: ['list', 'read'],
+    keyedWrites: true,
   });
 
   registerCrudRoutes(registry, {
@@ -126,6 +128,7 @@ export function buildOpenApiDocument(
     list: sessionListSpec,
     serviceApi: { updateInput: SessionServiceUpdateInput },
     userOperations: ['list', 'read', 'delete'],
+    keyedWrites: true,
   });
 
   registerCrudRoutes(registry, {
@@ -140,6 +143,7 @@ export function buildOpenApiDocument(
     list: verificationListSpec,
     serviceApi: { updateInput: VerificationServiceUpdateInput },
     userOperations: [],
+    keyedWrites: true,
   });
 
   registerCrudRoutes(registry, {
@@ -153,6 +157,7 @@ export function buildOpenApiDocument(
     idType: 'uuid',
     list: organizationListSpec,
     serviceApi: { updateInput: OrganizationServiceUpdateInput },
+    keyedWrites: true,
   });
   registerEntityWebhooks(registry, { prefix: 'organization', entity: 'Organization', record: OrganizationSchema });
 
@@ -168,6 +173,7 @@ export function buildOpenApiDocument(
     list: memberListSpec,
     serviceApi: { updateInput: MemberServiceUpdateInput },
     create: invitationCreateRoute,
+    keyedWrites: true,
   });
   registerEntityWebhooks(registry, { prefix: 'member', entity: 'member', record: MemberSchema });
 
@@ -183,6 +189,7 @@ export function buildOpenApiDocument(
     list: apikeyListSpec,
     serviceApi: { updateInput: ApikeyServiceUpdateInput },
     userOperations: [],
+    keyedWrites: true,
   });
 
   registerCrudRoutes(registry, {

@@ -223,6 +223,7 @@ function answerError(error: Parameters<ErrorRequestHandler>[0], req: Request, re
 function replay(res: Response, answer: ReplayedAnswer): void {
   res.statusCode = answer.status;
   res.setHeader('Idempotent-Replayed', 'true');
+  if (answer.setCookie) res.setHeader('Set-Cookie', answer.setCookie);
   if (answer.body === '') {
     res.end();
     return;

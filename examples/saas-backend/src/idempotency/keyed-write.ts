@@ -6,9 +6,12 @@ import { secretSeal, type SecretSeal } from '../events/webhook-secrets.js';
 import { HttpError } from '../http/errors.js';
 import {
   claimStatement,
+  fingerprintKeyOf,
   forgetExpiredStatement,
+  forgetStatement,
   idempotencyHeader,
   keptWithStatement,
+  legacyRequestFingerprint,
   lockStatement,
   presentedIdempotencyKey,
   recordStatement,
@@ -44,6 +47,15 @@ export class KeyedWrite {
   /** new: no transaction yet (or rolled back before the answer); open: held; ending: the answer is being kept; ended. */
   private state: 'new' | 'open' | 'ending' | 'ended' = 'new';
   private answerHooked = false;
+  /** Rolled back because the client went away: the request's later work must not run elsewhere (held-transaction.ts). */
+  private abandonedByClient = false;
+  /** What waits for the commit (a wake-up of the outbox's worker): run once the write is committed. */
+  private readonly committed: (() => void)[] = [];
+  /**
+   * The last statement sent on the held connection: the next waits for it. A request's statements
+   * may come concurrently (Promise.all), and a pipeline writes to the connection directly.
+   */
+  private inFlight: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly req: Request,
@@ -80,7 +92,7 @@ export class KeyedWrite {
     const { owner } = this.settings;
     const key = this.key();
     // The owner's own preamble (the service key's) and the claim: their results are not the caller's.
-    const claim = [...owner.preamble, claimStatement(owner, key, requestFingerprint(this.req), this.settings.keyHours, this.settings.lockWaitMs)];
+    const claim = [...owner.preamble, claimStatement(owner, key, requestFingerprint(this.req, this.settings.fingerprintKey), this.settings.keyHours, this.settings.lockWaitMs), ...(owner.postamble ?? [])];
     const tx = await db.begin([...preamble, ...claim, ...statements]);
     this.tx = tx;
     this.state = 'open';
@@ -102,7 +114,7 @@ export class KeyedWrite {
     const { owner, keyHours, lockWaitMs } = this.settings;
     const key = this.key();
     const claim = [...owner.preamble, lockStatement(owner, key, lockWaitMs), usedKeyStatement(owner, key)];
-    const kept = keptWithStatement(owner, write, { key, fingerprint: requestFingerprint(this.req), hours: keyHours, ...answer });
+    const kept = keptWithStatement(owner, write, { key, fingerprint: requestFingerprint(this.req, this.settings.fingerprintKey), hours: keyHours, ...answer });
     const outcome = this.claimed(await db.pipeline([...preamble, ...claim, kept]), preamble.length, claim.length);
     const written = outcome.error === undefined ? outcome.results[preamble.length] : undefined;
     // The write's rows are the statement's (SELECT * FROM "written"); the embedded database counts none for a SELECT.
@@ -131,13 +143,37 @@ export class KeyedWrite {
 
   /** A later statement of the request, in the held transaction (its scope is set already). */
   query<Row>(text: string, params?: unknown[]): Promise<QueryResult<Row>> {
-    return this.tx!.query<Row>(text, params);
+    return this.afterInFlight(() => this.tx!.query<Row>(text, params));
+  }
+
+  /** Later statements in one round trip, in the held transaction, up to the first that fails. */
+  pipeline(statements: Statement[]): Promise<PipelineOutcome> {
+    return this.afterInFlight(() => this.tx!.pipeline(statements));
+  }
+
+  private afterInFlight<T>(send: () => Promise<T>): Promise<T> {
+    const sent = this.inFlight.then(send);
+    this.inFlight = sent.catch(() => {});
+    return sent;
+  }
+
+  /** The client went away before the answer and the write was rolled back. */
+  get abandoned(): boolean {
+    return this.abandonedByClient;
+  }
+
+  /** Runs `work` once the write is committed (at once if no transaction is held); never if it is rolled back. */
+  afterCommit(work: () => void): void {
+    if (this.state === 'open' || this.state === 'ending') this.committed.push(work);
+    else work();
   }
 
   /** Rolls back before any answer (the caller was refused, or is checked again): nothing was kept. */
   async rollback(): Promise<void> {
     if (this.state !== 'open') return;
     this.state = 'new';
+    // A statement still on its way finishes first: the connection takes one thing at a time.
+    await this.inFlight;
     await this.tx!.rollback();
   }
 
@@ -165,16 +201,17 @@ export class KeyedWrite {
       await db.pipeline([...asOwner, forgetExpiredStatement(owner, key)]);
       return new HttpError(409, 'CONFLICT', `This ${idempotencyHeader} has expired (IDEMPOTENCY_KEY_HOURS); it is free now: send the request again`, undefined, 1);
     }
-    if (stored.fingerprint !== requestFingerprint(this.req)) {
-      return new HttpError(422, 'IDEMPOTENCY_KEY_REUSED', `This ${idempotencyHeader} was sent with another request (method, path or body): use a new key for a new request`);
+    if (stored.fingerprint !== requestFingerprint(this.req, this.settings.fingerprintKey) && stored.fingerprint !== legacyRequestFingerprint(this.req)) {
+      return new HttpError(422, 'IDEMPOTENCY_KEY_REUSED', `This ${idempotencyHeader} was sent with another request (method, path, organization or body): use a new key for a new request`);
     }
-    let body: string;
+    let kept: string;
     try {
-      body = stored.body ? this.settings.seal.open(stored.body) : '';
+      kept = stored.body ? this.settings.seal.open(stored.body) : '';
     } catch {
       return new HttpError(409, 'CONFLICT', `The answer kept for this ${idempotencyHeader} was sealed under another AUTH_SECRET and cannot be sent again: use a new key`);
     }
-    return new ReplayedAnswer(stored.status, body);
+    const { body, setCookie } = openedAnswer(kept);
+    return new ReplayedAnswer(stored.status, body, setCookie);
   }
 
   /**
@@ -202,20 +239,30 @@ export class KeyedWrite {
       return res;
     }) as Response['end'];
     res.once('close', () => {
-      if (this.state === 'open') void this.rollback();
+      if (this.state !== 'open') return;
+      this.abandonedByClient = true;
+      void this.rollback();
     });
   }
 
   private async keepAnswer(status: number, chunk: unknown): Promise<void> {
     const tx = this.tx!;
+    const { owner, seal } = this.settings;
     try {
+      await this.inFlight;
       if (status >= 400) {
-        await tx.rollback();
-        return;
+        if (!this.settings.failuresKeepTheirWork) return await tx.rollback();
+        // What the request did before it failed (a failed sign-in's record) is kept, as it is
+        // without a key; the key is freed for the next try.
+        await tx.commit([...owner.preamble, forgetStatement(owner, this.key())]);
+      } else {
+        const body = chunk === undefined || chunk === null ? '' : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk);
+        const kept = keptAnswer(body, this.res.getHeader('set-cookie'));
+        // The answer and the commit in one round trip: both or neither. The owner's preamble again
+        // first: the route's statements may have set a scope of their own since the claim.
+        await tx.commit([...owner.preamble, recordStatement(owner, this.key(), status, kept && seal.seal(kept))]);
       }
-      const body = chunk === undefined || chunk === null ? '' : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk);
-      // The answer and the commit in one round trip: both or neither.
-      await tx.commit([recordStatement(this.settings.owner, this.key(), status, body && this.settings.seal.seal(body))]);
+      for (const work of this.committed.splice(0)) work();
     } finally {
       this.state = 'ended';
     }
@@ -247,6 +294,14 @@ export interface KeyedWriteSettings {
    * a secret shown once (a new webhook endpoint's), which a copy of the database must not give away.
    */
   seal: SecretSeal;
+  /** The key of the requests' fingerprints (an HMAC under AUTH_SECRET: keys.ts). */
+  fingerprintKey: Buffer;
+  /**
+   * An answer of 400 or more commits what the request did and frees the key, instead of rolling
+   * it all back: for the built-in routes, whose work before a refusal is kept without a key too
+   * (held-transaction.ts). The routes behind tenantScoped roll back.
+   */
+  failuresKeepTheirWork?: boolean;
 }
 
 /** The settings of `owner`'s keyed writes, from the backend's. */
@@ -257,7 +312,24 @@ export function keyedWriteSettings(config: Pick<Config, 'idempotency' | 'databas
     // A repeat waits for its first request up to half a statement's time, then gets a 409 rather than the statement's 503.
     lockWaitMs: Math.max(100, Math.floor(config.databaseTimeouts.queryMs / 2)),
     seal: secretSeal(config.authSecret, 'kept answers of keyed writes'),
+    fingerprintKey: fingerprintKeyOf(config.authSecret),
   };
+}
+
+/**
+ * What is kept of an answer: its body; with the cookies it set (a sign-in's session cookie), a
+ * mark no JSON body starts with, then both as JSON. An answer kept before cookies were is a body.
+ */
+const withCookies = '\u0001';
+
+function keptAnswer(body: string, setCookie: string | number | string[] | undefined): string {
+  if (setCookie === undefined) return body;
+  return withCookies + JSON.stringify({ body, setCookie: Array.isArray(setCookie) ? setCookie : [String(setCookie)] });
+}
+
+function openedAnswer(kept: string): { body: string; setCookie?: string[] } {
+  if (!kept.startsWith(withCookies)) return { body: kept };
+  return JSON.parse(kept.slice(withCookies.length)) as { body: string; setCookie: string[] };
 }
 
 /** The key's claim failed: `cause` says why (used already, or its first request still running). */
@@ -271,12 +343,13 @@ class KeyTaken extends Error {
 const stillRunning = () =>
   new HttpError(409, 'CONFLICT', `A request with this ${idempotencyHeader} is still being processed: send it again in a moment`, undefined, 1);
 
-/** A repeat's answer: the first request's status and body, sent again as they were (http/errors.ts). */
+/** A repeat's answer: the first request's status, body and cookies, sent again as they were (http/errors.ts). */
 export class ReplayedAnswer extends Error {
   override name = 'ReplayedAnswer';
   constructor(
     readonly status: number,
     readonly body: string,
+    readonly setCookie?: string[],
   ) {
     super('A repeat of a keyed write');
   }

@@ -27,6 +27,8 @@ export interface CrudRoutes {
   create?: { summary: string; input: z.ZodType; output: z.ZodType; status: number };
   /** An organization's machine keys (`x-api-key`) reach these routes, as their permissions say. */
   machineKeys?: boolean;
+  /** A signed-in user's writes take an Idempotency-Key (idempotency/held-transaction.ts), without machine keys. */
+  keyedWrites?: boolean;
   /** Also reachable as `/<parents>/{parentId}/<children>`. */
   nested?: { path: string; parentParam: string; parentEntity: string; createInput: z.ZodType };
   /** On the entities the trusted server (the service key) manages: the body of its update-many. */
@@ -73,7 +75,7 @@ const organizationHeader = z.object({
     .meta({ description: "The organization (tenant) the request acts in; without it, the session's active organization (POST /api/auth/organization/set-active)" }),
 });
 /** On the writes of the routes behind tenantScoped (src/idempotency/). */
-const idempotencyKeyHeader = z.object({
+export const idempotencyKeyHeader = z.object({
   'Idempotency-Key': z
     .string()
     .min(1)
@@ -86,15 +88,46 @@ const idempotencyKeyHeader = z.object({
         'is still running waits for it, or gets a 409 with Retry-After. Kept per caller and organization for IDEMPOTENCY_KEY_HOURS (24). Answers of 400 or more are not kept.',
     }),
 });
+/** The Idempotency-Key header as `idempotencyKeyHeader` has it, described for other callers. */
+const keyHeaderSaying = (description: string) => z.object({ 'Idempotency-Key': idempotencyKeyHeader.shape['Idempotency-Key'].meta({ description }) });
 /** On the trusted server's writes (the service API): the same, under the service key's own keys. */
-const serviceIdempotencyKeyHeader = z.object({
-  'Idempotency-Key': idempotencyKeyHeader.shape['Idempotency-Key'].meta({
-    description:
-      'Service key: a key of your choosing (a UUID) that makes the write safe to send again, as on the tenant routes (a repeat gets the first answer, ' +
-      'Idempotent-Replayed: true; another request with the key is a 422; a repeat while the first runs waits, or gets a 409 with Retry-After). ' +
-      "The service key's keys are its own, kept for IDEMPOTENCY_KEY_HOURS (24). Refused (400) inside a transaction (x-authstrap-transaction).",
-  }),
-});
+const serviceIdempotencyKeyHeader = keyHeaderSaying(
+  'Service key: a key of your choosing (a UUID) that makes the write safe to send again, as on the tenant routes (a repeat gets the first answer, ' +
+  'Idempotent-Replayed: true; another request with the key is a 422; a repeat while the first runs waits, or gets a 409 with Retry-After). ' +
+  "The service key's keys are its own, kept for IDEMPOTENCY_KEY_HOURS (24). Refused (400) inside a transaction (x-authstrap-transaction).",
+);
+/** On the built-in entities' writes, which a signed-in user and the service key both make. */
+const builtInIdempotencyKeyHeader = keyHeaderSaying(
+  'A key of your choosing (a UUID) that makes the write safe to send again: a repeat gets the first answer (Idempotent-Replayed: true) and changes nothing; ' +
+  'another request with the key is a 422; a repeat while the first runs waits, or gets a 409 with Retry-After. Kept for IDEMPOTENCY_KEY_HOURS (24): ' +
+  "a signed-in user's keys are their own (on /members, theirs in the organization), the service key's its own. Answers of 400 or more are not kept. " +
+  'Service key: refused (400) inside a transaction (x-authstrap-transaction).',
+);
+
+/** On the writes of /api/auth, made signed in or not (sign-up, sign-in). */
+const authIdempotencyKeyHeader = keyHeaderSaying(
+  'A key of your choosing (a UUID) that makes the write safe to send again: a repeat gets the first answer, its cookies included (Idempotent-Replayed: true), ' +
+  'and changes nothing (one account, one session, one membership); another request with the key is a 422; a repeat while the first runs waits, or gets a 409 ' +
+  "with Retry-After. Kept for IDEMPOTENCY_KEY_HOURS (24): a signed-in user's keys are their own; without a session, keys are every anonymous caller's, " +
+  'so choose one nobody else would. An answer of 400 or more is not kept: the key is free again.',
+);
+
+/**
+ * `registry` for the routes of /api/auth, whose every write takes an Idempotency-Key
+ * (idempotency/held-transaction.ts): each POST, PUT, PATCH and DELETE registered through it
+ * declares the header.
+ */
+export function withIdempotencyKeyOnWrites(registry: OpenAPIRegistry): OpenAPIRegistry {
+  const keyed = Object.create(registry) as OpenAPIRegistry;
+  keyed.registerPath = (route) => {
+    if (route.method === 'get' || route.method === 'head') return registry.registerPath(route);
+    const headers = route.request?.headers;
+    const extended = headers instanceof z.ZodObject ? headers.extend(authIdempotencyKeyHeader.shape) : authIdempotencyKeyHeader;
+    return registry.registerPath({ ...route, request: { ...route.request, headers: extended } });
+  };
+  return keyed;
+}
+
 const idParam = (entity: string, idType: CrudRoutes['idType']) =>
   z.object({ id: (idType === 'uuid' ? z.uuid() : z.int().min(1)).meta({ description: `The ${entity}'s id` }) });
 
@@ -171,12 +204,15 @@ const pascalCase = (name: string) =>
 export function registerCrudRoutes(registry: OpenAPIRegistry, routes: CrudRoutes): void {
   const tags = [routes.entity];
   const scoped = routes.tenantScoped ? { headers: organizationHeader } : {};
-  // The routes behind tenantScoped (the ones machine keys reach) keep a keyed write's answer.
+  // Every write keeps a keyed write's answer: the routes behind tenantScoped (the ones machine keys
+  // reach), and the others for a signed-in user (idempotency/held-transaction.ts) and the service key.
   const writeHeaders = routes.machineKeys
     ? { headers: organizationHeader.extend(idempotencyKeyHeader.shape) }
     : routes.serviceApi
-      ? { headers: (routes.tenantScoped ? organizationHeader : z.object({})).extend(serviceIdempotencyKeyHeader.shape) }
-      : scoped;
+      ? { headers: (routes.tenantScoped ? organizationHeader : z.object({})).extend(builtInIdempotencyKeyHeader.shape) }
+      : routes.keyedWrites
+        ? { headers: (routes.tenantScoped ? organizationHeader : z.object({})).extend(idempotencyKeyHeader.shape) }
+        : scoped;
   const serviceWriteHeaders = { headers: serviceIdempotencyKeyHeader };
   // The pipeline's answers (400, 401, 413, 422, 429, 500...) are added by openapi/answers.ts.
   const scopedErrors: Record<number, ResponseConfig> = routes.tenantScoped

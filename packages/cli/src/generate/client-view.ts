@@ -46,8 +46,9 @@ export interface ClientEntityView {
    */
   crud: boolean;
   /**
-   * Its routes stand behind tenantScoped, which keeps a keyed write's answer (the backend's
-   * src/idempotency/): the client sends its writes with an Idempotency-Key, and sends them again.
+   * Its routes keep a keyed write's answer (the backend's src/idempotency/: behind tenantScoped,
+   * or, in a project with auth, a signed-in user's writes to any route): the client sends its
+   * writes with an Idempotency-Key, and sends them again.
    */
   keyedWrites: boolean;
   /** The template's partial that declares its API: `crud`, or the built-in entity's name. */
@@ -129,7 +130,7 @@ function filterType(field: Field): string {
   return `${comparison}<${orNull(valueType(field, 'input'), field)}>`;
 }
 
-function clientEntity(view: EntityView, fields: Field[], all: EntityView[]): ClientEntityView {
+function clientEntity(view: EntityView, fields: Field[], all: EntityView[], auth: boolean): ClientEntityView {
   const visible = fields.filter((field) => !field.secret);
   const listed = visible.filter((field) => field.type !== 'json');
   const idType = view.idType === 'integer' ? 'number' : 'string';
@@ -154,7 +155,7 @@ function clientEntity(view: EntityView, fields: Field[], all: EntityView[]): Cli
           routePath: child.parent!.routePath,
           parentField: child.parent!.field,
           childPath: child.path,
-          keyedWrites: child.machineKeys,
+          keyedWrites: child.machineKeys || auth,
         }))
     : [];
   return {
@@ -164,7 +165,7 @@ function clientEntity(view: EntityView, fields: Field[], all: EntityView[]): Cli
     idType,
     tenantScoped: view.tenantScoped,
     crud,
-    keyedWrites: view.machineKeys,
+    keyedWrites: view.machineKeys || auth,
     api: crud ? 'crud' : view.name,
     summary: builtinCrud[view.name] ?? `the ${view.name} records${view.tenantScoped ? ' of the organization set with setOrganization()' : ''}`,
     output: visible.map((field) => ({ name: field.name, type: orNull(valueType(field, 'output'), field), optional: false, description: commentText(field.description) })),
@@ -184,7 +185,7 @@ function clientEntity(view: EntityView, fields: Field[], all: EntityView[]): Cli
 export function clientView(schema: Schema): ClientView {
   const views = projectView(schema).entities;
   const fieldsOf = new Map(schema.entities.map((entity) => [entity.name, entity.fields]));
-  const entities = views.filter((view) => !view.serviceOnly).map((view) => clientEntity(view, fieldsOf.get(view.name)!, views));
+  const entities = views.filter((view) => !view.serviceOnly).map((view) => clientEntity(view, fieldsOf.get(view.name)!, views, Boolean(schema.auth)));
   const exampleEntity = entities.find((entity) => entity.crud && entity.tenantScoped) ?? entities.find((entity) => entity.crud);
   return {
     auth: schema.auth,

@@ -127,13 +127,17 @@ export const webhookEndpointTable: Table = {
 /** Who a request acts for, as an idempotency key's owner: the signed-in user, or the machine key. */
 const idempotencyCaller = `COALESCE('user:' || authstrap.user_id(), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))`;
 /**
- * A key is its caller's in their organization, or the trusted server's (the service key, which
- * acts in no organization: "organizationId" null, caller 'service', reached only by a transaction
- * that says it is the service's, `authstrap.service()`). The two kinds never meet.
+ * A key is its caller's in their organization; or, in no organization ("organizationId" null),
+ * the trusted server's (caller 'service', reached only by a transaction that says it is the
+ * service's, `authstrap.service()`), a signed-in user's outside any organization (caller
+ * 'user:<id>', reached only as that user), or an anonymous caller's (caller 'anonymous', reached
+ * only by a transaction that says it is anonymous). The kinds never meet.
  */
 const ownKey =
   `("organizationId" = authstrap.organization_id() AND "caller" = ${idempotencyCaller})` +
-  ` OR ("organizationId" IS NULL AND "caller" = 'service' AND authstrap.service())`;
+  ` OR ("organizationId" IS NULL AND "caller" = 'service' AND authstrap.service())` +
+  ` OR ("organizationId" IS NULL AND "caller" = 'user:' || authstrap.user_id())` +
+  ` OR ("organizationId" IS NULL AND "caller" = 'anonymous' AND current_setting('authstrap.anonymous', true) = 'on')`;
 
 /**
  * A write's answer kept for its repeats (src/idempotency/): the `Idempotency-Key` a client sent,
@@ -163,7 +167,8 @@ export const idempotencyKeyTable: Table = {
     // A repeat finds its key here; a second request with the same key waits on this index entry
     // until the first one's transaction ends (src/idempotency/).
     { name: 'authstrap_idempotency_key_caller_key_idx', columns: ['organizationId', 'caller', 'key'], unique: true },
-    // The same for the service key's, which have no organization (a null is never equal to another).
+    // The same for the keys without an organization (a null is never equal to another): the service
+    // key's, a user's outside any organization, an anonymous caller's; their caller tells them apart.
     { name: 'authstrap_idempotency_key_service_key_idx', columns: ['caller', 'key'], unique: true, where: '"organizationId" IS NULL' },
     // The hourly prune deletes by age; rows are written in the order of their expiry.
     { name: 'authstrap_idempotency_key_expiresAt_idx', columns: ['expiresAt'], method: 'brin' },

@@ -462,7 +462,8 @@ function handlersOf(entity: EntityView, router: string, auth: boolean): string {
   // Your own tenant-scoped entities: a read checks its caller in its own statement (tenant.guard.ts),
   // and the entity's name is what a machine key's permissions name.
   if (entity.machineKeys) return `...tenantScoped(deps, ${router}(deps), '${entity.name}')`;
-  return `signedIn, ${serviceApi}${entity.tenantScoped ? 'scopeGuard, ' : ''}${router}(deps)`;
+  // A signed-in user's writes take an Idempotency-Key (idempotency/held-transaction.ts).
+  return `signedIn, ${serviceApi}${entity.tenantScoped ? 'scopeGuard, ' : ''}keyed, ${router}(deps)`;
 }
 
 export function projectView(schema: Schema): ProjectView {

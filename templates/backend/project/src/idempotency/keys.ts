@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { Request } from 'express';
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
 import { startHourlyPrune } from '../db/hourly.js';
+import { setScopeStatement, type Scope } from '../db/scope.js';
 import type { Statement } from '../db/sql.js';
 import { badRequest } from '../http/errors.js';
 
@@ -35,23 +36,40 @@ export function presentedIdempotencyKey(req: Request): string | undefined {
 }
 
 /**
- * What makes two requests the same one: method, path with its query, and body. A repeat with the
- * same key and another fingerprint is refused (422): a key names one request, never a second.
+ * What makes two requests the same one: method, path with its query, the organization header,
+ * and body. A repeat with the same key and another fingerprint is refused (422): a key names one
+ * request, never a second. An HMAC under AUTH_SECRET (`fingerprintKey`), not a bare hash: a
+ * sign-in's body holds a password, and a copy of the database must not offer a hash of it to
+ * guess against.
  */
-export function requestFingerprint(req: Request): string {
+export function requestFingerprint(req: Request, fingerprintKey: Buffer): string {
+  return createHmac('sha256', fingerprintKey)
+    .update(`${req.method} ${req.originalUrl}\n${req.header('x-organization-id') ?? ''}\n`)
+    .update(JSON.stringify(req.body ?? null))
+    .digest('base64url');
+}
+
+/** The fingerprint as keys kept before the HMAC have it (a bare sha256): still accepted until they expire. */
+export function legacyRequestFingerprint(req: Request): string {
   return createHash('sha256')
     .update(`${req.method} ${req.originalUrl}\n`)
     .update(JSON.stringify(req.body ?? null))
     .digest('base64url');
 }
 
+/** The key of the fingerprints' HMAC, from AUTH_SECRET (without one, in development, a key everyone knows). */
+export const fingerprintKeyOf = (authSecret: string | undefined): Buffer => createHmac('sha256', authSecret ?? '').update('authstrap idempotency key fingerprints').digest();
+
 /** Whose key it is, in SQL: the request's user, or its machine key (db/scope.ts sets both). */
 const caller = `COALESCE('user:' || authstrap.user_id(), 'key:' || NULLIF(current_setting('authstrap.key_id', true), ''))`;
 
 /**
- * Whose keys a write takes and finds, in SQL: a caller's in their organization, or the trusted
- * server's (the service key acts in no organization: its keys have none, and a unique index of
- * their own). The row-level security policies of the table say the same (`authstrap generate`).
+ * Whose keys a write takes and finds, in SQL: a caller's in their organization; or, in no
+ * organization, the trusted server's (the service key), a signed-in user's (a write of theirs
+ * that acts in no organization: creating one, their sessions, their password), or an anonymous
+ * caller's (sign-up, sign-in). The keys without an organization share one partial unique index,
+ * their `caller` telling them apart. The row-level security policies of the table say the same
+ * (`authstrap generate`).
  */
 export interface KeyOwner {
   /** The organization and the caller, as the claim inserts them. */
@@ -66,6 +84,12 @@ export interface KeyOwner {
   lockName: string;
   /** What goes in front of a statement to act as this owner, when the request's scope does not. */
   preamble: Statement[];
+  /**
+   * What undoes the preamble once the key is claimed: a built-in route's statements run as they
+   * do without a key, in no scope (held-transaction.ts); the preamble comes again before the
+   * answer is kept.
+   */
+  postamble?: Statement[];
 }
 
 /** A user or machine key acting in an organization: the scope db/scope.ts sets. */
@@ -81,14 +105,53 @@ export const callerOwner: KeyOwner = {
   preamble: [],
 };
 
+/** The keys without an organization: the service key's, a user's outside one, an anonymous caller's. */
+const keyWithoutOrganization = 'authstrap_idempotency_key_service_key_idx';
+
 /** The service key (the trusted server: a Better Auth adapter, scripts), in no organization. */
 export const serviceOwner: KeyOwner = {
   values: `NULL, 'service'`,
   present: 'authstrap.service()',
   rows: `"organizationId" IS NULL AND "caller" = 'service'`,
-  claimedIndex: 'authstrap_idempotency_key_service_key_idx',
+  claimedIndex: keyWithoutOrganization,
   lockName: `'service'`,
   preamble: [{ text: `SELECT set_config('authstrap.service', 'on', true)`, params: [] }],
+};
+
+const unscoped: Statement = {
+  text: `SELECT set_config('authstrap.organization_id', '', true), set_config('authstrap.user_id', '', true), set_config('authstrap.role', '', true), set_config('authstrap.anonymous', '', true)`,
+  params: [],
+};
+
+/** A member acting in their organization on a built-in route (/members): the caller's keys there, as callerOwner. */
+export const memberOwner = (scope: Scope): KeyOwner => ({ ...callerOwner, preamble: [setScopeStatement(scope)], postamble: [unscoped] });
+
+/** A signed-in user's write in no organization (/Organizations, /Users, /sessions, /api/auth). */
+export const userOwner = (userId: string): KeyOwner => ({
+  values: `NULL, 'user:' || authstrap.user_id()`,
+  present: 'authstrap.user_id() IS NOT NULL',
+  // In a sub-select, as callerOwner's: a value PostgreSQL puts in the index's condition under row-level security.
+  rows: `"organizationId" IS NULL AND "caller" = (SELECT 'user:' || authstrap.user_id())`,
+  claimedIndex: keyWithoutOrganization,
+  lockName: `'user:' || authstrap.user_id()`,
+  preamble: [{ text: `SELECT set_config('authstrap.user_id', $1, true)`, params: [userId] }],
+  postamble: [unscoped],
+});
+
+/**
+ * A caller with no session (sign-up, sign-in, accepting an invitation as a new user): all such
+ * callers share these keys, so a key must be one nobody else would choose (a UUID). Another's
+ * request with the same key is a 422; the same request (same address and password) gets its
+ * answer, which its sender could have had anyway. A signed-in user's keys never meet these.
+ */
+export const anonymousOwner: KeyOwner = {
+  values: `NULL, 'anonymous'`,
+  present: `current_setting('authstrap.anonymous', true) = 'on'`,
+  rows: `"organizationId" IS NULL AND "caller" = 'anonymous'`,
+  claimedIndex: keyWithoutOrganization,
+  lockName: `'anonymous'`,
+  preamble: [{ text: `SELECT set_config('authstrap.anonymous', 'on', true)`, params: [] }],
+  postamble: [unscoped],
 };
 
 const ownKey = (owner: KeyOwner) => `${owner.rows} AND "key" = $1`;
@@ -174,6 +237,12 @@ export interface StoredAnswer {
 
 export const storedAnswerStatement = (owner: KeyOwner, key: string): Statement => ({
   text: `SELECT "fingerprint", "status", "body", "expiresAt" < now() AS "expired" FROM "authstrap_idempotency_key" WHERE ${ownKey(owner)}`,
+  params: [key],
+});
+
+/** Frees a key whose request failed but whose work is kept (held-transaction.ts). */
+export const forgetStatement = (owner: KeyOwner, key: string): Statement => ({
+  text: `DELETE FROM "authstrap_idempotency_key" WHERE ${ownKey(owner)}`,
   params: [key],
 });
 

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Config, MailSettings } from '../config.js';
 import type { Queryable } from '../db/database.js';
 import type { Message } from '../extensions/mail/messages.js';
+import { afterHeldCommit } from '../idempotency/held-transaction.js';
 import { PermanentDeliveryError, type Channel, type Outbox, type OutboxMessage } from '../outbox/outbox.js';
 
 /**
@@ -42,8 +43,11 @@ export function createMailer({ outbox, settings }: { outbox: Outbox; settings: M
     },
     /** Puts a message for another channel in the outbox, in the caller's transaction (account-flows.ts's mail requests). */
     enqueue: (tx: Queryable, channel: string, payload: unknown) => outbox.enqueue(tx, channel, payload),
-    /** Call after the transaction committed: the worker sends now instead of at its next look. */
-    sendCommitted: () => outbox.wake(),
+    /**
+     * Call after the transaction committed: the worker sends now instead of at its next look (once
+     * the request's keyed write is committed, when it has one: idempotency/held-transaction.ts).
+     */
+    sendCommitted: () => afterHeldCommit(() => outbox.wake()),
   };
 }
 
