@@ -151,6 +151,13 @@ describe.each(databaseKinds)('Idempotency-Key on the built-in routes, on the %s 
     expectReplayOf(await send(backend.url, 'POST', '/api/auth/invitations/accept', { body: { token }, key: acceptKey, token: invitee.token }), accepted);
     const members = (await alice.api('GET', '/members?limit=100')).body.data as { userId: string }[];
     expect(members.filter((member) => member.userId === invitee.user.id)).toHaveLength(1);
+    // Recorded as without a key (a signed-in invitee's acceptance and membership are both theirs).
+    // frontend-console.test.ts meets the case where a statement's event context carried into the
+    // next one changed an actor (a membership of authstrap's recorded as a user's).
+    const recorded = (await alice.api('GET', '/audit-events?limit=100')).body.data as { type: string; actorType: string }[];
+    const actors = (type: string) => recorded.filter((event) => event.type === type && JSON.stringify(event).includes(invitee.user.id)).map((event) => event.actorType);
+    expect(actors('invitation.accepted')).toEqual(['user']);
+    expect(actors('member.created')).toEqual(['user']);
   });
 
   it('gives a machine key made again with its key the same secret, and makes one key', async () => {

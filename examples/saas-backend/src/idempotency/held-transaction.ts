@@ -53,10 +53,23 @@ export function afterHeldCommit(work: () => void): void {
 const savepoint: Statement = { text: 'SAVEPOINT authstrap_held', params: [] };
 const release: Statement = { text: 'RELEASE SAVEPOINT authstrap_held', params: [] };
 const undo: Statement[] = [{ text: 'ROLLBACK TO SAVEPOINT authstrap_held', params: [] }, release];
+/**
+ * Without a key each statement or transaction of a service is a transaction of its own, and what
+ * it set for itself (its scope, its event context: set_config(..., true)) ends with it. A RELEASE
+ * keeps such settings for the rest of the held transaction, so they are cleared after each one:
+ * a later write is recorded and checked as it would be without the key (its actor, its scope),
+ * not with the one before it's.
+ */
+const fresh: Statement = {
+  text: `SELECT set_config('authstrap.organization_id', '', true), set_config('authstrap.user_id', '', true), set_config('authstrap.role', '', true),
+                set_config('authstrap.anonymous', '', true), set_config('authstrap.key_id', '', true), set_config('authstrap.service', '', true),
+                set_config('authstrap.request', '', true)`,
+  params: [],
+};
 
 /** `statements` in a savepoint of the held transaction, in one round trip: all kept, or none. */
 async function pipelineIn(keyed: KeyedWrite, statements: Statement[]): Promise<PipelineOutcome> {
-  const outcome = await keyed.pipeline([savepoint, ...statements, release]);
+  const outcome = await keyed.pipeline([savepoint, ...statements, release, fresh]);
   const results = outcome.results.slice(1, 1 + statements.length);
   if (outcome.error === undefined) return { results };
   await keyed.pipeline(undo);
@@ -67,7 +80,8 @@ async function transactionIn<T>(keyed: KeyedWrite, work: (tx: Queryable) => Prom
   await keyed.query(savepoint.text);
   try {
     const result = await work({ query: (text, params) => keyed.query(text, params) });
-    await keyed.query(release.text);
+    const ended = await keyed.pipeline([release, fresh]);
+    if (ended.error !== undefined) throw ended.error;
     return result;
   } catch (error) {
     if (keyed.holding) await keyed.pipeline(undo);
