@@ -13,7 +13,8 @@
 // The copies must be inside examples/saas-backend (they import its node_modules) and must answer
 // the list with the same body. Settings: BENCH_PG_URL, BENCH_PAIRS (3), BENCH_WARMUP_SECONDS (3),
 // BENCH_DURATION_SECONDS (8), BENCH_LOAD (list; or write: POST /Projects as run.mjs's write, whose
-// list then differs from run to run, so the bodies are not compared). Linux only; needs wrk. Writes bench/results/ab.json.
+// list then differs from run to run, so the bodies are not compared; or keyed-write: the same with
+// an Idempotency-Key of its own on every request, as bench/idempotency.mjs's keyed load). Linux only; needs wrk. Writes bench/results/ab.json.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +26,8 @@ const pairs = Number(process.env.BENCH_PAIRS ?? 3);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const seconds = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
 const listPath = '/Projects?limit=20';
-const writes = process.env.BENCH_LOAD === 'write';
+const writes = process.env.BENCH_LOAD === 'write' || process.env.BENCH_LOAD === 'keyed-write';
+const keyedWrites = process.env.BENCH_LOAD === 'keyed-write';
 // wrk-create.lua reports through wrk-report.lua, which it is told the path of.
 const wrkEnv = { ...process.env, BENCH_REPORT_LUA: path.join(repoDir, 'bench', 'wrk-report.lua') };
 
@@ -68,6 +70,7 @@ try {
       const backend = await startExampleBackend({ dbUrl, entry: entries[side] });
       bodies[side] = await (await fetch(`${backend.base}${listPath}`, { headers: { authorization: `Bearer ${token}`, 'x-organization-id': organizationId } })).text();
       const args = (writes ? writeLoadArgs : listLoadArgs)(backend.base, { token, organizationId });
+      if (keyedWrites) args[args.indexOf('-s') + 1] = path.join(repoDir, 'bench', 'wrk-create-keyed.lua');
       await runWrk(['-d', `${warmupSeconds}s`, ...args], warmupSeconds, wrkEnv);
       const ticksBefore = cpuTicks(backend.child.pid);
       const result = await runWrk(['-d', `${seconds}s`, ...args], seconds, wrkEnv);

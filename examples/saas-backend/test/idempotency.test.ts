@@ -2,7 +2,7 @@ import net from 'node:net';
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callerOwner, storedAnswerStatement, usedKeyStatement } from '../src/idempotency/keys.js';
+import { callerOwner, storedAnswerStatement } from '../src/idempotency/keys.js';
 import { apiClient, databaseKinds, postgresAdminUrl, serviceApiKey, signUp, startBackend, type Api, type ApiResponse, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
@@ -196,6 +196,17 @@ describe.each(databaseKinds)('Idempotency-Key on the %s database', (kind) => {
     const answers = await Promise.all(Array.from({ length: 6 }, () => alice.api('POST', '/Projects', { body: { name: 'Concurrent' }, headers: keyed(key) })));
     expectOneFirstAnswer(answers);
     expect(await named(alice.api, 'Concurrent')).toBe(1);
+  });
+
+  it('answers concurrent repeats of a DELETE with its 204, never a 404: the ones that find the row gone look the key up', async () => {
+    const created = (await alice.api('POST', '/Projects', { body: { name: 'Deleted at once' } })).body.data;
+    const key = randomUUID();
+    const answers = await Promise.all(Array.from({ length: 6 }, () => alice.api('DELETE', `/Projects/${created.id}`, { headers: keyed(key) })));
+    for (const answer of answers) expect([204, 409]).toContain(answer.status);
+    expect(answers.filter((answer) => answer.status === 204 && answer.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    for (const answer of answers.filter((answer) => answer.status === 409)) expect(answer.headers.get('retry-after')).toBe('1');
+    // A DELETE with a new key is a new request: the row is gone.
+    expect((await alice.api('DELETE', `/Projects/${created.id}`, { headers: keyed(randomUUID()) })).status).toBe(404);
   });
 
   it('applies once a write whose answer was lost (the client hung up) when it is sent again with its key', async () => {
@@ -451,29 +462,29 @@ describe.runIf(postgresAdminUrl)('a repeat while the first request with its key 
 });
 
 describe.runIf(postgresAdminUrl)("a repeat while a generated route's first write with its key still runs (PostgreSQL)", () => {
-  it("waits on the key's lock, then replays the answer the first kept; past half the statement timeout it is a 409", async () => {
+  it("waits on the key's index for the first's end, then replays the answer the first kept; past half the statement timeout it is a 409", async () => {
     const backend = await startBackend('postgres', { DATABASE_QUERY_TIMEOUT_MS: '2000' });
     const first = new pg.Client({ connectionString: backend.running.config.databaseUrl });
     try {
       const alice = await signUp(backend.url, 'locked@example.com');
       const caller = `user:${alice.user.id}`;
       await first.connect();
-      /** "The first request", as a generated route's keyed write runs: the key's lock (keys.ts, lockStatement), held to its end. */
-      const lock = (key: string) => first.query(`SELECT pg_advisory_xact_lock(hashtextextended(concat_ws(' ', $1::text, $2::text) || ' ' || $3, 0))`, [alice.organizationId, caller, key]);
+      const fingerprint = createHash('sha256').update('POST /Projects\n').update(JSON.stringify({ name: 'Waited for' })).digest('base64url');
+      const firstAnswer = '{"success":true,"data":{"id":"first"}}';
+      /** "The first request", as a generated route's keyed write runs (keys.ts, keptWithStatement): its key's row and answer, inserted and not committed yet. */
+      const firstWrite = (key: string) =>
+        first.query(
+          `INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt", "status", "body") VALUES ($1, $2, $3, $4, now() + interval '1 hour', 201, $5)`,
+          [alice.organizationId, caller, key, fingerprint, firstAnswer],
+        );
 
       const key = randomUUID();
       await first.query('BEGIN');
-      await lock(key);
+      await firstWrite(key);
       const started = performance.now();
       const repeat = alice.api('POST', '/Projects', { body: { name: 'Waited for' }, headers: { 'Idempotency-Key': key } });
       await new Promise((resolve) => setTimeout(resolve, 300));
-      // The first keeps its answer with the key and commits: the repeat, which waited, gets it.
-      const fingerprint = createHash('sha256').update('POST /Projects\n').update(JSON.stringify({ name: 'Waited for' })).digest('base64url');
-      const firstAnswer = '{"success":true,"data":{"id":"first"}}';
-      await first.query(
-        `INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt", "status", "body") VALUES ($1, $2, $3, $4, now() + interval '1 hour', 201, $5)`,
-        [alice.organizationId, caller, key, fingerprint, firstAnswer],
-      );
+      // The first commits: the repeat, which waited, gets the answer it kept.
       await first.query('COMMIT');
       const answer = await repeat;
       expect(performance.now() - started).toBeGreaterThanOrEqual(290);
@@ -482,10 +493,10 @@ describe.runIf(postgresAdminUrl)("a repeat while a generated route's first write
       expect(answer.body).toEqual(JSON.parse(firstAnswer));
       expect((await alice.api('GET', '/Projects?name=Waited%20for')).body.meta.total).toBe(0);
 
-      // A first that holds the lock past half of DATABASE_QUERY_TIMEOUT_MS (1 s): a 409 with Retry-After, nothing written.
+      // A first that runs past half of DATABASE_QUERY_TIMEOUT_MS (1 s): a 409 with Retry-After, nothing written.
       const stuck = randomUUID();
       await first.query('BEGIN');
-      await lock(stuck);
+      await firstWrite(stuck);
       const waitedFrom = performance.now();
       const refused = await alice.api('POST', '/Projects', { body: { name: 'Stuck' }, headers: { 'Idempotency-Key': stuck } });
       expect(performance.now() - waitedFrom).toBeGreaterThanOrEqual(950);
@@ -514,7 +525,7 @@ describe.runIf(postgresAdminUrl)("a key's lookups, however many keys its organiz
         await tx.query('SET LOCAL enable_seqscan = off');
         await tx.query('SET LOCAL enable_bitmapscan = off');
         const explain = async ({ text, params }: { text: string; params: unknown[] }) => (await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${text}`, params)).rows[0]!['QUERY PLAN'][0].Plan;
-        return [await explain(storedAnswerStatement(callerOwner, 'a-key')), await explain(usedKeyStatement(callerOwner, 'a-key'))];
+        return [await explain(storedAnswerStatement(callerOwner, 'a-key'))];
       });
       /** The conditions of the plan's scans of the key index. */
       const conditions = (node: PlanNode): string[] => [...(node['Index Name'] === 'authstrap_idempotency_key_caller_key_idx' ? [node['Index Cond'] ?? ''] : []), ...(node.Plans ?? []).flatMap(conditions)];

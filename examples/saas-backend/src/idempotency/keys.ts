@@ -80,8 +80,6 @@ export interface KeyOwner {
   rows: string;
   /** The unique index a used key of this owner violates. */
   claimedIndex: string;
-  /** The owner as text, for the name of a key's lock (lockStatement). */
-  lockName: string;
   /** What goes in front of a statement to act as this owner, when the request's scope does not. */
   preamble: Statement[];
   /**
@@ -101,7 +99,6 @@ export const callerOwner: KeyOwner = {
   // organization is read, bench/README.md); a sub-select's value is a parameter, which it uses.
   rows: `"organizationId" = authstrap.organization_id() AND "caller" = (SELECT ${caller})`,
   claimedIndex: 'authstrap_idempotency_key_caller_key_idx',
-  lockName: `concat_ws(' ', authstrap.organization_id(), ${caller})`,
   preamble: [],
 };
 
@@ -114,7 +111,6 @@ export const serviceOwner: KeyOwner = {
   present: 'authstrap.service()',
   rows: `"organizationId" IS NULL AND "caller" = 'service'`,
   claimedIndex: keyWithoutOrganization,
-  lockName: `'service'`,
   preamble: [{ text: `SELECT set_config('authstrap.service', 'on', true)`, params: [] }],
 };
 
@@ -133,7 +129,6 @@ export const userOwner = (userId: string): KeyOwner => ({
   // In a sub-select, as callerOwner's: a value PostgreSQL puts in the index's condition under row-level security.
   rows: `"organizationId" IS NULL AND "caller" = (SELECT 'user:' || authstrap.user_id())`,
   claimedIndex: keyWithoutOrganization,
-  lockName: `'user:' || authstrap.user_id()`,
   preamble: [{ text: `SELECT set_config('authstrap.user_id', $1, true)`, params: [userId] }],
   postamble: [unscoped],
 });
@@ -149,7 +144,6 @@ export const anonymousOwner: KeyOwner = {
   present: `current_setting('authstrap.anonymous', true) = 'on'`,
   rows: `"organizationId" IS NULL AND "caller" = 'anonymous'`,
   claimedIndex: keyWithoutOrganization,
-  lockName: `'anonymous'`,
   preamble: [{ text: `SELECT set_config('authstrap.anonymous', 'on', true)`, params: [] }],
   postamble: [unscoped],
 };
@@ -177,47 +171,31 @@ export const claimStatement = (owner: KeyOwner, key: string, fingerprint: string
 });
 
 /**
- * The claim of a write whose answer its own statement keeps (keptWithStatement), in one round trip
- * and one implicit transaction: the key's lock, held to the end of that transaction, which a
- * repeat still running waits for (up to `lockWaitMs`, then lock_timeout's 55P03, a 409), then
- * usedKeyStatement, in a statement of its own: it sees what was committed while it waited.
+ * A route's one write and the answer kept with its key, in one statement and one implicit
+ * transaction: the key's row, with the answer's status and body, is inserted only for a row the
+ * write returned (none: a 404 or 403 keeps nothing; a failed write, a 409, rolls both back). `body`
+ * is SQL over the written row (http/envelope.ts, jsonDataSql), or '' for an answer without one.
+ * The row's JSON is in the database in clear already: the body is kept unsealed (SecretSeal.open
+ * reads it as it is).
+ *
+ * Nothing is looked up or locked first: the owner's unique index on the key decides. A key used
+ * already makes the insert a unique violation on `claimedIndex`, and the write is rolled back
+ * with it (keyed-write.ts then replays the kept answer). A repeat that comes while the first
+ * still runs waits on that index for the first's end, up to `lockWaitMs` (lock_timeout, set by
+ * the same statement before the key's row is inserted: past it, 55P03 and a 409). A repeat that
+ * writes nothing (a DELETE whose row the first removed) inserts no key row: keyed-write.ts looks
+ * its key up before it answers (repeatedAnswer).
  */
-export const lockStatement = (owner: KeyOwner, key: string, lockWaitMs: number): Statement => ({
-  text: `SELECT pg_advisory_xact_lock(hashtextextended(${owner.lockName} || ' ' || $1, 0))
-       FROM (SELECT set_config('lock_timeout', $2, true)) AS "bounded"
-      WHERE ${owner.present}`,
-  params: [key, `${lockWaitMs}ms`],
-});
-
-/**
- * A key used already fails as claimStatement does (a unique violation on the owner's
- * `claimedIndex`), so that a repeat is answered the same way: the statement inserts the key again
- * only where it is there, and so never inserts anything.
- */
-export const usedKeyStatement = (owner: KeyOwner, key: string): Statement => ({
-  text: `INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt")
-     SELECT ${owner.values}, $1, '', now()
-      WHERE EXISTS (SELECT FROM "authstrap_idempotency_key" WHERE ${ownKey(owner)})`,
-  params: [key],
-});
-
-/**
- * A route's one write and the answer kept with its key, in one statement: the key's row, with
- * the answer's status and body, is inserted only for a row the write returned (none: a 404 or
- * 403 keeps nothing; a failed write, a 409, rolls both back). `body` is SQL over the written row
- * (http/envelope.ts, jsonDataSql), or '' for an answer without one. The row's JSON is in the
- * database in clear already: the body is kept unsealed (SecretSeal.open reads it as it is).
- */
-export const keptWithStatement = (owner: KeyOwner, write: Statement, kept: { key: string; fingerprint: string; hours: number; status: number; body: string }): Statement => {
+export const keptWithStatement = (owner: KeyOwner, write: Statement, kept: { key: string; fingerprint: string; hours: number; status: number; body: string; lockWaitMs: number }): Statement => {
   const at = write.params.length;
   return {
     text: `WITH "written" AS (${write.text}),
      "kept" AS (INSERT INTO "authstrap_idempotency_key" ("organizationId", "caller", "key", "fingerprint", "expiresAt", "status", "body")
        SELECT ${owner.values}, $${at + 1}::text, $${at + 2}::text, now() + make_interval(hours => $${at + 3}::int), $${at + 4}::int, ${kept.body}
-         FROM (SELECT * FROM "written" LIMIT 1) AS "written"
+         FROM (SELECT * FROM "written" LIMIT 1) AS "written", (SELECT set_config('lock_timeout', $${at + 5}::text, true)) AS "bounded"
         WHERE ${owner.present})
 SELECT * FROM "written"`,
-    params: [...write.params, kept.key, kept.fingerprint, kept.hours, kept.status],
+    params: [...write.params, kept.key, kept.fingerprint, kept.hours, kept.status, `${kept.lockWaitMs}ms`],
   };
 };
 

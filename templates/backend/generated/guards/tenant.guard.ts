@@ -376,9 +376,10 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
       keyed.key();
     }
     const { statements, pending, parentAt } = preamble();
+    const keepsItsAnswer = keyed !== undefined && answer !== undefined && sent.length === 1;
     const outcome = !keyed
       ? await db.pipeline([...statements, ...sent])
-      : answer && sent.length === 1
+      : keepsItsAnswer
         ? await keyed.writeKeepingAnswer(db, statements, sent[0]!, answer)
         : await keyed.begin(db, statements, sent);
     try {
@@ -390,6 +391,12 @@ export function asCaller(db: Database, req: Request, parent?: ParentRecord): Cal
     } catch (error) {
       await keyed?.rollback();
       throw error;
+    }
+    // A keyed write that failed or wrote nothing may be a repeat of one that succeeded (a DELETE
+    // whose row its first removed): its key's answer comes before the write's own.
+    if (keepsItsAnswer && (outcome.error === undefined ? outcome.results[statements.length]!.rows.length === 0 : !keyed.tookTheKey(outcome.error))) {
+      const repeated = await keyed.repeatedAnswer(db, [setScopeStatement(req.scope!)]);
+      if (repeated !== undefined) throw repeated;
     }
     // A keyed write's key already used: the kept answer again, or why not (a 409, a 422).
     if (outcome.error !== undefined) throw keyed ? await keyed.refusal(db, outcome.error, [setScopeStatement(req.scope!)]) : outcome.error;

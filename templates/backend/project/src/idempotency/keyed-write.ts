@@ -12,12 +12,10 @@ import {
   idempotencyHeader,
   keptWithStatement,
   legacyRequestFingerprint,
-  lockStatement,
   presentedIdempotencyKey,
   recordStatement,
   requestFingerprint,
   storedAnswerStatement,
-  usedKeyStatement,
   type KeyOwner,
   type StoredAnswer,
 } from './keys.js';
@@ -102,24 +100,41 @@ export class KeyedWrite {
 
   /**
    * A generated route's one write whose rows are its answer (tenant.guard.ts, `answering`): the
-   * claim, the write and the answer kept with the key, in one round trip and one implicit
-   * transaction, with no transaction held across the route and no second statement on the key:
+   * write and the answer kept with the key, in one statement, one round trip and one implicit
+   * transaction, with no transaction held across the route and nothing looked up first:
    *
-   *   <preamble>  <the key's lock: lockStatement>  <used already? usedKeyStatement>  <the write, keeping its answer: keptWithStatement>
+   *   <preamble>  <the write, keeping its answer with the key: keptWithStatement>
    *
-   * The outcome is as `begin`'s. `body`: the answer's body in SQL over the written row (jsonDataSql),
-   * or '' for a 204. A write that finds nothing (a 404) or fails (a 409) keeps nothing.
+   * The key's unique index decides (keys.ts): a key used already is the error at the claim's
+   * place, as `begin`'s is. A write that fails or finds nothing is looked up afterwards
+   * (repeatedAnswer): it may be a repeat. `body`: the answer's body in SQL over the written row
+   * (jsonDataSql), or '' for a 204. A write that finds nothing (a 404) or fails (a 409) keeps
+   * nothing.
    */
   async writeKeepingAnswer(db: Database, preamble: Statement[], write: Statement, answer: { status: number; body: string }): Promise<PipelineOutcome> {
     const { owner, keyHours, lockWaitMs } = this.settings;
-    const key = this.key();
-    const claim = [...owner.preamble, lockStatement(owner, key, lockWaitMs), usedKeyStatement(owner, key)];
-    const kept = keptWithStatement(owner, write, { key, fingerprint: requestFingerprint(this.req, this.settings.fingerprintKey), hours: keyHours, ...answer });
-    const outcome = this.claimed(await db.pipeline([...preamble, ...claim, kept]), preamble.length, claim.length);
+    const kept = keptWithStatement(owner, write, { key: this.key(), fingerprint: requestFingerprint(this.req, this.settings.fingerprintKey), hours: keyHours, lockWaitMs, ...answer });
+    const outcome = this.claimed(await db.pipeline([...preamble, ...owner.preamble, kept]), preamble.length, owner.preamble.length);
     const written = outcome.error === undefined ? outcome.results[preamble.length] : undefined;
     // The write's rows are the statement's (SELECT * FROM "written"); the embedded database counts none for a SELECT.
     if (written) written.rowCount = written.rows.length;
     return outcome;
+  }
+
+  /**
+   * For a write by writeKeepingAnswer that failed (not on its key) or wrote nothing: whether it
+   * is a repeat of a write that succeeded, which its key tells. A DELETE sent again finds its row
+   * gone (a 404); a create sent again may run into its first's unique name (a 409). If the key
+   * was used: what `refusal` answers for it (the kept answer again, a 422, a 409); if not,
+   * undefined, and the write's own answer stands. The write's transaction has ended already.
+   */
+  async repeatedAnswer(db: Database, scope: Statement[] = []): Promise<unknown> {
+    return this.keptAnswer(db, scope, undefined);
+  }
+
+  /** Whether a write failed on its key (used already, or its first still running): `refusal` answers it. */
+  tookTheKey(error: unknown): boolean {
+    return error instanceof KeyTaken;
   }
 
   /**
@@ -190,13 +205,24 @@ export class KeyedWrite {
     const cause = error.cause as { code?: string; constraint?: string };
     if (cause.code === '55P03') return stillRunning();
     if (cause.code !== '23505' || cause.constraint !== owner.claimedIndex) return cause;
+    // Gone since (pruned at its expiry): the next try takes the key afresh.
+    return this.keptAnswer(db, scope, stillRunning());
+  }
+
+  /**
+   * The answer for a key that is used: its kept answer again (ReplayedAnswer), a 422 when it was
+   * used for another request, a 409 while its first request is still running or once it has
+   * expired; `unused` when there is no such key.
+   */
+  private async keptAnswer(db: Database, scope: Statement[], unused: unknown): Promise<unknown> {
+    const { owner } = this.settings;
     const key = this.key();
     const asOwner = [...scope, ...owner.preamble];
     const outcome = await db.pipeline([...asOwner, storedAnswerStatement(owner, key)]);
     if (outcome.error !== undefined) return outcome.error;
     const stored = outcome.results[asOwner.length]?.rows[0] as StoredAnswer | undefined;
-    // Gone since (pruned at its expiry): the next try takes the key afresh.
-    if (!stored || stored.status === null) return stillRunning();
+    if (!stored) return unused;
+    if (stored.status === null) return stillRunning();
     if (stored.expired) {
       await db.pipeline([...asOwner, forgetExpiredStatement(owner, key)]);
       return new HttpError(409, 'CONFLICT', `This ${idempotencyHeader} has expired (IDEMPOTENCY_KEY_HOURS); it is free now: send the request again`, undefined, 1);
