@@ -182,7 +182,7 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
     expect((await stage.signIn(`banned-${kind}`, at('banned'), { providerId })).session!.user.id).toBe(userId);
   });
 
-  it("refuses a user the organization's directory deprovisioned, inside its verified domain or outside it, and gives them no membership back", async () => {
+  it("refuses a user the organization's directory deprovisioned, inside its verified domain or outside it, gives them no membership back, and records it in that organization's audit log and webhooks only", async () => {
     await requireSso(false);
     const asTheOwner = apiClient(backend.url!, { organizationId });
     const directory = await asTheOwner('POST', '/scim-directories', { body: { name: `Okta ${kind}` }, headers: { cookie: owner.cookie, origin: allowedOrigin } });
@@ -209,7 +209,16 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
       expect(again, email).toMatchObject({ error: 'DEPROVISIONED', session: null });
       // The plugin's provisioning never ran: the directory's suspension stands.
       expect(await isMember(joined.session!.user.id), email).toBe(false);
+      // On the record once, in the audit log of the organization whose directory turned them off, and in no other.
+      const recorded = await asOwner(`SELECT "organizationId", "userId", "data" FROM "authstrap_event" WHERE "type" = 'session.sign_in_refused' AND "data"->>'email' = $1`, [email]);
+      expect(recorded.rows, email).toEqual([{ organizationId, userId: joined.session!.user.id, data: { email, method: 'better-auth:sso', code: 'DEPROVISIONED' } }]);
     }
+    const listed = await asTheOwner('GET', '/audit-events?type=session.sign_in_refused&limit=100', { headers: { cookie: owner.cookie, origin: allowedOrigin } });
+    const deprovisioned = (listed.body.data as { data: { email: string; code: string } }[]).filter((event) => event.data.code === 'DEPROVISIONED').map((event) => event.data.email);
+    expect(deprovisioned.sort()).toEqual([at('leaver'), `contractor-${kind}@contractors.example`].sort());
+    // And at the organization's webhook endpoint (the refusals' test made it), once each.
+    const delivered = () => receiver.received.flatMap(({ verified }) => (verified?.data.code === 'DEPROVISIONED' ? [`${verified.data.email} ${verified.data.method}`] : []));
+    await expect.poll(() => delivered().sort(), { timeout: 10_000 }).toEqual([`${at('leaver')} better-auth:sso`, `contractor-${kind}@contractors.example better-auth:sso`].sort());
   });
 
   it("keeps an organization's provider, and its sign-in, when the admin who registered it is deleted", async () => {
