@@ -96,6 +96,30 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
     await stage.samlIdp.registerServiceProvider(await spMetadata.text());
   }
 
+  /**
+   * A SCIM directory of the organization, made by its owner; `deprovision(email)` is what its IdP
+   * sends when the person leaves (the user provisioned, then deactivated), which suspends their
+   * membership.
+   */
+  async function scimDirectory(name: string) {
+    const directory = await apiClient(backend.url!, { organizationId })('POST', '/scim-directories', { body: { name }, headers: { cookie: owner.cookie, origin: allowedOrigin } });
+    expect(directory.status, JSON.stringify(directory.body)).toBe(201);
+    const scim = (method: string, path: string, body: unknown) =>
+      fetch(`${backend.url}${new URL(directory.body.data.baseUrl).pathname}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${directory.body.data.token}`, 'content-type': 'application/scim+json' },
+        body: JSON.stringify(body),
+      }).then(async (response) => ({ status: response.status, body: await response.json() }));
+    return {
+      async deprovision(email: string) {
+        const resource = await scim('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: email });
+        expect(resource.status, JSON.stringify(resource.body)).toBe(201);
+        const deactivate = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Replace', path: 'active', value: false }] };
+        expect((await scim('PATCH', `/Users/${resource.body.id}`, deactivate)).status).toBe(200);
+      },
+    };
+  }
+
   beforeAll(async () => {
     receiver = await startReceiver();
     stage = await startSsoStage();
@@ -212,25 +236,14 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
 
   it("refuses a user the organization's directory deprovisioned, inside its verified domain or outside it, gives them no membership back, and records it in that organization's audit log and webhooks only", async () => {
     await requireSso(false);
-    const asTheOwner = apiClient(backend.url!, { organizationId });
-    const directory = await asTheOwner('POST', '/scim-directories', { body: { name: `Okta ${kind}` }, headers: { cookie: owner.cookie, origin: allowedOrigin } });
-    expect(directory.status, JSON.stringify(directory.body)).toBe(201);
-    const scim = (method: string, path: string, body: unknown) =>
-      fetch(`${backend.url}${new URL(directory.body.data.baseUrl).pathname}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${directory.body.data.token}`, 'content-type': 'application/scim+json' },
-        body: JSON.stringify(body),
-      }).then(async (response) => ({ status: response.status, body: await response.json() }));
+    const directory = await scimDirectory(`Okta ${kind}`);
 
     // One address the organization verified, one it did not (a contractor's own): both joined through the provider.
     for (const email of [at('leaver'), `contractor-${kind}@contractors.example`]) {
       const subject = `deprovisioned-${email}`;
       const joined = await stage.signIn(subject, email, { providerId });
       expect(await isMember(joined.session!.user.id)).toBe(true);
-      const resource = await scim('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: email });
-      expect(resource.status, JSON.stringify(resource.body)).toBe(201);
-      const deactivate = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Replace', path: 'active', value: false }] };
-      expect((await scim('PATCH', `/Users/${resource.body.id}`, deactivate)).status).toBe(200);
+      await directory.deprovision(email);
       expect(await isMember(joined.session!.user.id)).toBe(false);
 
       const again = await stage.signIn(subject, email, { providerId });
@@ -241,7 +254,7 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
       const recorded = await asOwner(`SELECT "organizationId", "userId", "data" FROM "authstrap_event" WHERE "type" = 'session.sign_in_refused' AND "data"->>'email' = $1`, [email]);
       expect(recorded.rows, email).toEqual([{ organizationId, userId: joined.session!.user.id, data: { email, method: 'better-auth:sso', code: 'DEPROVISIONED' } }]);
     }
-    const listed = await asTheOwner('GET', '/audit-events?type=session.sign_in_refused&limit=100', { headers: { cookie: owner.cookie, origin: allowedOrigin } });
+    const listed = await apiClient(backend.url!, { organizationId })('GET', '/audit-events?type=session.sign_in_refused&limit=100', { headers: { cookie: owner.cookie, origin: allowedOrigin } });
     const deprovisioned = (listed.body.data as { data: { email: string; code: string } }[]).filter((event) => event.data.code === 'DEPROVISIONED').map((event) => event.data.email);
     expect(deprovisioned.sort()).toEqual([at('leaver'), `contractor-${kind}@contractors.example`].sort());
     // And at the organization's webhook endpoint (the refusals' test made it), once each.
@@ -313,22 +326,10 @@ describe.each(databaseKinds)("the organization's policy on Better Auth's sso plu
     const refusalsOf = async (email: string) =>
       (await asOwner(`SELECT "organizationId", "data"->>'method' AS "method", "data"->>'code' AS "code" FROM "authstrap_event" WHERE "type" = 'session.sign_in_refused' AND "data"->>'email' = $1`, [email])).rows;
 
-    const asTheOwner = apiClient(backend.url!, { organizationId });
-    const directory = await asTheOwner('POST', '/scim-directories', { body: { name: `SAML directory ${kind}` }, headers: { cookie: owner.cookie, origin: allowedOrigin } });
-    expect(directory.status, JSON.stringify(directory.body)).toBe(201);
-    const scim = (method: string, path: string, body: unknown) =>
-      fetch(`${backend.url}${new URL(directory.body.data.baseUrl).pathname}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${directory.body.data.token}`, 'content-type': 'application/scim+json' },
-        body: JSON.stringify(body),
-      }).then(async (response) => ({ status: response.status, body: await response.json() }));
     const leaver = { nameId: `saml-leaver-${kind}`, email: at('saml-leaver') };
     const joined = await stage.signInWithSaml(leaver, { providerId: samlProviderId });
     expect(await isMember(joined.session!.user.id)).toBe(true);
-    const resource = await scim('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: leaver.email });
-    expect(resource.status, JSON.stringify(resource.body)).toBe(201);
-    const deactivate = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Replace', path: 'active', value: false }] };
-    expect((await scim('PATCH', `/Users/${resource.body.id}`, deactivate)).status).toBe(200);
+    await (await scimDirectory(`SAML directory ${kind}`)).deprovision(leaver.email);
     expect(await auth.api.getSession({ headers: new Headers({ cookie: joined.cookie }) })).toBeNull();
     expect(await stage.signInWithSaml(leaver, { providerId: samlProviderId })).toMatchObject({ error: 'DEPROVISIONED', session: null });
     expect(await isMember(joined.session!.user.id)).toBe(false);
