@@ -69,7 +69,7 @@ function generatedParts(schema: Schema): { refusals: string; ssoAllowed: string 
        WHERE a."userId" = user_id AND p.${quote(providerOrganization)}::text = ${organization}::text`;
     // A user deprovisioned by an organization whose provider they signed in with gets no session
     // through the plugin, whatever the address: the plugin makes the session before the membership
-    // (which it would make again) and names no organization on it. The rule knows the user's
+    // (which it would make again) and leaves the session in no organization. The rule knows the user's
     // providers, not which one is signing in, so it refuses their every plugin sign-in (the safe side),
     // naming each such organization.
     refusals.push(`  IF method = 'better-auth:sso' AND user_id IS NOT NULL THEN

@@ -105,7 +105,7 @@ export async function refuseSignIn(db: Database, verdict: SignInVerdict, attempt
 }
 
 /**
- * The audit logs a refusal belongs in (docs/enterprise-identity.md, 3.3): the organization whose
+ * The audit logs a refusal belongs in (docs/enterprise-identity.md, 3.2): the organization whose
  * policy refused, since its owners and admins answer for it. SSO_REQUIRED: the organization that
  * requires SSO of the address. DEPROVISIONED: each organization whose directory turned the user
  * off (once in each). Anything else (an operator's ban, an impersonation refused) is the
