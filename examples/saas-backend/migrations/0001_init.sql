@@ -802,6 +802,7 @@ DECLARE
   owner_slug text;
   sso_required boolean;
   break_glass text;
+  deprovisioning jsonb;
 BEGIN
   -- The organization that owns the address: its verified (or failing, within the grace) domain.
   SELECT d."organizationId", o."slug", COALESCE(p."ssoRequired", false), p."breakGlass"
@@ -812,10 +813,12 @@ BEGIN
    WHERE d."domain" = lower(substring(address from '@([^@]*)$')) AND d."state" IN ('verified', 'failing');
 
   -- Deprovisioned by the organization that owns the address (everywhere), or by the one asked for.
-  IF user_id IS NOT NULL AND EXISTS (
-    SELECT 1 FROM "authstrap_member_suspension" s
-     WHERE s."userId" = user_id AND (s."organizationId" = owner_organization OR s."organizationId" = organization_id)) THEN
-    RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED');
+  IF user_id IS NOT NULL THEN
+    SELECT jsonb_agg(s."organizationId" ORDER BY s."organizationId") INTO deprovisioning
+      FROM "authstrap_member_suspension" s WHERE s."userId" = user_id AND (s."organizationId" = owner_organization OR s."organizationId" = organization_id);
+    IF deprovisioning IS NOT NULL THEN
+      RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED', 'organizationIds', deprovisioning);
+    END IF;
   END IF;
   -- Banned by the platform's operators, until the ban ends (or is lifted).
   IF user_id IS NOT NULL AND EXISTS (SELECT 1 FROM "authstrap_user_ban" b WHERE b."userId" = user_id AND (b."expiresAt" IS NULL OR b."expiresAt" > now())) THEN

@@ -106,6 +106,10 @@ describe.each(databaseKinds)('operators ban and unban a user on the %s database'
     const memberships = await organizationsOf(`SELECT "organizationId" FROM "member" WHERE "userId" = $1`, [jane.user.id]);
     expect(memberships).toHaveLength(2);
     expect(await organizationsOf(`SELECT "organizationId" FROM "authstrap_event" WHERE "type" = 'operator.banned_user' AND "organizationId" IS NOT NULL`, [])).toEqual(memberships);
+    // Her sign-in the ban refused is the platform's business, not theirs (docs/operator.md): once,
+    // in no organization's audit log, in her own security events.
+    const refusals = await asOwner(`SELECT "organizationId", "userId", "data" FROM "authstrap_event" WHERE "type" = 'session.sign_in_refused'`);
+    expect(refusals.rows).toEqual([{ organizationId: null, userId: jane.user.id, data: { email: 'jane@acme.example', method: 'password', code: 'BANNED' } }]);
   });
 
   it('lifts the ban: the user signs in again and the key they made works again; their sessions stay ended', async () => {

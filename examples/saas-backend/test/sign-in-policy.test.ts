@@ -237,7 +237,7 @@ describe.each(databaseKinds)('the sign-in policy on the %s database', (kind) => 
     expect(await alive(outsider.token)).toBe(200);
   });
 
-  it('refuses a user the organization that owns the address suspended, once the password matched', async () => {
+  it("refuses a user the organization that owns the address suspended, once the password matched, on the record in that organization's audit log only", async () => {
     await requireSso(false);
     await asOwner(
       `INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason")
@@ -250,6 +250,12 @@ describe.each(databaseKinds)('the sign-in policy on the %s database', (kind) => 
     expect(refused.body.error).toMatchObject({ code: 'DEPROVISIONED', message: "Your access was turned off by your organization's directory" });
     // A wrong password learns nothing of it.
     expect((await signIn(employee.user.email, 'a wrong password')).status).toBe(401);
+    // Once, in the audit log of the organization whose directory turned them off; not in their
+    // personal organization's, though the session would have acted there (their first membership).
+    const refusals = (await auditEvents()).filter((event) => event.type === 'session.sign_in_refused' && event.data.code === 'DEPROVISIONED');
+    expect(refusals.map((event) => event.data)).toEqual([{ email: employee.user.email, method: 'password', code: 'DEPROVISIONED' }]);
+    const everywhere = await asOwner(`SELECT "organizationId" FROM "authstrap_event" WHERE "type" = 'session.sign_in_refused' AND "data"->>'email' = $1 AND "data"->>'code' = 'DEPROVISIONED'`, [employee.user.email]);
+    expect(everywhere.rows).toEqual([{ organizationId: owner.organizationId }]);
   });
 });
 

@@ -207,6 +207,29 @@ describe.each(databaseKinds)('single sign-on with OIDC on the %s database', (kin
       expect((await sessionOf(again.session!)).body.data.user.id).toBe(current.body.data.user.id);
     });
 
+    it("refuses a member the organization's directory suspended with DEPROVISIONED, on the record once, in that organization's audit log", async () => {
+      const subject = `leaver-${++counter}`;
+      const email = address('leaver');
+      idp.setAccount(subject, { email });
+      const first = await signInThroughIdp({ email }, subject);
+      const userId = (await sessionOf(first.session!)).body.data.user.id as string;
+      // What the directory's deactivation leaves: the membership moved to a suspension.
+      await asOwner(
+        `INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason")
+         SELECT "id", "organizationId", "userId", "role", "createdAt", 'directory-inactive' FROM "member" WHERE "organizationId" = $1 AND "userId" = $2`,
+        [owner.organizationId, userId],
+      );
+      await asOwner(`DELETE FROM "member" WHERE "organizationId" = $1 AND "userId" = $2`, [owner.organizationId, userId]);
+
+      const refused = await signInThroughIdp({ email }, subject);
+      expect(errorOf(refused.landed.location)).toBe('DEPROVISIONED');
+      expect(refused.session).toBeUndefined();
+      const refusals = (await owner.api('GET', '/audit-events?type=session.sign_in_refused&limit=100')).body.data as { userId: string; data: Record<string, unknown> }[];
+      expect(refusals.filter((event) => event.data.email === email)).toEqual([expect.objectContaining({ userId, data: { email, method: 'sso', code: 'DEPROVISIONED' } })]);
+      const everywhere = await asOwner(`SELECT "organizationId" FROM "authstrap_event" WHERE "type" = 'session.sign_in_refused' AND "data"->>'email' = $1`, [email]);
+      expect(everywhere.rows).toEqual([{ organizationId: owner.organizationId }]);
+    });
+
     it("a known identity's new address follows on the account only in a verified domain, and never onto another account's", async () => {
       const subject = `renamed-${++counter}`;
       const first = address('maiden');

@@ -67,6 +67,12 @@ describe.each(databaseKinds)("a banned user on Better Auth's path, %s database",
     expect(direct.status).toBe(403);
     expect(direct.body.error.code).toBe('BANNED');
     expect((await backend.running.db.asOwner((tx) => tx.query(`SELECT 1 FROM "session" WHERE "userId" = $1`, [signedUp.user.id]))).rowCount).toBe(0);
+    // A ban's refusals are the platform's, not an organization's (docs/operator.md): each once, in no
+    // organization's audit log (their personal organization's included), in the user's own events.
+    const refusals = await backend.running.db.asOwner((tx) =>
+      tx.query(`SELECT "organizationId", "userId", "data"->>'method' AS "method" FROM "authstrap_event" WHERE "type" = 'session.sign_in_refused' AND "data"->>'code' = 'BANNED' ORDER BY "createdAt"`),
+    );
+    expect(refusals.rows).toEqual(['better-auth:password', 'better-auth:magic-link', 'service'].map((method) => ({ organizationId: null, userId: signedUp.user.id, method })));
 
     expect((await support.api('POST', `/api/operator/users/${signedUp.user.id}/unban`)).status).toBe(200);
     const again = await auth.api.signInEmail({ body: { email, password }, asResponse: true });

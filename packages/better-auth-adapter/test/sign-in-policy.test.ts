@@ -151,16 +151,49 @@ describe.each(databaseKinds)("the sign-in policy on Better Auth's path, %s datab
     expect(audit.filter((event) => event.type === 'sso.break_glass_used')).toEqual([expect.objectContaining({ entityId: newest })]);
   });
 
-  it('refuses a user their organization’s directory suspended, with SSO required or not', async () => {
+  it('refuses a user their organization’s directory suspended, with SSO required or not, on the record once in each suspending organization’s audit log', async () => {
     await requireSso(false);
     const leaver = (await asOwner(`SELECT "id" FROM "User" WHERE "email" = $1`, [at('leaver')])).rows[0]!.id;
-    await asOwner(
-      `INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason") VALUES (gen_random_uuid(), $1, $2, 'member', now(), 'directory-inactive')`,
-      [owner.organizationId, leaver],
-    );
+    const suspend = (organizationId: string) =>
+      asOwner(
+        `INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason") VALUES (gen_random_uuid(), $1, $2, 'member', now(), 'directory-inactive')`,
+        [organizationId, leaver],
+      );
+    /** Where the leaver's DEPROVISIONED refusals are on the record: organization and method, by organization. */
+    const recorded = async () =>
+      (
+        await asOwner(
+          `SELECT "organizationId", "data"->>'method' AS "method" FROM "authstrap_event" WHERE "type" = 'session.sign_in_refused' AND "data"->>'email' = $1 AND "data"->>'code' = 'DEPROVISIONED' ORDER BY "organizationId", "createdAt"`,
+          [at('leaver')],
+        )
+      ).rows;
+    await suspend(owner.organizationId);
     const refused = await signInEmail(at('leaver'));
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({ code: 'DEPROVISIONED', message: "Your access was turned off by your organization's directory" });
+    // In the audit log of the organization whose directory turned them off, once; in no other (their personal organization's included).
+    const audit = (await owner.api('GET', '/audit-events?type=session.sign_in_refused&limit=100')).body.data as { userId: string; data: Record<string, unknown> }[];
+    expect(audit.filter((event) => event.data.email === at('leaver'))).toEqual([
+      expect.objectContaining({ userId: leaver, data: { email: at('leaver'), method: 'better-auth:password', code: 'DEPROVISIONED' } }),
+    ]);
+    expect(await recorded()).toEqual([{ organizationId: owner.organizationId, method: 'better-auth:password' }]);
+
+    // Suspended by their personal organization's directory too, and a session asked for there: once in each.
+    const personal = (await asOwner(`SELECT "organizationId" FROM "member" WHERE "userId" = $1 AND "organizationId" <> $2`, [leaver, owner.organizationId])).rows[0]!.organizationId as string;
+    await suspend(personal);
+    const service = apiClient(backend.url, { token: serviceApiKey });
+    const inPersonal = await service('POST', '/sessions', {
+      body: { userId: leaver, token: `t-${Math.random()}`, expiresAt: new Date(Date.now() + 3_600_000).toISOString(), activeOrganizationId: personal },
+      headers: { 'x-authstrap-better-auth-path': '/sign-in/email' },
+    });
+    expect(inPersonal.body.error?.code).toBe('DEPROVISIONED');
+    expect(await recorded()).toEqual(
+      [
+        { organizationId: owner.organizationId, method: 'better-auth:password' },
+        { organizationId: owner.organizationId, method: 'better-auth:password' },
+        { organizationId: personal, method: 'better-auth:password' },
+      ].sort((a, b) => a.organizationId.localeCompare(b.organizationId)),
+    );
     await asOwner(`DELETE FROM "authstrap_member_suspension" WHERE "userId" = $1`, [leaver]);
     expect((await signInEmail(at('leaver'))).status).toBe(200);
   });

@@ -189,17 +189,22 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
     });
   });
 
-  it.skipIf(skip)('refuses a user suspended by the organization that owns the address everywhere, and one suspended elsewhere only there', async () => {
+  it.skipIf(skip)('refuses a user suspended by the organization that owns the address everywhere, and one suspended elsewhere only there, naming each organization that suspended them', async () => {
     const suspend = (organizationId: string, userId: string) =>
       db.query(`INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason") VALUES (gen_random_uuid(), $1, $2, 'member', now(), 'directory-inactive')`, [organizationId, userId]);
+    const deprovisionedBy = (...organizationIds: string[]) => ({ allowed: false, code: 'DEPROVISIONED', organizationIds: organizationIds.sort() });
     await inRollback(async () => {
       await suspend(world.acme, world.employee);
-      expect(await verdict(db, 'employee@acme.com', world.employee, 'sso', world.acme, world.acmeConnection)).toEqual({ allowed: false, code: 'DEPROVISIONED' });
-      expect(await verdict(db, 'employee@acme.com', world.employee, 'password', world.globex)).toEqual({ allowed: false, code: 'DEPROVISIONED' });
+      expect(await verdict(db, 'employee@acme.com', world.employee, 'sso', world.acme, world.acmeConnection)).toEqual(deprovisionedBy(world.acme));
+      expect(await verdict(db, 'employee@acme.com', world.employee, 'password', world.globex)).toEqual(deprovisionedBy(world.acme));
+      // Suspended by the one asked for too: both are named, each once.
+      await suspend(world.globex, world.employee);
+      expect(await verdict(db, 'employee@acme.com', world.employee, 'password', world.globex)).toEqual(deprovisionedBy(world.acme, world.globex));
+      expect(await verdict(db, 'employee@acme.com', world.employee, 'password', world.acme)).toEqual(deprovisionedBy(world.acme));
     });
     await inRollback(async () => {
       await suspend(world.globex, world.outsider);
-      expect(await verdict(db, 'someone@elsewhere.org', world.outsider, 'password', world.globex)).toEqual({ allowed: false, code: 'DEPROVISIONED' });
+      expect(await verdict(db, 'someone@elsewhere.org', world.outsider, 'password', world.globex)).toEqual(deprovisionedBy(world.globex));
       expect(await verdict(db, 'someone@elsewhere.org', world.outsider, 'password', world.acme)).toEqual(allowed);
       expect(await verdict(db, 'someone@elsewhere.org', world.outsider, 'password')).toEqual(allowed);
     });
@@ -426,7 +431,7 @@ describe.each(['embedded', 'postgres'] as const)('the sign-in rule, %s database'
         `INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason") VALUES (gen_random_uuid(), $1, $2, 'member', now(), 'directory-inactive')`,
         [plugged.globex, plugged.employee],
       );
-      expect(await verdict(other, 'employee@acme.com', plugged.employee, 'better-auth:sso')).toEqual({ allowed: false, code: 'DEPROVISIONED' });
+      expect(await verdict(other, 'employee@acme.com', plugged.employee, 'better-auth:sso')).toEqual({ allowed: false, code: 'DEPROVISIONED', organizationIds: [plugged.globex] });
     } finally {
       await other.close();
     }
@@ -578,6 +583,36 @@ describe('the identity tables in migrations', () => {
       await db.query(`INSERT INTO "authstrap_sso_policy" ("organizationId", "ssoRequired", "requiredSince") VALUES ($1, true, now())`, [organizationId]);
       await expect(db.query(`INSERT INTO "session" ("userId", "token", "expiresAt", "authMethod") VALUES ($1, 'new', now() + interval '1 day', 'password')`, [userId])).rejects.toMatchObject({ code: 'AS403' });
       // Generating again finds nothing left to do.
+      const again = planMigrations(schema, { files: ['0001_init.sql', migration.path.slice('migrations/'.length), 'schema-snapshot.json'], snapshot: JSON.parse(plan.files.find((file) => file.path === snapshotPath)!.contents) });
+      expect(again.files.map((file) => file.path)).toEqual([snapshotPath]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('gives a project whose rule named no deprovisioning organization a migration that replaces the rule alone, after which a refusal names them', async () => {
+    const now = databaseModel(schema);
+    // The rule as the previous version wrote it: DEPROVISIONED, naming no organization.
+    const namingNone = (definition: string) => definition.replaceAll(`, 'organizationIds', deprovisioning`, '');
+    const before = { ...now, access: { ...now.access!, functions: now.access!.functions.map((fn) => (fn.name === 'sign_in_rule' ? { ...fn, definition: namingNone(fn.definition) } : fn)) } };
+    expect(JSON.stringify(before)).not.toContain('organizationIds');
+    const db = new PGlite();
+    try {
+      const { diffModels } = await import('../src/generate/migration.js');
+      await db.exec(diffModels({ tables: [] }, before).statements.join('\n'));
+      const organizationId = (await db.query<{ id: string }>(`INSERT INTO "Organization" ("name", "slug") VALUES ('Acme', 'acme') RETURNING "id"`)).rows[0]!.id;
+      const userId = (await db.query<{ id: string }>(`INSERT INTO "User" ("email", "name") VALUES ('leaver@elsewhere.org', 'Leaver') RETURNING "id"`)).rows[0]!.id;
+      await db.query(`INSERT INTO "authstrap_member_suspension" ("id", "organizationId", "userId", "role", "memberCreatedAt", "reason") VALUES (gen_random_uuid(), $1, $2, 'member', now(), 'directory-inactive')`, [organizationId, userId]);
+      const refusal = async () => (await db.query<{ verdict: unknown }>(`SELECT authstrap.sign_in_verdict('leaver@elsewhere.org', $1, 'password', $2, NULL) AS verdict`, [userId, organizationId])).rows[0]!.verdict;
+      expect(await refusal()).toEqual({ allowed: false, code: 'DEPROVISIONED' });
+
+      const plan = planMigrations(schema, { files: ['0001_init.sql', 'schema-snapshot.json'], snapshot: before });
+      expect(plan.problems).toEqual([]);
+      const migration = plan.files.find((file) => file.ownership === 'migration')!;
+      expect(migration.contents.match(/^CREATE OR REPLACE FUNCTION authstrap\.\w+/gm)).toEqual(['CREATE OR REPLACE FUNCTION authstrap.sign_in_rule']);
+      expect(migration.contents).not.toMatch(/CREATE TABLE|ALTER TABLE|DROP /);
+      await db.exec(migration.contents);
+      expect(await refusal()).toEqual({ allowed: false, code: 'DEPROVISIONED', organizationIds: [organizationId] });
       const again = planMigrations(schema, { files: ['0001_init.sql', migration.path.slice('migrations/'.length), 'schema-snapshot.json'], snapshot: JSON.parse(plan.files.find((file) => file.path === snapshotPath)!.contents) });
       expect(again.files.map((file) => file.path)).toEqual([snapshotPath]);
     } finally {

@@ -3,7 +3,7 @@ import type { Queryable } from '../db/database.js';
 import { byUser, recordAuthEvent } from '../events/events.js';
 import { HttpError } from '../http/errors.js';
 import { hashToken } from '../http/session-token.js';
-import { refusedVerdictOf, type SignInVerdict } from '../auth/sign-in-policy.js';
+import { decideSignIn, refusedVerdictOf, type SignInVerdict } from '../auth/sign-in-policy.js';
 import type { RequestMeta } from '../auth/types.js';
 import type { ConnectionRow } from './connections.js';
 
@@ -170,7 +170,12 @@ export async function signInBySso(tx: Queryable, connection: ConnectionRow, prof
     `SELECT EXISTS (SELECT 1 FROM "member" WHERE "userId" = $1 AND "organizationId" = $2) AS "member", authstrap.member_suspended($1, $2) AS "suspended"`,
     [userId, organizationId],
   );
-  if (membership[0]!.suspended) throw new SsoRefusal('DEPROVISIONED', "Your access was turned off by your organization's directory");
+  if (membership[0]!.suspended) {
+    // The rule's verdict, for the record: it names this organization and any other whose directory turned the user off.
+    const verdict = await decideSignIn(tx, { email: profile.email, userId, method: 'sso', organizationId, connectionId: connection.id });
+    const refused = verdict.allowed ? undefined : verdict;
+    throw new SsoRefusal('DEPROVISIONED', "Your access was turned off by your organization's directory", refused, profile.email, userId);
+  }
   if (!membership[0]!.member) {
     if (!connection.jitProvisioning) throw new SsoRefusal('NOT_A_MEMBER', 'You are not a member of this organization: ask its admins to add you');
     await tx.query(`INSERT INTO "member" ("organizationId", "userId", "role") VALUES ($1, $2, $3)`, [organizationId, userId, connection.defaultRole]);

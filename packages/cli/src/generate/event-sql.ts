@@ -31,7 +31,7 @@ export const authEventTypes: Record<string, string> = {
   'session.signed_in': 'A user signed in (data.method: how, as the session stores it)',
   'session.sign_in_failed': 'A failed sign-in (data.email: the address as typed; userId: its user, empty for an address without an account)',
   'session.sign_in_refused':
-    "A sign-in, sign-up or invitation refused by the organization's policy (data.code: SSO_REQUIRED, DEPROVISIONED or BANNED; data.method; in the audit log of the organization that requires SSO)",
+    "A sign-in, sign-up or invitation refused by the sign-in policy (data.code: SSO_REQUIRED, DEPROVISIONED or BANNED; data.method): in the audit log of the organization that requires SSO, or once in that of each organization whose directory deprovisioned the user; a platform ban's refusals are the platform's, in the user's own security events only",
   'sso.break_glass_used': 'An owner signed in with a password while the organization requires single sign-on (break-glass)',
   'session.signed_out': 'A user signed out',
   'session.revoked': "One or more of a user's sessions were signed out by the user",

@@ -20,6 +20,24 @@ const domainOf = (address: string) => `lower(substring(${address} from '@([^@]*)
 /** The methods a break-glass owner may sign in or set a password by (3.2, rule 3). */
 const breakGlassMethods = ['password', 'password-reset', 'password-change', 'password-set', 'better-auth:password'];
 
+/**
+ * The rule's DEPROVISIONED refusal, when directories suspended the user (`user_id`) in
+ * organizations that `which` (a condition on the suspension `s`) concerns: the verdict names each
+ * of them (`organizationIds`, in a stable order), so that the refusal is on the record in each
+ * one's audit log, whose directory turned the user off (src/auth/sign-in-policy.ts). Statements of
+ * the rule's body (its variable `deprovisioning`), indented by `indent`.
+ */
+const deprovisionedBy = (which: string, indent: string) =>
+  [
+    `SELECT jsonb_agg(s."organizationId" ORDER BY s."organizationId") INTO deprovisioning`,
+    `  FROM "authstrap_member_suspension" s WHERE s."userId" = user_id AND ${which};`,
+    `IF deprovisioning IS NOT NULL THEN`,
+    `  RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED', 'organizationIds', deprovisioning);`,
+    `END IF;`,
+  ]
+    .map((line) => indent + line)
+    .join('\n');
+
 /** The parts of the rule that depend on the schema: what Better Auth's plugins keep (2.3). */
 function generatedParts(schema: Schema): { refusals: string; ssoAllowed: string } {
   const entity = (name: string): Entity | undefined => schema.entities.find((candidate) => candidate.name === name);
@@ -51,11 +69,11 @@ function generatedParts(schema: Schema): { refusals: string; ssoAllowed: string 
        WHERE a."userId" = user_id AND p.${quote(providerOrganization)}::text = ${organization}::text`;
     // A user deprovisioned by an organization whose provider they signed in with gets no session
     // through the plugin, whatever the address: the plugin makes the session before the membership
-    // (which it would make again) and names no organization on it. The rule knows the user's
-    // providers, not which one is signing in, so it refuses their every plugin sign-in (the safe side).
-    refusals.push(`  IF method = 'better-auth:sso' AND user_id IS NOT NULL AND EXISTS (
-    SELECT 1 FROM "authstrap_member_suspension" s WHERE s."userId" = user_id AND EXISTS (${accountsAtProvidersOf('s."organizationId"')})) THEN
-    RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED');
+    // (which it would make again) and leaves the session in no organization. The rule knows the user's
+    // providers, not which one is signing in, so it refuses their every plugin sign-in (the safe side),
+    // naming each such organization.
+    refusals.push(`  IF method = 'better-auth:sso' AND user_id IS NOT NULL THEN
+${deprovisionedBy(`EXISTS (${accountsAtProvidersOf('s."organizationId"')})`, '    ')}
   END IF;
 `);
     ssoAllowed = `    IF method = 'better-auth:sso' AND user_id IS NOT NULL AND EXISTS (${accountsAtProvidersOf('owner_organization')}) THEN
@@ -109,6 +127,7 @@ DECLARE
   owner_slug text;
   sso_required boolean;
   break_glass text;
+  deprovisioning jsonb;
 BEGIN
   -- The organization that owns the address: its verified (or failing, within the grace) domain.
   SELECT d."organizationId", o."slug", COALESCE(p."ssoRequired", false), p."breakGlass"
@@ -119,10 +138,8 @@ BEGIN
    WHERE d."domain" = ${domainOf('address')} AND d."state" IN ('verified', 'failing');
 
   -- Deprovisioned by the organization that owns the address (everywhere), or by the one asked for.
-  IF user_id IS NOT NULL AND EXISTS (
-    SELECT 1 FROM "authstrap_member_suspension" s
-     WHERE s."userId" = user_id AND (s."organizationId" = owner_organization OR s."organizationId" = organization_id)) THEN
-    RETURN jsonb_build_object('allowed', false, 'code', 'DEPROVISIONED');
+  IF user_id IS NOT NULL THEN
+${deprovisionedBy('(s."organizationId" = owner_organization OR s."organizationId" = organization_id)', '    ')}
   END IF;
   -- Banned by the platform's operators, until the ban ends (or is lifted).
   IF user_id IS NOT NULL AND EXISTS (${banInForce('user_id')}) THEN

@@ -45,7 +45,9 @@ export interface SignInAttempt {
 export type SignInVerdict =
   | { allowed: true; breakGlass: boolean }
   | { allowed: false; code: 'SSO_REQUIRED'; organizationId: string; slug: string; domain: string }
-  | { allowed: false; code: 'DEPROVISIONED' | 'BANNED' }
+  /** `organizationIds`: each organization whose directory turned the user off, of those the attempt concerns. */
+  | { allowed: false; code: 'DEPROVISIONED'; organizationIds: string[] }
+  | { allowed: false; code: 'BANNED' }
   /** Only the session trigger says this: an impersonation session that is not an operator's of a non-operator. */
   | { allowed: false; code: 'IMPERSONATION_REFUSED'; reason: 'not-marked' | 'not-an-operator' | 'operator-target' | 'not-at-creation' };
 
@@ -93,8 +95,8 @@ export function refusalOfDatabaseError(detail: string | undefined, appUrl: strin
 }
 
 /**
- * Records a refused attempt (`session.sign_in_refused`, in the audit log of the organization that
- * enforces SSO when it is that) and returns its 403; nothing when the verdict allows it.
+ * Records a refused attempt (`session.sign_in_refused`, see `refusalOrganizations`) and returns
+ * its 403; nothing when the verdict allows it.
  */
 export async function refuseSignIn(db: Database, verdict: SignInVerdict, attempt: SignInAttempt, appUrl: string): Promise<HttpError | undefined> {
   if (verdict.allowed) return undefined;
@@ -102,22 +104,39 @@ export async function refuseSignIn(db: Database, verdict: SignInVerdict, attempt
   return refusal(verdict, appUrl);
 }
 
-/** `session.sign_in_refused` for a refused attempt, in a transaction of its own. */
+/**
+ * The audit logs a refusal belongs in (docs/enterprise-identity.md, 3.2): the organization whose
+ * policy refused, since its owners and admins answer for it. SSO_REQUIRED: the organization that
+ * requires SSO of the address. DEPROVISIONED: each organization whose directory turned the user
+ * off (once in each). Anything else (an operator's ban, an impersonation refused) is the
+ * platform's business, not an organization's: `null`, once, in the user's own security events.
+ * Each organization already sees a ban itself (`operator.banned_user`), not each attempt after it.
+ */
+function refusalOrganizations(verdict: Extract<SignInVerdict, { allowed: false }>): (string | null)[] {
+  if (verdict.code === 'SSO_REQUIRED') return [verdict.organizationId];
+  // A verdict from before the rule named the organizations (a trigger of an older migration) names none.
+  if (verdict.code === 'DEPROVISIONED' && verdict.organizationIds?.length) return verdict.organizationIds;
+  return [null];
+}
+
+/** `session.sign_in_refused` for a refused attempt, in each audit log it belongs in, in a transaction of its own. */
 async function recordSignInRefusal(db: Database, verdict: Extract<SignInVerdict, { allowed: false }>, attempt: SignInAttempt): Promise<void> {
-  await db.transaction((tx) =>
-    recordAuthEvent(
-      tx,
-      {
-        type: 'session.sign_in_refused',
-        organizationId: verdict.code === 'SSO_REQUIRED' ? verdict.organizationId : null,
-        userId: attempt.userId,
-        entity: 'User',
-        entityId: attempt.userId ?? undefined,
-        data: { email: attempt.email, method: attempt.method, code: verdict.code },
-      },
-      { actorType: 'system' },
-    ),
-  );
+  await db.transaction(async (tx) => {
+    for (const organizationId of refusalOrganizations(verdict)) {
+      await recordAuthEvent(
+        tx,
+        {
+          type: 'session.sign_in_refused',
+          organizationId,
+          userId: attempt.userId,
+          entity: 'User',
+          entityId: attempt.userId ?? undefined,
+          data: { email: attempt.email, method: attempt.method, code: verdict.code },
+        },
+        { actorType: 'system' },
+      );
+    }
+  });
 }
 
 /**
