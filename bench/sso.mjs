@@ -23,7 +23,7 @@
 //
 // Settings: BENCH_PG_URL, BENCH_SSO_SIGN_INS (200 a phase), BENCH_SSO_CONCURRENCY (20), BENCH_SSO_SERIAL (50),
 // BENCH_SSO_READS (200 reads alone), BENCH_SSO_SAML_THREADS (the backend's SSO_SAML_THREADS; unset: its
-// default, one per core), BENCH_SSO_ENTRY (the backend's entry in the example, dist/index.js; another
+// default, one fewer than the cores), BENCH_SSO_ENTRY (the backend's entry in the example, dist/index.js; another
 // build, e.g. a copy of main's dist, compares two in one session), BENCH_SSO_CPU_PROFILE_DIR (unset).
 // Writes bench/results/sso.json.
 import fs from 'node:fs';

@@ -118,7 +118,7 @@ export interface SsoSettings {
   refreshIntervalHours: number;
   /** SSO_REFRESH_POLL_MS: how often an instance looks for connections due a refresh; 0 never. */
   refreshPollMs: number;
-  /** SSO_SAML_THREADS: at most this many worker threads check SAML responses at the ACS (src/sso/saml-verifier.ts); by default one per core. */
+  /** SSO_SAML_THREADS: at most this many worker threads check SAML responses at the ACS (src/sso/saml-verifier.ts); by default one fewer than the cores, at least one. */
   samlThreads: number;
 }
 
@@ -500,7 +500,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       appRedirects: (values.SSO_APP_REDIRECTS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean),
       refreshIntervalHours: values.SSO_REFRESH_INTERVAL_HOURS ?? 24,
       refreshPollMs: values.SSO_REFRESH_POLL_MS ?? 60_000,
-      samlThreads: values.SSO_SAML_THREADS ?? Math.max(1, availableParallelism()),
+      // A core is left to the event loop, which serves every other request meanwhile (bench/README.md, "SSO sign-in").
+      samlThreads: values.SSO_SAML_THREADS ?? Math.max(1, availableParallelism() - 1),
     },
   };
 }
