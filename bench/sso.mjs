@@ -15,11 +15,17 @@
 //   node bench/sso.mjs
 //
 // Then a few returning sign-ins one at a time: the ACS's own latency, without the queue. The
-// backend's CPU per sign-in (its process's utime + stime) is the figure a loaded machine moves least.
+// backend's CPU per sign-in (its process's utime + stime, its threads' included) is the figure a
+// loaded machine moves least. Last, what the sign-ins cost everyone else: a generated route's read
+// (GET /Projects?limit=20, one after another) alone, then while the same people sign in again 20 at
+// once (the SAML XML is checked on worker threads, src/sso/saml-verifier.ts: on the event loop, each
+// sign-in's milliseconds of XML held up every read).
 //
 // Settings: BENCH_PG_URL, BENCH_SSO_SIGN_INS (200 a phase), BENCH_SSO_CONCURRENCY (20), BENCH_SSO_SERIAL (50),
-// BENCH_SSO_CPU_PROFILE_DIR (unset). Writes
-// bench/results/sso.json.
+// BENCH_SSO_READS (200 reads alone), BENCH_SSO_SAML_THREADS (the backend's SSO_SAML_THREADS; unset: its
+// default, one fewer than the cores), BENCH_SSO_ENTRY (the backend's entry in the example, dist/index.js; another
+// build, e.g. a copy of main's dist, compares two in one session), BENCH_SSO_CPU_PROFILE_DIR (unset).
+// Writes bench/results/sso.json.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +39,9 @@ const concurrency = Number(process.env.BENCH_SSO_CONCURRENCY ?? 20);
 const serialSignIns = Number(process.env.BENCH_SSO_SERIAL ?? 50);
 // A folder: the backend runs with --cpu-prof there (for bench/profile-summary.mjs; the requests it answered are printed).
 const profileDir = process.env.BENCH_SSO_CPU_PROFILE_DIR;
+const readsAloneCount = Number(process.env.BENCH_SSO_READS ?? 200);
+const samlThreads = process.env.BENCH_SSO_SAML_THREADS;
+const entry = process.env.BENCH_SSO_ENTRY ?? 'dist/index.js';
 const domain = 'bench-sso.example';
 
 const percentile = (values, p) => values.slice().sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
@@ -100,12 +109,34 @@ async function timedPhase(prepared, pid, width = concurrency) {
   return { signIns: times.length, concurrency: width, p50: round(percentile(times, 50)), p95: round(percentile(times, 95)), max: round(Math.max(...times)), perSecond: round(times.length / seconds), cpuMsPerSignIn };
 }
 
+/** One read of a generated route as the owner: its time in ms. */
+async function read(base, { token, organizationId }) {
+  const started = performance.now();
+  const answer = await fetch(`${base}/Projects?limit=20`, { headers: { authorization: `Bearer ${token}`, 'x-organization-id': organizationId } });
+  await answer.arrayBuffer();
+  if (answer.status !== 200) throw new Error(`GET /Projects answered ${answer.status}`);
+  return performance.now() - started;
+}
+
+/** Reads one after another until `until` settles (or `count` of them): their p50, p95, max. */
+async function reads(base, asOwner, { until, count = Infinity }) {
+  let done = false;
+  until?.finally(() => (done = true));
+  const times = [];
+  while (!done && times.length < count) times.push(await read(base, asOwner));
+  return { reads: times.length, p50: round(percentile(times, 50)), p95: round(percentile(times, 95)), max: round(Math.max(...times)) };
+}
+
 const database = await throwawayDatabase('sso');
 let idp;
 try {
   idp = await startIdp();
   // One address makes every sign-in here: the SSO limit per address (300 in 15 minutes) out of the way, as the other limits are.
-  const { base, child } = await startExampleBackend({ dbUrl: database.url, env: { RATE_LIMIT_SSO_MAX: '1000000000' }, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] });
+  const { base, child } = await startExampleBackend({
+    dbUrl: database.url,
+    entry,
+    env: { RATE_LIMIT_SSO_MAX: '1000000000', ...(samlThreads ? { SSO_SAML_THREADS: samlThreads } : {}) },
+    nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] });
   const signedUp = await expectStatus(api(base, 'POST', '/api/auth/sign-up/email', { body: { email: `owner@${domain}`, name: 'Owner', password: 'bench-password-1' } }), 201, 'sign-up');
   const token = signedUp.data.token;
   const organizationId = (await api(base, 'GET', '/api/auth/get-session', { token })).json.data.organizations[0].id;
@@ -139,11 +170,19 @@ try {
   const returning = await timedPhase(returningPrepared, child.pid);
   // One at a time: the ACS's own time, without the queue 20 at once make on two cores.
   const oneAtATime = await timedPhase((await prepareFor(people.slice(0, serialSignIns))), child.pid, 1);
+  // What the sign-ins cost other requests: reads alone, then beside the same people signing in again.
+  await reads(base, asOwner, { count: 20 });
+  const readsAlone = await reads(base, asOwner, { count: readsAloneCount });
+  const besidePrepared = await prepareFor(people);
+  const signingIn = timedPhase(besidePrepared, child.pid);
+  const readsBeside = await reads(base, asOwner, { until: signingIn });
+  const returningBesideReads = await signingIn;
   const result = {
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, node: process.version, loadAverageBefore: loadBefore, loadAverageAfter: load() },
-    settings: { signInsPerPhase: signIns, concurrency, protocol: 'saml', idp: 'pysaml2 + xmlsec1 on loopback (untimed)', database: 'PostgreSQL 15 on loopback', nodeEnv: 'production' },
-    acsMs: { firstSignIn: first, returning, oneAtATime },
+    settings: { signInsPerPhase: signIns, concurrency, protocol: 'saml', idp: 'pysaml2 + xmlsec1 on loopback (untimed)', database: 'PostgreSQL 15 on loopback', nodeEnv: 'production', entry, samlThreads: samlThreads ?? 'default' },
+    acsMs: { firstSignIn: first, returning, oneAtATime, returningBesideReads },
+    otherRequestsMs: { route: 'GET /Projects?limit=20, one at a time', alone: readsAlone, besideSignIns: readsBeside },
     goalP95Ms: 50,
   };
   fs.writeFileSync(resultsFile, `${JSON.stringify(result, null, 2)}\n`);

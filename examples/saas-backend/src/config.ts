@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 /** The backend's settings, read from the environment (and `.env`) and checked once at startup. */
@@ -117,6 +118,8 @@ export interface SsoSettings {
   refreshIntervalHours: number;
   /** SSO_REFRESH_POLL_MS: how often an instance looks for connections due a refresh; 0 never. */
   refreshPollMs: number;
+  /** SSO_SAML_THREADS: at most this many worker threads check SAML responses at the ACS (src/sso/saml-verifier.ts); by default one fewer than the cores, at least one. */
+  samlThreads: number;
 }
 
 /** Verified domains (src/domains/): where their DNS TXT records are asked for, and how often. */
@@ -282,6 +285,7 @@ const environmentSchema = z.object({
   SSO_APP_REDIRECTS: optional(z.string()),
   SSO_REFRESH_INTERVAL_HOURS: count(1, 8760),
   SSO_REFRESH_POLL_MS: count(0, 3_600_000),
+  SSO_SAML_THREADS: count(1, 256),
   DNS_TIMEOUT_MS: count(10, 60_000),
   DOMAIN_CHECK_INTERVAL_HOURS: count(1, 8760),
   DOMAIN_FAILING_GRACE_DAYS: count(1, 365),
@@ -496,6 +500,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, projectDir: string): Config {
       appRedirects: (values.SSO_APP_REDIRECTS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean),
       refreshIntervalHours: values.SSO_REFRESH_INTERVAL_HOURS ?? 24,
       refreshPollMs: values.SSO_REFRESH_POLL_MS ?? 60_000,
+      // A core is left to the event loop, which serves every other request meanwhile (bench/README.md, "SSO sign-in").
+      samlThreads: values.SSO_SAML_THREADS ?? Math.max(1, availableParallelism() - 1),
     },
   };
 }

@@ -27,6 +27,7 @@ import { startIdempotencyKeyPrune } from './idempotency/keys.js';
 import { startIdentityPrune } from './sso/prune.js';
 import { createDomainChecks, type DomainChecks } from './domains/domain-checks.js';
 import { createMetadataRefresh, type MetadataRefresh } from './sso/metadata-refresh.js';
+import { createSamlVerifier, type SamlVerifier } from './sso/saml-verifier.js';
 import { checkScheduleOf } from './domains/domain-states.js';
 import { txtLookup } from './domains/txt-lookup.js';
 import { warnWithoutSearchIndexes } from './operator/search-indexes.js';
@@ -74,7 +75,9 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   const appDb = tracing ? tracing.traced(db) : db;
   const transactions = serviceTransactions(appDb, config);
   const streams = createStreams({ db: appDb, logger, settings: config.realtime });
-  const app = createApp({ config, db: appDb, logger, rateLimits, outbox, transactions, streams, metrics, tracing });
+  // SAML responses are checked on worker threads, started at the first one (src/sso/saml-verifier.ts).
+  const samlVerifier = createSamlVerifier({ threads: config.sso.samlThreads });
+  const app = createApp({ config, db: appDb, logger, rateLimits, outbox, transactions, streams, samlVerifier, metrics, tracing });
   prototypes.adopt(app);
   const gate = requestGate(server, app);
   try {
@@ -87,7 +90,7 @@ export async function startServer(options: { projectDir: string; env?: NodeJS.Pr
   const url = addressOf(server, config);
   logger.info({ url, database: db.kind }, `listening on ${url}`);
 
-  const stop = createStop({ config, logger, server, gate, streams, hourlyJobs, domainChecks, ssoRefresh, wakeUps, outbox, transactions, rateLimits, db, tracing });
+  const stop = createStop({ config, logger, server, gate, streams, samlVerifier, hourlyJobs, domainChecks, ssoRefresh, wakeUps, outbox, transactions, rateLimits, db, tracing });
   return { url, config, db, server, outbox, streams, stop };
 }
 
@@ -274,6 +277,7 @@ interface RunningParts {
   server: Server;
   gate: RequestGate;
   streams: Streams;
+  samlVerifier: SamlVerifier;
   hourlyJobs: { stop(): void }[];
   domainChecks: DomainChecks;
   ssoRefresh: MetadataRefresh;
@@ -286,7 +290,7 @@ interface RunningParts {
 }
 
 /** RunningServer.stop: its steps run once, however often it is called. */
-function createStop({ config, logger, server, gate, streams, hourlyJobs, domainChecks, ssoRefresh, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
+function createStop({ config, logger, server, gate, streams, samlVerifier, hourlyJobs, domainChecks, ssoRefresh, wakeUps, outbox, transactions, rateLimits, db, tracing }: RunningParts): () => Promise<void> {
   let stopping: Promise<void> | undefined;
   return () =>
     (stopping ??= (async () => {
@@ -316,6 +320,8 @@ function createStop({ config, logger, server, gate, streams, hourlyJobs, domainC
       await closed;
       clearTimeout(idleGrace);
       clearTimeout(deadline);
+      // No request is left to need them.
+      await samlVerifier.close();
       // Deliveries in hand finish (each is bounded); what is left waits in the table for the next instance.
       for (const job of hourlyJobs) job.stop();
       await domainChecks.stop();

@@ -7,8 +7,9 @@ import { isUuid } from '../http/validate.js';
 import { certificatesOf } from './connections.router.js';
 import { connectionSeal, samlSettingsOf, samlUrlsOf, type ConnectionRow } from './connections.js';
 import type { FlowRow } from './flows.js';
-import { checkResponsePolicy, decodeSamlResponse } from './saml-policy.js';
-import { SamlProblem, serviceProviderMetadata, verifyResponse } from './saml.js';
+import { decodeSamlResponse } from './saml-policy.js';
+import type { SamlVerifier } from './saml-verifier.js';
+import { SamlProblem, serviceProviderMetadata } from './saml.js';
 import { ssoLanding } from './sign-in.router.js';
 import { SsoRefusal } from './sign-in.js';
 
@@ -21,11 +22,12 @@ import { SsoRefusal } from './sign-in.js';
  * Mounted before the CSRF guard: the ACS is posted by a form of the IdP's origin, which the
  * guard would refuse once a session cookie is present. The RelayState (and the binding cookie)
  * are what ties a response to the browser that started; its own urlencoded body limit of 512 KB.
+ * The response's XML is checked on a worker thread (saml-verifier.ts), not on the event loop.
  */
 
 const acsBodyLimit = '512kb';
 
-export function samlRouter({ db, config }: { db: Database; config: Config }): Router {
+export function samlRouter({ db, config, samlVerifier }: { db: Database; config: Config; samlVerifier: SamlVerifier }): Router {
   const router = Router();
   const { connectionById, connectionOf, landing, refused, signInErrorUrl, takeBrowsersFlow } = ssoLanding({ db, config });
   const seal = connectionSeal(config.authSecret);
@@ -70,8 +72,7 @@ export function samlRouter({ db, config }: { db: Database; config: Config }): Ro
     let verified;
     try {
       const xml = decodeSamlResponse(form.SAMLResponse);
-      await checkResponsePolicy(xml, settings.acsUrl, settings.spPrivateKey);
-      verified = await verifyResponse(settings, Buffer.from(xml).toString('base64'), flow?.samlRequestId ? { requestId: flow.samlRequestId, createdAt: flow.createdAt } : null);
+      verified = await samlVerifier.verify(settings, xml, flow?.samlRequestId ? { requestId: flow.samlRequestId, createdAt: flow.createdAt } : null);
     } catch (error) {
       if (!(error instanceof SamlProblem)) throw error;
       return refused(req, res, connection, flow, error);

@@ -35,6 +35,7 @@ import type { Outbox } from './outbox/outbox.js';
 import { registerRealtimeRoutes } from './realtime/openapi.js';
 import { realtimeRouter } from './realtime/realtime.router.js';
 import type { Streams } from './realtime/streams.js';
+import type { SamlVerifier } from './sso/saml-verifier.js';
 import { securityHeaders } from './http/security-headers.js';
 import { waitingCallers } from './http/waiting-callers.js';
 import { scimDirectoriesRouter } from './scim/directories.router.js';
@@ -58,6 +59,8 @@ export interface AppDependencies {
   transactions: ServiceTransactions;
   /** The live streams this instance holds (realtime/streams.ts); server.ts ends them when it stops. */
   streams: Streams;
+  /** The worker threads that check SAML responses at the ACS (sso/saml-verifier.ts); server.ts ends them when it stops. */
+  samlVerifier: SamlVerifier;
   /** Prometheus metrics, when METRICS_TOKEN is set (observability/metrics.ts). */
   metrics?: Metrics;
   /** OpenTelemetry traces, when the OTEL_* variables ask for them (observability/tracing.ts); `db` then makes spans too. */
@@ -73,7 +76,7 @@ export interface AppDependencies {
  * behind the auth guard (who is calling) and, when tenant-scoped, the scope guard (which
  * organization, which role) -> 404 -> error envelope.
  */
-export function createApp({ config, db: database, logger, rateLimits, outbox, transactions, streams, metrics, tracing }: AppDependencies): Express {
+export function createApp({ config, db: database, logger, rateLimits, outbox, transactions, streams, samlVerifier, metrics, tracing }: AppDependencies): Express {
   // A write sent with an Idempotency-Key to a route whose handler calls the database through
   // services runs in the transaction its key holds (idempotency/held-transaction.ts).
   const db = withHeldTransactions(database);
@@ -153,7 +156,7 @@ export function createApp({ config, db: database, logger, rateLimits, outbox, tr
 
   // SAML's ACS is posted by the IdP's page (another origin): before the CSRF guard, with its own
   // urlencoded body limit; the RelayState and the binding cookie tie it to the browser that started.
-  app.use('/api/auth/sso', eventContext(), samlRouter({ db, config }));
+  app.use('/api/auth/sso', eventContext(), samlRouter({ db, config, samlVerifier }));
   app.use(csrfGuard(config));
   app.use(jsonBody(config.bodyLimit));
   // Single sign-on's public routes (src/sso): before /api/auth's, which refuses machine keys the same way.
