@@ -126,10 +126,12 @@ export class KeyedWrite {
    * is a repeat of a write that succeeded, which its key tells. A DELETE sent again finds its row
    * gone (a 404); a create sent again may run into its first's unique name (a 409). If the key
    * was used: what `refusal` answers for it (the kept answer again, a 422, a 409); if not,
-   * undefined, and the write's own answer stands. The write's transaction has ended already.
+   * undefined, and the write's own answer stands (so it does when the lookup itself fails: its
+   * failure is not the write's answer). The write's transaction has ended already.
    */
-  async repeatedAnswer(db: Database, scope: Statement[] = []): Promise<unknown> {
-    return this.keptAnswer(db, scope, undefined);
+  async repeatedAnswer(db: Database, scope: Statement[] = []): Promise<ReplayedAnswer | HttpError | undefined> {
+    const answer = await this.keptAnswer(db, scope, undefined).catch(() => undefined);
+    return answer instanceof ReplayedAnswer || answer instanceof HttpError ? answer : undefined;
   }
 
   /** Whether a write failed on its key (used already, or its first still running): `refusal` answers it. */
