@@ -152,10 +152,11 @@ describe.runIf(databaseKinds.includes('postgres' as never))('the active organiza
       const before = counter.snapshot();
       const answer = await bare(method, path, body === undefined ? {} : { body });
       expect(answer.status, `${method} ${path}`).toBeLessThan(300);
-      return { answer, roundTrips: perRequest(before, counter.snapshot(), 1).roundTrips };
+      const sent = perRequest(before, counter.snapshot(), 1);
+      return { answer, roundTrips: sent.roundTrips, texts: sent.sql.map((text: { sql: string }) => text.sql) };
     };
     const created = await count('POST', '/Projects', { name: 'Apollo' });
-    expect(created.roundTrips).toBe(1);
+    expect(created.roundTrips, created.texts.join('\n')).toBe(1);
     expect(created.answer.body.data.organizationId).toBe(ada.organizationId);
     expect((await count('GET', '/Projects')).roundTrips).toBe(1);
     expect((await count('GET', `/Projects/${created.answer.body.data.id}`)).roundTrips).toBe(1);
