@@ -992,7 +992,7 @@ export interface UserBan {
   bannedBy: { id: string; email: string } | null;
 }
 
-/** One user as an operator sees them: their organizations and roles, live sessions, last 50 sign-ins and failed ones, and their ban. */
+/** One user as an operator sees them: their organizations and roles, live sessions, last 50 sign-ins and failed ones, last 20 refused ones, and their ban. */
 export interface OperatorUser {
   id: string;
   email: string;
@@ -1010,6 +1010,11 @@ export interface OperatorUser {
   sessions: { id: string; ipAddress: string | null; userAgent: string | null; createdAt: string; lastSeenAt: string; expiresAt: string; impersonatedBy: string | null }[];
   /** `method`: how ('password', 'password:break-glass', 'sso'); null for a failure. */
   signIns: { type: 'session.signed_in' | 'session.sign_in_failed'; method: string | null; createdAt: string; ipAddress: string | null; userAgent: string | null }[];
+  /**
+   * Sign-ins the sign-in rule refused, newest first: `code` why (SSO_REQUIRED, DEPROVISIONED, BANNED),
+   * `organization` whose policy it was (null: the platform's, a ban; its name and slug null once it is deleted).
+   */
+  refusedSignIns: { createdAt: string; method: string; code: string; organization: { id: string; name: string | null; slug: string | null } | null; ipAddress: string | null }[];
 }
 
 /** An organization as the operators' search lists it. */

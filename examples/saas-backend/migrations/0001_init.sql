@@ -1268,7 +1268,15 @@ BEGIN
                               FROM "session" s WHERE s."userId" = u."id" AND s."expiresAt" > now()), '[]'::jsonb),
       'signIns', COALESCE((SELECT jsonb_agg(jsonb_build_object('type', e."type", 'method', e."data"->>'method', 'createdAt', to_char(e."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'ipAddress', e."ipAddress", 'userAgent', e."userAgent") ORDER BY e."createdAt" DESC)
                              FROM (SELECT * FROM "authstrap_event" ev WHERE ev."userId" = u."id" AND ev."type" IN ('session.signed_in', 'session.sign_in_failed')
-                                    ORDER BY ev."createdAt" DESC LIMIT 50) e), '[]'::jsonb))
+                                    ORDER BY ev."createdAt" DESC LIMIT 50) e), '[]'::jsonb),
+      -- A refused attempt is about the user when it names them: one that proved nothing about the
+      -- account (a wrong password at an address that must use SSO) names the address only.
+      'refusedSignIns', COALESCE((SELECT jsonb_agg(jsonb_build_object('createdAt', to_char(e."createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'method', e."data"->>'method', 'code', e."data"->>'code',
+                                     'organization', CASE WHEN e."organizationId" IS NOT NULL THEN jsonb_build_object('id', e."organizationId", 'name', org."name", 'slug', org."slug") END,
+                                     'ipAddress', e."ipAddress") ORDER BY e."createdAt" DESC)
+                                    FROM (SELECT * FROM "authstrap_event" ev WHERE ev."userId" = u."id" AND ev."type" = 'session.sign_in_refused'
+                                           ORDER BY ev."createdAt" DESC LIMIT 20) e
+                                    LEFT JOIN "Organization" org ON org."id" = e."organizationId"), '[]'::jsonb))
     INTO answer
     FROM "User" u WHERE u."id" = user_id;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthstrapError, createAuthstrapClient } from '../client/authstrap-client.js';
 import { missingSearchIndexes, searchIndexNames, warnWithoutSearchIndexes } from '../src/operator/search-indexes.js';
 import { parseCsv } from './support/csv.js';
-import { apiClient, databaseKinds, projectDir, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
+import { addMember, apiClient, databaseKinds, projectDir, serviceApiKey, signUp, startBackend, type SignedUp, type TestBackend } from './support/backend.js';
 
 /**
  * The platform's operators (src/operator/): /api/operator answers only a signed-in user who is an
@@ -292,6 +292,47 @@ describe.each(databaseKinds)('operator routes on the %s database', (kind) => {
       expect(unknown.body.error.details).toEqual({ sort: 'Unknown query parameter' });
       expect((await support.api('GET', '/api/operator/users?page=0')).status).toBe(400);
       expect((await support.api('GET', '/api/operator/users?limit=5000')).body.meta.limit).toBe(100);
+    });
+
+    it("lists a user's last 20 refused sign-ins, newest first, each with the organization whose policy refused or none (a ban), to operators only", async () => {
+      // Sam is a member of Ivy's organization, which owns widgets.example and requires single sign-on.
+      const sam = await addMember(backend.url, ivy, 'sam@widgets.example', 'member');
+      const ivysOrganization = (await asOwner(`SELECT "id", "name", "slug" FROM "Organization" WHERE "id" = $1`, [ivy.organizationId])).rows[0]!;
+      await asOwner(`INSERT INTO "authstrap_domain" ("organizationId", "domain", "state", "txtToken", "verifiedAt") VALUES ($1, 'widgets.example', 'verified', 'token', now())`, [ivy.organizationId]);
+      await asOwner(`INSERT INTO "authstrap_sso_policy" ("organizationId", "ssoRequired", "requiredSince", "breakGlass") VALUES ($1, true, now(), 'owners')`, [ivy.organizationId]);
+      const signIn = () => apiClient(backend.url)('POST', '/api/auth/sign-in/email', { body: { email: 'sam@widgets.example', password: 'correct horse battery' } });
+      try {
+        expect((await signIn()).body.error.code).toBe('SSO_REQUIRED');
+        await asOwner(`DELETE FROM "authstrap_sso_policy" WHERE "organizationId" = $1`, [ivy.organizationId]);
+        expect((await support.api('POST', `/api/operator/users/${sam.user.id}/ban`, { body: { reason: 'spam' } })).status).toBe(200);
+        expect((await signIn()).body.error.code).toBe('BANNED');
+
+        const client = createAuthstrapClient({ baseUrl: backend.url, token: support.token });
+        const seen = await client.operator.user(sam.user.id);
+        expect(seen.refusedSignIns).toEqual([
+          { code: 'BANNED', method: 'password', organization: null, createdAt: expect.stringMatching(/Z$/), ipAddress: expect.any(String) },
+          { code: 'SSO_REQUIRED', method: 'password', organization: { id: ivysOrganization.id, name: ivysOrganization.name, slug: ivysOrganization.slug }, createdAt: expect.stringMatching(/Z$/), ipAddress: expect.any(String) },
+        ]);
+        // Another user's refusals are not theirs: Jane has none.
+        expect((await client.operator.user(jane.user.id)).refusedSignIns).toEqual([]);
+        // The latest 20, however many there are.
+        await asOwner(
+          `INSERT INTO "authstrap_event" ("type", "userId", "actorType", "data", "createdAt")
+           SELECT 'session.sign_in_refused', $1, 'system', jsonb_build_object('email', 'sam@widgets.example', 'method', 'password', 'code', 'BANNED'), now() - make_interval(days => n)
+             FROM generate_series(1, 25) AS n`,
+          [sam.user.id],
+        );
+        const bounded = await client.operator.user(sam.user.id);
+        expect(bounded.refusedSignIns).toHaveLength(20);
+        expect(bounded.refusedSignIns.slice(0, 2).map((refused) => refused.code)).toEqual(['BANNED', 'SSO_REQUIRED']);
+        const times = bounded.refusedSignIns.map((refused) => Date.parse(refused.createdAt));
+        expect(times).toEqual([...times].sort((a, b) => b - a));
+        // Nobody but an operator reads them: not Ivy, whose organization's policy refused Sam (her audit log has its own).
+        expect((await ivy.api('GET', `/api/operator/users/${sam.user.id}`)).status).toBe(403);
+      } finally {
+        await asOwner(`DELETE FROM "authstrap_sso_policy" WHERE "organizationId" = $1`, [ivy.organizationId]);
+        await asOwner(`DELETE FROM "authstrap_domain" WHERE "organizationId" = $1`, [ivy.organizationId]);
+      }
     });
   });
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { betterAuthMethodOf, endRefusedSessions } from '../src/auth/sign-in-policy.js';
 import { withScope } from '../src/db/scope.js';
@@ -23,6 +24,7 @@ describe.each(databaseKinds)('the sign-in policy on the %s database', (kind) => 
   const at = (name: string) => `${name}@${domain}`;
   const anonymous = () => apiClient(backend.url);
   const signIn = (email: string, secret = password) => anonymous()('POST', '/api/auth/sign-in/email', { body: { email, password: secret } });
+  const signInWith = (email: string, headers: Record<string, string>) => anonymous()('POST', '/api/auth/sign-in/email', { body: { email, password }, headers });
   const asOwner = (sql: string, params: unknown[] = []) => backend.running.db.asOwner((tx) => tx.query(sql, params));
   /** Requires SSO for the domain (verified) of the owner's organization, or stops requiring it. */
   const requireSso = (on: boolean, breakGlass: 'owners' | 'none' = 'owners') =>
@@ -151,6 +153,46 @@ describe.each(databaseKinds)('the sign-in policy on the %s database', (kind) => 
     expect(refusedMail.status).toBe(403);
     expect(refusedMail.body.error).toEqual(ssoRequired());
     expect((await mail(owner.user.email)).status).toBe(202);
+  });
+
+  it('records a refused attempt sent again with its Idempotency-Key once, answering the same 403; without a key, every attempt', async () => {
+    await requireSso(false);
+    const repeater = await addMember(backend.url, owner, at(`repeater-${Date.now()}`), 'member');
+    await requireSso(true);
+    const refusalsOf = async (email: string) =>
+      Number((await asOwner(`SELECT count(*) AS "refusals" FROM "authstrap_event" WHERE "type" = 'session.sign_in_refused' AND "data"->>'email' = $1`, [email])).rows[0]!.refusals);
+    const service = apiClient(backend.url, { token: serviceApiKey });
+    const sessionFor = { userId: repeater.user.id, token: `x${Date.now()}`, expiresAt: new Date(Date.now() + 86_400_000).toISOString() };
+    const newcomer = at(`keyed-newcomer-${Date.now()}`);
+    const sessionsOf = async () => (await asOwner(`SELECT 1 FROM "session" WHERE "userId" = $1`, [repeater.user.id])).rowCount;
+    const sessions = await sessionsOf();
+    // The backend's sign-in (refused by the session's trigger once the password matched) and sign-up
+    // (refused before anything is made), and the service API's session create (Better Auth's path).
+    const attempts = [
+      { send: (headers: Record<string, string>) => signInWith(repeater.user.email, headers), email: repeater.user.email },
+      { send: (headers: Record<string, string>) => anonymous()('POST', '/api/auth/sign-up/email', { body: { email: newcomer, name: 'Newcomer', password }, headers }), email: newcomer },
+      { send: (headers: Record<string, string>) => service('POST', '/sessions', { body: sessionFor, headers }), email: repeater.user.email },
+    ];
+    for (const { send, email } of attempts) {
+      const before = await refusalsOf(email);
+      const key = { 'idempotency-key': randomUUID() };
+      const first = await send(key);
+      const again = await send(key);
+      expect(first.status).toBe(403);
+      expect(first.body.error).toEqual(ssoRequired());
+      expect(again.status).toBe(403);
+      expect(again.body).toEqual(first.body);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(await refusalsOf(email)).toBe(before + 1);
+
+      // Without a key each attempt is one of its own.
+      expect((await send({})).status).toBe(403);
+      expect((await send({})).status).toBe(403);
+      expect(await refusalsOf(email)).toBe(before + 3);
+    }
+    // Nothing was made by any of them.
+    expect((await asOwner(`SELECT 1 FROM "User" WHERE "email" = $1`, [newcomer])).rowCount).toBe(0);
+    expect(await sessionsOf()).toBe(sessions);
   });
 
   it('ends the password sessions of the domain when the organization turns enforcement on, keeping the owner who did', async () => {

@@ -74,7 +74,7 @@ describe.each(databaseKinds)("the sign-in policy on Better Auth's path, %s datab
     auth = makeAuth();
     owner = await signUp(backend.url, at('owner'));
     slug = (await owner.api('GET', '/api/auth/get-session')).body.data.organizations[0].slug;
-    for (const name of ['employee', 'resetter', 'linked', 'coded', 'leaver']) await addMember(backend.url, owner, at(name), 'member');
+    for (const name of ['employee', 'resetter', 'linked', 'coded', 'leaver', 'retried']) await addMember(backend.url, owner, at(name), 'member');
     await asOwner(`INSERT INTO "authstrap_domain" ("organizationId", "domain", "state", "txtToken", "verifiedAt") VALUES ($1, $2, 'verified', 'token', now())`, [owner.organizationId, domain]);
   }, 60_000);
   afterAll(() => backend?.stop());
@@ -103,6 +103,36 @@ describe.each(databaseKinds)("the sign-in policy on Better Auth's path, %s datab
     expect((await asOwner(`SELECT 1 FROM "User" WHERE "email" = $1`, [at('newcomer')])).rowCount).toBe(0);
     // Outside the domain, Better Auth's sign-up works as ever.
     expect((await auth.api.signUpEmail({ body: { email: `newcomer-${kind}@elsewhere.example`, password, name: 'Elsewhere' }, asResponse: true })).status).toBe(200);
+  });
+
+  it('records a refused session once when the adapter sends it again after its answer was lost; each sign-in attempt on its own', async () => {
+    await requireSso(true);
+    // The answer to every other session create is lost on the way back (a reset connection): the
+    // adapter sends it again with the same Idempotency-Key, and the backend answers the same 403.
+    let sessionCreates = 0;
+    const losingAnswers: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (init?.method === 'POST' && new URL(String(input)).pathname === '/sessions' && sessionCreates++ % 2 === 0) {
+        await response.arrayBuffer();
+        throw new TypeError('fetch failed');
+      }
+      return response;
+    };
+    const lossy = betterAuth({
+      baseURL: 'http://localhost:3100',
+      secret: authSecret,
+      database: authstrapAdapter({ baseUrl: backend.url, serviceKey: serviceApiKey, fetch: losingAnswers }),
+      emailAndPassword: { enabled: true, password: authstrapPassword({ cost: 4 }) },
+      logger: { disabled: true },
+    });
+    const signIn = () => lossy.api.signInEmail({ body: { email: at('retried'), password }, asResponse: true });
+    await expectSsoRequired(await signIn());
+    expect(sessionCreates).toBe(2);
+    expect(await refusalsOf(at('retried'))).toEqual([{ method: 'better-auth:password', code: 'SSO_REQUIRED' }]);
+    // Another sign-in is another attempt, on the record too.
+    await expectSsoRequired(await signIn());
+    expect(sessionCreates).toBe(4);
+    expect(await refusalsOf(at('retried'))).toHaveLength(2);
   });
 
   it('refuses a reset link mailed before enforcement: the password is not changed', async () => {

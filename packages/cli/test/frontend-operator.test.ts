@@ -8,21 +8,21 @@ import { runCliProcess } from './support/setup.js';
 
 /**
  * The operator's pages of the app `setup --frontend` writes (/operator; issue 50), in Debian's
- * Chromium against a generated backend: a user who is no operator sees no Operator entry and is told
- * what /operator is for; an operator (granted from the command line) finds a user by address, sees
- * their organizations and failed sign-ins, bans them (their open page's live stream ends and a
- * reload signs them out; a sign-in through the backend and through Better Auth is refused), lifts
- * the ban (they sign in again); signs in as a member, sees the banner on every page, changes a
- * record as them, ends it and is the operator again, while the organization's audit log shows the
- * change as made by an operator signed in as that member. The overview (where /operator opens)
- * charts the day's sign-ups; an organization opened from the list has its member's role changed
- * (the only owner's refused, in the backend's words; the change still there after a reload) and a
- * machine key disabled (the backend refuses it) and enabled again. The remaining buttons, last: a
- * verification and a password-reset mail (read from the loopback SMTP server), the operator role
- * granted and revoked, Make owner, the platform's log downloaded as CSV, and an organization and a
- * user deleted with their slug and address typed (the other organization, its members and its
- * record still there). Every operator page passes axe-core (no
- * serious or critical violation), at a laptop's and a phone's width. The screenshots go to
+ * Chromium against a generated backend: a user who is no operator sees no Operator entry and is
+ * told what /operator is for; an operator (granted from the command line) finds a user by address,
+ * sees their organizations and failed sign-ins, bans them (their open page's live stream ends and a
+ * reload signs them out; a sign-in through the backend and through Better Auth is refused, and both
+ * refusals are on their page), lifts the ban (they sign in again); signs in as a member, sees the
+ * banner on every page, changes a record as them, ends it and is the operator again, while the
+ * organization's audit log shows the change as made by an operator signed in as that member. The
+ * overview (where /operator opens) charts the day's sign-ups; an organization opened from the list
+ * has its member's role changed (the only owner's refused, in the backend's words; the change still
+ * there after a reload) and a machine key disabled (the backend refuses it) and enabled again. The
+ * remaining buttons, last: a verification and a password-reset mail (read from the loopback SMTP
+ * server), the operator role granted and revoked, Make owner, the platform's log downloaded as CSV,
+ * and an organization and a user deleted with their slug and address typed (the other organization,
+ * its members and its record still there). Every operator page passes axe-core (no serious or
+ * critical violation), at a laptop's and a phone's width. The screenshots go to
  * docs/images/operator/, where docs/operator.md shows them.
  */
 
@@ -121,7 +121,7 @@ describe("the operator's pages in Chromium", () => {
     expect(await header(member).getByRole('link', { name: 'Operator' }).count()).toBe(0);
   }, 240_000);
 
-  it('an operator finds a user by address, sees their organizations and failed sign-ins, bans them everywhere, and lifts the ban', async () => {
+  it('an operator finds a user by address, sees their organizations and failed sign-ins, bans them everywhere, sees the refused sign-ins, and lifts the ban', async () => {
     await signUp(spammer, 'Sam Spammer', 'sam@example.com');
     expect(await backendSignIn('sam@example.com', 'not the password')).toBe(401);
     await expect.poll(() => spammer.getByRole('status', { name: 'Live updates: on' }).count(), { timeout: 15_000 }).toBe(1);
@@ -173,6 +173,14 @@ describe("the operator's pages in Chromium", () => {
     expect(await operator.getByRole('region', { name: 'The ban in force' }).count()).toBe(0);
     expect(await signInThroughPage(spammer, 'sam@example.com')).toBe('in');
     expect(samId).toMatch(/^[0-9a-f-]{36}$/);
+
+    // The two sign-ins the ban refused, on the backend's path and Better Auth's: the platform's, in no organization.
+    await operator.reload();
+    const refused = operator.getByRole('table', { name: 'Refused sign-ins' });
+    await expect.poll(() => refused.getByRole('row').filter({ hasText: 'BANNED' }).count()).toBe(2);
+    expect(await refused.getByRole('row').filter({ hasText: 'better-auth:password' }).count()).toBe(1);
+    expect(await refused.getByRole('row').filter({ hasText: 'None (the platform’s)' }).count()).toBe(2);
+    await shootAndCheck(operator, 'user-refused-sign-ins');
   }, 240_000);
 
   it('an operator signs in as a member: the banner on every page, a record changed as them, in their audit log as an operator; End returns to the operator', async () => {

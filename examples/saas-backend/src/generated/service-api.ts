@@ -104,14 +104,15 @@ function serviceApiRouter<Row, Create extends z.ZodType, Replace extends z.ZodTy
    * A route whose SQL runs in the request's transaction when it names one (x-authstrap-transaction),
    * else on its own. A create the sign-in rule refused (a session, a sign-up's password: Better
    * Auth signing someone in or up) is on the record once its statements are rolled back, before
-   * the 403 (session.sign_in_refused); a refused change (a password reset) is answered without
+   * the 403 (session.sign_in_refused), once per Idempotency-Key: the 403 is kept with the key, and
+   * the write sent again gets it again. A refused change (a password reset) is answered without
    * one, as on the backend's routes: nobody signed in.
    */
   const route =
     (handler: (req: Request, res: Response, db: Runner) => Promise<void>): RequestHandler =>
     (req, res) =>
       transactions.run(req, (db) => handler(req, res, events && req.method !== 'GET' ? asService(db, req) : db)).catch(async (error: unknown) => {
-        if (req.method === 'POST') await recordRefusedWrite(database, error, betterAuthMethodOf(req.header(betterAuthPathHeader)));
+        if (req.method === 'POST') await recordRefusedWrite(database, error, betterAuthMethodOf(req.header(betterAuthPathHeader)), req.keyedWrite);
         throw error;
       });
 

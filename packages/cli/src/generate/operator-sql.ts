@@ -90,9 +90,11 @@ const operatorUsers = pagedSearch({
 
 /**
  * One user as support needs them: their organizations and roles, their sessions (device, address,
- * last use), their last 50 sign-ins and failed ones, the ban in force (null when none), the
- * memberships a directory suspended, and the organization that requires them to sign in with
- * single sign-on (null when none); null for no such user.
+ * last use), their last 50 sign-ins and failed ones, their last 20 sign-ins the sign-in rule
+ * refused (SSO required, deprovisioned, banned: in an organization's audit log, or the platform's
+ * with no organization), the ban in force (null when none), the memberships a directory
+ * suspended, and the organization that requires them to sign in with single sign-on (null when
+ * none); null for no such user.
  */
 const operatorUser = `CREATE OR REPLACE FUNCTION authstrap.operator_user(operator_id uuid, user_id uuid)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
@@ -120,7 +122,15 @@ BEGIN
                               FROM "session" s WHERE s."userId" = u."id" AND s."expiresAt" > now()), '[]'::jsonb),
       'signIns', COALESCE((SELECT jsonb_agg(jsonb_build_object('type', e."type", 'method', e."data"->>'method', 'createdAt', ${iso('e."createdAt"')}, 'ipAddress', e."ipAddress", 'userAgent', e."userAgent") ORDER BY e."createdAt" DESC)
                              FROM (SELECT * FROM "authstrap_event" ev WHERE ev."userId" = u."id" AND ev."type" IN ('session.signed_in', 'session.sign_in_failed')
-                                    ORDER BY ev."createdAt" DESC LIMIT 50) e), '[]'::jsonb))
+                                    ORDER BY ev."createdAt" DESC LIMIT 50) e), '[]'::jsonb),
+      -- A refused attempt is about the user when it names them: one that proved nothing about the
+      -- account (a wrong password at an address that must use SSO) names the address only.
+      'refusedSignIns', COALESCE((SELECT jsonb_agg(jsonb_build_object('createdAt', ${iso('e."createdAt"')}, 'method', e."data"->>'method', 'code', e."data"->>'code',
+                                     'organization', CASE WHEN e."organizationId" IS NOT NULL THEN jsonb_build_object('id', e."organizationId", 'name', org."name", 'slug', org."slug") END,
+                                     'ipAddress', e."ipAddress") ORDER BY e."createdAt" DESC)
+                                    FROM (SELECT * FROM "authstrap_event" ev WHERE ev."userId" = u."id" AND ev."type" = 'session.sign_in_refused'
+                                           ORDER BY ev."createdAt" DESC LIMIT 20) e
+                                    LEFT JOIN "Organization" org ON org."id" = e."organizationId"), '[]'::jsonb))
     INTO answer
     FROM "User" u WHERE u."id" = user_id;
   PERFORM set_config('authstrap.maintenance', was_maintenance, true);

@@ -2,6 +2,8 @@ import type { Database, Queryable } from '../db/database.js';
 import { lockUntilCommit } from '../db/locks.js';
 import { byUser, currentRequestContext, recordAuthEvent, recordEvent } from '../events/events.js';
 import { HttpError } from '../http/errors.js';
+import { recordRefusalOnce } from '../idempotency/held-transaction.js';
+import type { KeyedWrite } from '../idempotency/keyed-write.js';
 
 /**
  * The one policy point of sign-in (docs/enterprise-identity.md, section 3). The rule is SQL,
@@ -119,9 +121,15 @@ function refusalOrganizations(verdict: Extract<SignInVerdict, { allowed: false }
   return [null];
 }
 
-/** `session.sign_in_refused` for a refused attempt, in each audit log it belongs in, in a transaction of its own. */
-async function recordSignInRefusal(db: Database, verdict: Extract<SignInVerdict, { allowed: false }>, attempt: SignInAttempt): Promise<void> {
-  await db.transaction(async (tx) => {
+/**
+ * `session.sign_in_refused` for a refused attempt, in each audit log it belongs in, in a
+ * transaction of its own; for a request with an `Idempotency-Key`, in its keyed write with the
+ * refusal's answer kept, so that the request sent again (its answer lost) is answered the same and
+ * recorded once (`recordRefusalOnce`). `keyed`: the request's keyed write, when its statements do
+ * not run in it (the service API's).
+ */
+async function recordSignInRefusal(db: Database, verdict: Extract<SignInVerdict, { allowed: false }>, attempt: SignInAttempt, keyed?: KeyedWrite): Promise<void> {
+  await recordRefusalOnce(db, async (tx) => {
     for (const organizationId of refusalOrganizations(verdict)) {
       await recordAuthEvent(
         tx,
@@ -136,7 +144,7 @@ async function recordSignInRefusal(db: Database, verdict: Extract<SignInVerdict,
         { actorType: 'system' },
       );
     }
-  });
+  }, keyed);
 }
 
 /**
@@ -145,14 +153,16 @@ async function recordSignInRefusal(db: Database, verdict: Extract<SignInVerdict,
  * refusals are. The trigger's detail names whom it refused (`attempt`); the request's statements
  * are rolled back by now, so this is a transaction of its own, and a user made in the same
  * transaction (a sign-up) is gone with it: the refusal then names the address only, as a refused
- * sign-up on the backend's path does. Any other error: nothing.
+ * sign-up on the backend's path does. `keyed`: the write's Idempotency-Key, whose answer then
+ * keeps the refusal (the adapter sends a write again when its answer is lost). Any other error:
+ * nothing.
  */
-export async function recordRefusedWrite(db: Database, error: unknown, method: SignInMethod): Promise<void> {
+export async function recordRefusedWrite(db: Database, error: unknown, method: SignInMethod, keyed?: KeyedWrite): Promise<void> {
   const verdict = refusedVerdictOf(error);
   const attempt = refusedAttemptOf(error);
   if (!verdict || !attempt || verdict.allowed) return;
   const exists = attempt.userId !== null && (await db.query(`SELECT 1 FROM "User" WHERE "id" = $1`, [attempt.userId])).rows.length === 1;
-  await recordSignInRefusal(db, verdict, { email: attempt.email, userId: exists ? attempt.userId : null, method });
+  await recordSignInRefusal(db, verdict, { email: attempt.email, userId: exists ? attempt.userId : null, method }, keyed);
 }
 
 /**

@@ -101,6 +101,22 @@ async function asOwnerIn<T>(keyed: KeyedWrite, work: (tx: Queryable) => Promise<
 }
 
 /**
+ * Records a refusal (`record`: a refused sign-in's event, auth/sign-in-policy.ts) once per
+ * request, however often the request is sent again with its `Idempotency-Key`: `record` runs in
+ * the request's keyed write, and the refusal's answer (its 403) is kept with the key in the same
+ * transaction, as a success's is, so a repeat gets the same answer and records nothing. `keyed`:
+ * the request's keyed write when its statements do not run in it already (the service API's,
+ * rolled back by the statement a trigger refused: it takes its key again first, KeyedWrite.retake).
+ * Without a key, `record` is a transaction of its own: each attempt is on the record.
+ */
+export async function recordRefusalOnce(db: Database, record: (tx: Queryable) => Promise<void>, keyed: KeyedWrite | undefined = held.getStore()): Promise<void> {
+  if (!keyed) return db.transaction(record);
+  await keyed.retake(db);
+  await transactionIn(keyed, record);
+  keyed.keepFailure();
+}
+
+/**
  * `db` as the app hands it out: the same, except that a request running a keyed write of
  * `keyedWrites` sends its statements to that write's transaction. Everything else (the routes
  * behind tenantScoped, which hold their keyed writes themselves; requests without a key; the

@@ -31,7 +31,8 @@ import {
  * so the write and its answer are committed together or not at all: a repeat finds either both
  * (and gets the answer again) or neither (and is the write). A repeat that comes while the first
  * is still running waits for it on the key's row, up to `lockWaitMs`, then gets a 409. An answer
- * of 400 or more is not kept: the transaction is rolled back, and the key is free for the next try.
+ * of 400 or more is not kept: the transaction is rolled back, and the key is free for the next try;
+ * except a refusal that is on the record (keepFailure), kept as a success is.
  *
  * A generated entity route's write (POST, PUT, PATCH, DELETE) needs none of that: its statement's
  * rows are its answer, so the statement keeps the answer itself, and the whole keyed write is one
@@ -47,6 +48,8 @@ export class KeyedWrite {
   private answerHooked = false;
   /** Rolled back because the client went away: the request's later work must not run elsewhere (held-transaction.ts). */
   private abandonedByClient = false;
+  /** The answer is kept with the key even if it is a failure (keepFailure): a refusal on the record. */
+  private failureKept = false;
   /** What waits for the commit (a wake-up of the outbox's worker): run once the write is committed. */
   private readonly committed: (() => void)[] = [];
   /**
@@ -185,6 +188,29 @@ export class KeyedWrite {
     else work();
   }
 
+  /**
+   * The request's answer is kept with the key even if it is a failure (a 4xx; a 5xx says "send it
+   * again" and is never kept): for a refusal whose record is in this transaction (a refused
+   * sign-in, held-transaction.ts `recordRefusalOnce`), so that a repeat gets the refusal again
+   * instead of making another record of it.
+   */
+  keepFailure(): void {
+    this.failureKept = true;
+  }
+
+  /**
+   * Takes the key again, in a new transaction, for a write whose statement failed and was rolled
+   * back (`refusal`) but whose failure is to be kept (keepFailure). A repeat that took the key in
+   * the meantime has kept its answer, which is then this request's too: thrown, as `refusal`
+   * answers it. Holding already: nothing to do.
+   */
+  async retake(db: Database): Promise<void> {
+    if (this.state === 'open') return;
+    if (this.state !== 'new' || this.abandonedByClient) throw new Error('A keyed write takes its key again only before its answer, while its client waits for it');
+    const outcome = await this.begin(db, [], []);
+    if (outcome.error !== undefined) throw await this.refusal(db, outcome.error);
+  }
+
   /** Rolls back before any answer (the caller was refused, or is checked again): nothing was kept. */
   async rollback(): Promise<void> {
     if (this.state !== 'open') return;
@@ -278,7 +304,7 @@ export class KeyedWrite {
     const { owner, seal } = this.settings;
     try {
       await this.inFlight;
-      if (status >= 400) {
+      if (status >= 400 && !(this.failureKept && status < 500)) {
         if (!this.settings.failuresKeepTheirWork) return await tx.rollback();
         // What the request did before it failed (a failed sign-in's record) is kept, as it is
         // without a key; the key is freed for the next try.

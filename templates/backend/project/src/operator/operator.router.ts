@@ -88,7 +88,7 @@ export function operatorRouter(deps: OperatorDeps): Router {
     sendJsonList(res, { json: JSON.stringify(found.rows), meta: pageMeta(page, limit, found.total) });
   });
 
-  // One user: organizations and roles, sessions, sign-ins and failed ones.
+  // One user: organizations and roles, sessions, sign-ins, failed and refused ones.
   router.get('/users/:id', async (req, res) => {
     const id = parseId('User', req.params.id);
     const user = await operatorQuery<unknown>(deps.db, 'SELECT authstrap.operator_user($1, $2) AS "answer"', [req.operator!.userId, id]);
@@ -295,6 +295,20 @@ const OperatorUser = z
         userAgent: z.string().nullable(),
       }),
     ),
+    refusedSignIns: z
+      .array(
+        z.object({
+          createdAt: z.iso.datetime(),
+          method: z.string().meta({ description: "How they tried ('password', 'sso', 'better-auth:password', ...)" }),
+          code: z.string().meta({ description: 'Why the sign-in rule refused: SSO_REQUIRED, DEPROVISIONED, BANNED, ...' }),
+          organization: z
+            .object({ id: z.uuid(), name: z.string().nullable(), slug: z.string().nullable() })
+            .nullable()
+            .meta({ description: "The organization whose policy refused, in whose audit log it is (name and slug null once it is deleted); null: the platform's (a ban)" }),
+          ipAddress: z.string().nullable(),
+        }),
+      )
+      .meta({ description: "Their last 20 sign-ins the sign-in rule refused, on either sign-in path, newest first; a deprovisioned user's attempt once for each organization that turned them off" }),
   })
   .meta({ id: 'OperatorUser' });
 const OperatorEvent = z
@@ -328,7 +342,7 @@ export function registerOperatorRoutes(registry: OpenAPIRegistry): void {
   });
   registry.registerPath({
     method: 'get', path: '/api/operator/users/{id}', operationId: 'getOperatorUser', tags,
-    summary: 'One user: their organizations and roles, sessions, last 50 sign-ins and failed ones, and their ban (operators only)',
+    summary: 'One user: their organizations and roles, sessions, last 50 sign-ins and failed ones, last 20 refused sign-ins, and their ban (operators only)',
     request: { params: z.object({ id: z.uuid() }) },
     responses: { 200: { description: 'The user', content: { 'application/json': { schema: z.object({ success: z.literal(true), data: OperatorUser }) } } }, ...refused, 404: { description: 'NOT_FOUND: no such user' } },
   });

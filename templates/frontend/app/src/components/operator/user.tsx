@@ -19,7 +19,7 @@ const impersonationMinutes = [5, 15, 30, 60];
 /**
  * One user, as support needs them: who they are and their state (address confirmed, operator,
  * banned: why, since when, by whom, until when), their organizations and roles, where they are
- * signed in, their last sign-ins and failed ones; and what an operator does about them: sign them
+ * signed in, their last sign-ins, failed and refused ones; and what an operator does about them: sign them
  * out everywhere, ban or unban them, sign in as them. Each action takes a reason, which the
  * platform's log and the user's own security events keep.
  */
@@ -157,6 +157,38 @@ export function OperatorUserDetail({ id }: { id: string }) {
                 <td data-label="IP address">{signIn.ipAddress ?? 'unknown'}</td>
                 <td data-label="Device" className="break-all">
                   {signIn.userAgent ?? 'unknown'}
+                </td>
+              </tr>
+            ))}
+          </CardTable>
+        )}
+      </div>
+
+      <div className="grid min-w-0 gap-2">
+        <h2>Refused sign-ins</h2>
+        <p className="muted">
+          The last 20 the sign-in rule refused on either path (the backend’s, Better Auth’s): single sign-on required, deprovisioned by a directory, or
+          banned. An organization’s refusals are in its audit log too.
+        </p>
+        {user.refusedSignIns.length === 0 ? (
+          <p className="muted">No refused sign-in recorded.</p>
+        ) : (
+          <CardTable label="Refused sign-ins" columns={['When', 'Method', 'Code', 'Organization']}>
+            {user.refusedSignIns.map((refused, index) => (
+              <tr key={`${refused.createdAt}-${refused.organization?.id ?? ''}-${index}`} className="align-top">
+                <td data-label="When">{dateTimeFormat.format(new Date(refused.createdAt))}</td>
+                <td data-label="Method">{refused.method}</td>
+                <td data-label="Code">
+                  <span className="badge bad">{refused.code}</span>
+                </td>
+                <td data-label="Organization" className="break-words">
+                  {refused.organization === null ? (
+                    <span className="muted">None (the platform’s)</span>
+                  ) : refused.organization.name === null ? (
+                    <span className="muted">Deleted since</span>
+                  ) : (
+                    <Link href={`/operator/organizations/${refused.organization.id}`}>{refused.organization.name}</Link>
+                  )}
                 </td>
               </tr>
             ))}
