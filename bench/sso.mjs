@@ -94,15 +94,18 @@ async function post({ cookie, form }) {
   return ms;
 }
 
-/** `prepared` posted `width` at a time (each worker takes the next): latencies in ms, and the backend's CPU per sign-in (its process's, from /proc). */
-async function timedPhase(prepared, pid, width = concurrency) {
+/**
+ * `count` sign-ins, `width` at a time (each worker takes the next index to `signIn`, which answers
+ * the ACS's time in ms): their latencies, and the backend's CPU per sign-in (its process's, from /proc).
+ */
+async function measured(count, pid, width, signIn) {
   const times = [];
   let next = 0;
   const ticksBefore = cpuTicks(pid);
   const startedAt = performance.now();
   await Promise.all(
     Array.from({ length: width }, async () => {
-      while (next < prepared.length) times.push(await post(prepared[next++]));
+      while (next < count) times.push(await signIn(next++));
     }),
   );
   const seconds = (performance.now() - startedAt) / 1000;
@@ -111,28 +114,19 @@ async function timedPhase(prepared, pid, width = concurrency) {
   return { signIns: times.length, concurrency: width, p50: round(percentile(times, 50)), p95: round(percentile(times, 95)), max: round(Math.max(...times)), perSecond: round(times.length / seconds), cpuMsPerSignIn };
 }
 
+/** `prepared` posted `width` at a time: the ACS with 20 responses in its queue, its saturation. */
+const timedPhase = (prepared, pid, width = concurrency) => measured(prepared.length, pid, width, (index) => post(prepared[index]));
+
 /**
  * `emails` signing in as people do, `width` at a time: each worker starts a sign-in at the backend,
  * gets the IdP's answer (untimed) and posts it to the ACS (timed), then takes the next address. The
  * ACS posts arrive as the IdP lets them, not all at once: the ACS's latency at 20 sign-ins in
- * progress, rather than at 20 responses in its queue (timedPhase). The IdP (Python, xmlsec1 as a
- * process per signature) shares the two cores, so this is the load one slow IdP lets through.
+ * progress, rather than at 20 responses in its queue. The IdP (Python, xmlsec1 as a process per
+ * signature) shares the two cores, so this is the load one slow IdP lets through. The backend's CPU
+ * here includes each sign-in's start (the AuthnRequest and its flow row).
  */
-async function flowPhase(idp, base, startInit, emails, pid, width = concurrency) {
-  const times = [];
-  let next = 0;
-  const ticksBefore = cpuTicks(pid);
-  const startedAt = performance.now();
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < emails.length) times.push(await post(await prepare(idp, `${base}/api/auth/sso/start`, startInit, emails[next++])));
-    }),
-  );
-  const seconds = (performance.now() - startedAt) / 1000;
-  // The backend's CPU here includes each sign-in's start (the AuthnRequest and its flow row).
-  const cpuMsPerSignIn = round(((cpuTicks(pid) - ticksBefore) * 10) / times.length);
-  return { signIns: times.length, concurrency: width, p50: round(percentile(times, 50)), p95: round(percentile(times, 95)), max: round(Math.max(...times)), perSecond: round(times.length / seconds), cpuMsPerSignInWithStart: cpuMsPerSignIn };
-}
+const flowPhase = (idp, base, startInit, emails, pid, width = concurrency) =>
+  measured(emails.length, pid, width, async (index) => post(await prepare(idp, `${base}/api/auth/sso/start`, startInit, emails[index])));
 
 /** One read of a generated route as the owner: its time in ms. */
 async function read(base, { token, organizationId }) {
