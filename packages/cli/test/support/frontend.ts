@@ -37,7 +37,9 @@ export async function startGeneratedApp(name: string, backendEnv: Record<string,
   if (!fs.existsSync(chromiumPath)) throw new Error(`${chromiumPath} is missing: apt-get install chromium (.ci/run does)`);
   const workspace = tempDir(`authstrap-${name}-`);
   const backendPort = await freePort();
-  const frontendPort = await freePort();
+  // A free port is released before it is used, so the second may be the first again: ask until it differs.
+  let frontendPort = await freePort();
+  for (let tries = 0; frontendPort === backendPort && tries < 10; tries++) frontendPort = await freePort();
   const setup = runCliProcess(
     ['setup', '--yes', '--db', 'embedded', '--project-name', name, '--frontend', '--backend-port', String(backendPort), '--frontend-port', String(frontendPort)],
     { cwd: workspace, timeoutMs: 480_000 },
